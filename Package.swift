@@ -1,0 +1,56 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+    name: "Pushgate",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "pushgate", targets: ["PushgateCLI"]),
+        .library(name: "Pushgate", targets: ["Pushgate"]),
+        .library(name: "PushgateXML", targets: ["PushgateXML"]),
+        .library(name: "PushgateConfig", targets: ["PushgateConfig"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2")
+    ],
+    targets: [
+        // C libraries: a module map plus `static inline` shims, nothing else.
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+        .systemLibrary(
+            name: "CLibXML2",
+            pkgConfig: "libxml-2.0",
+            providers: [.apt(["libxml2-dev"])]
+        ),
+
+        // The pure domain: platforms, registrations, tags, templates, outcomes, configuration model.
+        .target(name: "Pushgate"),
+        // libxml2: XML templates and XML results.
+        .target(name: "PushgateXML", dependencies: ["Pushgate", "CLibXML2"]),
+        // libcurl: the HTTP client (knows nothing about push).
+        .target(name: "PushgateCurl", dependencies: ["CCurl"]),
+        // Reads config.json, template files and secrets from disk and the environment.
+        .target(name: "PushgateConfig", dependencies: ["Pushgate", "PushgateXML"]),
+        .executableTarget(
+            name: "PushgateCLI",
+            dependencies: [
+                "Pushgate", "PushgateXML", "PushgateConfig", "PushgateCurl",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+
+        .testTarget(name: "PushgateTests", dependencies: ["Pushgate"]),
+        .testTarget(name: "PushgateXMLTests", dependencies: ["Pushgate", "PushgateXML"]),
+        .testTarget(name: "PushgateCurlTests", dependencies: ["PushgateCurl"]),
+        .testTarget(
+            name: "PushgateConfigTests",
+            dependencies: ["Pushgate", "PushgateConfig"],
+            resources: [.copy("Fixtures")]
+        ),
+        .testTarget(name: "PushgateCLITests", dependencies: ["PushgateCLI"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,215 @@
+extension PushgateConfiguration {
+    /// Decodes a configuration from the bytes of a `config.json`.
+    ///
+    /// Every error names the JSON path of the offending key, its line and column, and what was
+    /// expected; unknown keys are errors. `file` is used in error messages only.
+    public init(json source: [UInt8], file: String? = nil) throws(ConfigurationError) {
+        do {
+            self = try Self.decode(source)
+        } catch {
+            throw file.map { error.inFile($0) } ?? error
+        }
+    }
+
+    private static func decode(_ source: [UInt8]) throws(ConfigurationError) -> PushgateConfiguration {
+        let root: JSONValue
+        do {
+            root = try JSONParser.parse(source)
+        } catch {
+            throw ConfigurationError(path: "$", location: error.location, reason: "invalid JSON: \(error.reason)")
+        }
+        var reader = try JSONObjectReader(root, path: "$", source: source)
+
+        var listener = ListenerConfiguration()
+        if var object = try reader.object("listener") {
+            listener.host = try object.string("host") ?? listener.host
+            listener.port = try object.int("port", in: 0...65535) ?? listener.port
+            listener.maximumBodyBytes = try object.int("maxBodyBytes", in: 1024...(64 << 20)) ?? listener.maximumBodyBytes
+            try object.finish(expected: ["host", "port", "maxBodyBytes"])
+        }
+
+        var store = StoreConfiguration()
+        if var object = try reader.object("store") {
+            if var sqlite = try object.object("sqlite") {
+                store.kind = .sqlite(path: try sqlite.requiredString("path"))
+                try sqlite.finish(expected: ["path"])
+            }
+            try object.finish(expected: ["sqlite"])
+        }
+
+        var auth = AuthConfiguration()
+        if var object = try reader.object("auth") {
+            auth = try decodeAuth(&object)
+        }
+
+        guard var appsReader = try reader.object("apps") else {
+            throw reader.error("missing required key 'apps' (an object of apps by name, for example {\"default\": {…}})")
+        }
+        var apps: [AppConfiguration] = []
+        for member in appsReader.members {
+            let id: AppID
+            do { id = try AppID(member.key) } catch {
+                throw appsReader.error(error.description, key: member.key, at: member.keyOffset)
+            }
+            guard var app = try appsReader.object(member.key) else { continue }
+            apps.append(try decodeApp(id: id, &app))
+        }
+        if apps.isEmpty { throw appsReader.error("configure at least one app, for example \"default\"") }
+
+        try reader.finish(expected: ["listener", "store", "auth", "apps"])
+        return PushgateConfiguration(listener: listener, store: store, auth: auth, apps: apps)
+    }
+
+    private static func decodeAuth(_ object: inout JSONObjectReader) throws(ConfigurationError) -> AuthConfiguration {
+        var auth = AuthConfiguration()
+        if let users = object.raw("users") {
+            guard let elements = users.arrayElements else { throw object.error("expected an array of users", key: "users") }
+            for (index, element) in elements.enumerated() {
+                var user = try JSONObjectReader(element, path: "\(jsonPath(object.path, "users"))[\(index)]", source: object.source)
+                let name = try user.requiredString("name")
+                let hash = try user.requiredString("passwordHash")
+                guard hash.hasPrefix("pbkdf2-sha256$"), hash.split(separator: "$").count == 4 else {
+                    throw user.error("expected a password hash 'pbkdf2-sha256$<iterations>$<salt>$<hash>' (never a plain password)", key: "passwordHash")
+                }
+                if auth.users.contains(where: { $0.name == name }) { throw user.error("user '\(name)' is configured twice", key: "name") }
+                try user.finish(expected: ["name", "passwordHash"])
+                auth.users.append(UserCredential(name: name, passwordHash: hash))
+            }
+        }
+        auth.admins = try object.stringArray("admins") ?? []
+        auth.demoPasswordEqualsName = try object.bool("demoPasswordEqualsName") ?? false
+        try object.finish(expected: ["users", "admins", "demoPasswordEqualsName"])
+        return auth
+    }
+
+    private static func decodeApp(id: AppID, _ app: inout JSONObjectReader) throws(ConfigurationError) -> AppConfiguration {
+        var configuration = AppConfiguration(id: id)
+        if var handles = try app.object("handles") {
+            if let hosts = try handles.stringArray("wnsChannelHosts") {
+                for host in hosts where host.isEmpty || host.contains("/") || host.contains(" ") {
+                    throw handles.error("'\(host)' is not a host name or *.domain pattern", key: "wnsChannelHosts")
+                }
+                configuration.handles.wnsChannelHosts = hosts
+            }
+            try handles.finish(expected: ["wnsChannelHosts"])
+        }
+        if var services = try app.object("services") {
+            configuration.services = try decodeServices(&services)
+        }
+        guard var templates = try app.object("templates") else {
+            throw app.error("missing required key 'templates' (template sets by purpose, at least \"notify\")")
+        }
+        for member in templates.members {
+            guard var set = try templates.object(member.key) else { continue }
+            configuration.templates[member.key] = try decodeTemplateSet(&set)
+        }
+        if configuration.templates["notify"] == nil {
+            throw templates.error("missing the \"notify\" template set (the templates the notifications API sends)")
+        }
+        try app.finish(expected: ["handles", "services", "templates"])
+        return configuration
+    }
+
+    private static func decodeServices(_ services: inout JSONObjectReader) throws(ConfigurationError) -> ServicesConfiguration {
+        var result = ServicesConfiguration()
+        if var apns = try services.object("apns") {
+            let endpoint = try apns.string("endpoint") ?? APNSConfiguration.productionEndpoint
+            try checkEndpoint(endpoint, key: "endpoint", in: apns)
+            let topic = try apns.requiredString("topic")
+            let token = try apns.object("token")
+            let certificate = try apns.object("certificate")
+            let authentication: APNSConfiguration.Authentication
+            switch (token, certificate) {
+            case (var token?, nil):
+                let keyID = try token.requiredString("keyId")
+                let teamID = try token.requiredString("teamId")
+                for (key, value) in [("keyId", keyID), ("teamId", teamID)] where value.count != 10 || !value.allSatisfy({ $0.isASCII && ($0.isUppercase || $0.isNumber) }) {
+                    throw token.error("'\(value)' must be 10 upper-case letters or digits, as Apple issues it", key: key)
+                }
+                authentication = .token(keyID: keyID, teamID: teamID, privateKey: try token.requiredSecret("privateKey"))
+                try token.finish(expected: ["keyId", "teamId", "privateKey"])
+            case (nil, var certificate?):
+                authentication = .certificate(certificate: try certificate.requiredSecret("certificate"), privateKey: try certificate.requiredSecret("privateKey"))
+                try certificate.finish(expected: ["certificate", "privateKey"])
+            case (nil, nil):
+                throw apns.error("configure exactly one of \"token\" (a .p8 key) or \"certificate\"")
+            case (_?, _?):
+                throw apns.error("configure only one of \"token\" or \"certificate\", not both")
+            }
+            let caFile = try apns.string("caFile")
+            try apns.finish(expected: ["endpoint", "topic", "token", "certificate", "caFile"])
+            result.apns = APNSConfiguration(endpoint: endpoint, topic: topic, authentication: authentication, caFile: caFile)
+        }
+        if var fcm = try services.object("fcm") {
+            let endpoint = try fcm.string("endpoint") ?? FCMConfiguration.productionEndpoint
+            try checkEndpoint(endpoint, key: "endpoint", in: fcm)
+            let account = try fcm.requiredSecret("serviceAccount")
+            let caFile = try fcm.string("caFile")
+            try fcm.finish(expected: ["endpoint", "serviceAccount", "caFile"])
+            result.fcm = FCMConfiguration(endpoint: endpoint, serviceAccount: account, caFile: caFile)
+        }
+        if var gcm = try services.object("gcm") {
+            let endpoint = try gcm.string("endpoint") ?? GCMConfiguration.productionEndpoint
+            try checkEndpoint(endpoint, key: "endpoint", in: gcm)
+            let key = try gcm.requiredSecret("serverKey")
+            let caFile = try gcm.string("caFile")
+            try gcm.finish(expected: ["endpoint", "serverKey", "caFile"])
+            result.gcm = GCMConfiguration(endpoint: endpoint, serverKey: key, caFile: caFile)
+        }
+        if var wns = try services.object("wns") {
+            let tokenEndpoint = try wns.string("tokenEndpoint") ?? WNSConfiguration.productionTokenEndpoint
+            try checkEndpoint(tokenEndpoint, key: "tokenEndpoint", in: wns)
+            let clientID = try wns.requiredString("clientId")
+            let secret = try wns.requiredSecret("clientSecret")
+            let scope = try wns.string("scope") ?? "notify.windows.com"
+            let caFile = try wns.string("caFile")
+            try wns.finish(expected: ["tokenEndpoint", "clientId", "clientSecret", "scope", "caFile"])
+            result.wns = WNSConfiguration(tokenEndpoint: tokenEndpoint, clientID: clientID, clientSecret: secret, scope: scope, caFile: caFile)
+        }
+        try services.finish(expected: Platform.allCases.map(\.rawValue))
+        return result
+    }
+
+    private static func checkEndpoint(_ url: String, key: String, in reader: JSONObjectReader) throws(ConfigurationError) {
+        let lowered = url.lowercased()
+        guard lowered.hasPrefix("https://"), lowered.count > "https://".count, !url.contains(" ") else {
+            throw reader.error("'\(url)' must be an https:// URL (push services are reached over TLS only)", key: key)
+        }
+    }
+
+    private static func decodeTemplateSet(_ set: inout JSONObjectReader) throws(ConfigurationError) -> TemplateSetConfiguration {
+        var result = TemplateSetConfiguration()
+        for platform in Platform.allCases {
+            guard var template = try set.object(platform.rawValue) else { continue }
+            let file = try template.string("file")
+            let body = try template.string("body")
+            let source: TemplateConfiguration.Source
+            switch (file, body) {
+            case (let file?, nil): source = .file(file)
+            case (nil, let body?): source = .inline(body)
+            case (nil, nil): throw template.error("give the template as \"file\" (a path in templates/) or inline as \"body\"")
+            case (_?, _?): throw template.error("give only one of \"file\" or \"body\"")
+            }
+            var format: Template.Format?
+            if let text = try template.string("format") {
+                guard let parsed = Template.Format(rawValue: text) else {
+                    throw template.error("'\(text)' is not a template format (json, xml, raw)", key: "format")
+                }
+                format = parsed
+            }
+            var headers: [HTTPHeader] = []
+            if let headersObject = try template.object("headers") {
+                for member in headersObject.members {
+                    guard let value = member.value.stringValue else {
+                        throw headersObject.error("header values are strings, found \(member.value.typeDescription)", key: member.key)
+                    }
+                    headers.append(HTTPHeader(name: member.key, value: value))
+                }
+            }
+            try template.finish(expected: ["file", "body", "format", "headers"])
+            result.templates[platform] = TemplateConfiguration(source: source, format: format, headers: headers, path: template.path)
+        }
+        try set.finish(expected: Platform.allCases.map(\.rawValue))
+        return result
+    }
+}

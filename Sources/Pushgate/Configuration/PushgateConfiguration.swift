@@ -1,0 +1,257 @@
+/// Everything a Pushgate instance is configured with: usually read from `config.json`.
+///
+/// The instance serves one or more apps ("hubs"), each with its own push-service credentials,
+/// templates and registrations; a single-app setup names its app `default`.
+public struct PushgateConfiguration: Sendable, Hashable {
+    public var listener: ListenerConfiguration
+    public var store: StoreConfiguration
+    public var auth: AuthConfiguration
+    /// Apps by name, in the order they were configured.
+    public var apps: [AppConfiguration]
+
+    public init(
+        listener: ListenerConfiguration = .init(), store: StoreConfiguration = .init(), auth: AuthConfiguration = .init(),
+        apps: [AppConfiguration]
+    ) {
+        self.listener = listener
+        self.store = store
+        self.auth = auth
+        self.apps = apps
+    }
+
+    /// The app requests go to when they do not name one: `default`, or the only app.
+    public var defaultApp: AppConfiguration? {
+        apps.first(where: { $0.id == .default }) ?? (apps.count == 1 ? apps.first : nil)
+    }
+}
+
+/// Where the gateway listens.
+public struct ListenerConfiguration: Sendable, Hashable {
+    /// Default `127.0.0.1`.
+    public var host: String
+    /// Default `8080`; `0` lets the OS choose.
+    public var port: Int
+    /// Largest request body accepted, in bytes. Default 64 KiB.
+    public var maximumBodyBytes: Int
+
+    public init(host: String = "127.0.0.1", port: Int = 8080, maximumBodyBytes: Int = 65536) {
+        self.host = host
+        self.port = port
+        self.maximumBodyBytes = maximumBodyBytes
+    }
+}
+
+/// Where registrations live.
+public struct StoreConfiguration: Sendable, Hashable {
+    public enum Kind: Sendable, Hashable {
+        /// An SQLite database file (relative to the configuration file). The default.
+        case sqlite(path: String)
+    }
+
+    public var kind: Kind
+
+    public init(kind: Kind = .sqlite(path: "pushgate.sqlite")) { self.kind = kind }
+}
+
+/// Who may call the API.
+public struct AuthConfiguration: Sendable, Hashable {
+    /// Users with their password hashes (never plain passwords).
+    public var users: [UserCredential]
+    /// Users that may manage every registration, not only their own.
+    public var admins: [String]
+    /// The tutorials' test rule: any user whose password equals the user name is accepted. For demos
+    /// only; off by default and loudly logged when on.
+    public var demoPasswordEqualsName: Bool
+
+    public init(users: [UserCredential] = [], admins: [String] = [], demoPasswordEqualsName: Bool = false) {
+        self.users = users
+        self.admins = admins
+        self.demoPasswordEqualsName = demoPasswordEqualsName
+    }
+}
+
+/// A user name and a salted, slow password hash (`pbkdf2-sha256$<iterations>$<salt>$<hash>`).
+public struct UserCredential: Sendable, Hashable, CustomStringConvertible {
+    public var name: String
+    public var passwordHash: String
+
+    public init(name: String, passwordHash: String) {
+        self.name = name
+        self.passwordHash = passwordHash
+    }
+
+    public var description: String { "user \(name)" }
+}
+
+/// One app: its push-service credentials, device-handle rules and templates.
+public struct AppConfiguration: Sendable, Hashable {
+    public var id: AppID
+    public var services: ServicesConfiguration
+    public var handles: HandlePolicy
+    /// Template sets by purpose: `notify` (the tutorial message) and `secure` (secure push), plus
+    /// any the operator adds.
+    public var templates: [String: TemplateSetConfiguration]
+
+    public init(id: AppID, services: ServicesConfiguration = .init(), handles: HandlePolicy = .init(), templates: [String: TemplateSetConfiguration] = [:]) {
+        self.id = id
+        self.services = services
+        self.handles = handles
+        self.templates = templates
+    }
+}
+
+/// The push services an app delivers through; a missing one means that platform is not configured.
+public struct ServicesConfiguration: Sendable, Hashable {
+    public var apns: APNSConfiguration?
+    public var fcm: FCMConfiguration?
+    public var gcm: GCMConfiguration?
+    public var wns: WNSConfiguration?
+
+    public init(apns: APNSConfiguration? = nil, fcm: FCMConfiguration? = nil, gcm: GCMConfiguration? = nil, wns: WNSConfiguration? = nil) {
+        self.apns = apns
+        self.fcm = fcm
+        self.gcm = gcm
+        self.wns = wns
+    }
+
+    /// The platforms with a configured service.
+    public var configuredPlatforms: [Platform] {
+        Platform.allCases.filter {
+            switch $0 {
+            case .apns: apns != nil
+            case .fcm: fcm != nil
+            case .gcm: gcm != nil
+            case .wns: wns != nil
+            }
+        }
+    }
+}
+
+/// APNs: endpoint, topic, and token or certificate authentication.
+public struct APNSConfiguration: Sendable, Hashable {
+    public enum Authentication: Sendable, Hashable {
+        /// Provider-token (JWT, ES256) authentication with a `.p8` key.
+        case token(keyID: String, teamID: String, privateKey: SecretSource)
+        /// TLS client-certificate authentication (PEM certificate and key).
+        case certificate(certificate: SecretSource, privateKey: SecretSource)
+    }
+
+    public static let productionEndpoint = "https://api.push.apple.com"
+    public static let developmentEndpoint = "https://api.sandbox.push.apple.com"
+
+    public var endpoint: String
+    /// The default `apns-topic` (the app's bundle id).
+    public var topic: String
+    public var authentication: Authentication
+    /// A CA bundle to trust instead of the system's (for the sandbox).
+    public var caFile: String?
+
+    public init(endpoint: String = productionEndpoint, topic: String, authentication: Authentication, caFile: String? = nil) {
+        self.endpoint = endpoint
+        self.topic = topic
+        self.authentication = authentication
+        self.caFile = caFile
+    }
+}
+
+/// FCM HTTP v1: a service account (its JSON names the project and the OAuth token endpoint).
+public struct FCMConfiguration: Sendable, Hashable {
+    public static let productionEndpoint = "https://fcm.googleapis.com"
+
+    public var endpoint: String
+    public var serviceAccount: SecretSource
+    public var caFile: String?
+
+    public init(endpoint: String = productionEndpoint, serviceAccount: SecretSource, caFile: String? = nil) {
+        self.endpoint = endpoint
+        self.serviceAccount = serviceAccount
+        self.caFile = caFile
+    }
+}
+
+/// Legacy GCM/FCM HTTP: a server key.
+public struct GCMConfiguration: Sendable, Hashable {
+    public static let productionEndpoint = "https://fcm.googleapis.com/fcm/send"
+
+    public var endpoint: String
+    public var serverKey: SecretSource
+    public var caFile: String?
+
+    public init(endpoint: String = productionEndpoint, serverKey: SecretSource, caFile: String? = nil) {
+        self.endpoint = endpoint
+        self.serverKey = serverKey
+        self.caFile = caFile
+    }
+}
+
+/// WNS: OAuth client credentials.
+public struct WNSConfiguration: Sendable, Hashable {
+    public static let productionTokenEndpoint = "https://login.live.com/accesstoken.srf"
+
+    public var tokenEndpoint: String
+    /// The package SID (`ms-app://…`) or app id.
+    public var clientID: String
+    public var clientSecret: SecretSource
+    /// OAuth scope; `notify.windows.com` for classic WNS.
+    public var scope: String
+    public var caFile: String?
+
+    public init(
+        tokenEndpoint: String = productionTokenEndpoint, clientID: String, clientSecret: SecretSource,
+        scope: String = "notify.windows.com", caFile: String? = nil
+    ) {
+        self.tokenEndpoint = tokenEndpoint
+        self.clientID = clientID
+        self.clientSecret = clientSecret
+        self.scope = scope
+        self.caFile = caFile
+    }
+}
+
+/// A template per platform for one purpose.
+public struct TemplateSetConfiguration: Sendable, Hashable {
+    public var templates: [Platform: TemplateConfiguration]
+
+    public init(_ templates: [Platform: TemplateConfiguration] = [:]) { self.templates = templates }
+}
+
+/// One template: where its body comes from, its syntax, and its headers.
+public struct TemplateConfiguration: Sendable, Hashable {
+    public enum Source: Sendable, Hashable {
+        /// A file in `templates/` (relative to the configuration file).
+        case file(String)
+        /// The body written in the configuration.
+        case inline(String)
+    }
+
+    public var source: Source
+    /// The body syntax; inferred from the file extension or the platform when nil.
+    public var format: Template.Format?
+    public var headers: [HTTPHeader]
+    /// JSON path of this template in the configuration, for error messages.
+    public var path: String
+
+    public init(source: Source, format: Template.Format? = nil, headers: [HTTPHeader] = [], path: String = "") {
+        self.source = source
+        self.format = format
+        self.headers = headers
+        self.path = path
+    }
+
+    /// The format to compile with: explicit, else by file extension, else by platform and headers.
+    public func resolvedFormat(for platform: Platform) -> Template.Format {
+        if let format { return format }
+        if case .file(let path) = source {
+            let lowered = path.lowercased()
+            if lowered.hasSuffix(".json") { return .json }
+            if lowered.hasSuffix(".xml") { return .xml }
+            if lowered.hasSuffix(".txt") || lowered.hasSuffix(".raw") { return .raw }
+        }
+        switch platform {
+        case .apns, .fcm, .gcm: return .json
+        case .wns:
+            let type = headers.first(where: { $0.name.lowercased() == "x-wns-type" })?.value
+            return type == "wns/raw" ? .raw : .xml
+        }
+    }
+}

@@ -1,0 +1,173 @@
+/// The unified answer to one send: a state, counts per platform and outcome, and one result per
+/// targeted device, whatever the push services answered.
+public struct NotificationResult: Sendable, Hashable, Codable {
+    public var notificationID: String
+    public var state: NotificationState
+    public var platforms: [PlatformSummary]
+    public var targets: [TargetResult]
+
+    public init(notificationID: String, state: NotificationState, platforms: [PlatformSummary] = [], targets: [TargetResult] = []) {
+        self.notificationID = notificationID
+        self.state = state
+        self.platforms = platforms
+        self.targets = targets
+    }
+
+    /// Builds the result from per-target results, with one summary for each selected platform
+    /// (platforms with no target get an empty summary) and the state derived from the outcomes.
+    public init(notificationID: String, selection: PlatformSelection, targets: [TargetResult]) {
+        var counts: [Platform: [Outcome: Int]] = [:]
+        for target in targets { counts[target.platform, default: [:]][target.outcome, default: 0] += 1 }
+        let platforms = selection.platforms.map { PlatformSummary(platform: $0, counts: counts[$0] ?? [:]) }
+        let state: NotificationState
+        if targets.isEmpty {
+            state = .noTargetFound
+        } else if targets.allSatisfy({ [.pnsUnreachable, .pnsUnavailable, .abandoned, .tokenProviderUnreachable].contains($0.outcome) }) {
+            state = .abandoned
+        } else {
+            state = .completed
+        }
+        self.init(notificationID: notificationID, state: state, platforms: platforms, targets: targets)
+    }
+
+    /// Targets whose outcome is `Success`.
+    public var successCount: Int { targets.count(where: { $0.outcome.isSuccess }) }
+    /// Targets with any other outcome.
+    public var failureCount: Int { targets.count - successCount }
+
+    enum CodingKeys: String, CodingKey {
+        case notificationID = "notificationId", state, success, failure, platforms, targets
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        notificationID = try container.decode(String.self, forKey: .notificationID)
+        state = try container.decode(NotificationState.self, forKey: .state)
+        platforms = try container.decode([PlatformSummary].self, forKey: .platforms)
+        targets = try container.decode([TargetResult].self, forKey: .targets)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(notificationID, forKey: .notificationID)
+        try container.encode(state, forKey: .state)
+        try container.encode(successCount, forKey: .success)
+        try container.encode(failureCount, forKey: .failure)
+        try container.encode(platforms, forKey: .platforms)
+        try container.encode(targets, forKey: .targets)
+    }
+}
+
+/// Counts of each outcome on one platform.
+public struct PlatformSummary: Sendable, Hashable, Codable {
+    public var platform: Platform
+    public var counts: [Outcome: Int]
+
+    public init(platform: Platform, counts: [Outcome: Int] = [:]) {
+        self.platform = platform
+        self.counts = counts
+    }
+
+    public var total: Int { counts.values.reduce(0, +) }
+    public var successCount: Int { counts[.success] ?? 0 }
+
+    /// Counts sorted with `Success` first.
+    public var sortedCounts: [(outcome: Outcome, count: Int)] {
+        counts.sorted { $0.key < $1.key }.map { (outcome: $0.key, count: $0.value) }
+    }
+
+    enum CodingKeys: String, CodingKey { case platform, total, outcomes }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        platform = try container.decode(Platform.self, forKey: .platform)
+        let raw = try container.decode([String: Int].self, forKey: .outcomes)
+        counts = Dictionary(uniqueKeysWithValues: raw.map { (Outcome(rawValue: $0.key), $0.value) })
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(platform, forKey: .platform)
+        try container.encode(total, forKey: .total)
+        try container.encode(Dictionary(uniqueKeysWithValues: counts.map { ($0.key.rawValue, $0.value) }), forKey: .outcomes)
+    }
+}
+
+/// What happened at one device.
+public struct TargetResult: Sendable, Hashable, Codable {
+    public var registrationID: RegistrationID
+    public var platform: Platform
+    /// The handle with its middle hidden (handles are credentials of a sort; never shown whole).
+    public var maskedHandle: String
+    public var outcome: Outcome
+    /// The push service's HTTP status, when it answered.
+    public var statusCode: Int?
+    /// The service's reason or error code: APNs `reason`, FCM `errorCode`, GCM `error`, WNS
+    /// `X-WNS-Status` / `X-WNS-Error-Description`, or the transport error.
+    public var reason: String?
+    /// The service's id for the message (`apns-id`, FCM `name`, GCM `message_id`, `X-WNS-Msg-ID`).
+    public var serviceMessageID: String?
+    public var attempts: Int
+    /// Milliseconds from the first attempt to the final answer.
+    public var latencyMilliseconds: Double
+    /// What the gateway did to the stored handle because of the answer.
+    public var handleAction: HandleAction?
+
+    public init(
+        registrationID: RegistrationID, platform: Platform, maskedHandle: String, outcome: Outcome,
+        statusCode: Int? = nil, reason: String? = nil, serviceMessageID: String? = nil, attempts: Int = 1,
+        latencyMilliseconds: Double = 0, handleAction: HandleAction? = nil
+    ) {
+        self.registrationID = registrationID
+        self.platform = platform
+        self.maskedHandle = maskedHandle
+        self.outcome = outcome
+        self.statusCode = statusCode
+        self.reason = reason
+        self.serviceMessageID = serviceMessageID
+        self.attempts = attempts
+        self.latencyMilliseconds = latencyMilliseconds
+        self.handleAction = handleAction
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case registrationID = "registrationId", platform, handle, outcome, statusCode, reason
+        case serviceMessageID = "serviceMessageId", attempts, latencyMs, handleAction
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        registrationID = try container.decode(RegistrationID.self, forKey: .registrationID)
+        platform = try container.decode(Platform.self, forKey: .platform)
+        maskedHandle = try container.decode(String.self, forKey: .handle)
+        outcome = try container.decode(Outcome.self, forKey: .outcome)
+        statusCode = try container.decodeIfPresent(Int.self, forKey: .statusCode)
+        reason = try container.decodeIfPresent(String.self, forKey: .reason)
+        serviceMessageID = try container.decodeIfPresent(String.self, forKey: .serviceMessageID)
+        attempts = try container.decode(Int.self, forKey: .attempts)
+        latencyMilliseconds = try container.decode(Double.self, forKey: .latencyMs)
+        handleAction = try container.decodeIfPresent(HandleAction.self, forKey: .handleAction)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(registrationID, forKey: .registrationID)
+        try container.encode(platform, forKey: .platform)
+        try container.encode(maskedHandle, forKey: .handle)
+        try container.encode(outcome, forKey: .outcome)
+        try container.encodeIfPresent(statusCode, forKey: .statusCode)
+        try container.encodeIfPresent(reason, forKey: .reason)
+        try container.encodeIfPresent(serviceMessageID, forKey: .serviceMessageID)
+        try container.encode(attempts, forKey: .attempts)
+        try container.encode(latencyMilliseconds, forKey: .latencyMs)
+        try container.encodeIfPresent(handleAction, forKey: .handleAction)
+    }
+}
+
+/// A change to a stored handle made because of a push service's answer.
+public enum HandleAction: String, Sendable, Hashable, Codable {
+    /// The service said the handle is gone; the registration was deleted.
+    case removed
+    /// The service returned a canonical handle (legacy GCM); the stored handle was replaced.
+    case replaced
+}

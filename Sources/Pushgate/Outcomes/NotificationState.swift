@@ -1,0 +1,16 @@
+/// Where a notification is in its life, with Notification Hubs' `NotificationOutcomeState` names.
+public enum NotificationState: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
+    case enqueued = "Enqueued"
+    case detailedStateAvailable = "DetailedStateAvailable"
+    case processing = "Processing"
+    /// Every target was attempted; per-target outcomes tell which succeeded.
+    case completed = "Completed"
+    /// Nothing could be delivered (no service reachable, or the gateway gave up).
+    case abandoned = "Abandoned"
+    case unknown = "Unknown"
+    /// No registration matched the tag expression on the selected platforms.
+    case noTargetFound = "NoTargetFound"
+    case cancelled = "Cancelled"
+
+    public var description: String { rawValue }
+}

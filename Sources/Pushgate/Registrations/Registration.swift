@@ -1,0 +1,80 @@
+/// One app installation registered to receive pushes: where to reach it, which tags select it,
+/// and optionally its own template.
+public struct Registration: Sendable, Hashable {
+    public var app: AppID
+    public var id: RegistrationID
+    public var handle: DeviceHandle
+    /// Tags in sorted order, unique, at most ``Tag/maximumPerRegistration``.
+    public private(set) var tags: [Tag]
+    /// A template this registration renders with instead of the app's template for its platform.
+    public var template: RegistrationTemplate?
+    /// When the registration stops being used; nil means never.
+    public var expiresAt: Timestamp?
+    /// The user who owns the registration (the authenticated user that created it).
+    public var owner: String
+
+    public var platform: Platform { handle.platform }
+
+    public init(
+        app: AppID = .default, id: RegistrationID, handle: DeviceHandle, tags: [Tag],
+        template: RegistrationTemplate? = nil, expiresAt: Timestamp? = nil, owner: String
+    ) throws(TagError) {
+        self.app = app
+        self.id = id
+        self.handle = handle
+        self.tags = []
+        self.template = template
+        self.expiresAt = expiresAt
+        self.owner = owner
+        try setTags(tags)
+    }
+
+    /// Replaces the tags (deduplicated and sorted), enforcing the per-registration limit.
+    public mutating func setTags(_ newTags: some Sequence<Tag>) throws(TagError) {
+        let unique = Array(Set(newTags)).sorted()
+        if unique.count > Tag.maximumPerRegistration { throw TagError.tooMany(unique.count) }
+        tags = unique
+    }
+
+    /// Whether the registration is past its expiry at `now`.
+    public func isExpired(at now: Timestamp) -> Bool {
+        guard let expiresAt else { return false }
+        return expiresAt <= now
+    }
+}
+
+/// A per-registration template: its body text and headers, compiled by the gateway when stored.
+public struct RegistrationTemplate: Sendable, Hashable, Codable {
+    public var name: String?
+    public var body: String
+    public var headers: [String: String]
+
+    public init(name: String? = nil, body: String, headers: [String: String] = [:]) {
+        self.name = name
+        self.body = body
+        self.headers = headers
+    }
+}
+
+/// Seconds since the Unix epoch (UTC). Time is always injected into the domain; nothing here reads
+/// the clock.
+public struct Timestamp: Sendable, Hashable, Comparable, Codable, CustomStringConvertible {
+    public var secondsSinceEpoch: Double
+
+    public init(secondsSinceEpoch: Double) { self.secondsSinceEpoch = secondsSinceEpoch }
+
+    public static func < (lhs: Timestamp, rhs: Timestamp) -> Bool { lhs.secondsSinceEpoch < rhs.secondsSinceEpoch }
+
+    public func adding(seconds: Double) -> Timestamp { Timestamp(secondsSinceEpoch: secondsSinceEpoch + seconds) }
+
+    public var description: String { String(secondsSinceEpoch) }
+
+    public init(from decoder: any Decoder) throws {
+        secondsSinceEpoch = try decoder.singleValueContainer().decode(Double.self)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(secondsSinceEpoch)
+    }
+}

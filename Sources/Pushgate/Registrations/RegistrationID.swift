@@ -1,0 +1,53 @@
+/// The identifier of a registration: 1 to 64 characters of letters, digits and `-`.
+///
+/// New ids are 32 lower-case hex characters drawn from a cryptographically secure generator.
+public struct RegistrationID: Sendable, Hashable, Comparable, CustomStringConvertible, Codable {
+    public let rawValue: String
+
+    public init(_ text: String) throws(RegistrationIDError) {
+        guard (1...64).contains(text.utf8.count),
+            text.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") })
+        else { throw RegistrationIDError(text: text) }
+        rawValue = text
+    }
+
+    /// A fresh random id.
+    public static func random() -> RegistrationID {
+        var generator = SystemRandomNumberGenerator()
+        return random(using: &generator)
+    }
+
+    public static func random(using generator: inout some RandomNumberGenerator) -> RegistrationID {
+        let high = generator.next() as UInt64
+        let low = generator.next() as UInt64
+        func hex(_ value: UInt64) -> String {
+            let digits = String(value, radix: 16)
+            return String(repeating: "0", count: 16 - digits.count) + digits
+        }
+        return try! RegistrationID(hex(high) + hex(low))
+    }
+
+    public var description: String { rawValue }
+
+    public static func < (lhs: RegistrationID, rhs: RegistrationID) -> Bool { lhs.rawValue < rhs.rawValue }
+
+    public init(from decoder: any Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        do { try self.init(text) } catch {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: error.description))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+}
+
+/// A registration id is malformed (the gateway answers such ids like unknown ones).
+public struct RegistrationIDError: PushgateInputError, Hashable {
+    public let text: String
+    public var description: String {
+        "registration id '\(text.prefix(80))' is malformed; expected 1 to 64 letters, digits or '-'"
+    }
+}

@@ -1,0 +1,112 @@
+/// A registration tag, validated with Notification Hubs rules: 1 to 120 characters, each a letter,
+/// a digit or one of `_ @ # . : -`; or the implicit forms `$InstallationId:{id}` and `$UserId:{id}`.
+///
+/// Tags are matched by exact presence. The gateway adds `username:<user>` to every registration.
+public struct Tag: Sendable, Hashable, Comparable, CustomStringConvertible, Codable {
+    /// Longest tag, in characters.
+    public static let maximumLength = 120
+    /// Most tags on one registration.
+    public static let maximumPerRegistration = 60
+
+    public let rawValue: String
+
+    public init(_ text: String) throws(TagError) {
+        if let problem = Self.problem(in: text) { throw TagError(tag: text, problem: problem) }
+        self.rawValue = text
+    }
+
+    /// The tag that marks a user's registrations: `username:<name>`.
+    public static func username(_ name: String) throws(TagError) -> Tag {
+        try Tag("username:" + name)
+    }
+
+    public var description: String { rawValue }
+
+    public static func < (lhs: Tag, rhs: Tag) -> Bool { lhs.rawValue < rhs.rawValue }
+
+    public init(from decoder: any Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        do { try self.init(text) } catch {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: error.description))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+
+    /// Whether `character` may appear in a plain tag.
+    static func isTagCharacter(_ character: Character) -> Bool {
+        switch character {
+        case "_", "@", "#", ".", ":", "-": return true
+        default: return character.isLetter || character.isNumber
+        }
+    }
+
+    private static func problem(in text: String) -> TagError.Problem? {
+        if text.isEmpty { return .empty }
+        let count = text.count
+        if count > maximumLength { return .tooLong(count) }
+        for prefix in ["$InstallationId:{", "$UserId:{"] where text.hasPrefix(prefix) {
+            guard text.hasSuffix("}"), count > prefix.count + 1 else { return .malformedImplicit }
+            let inner = text.dropFirst(prefix.count).dropLast()
+            if let (offset, bad) = inner.enumerated().first(where: { !(isTagCharacter($0.element) || $0.element == "=") }) {
+                return .invalidCharacter(bad, position: prefix.count + offset + 1)
+            }
+            return nil
+        }
+        if let (offset, bad) = text.enumerated().first(where: { !isTagCharacter($0.element) }) {
+            return .invalidCharacter(bad, position: offset + 1)
+        }
+        return nil
+    }
+}
+
+/// A tag, or a registration's list of tags, breaks the Notification Hubs rules.
+public struct TagError: PushgateInputError, Hashable {
+    enum Problem: Hashable {
+        case empty
+        case tooLong(Int)
+        case invalidCharacter(Character, position: Int)
+        case malformedImplicit
+        case tooMany(Int)
+    }
+
+    public let tag: String
+    let problem: Problem
+
+    init(tag: String, problem: Problem) {
+        self.tag = tag
+        self.problem = problem
+    }
+
+    /// A registration carries more than ``Tag/maximumPerRegistration`` tags.
+    public static func tooMany(_ count: Int) -> TagError { TagError(tag: "", problem: .tooMany(count)) }
+
+    public var description: String {
+        switch problem {
+        case .empty:
+            return "tag is empty"
+        case .tooLong(let count):
+            return "tag '\(tag.prefix(40))…' is \(count) characters long; the limit is \(Tag.maximumLength)"
+        case .invalidCharacter(let character, let position):
+            return "tag '\(tag)' has an invalid character \(quoted(character)) at position \(position); "
+                + "tags may contain letters, digits and _ @ # . : -"
+        case .malformedImplicit:
+            return "tag '\(tag)' must have the form $InstallationId:{id} or $UserId:{id}"
+        case .tooMany(let count):
+            return "a registration has \(count) tags; the limit is \(Tag.maximumPerRegistration)"
+        }
+    }
+}
+
+/// A character as it should appear in an error message: printable ones quoted, others as U+XXXX.
+func quoted(_ character: Character) -> String {
+    let scalars = character.unicodeScalars
+    if scalars.count == 1, let scalar = scalars.first, scalar.value < 0x20 || scalar.value == 0x7F || scalar.properties.isWhitespace {
+        let hex = String(scalar.value, radix: 16, uppercase: true)
+        return "U+" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+    }
+    return "'\(character)'"
+}

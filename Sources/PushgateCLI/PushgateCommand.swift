@@ -1,0 +1,16 @@
+import ArgumentParser
+
+/// `pushgate`: the command line shell over the gateway's libraries.
+@main
+struct PushgateCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pushgate",
+        abstract: "A self-hosted, multi-platform push notification gateway (APNs, FCM, GCM, WNS).",
+        discussion: """
+            Configure push services and per-platform templates in config.json (templates live in \
+            templates/). Check them with `pushgate templates check`; preview a payload with \
+            `pushgate templates render --pns apns --set message=Hello --set user=alice`.
+            """,
+        subcommands: [TemplatesCommand.self, VersionCommand.self]
+    )
+}

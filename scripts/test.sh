@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh Debian 12 machine with only the Swift toolchain:
+# installs missing system packages, builds with no warnings allowed in our own code, checks
+# formatting, and runs every test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/setup.sh
+
+echo "== build"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+if ! swift build --build-tests 2>&1 | tee "$log"; then
+  echo "build failed" >&2
+  exit 1
+fi
+# Warnings in dependencies are theirs; warnings in our Sources/ and Tests/ fail the run.
+if grep -E "^$(pwd)/(Sources|Tests)/.*: warning:" "$log" | sort -u | grep .; then
+  echo "the build has warnings in our code (above)" >&2
+  exit 1
+fi
+
+echo "== format"
+if ! swift format lint --strict --recursive Package.swift Sources Tests; then
+  echo "swift format found problems; run: swift format --in-place --recursive Package.swift Sources Tests" >&2
+  exit 1
+fi
+
+echo "== test"
+swift test --skip-build --parallel
