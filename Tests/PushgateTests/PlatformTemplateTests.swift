@@ -1,0 +1,111 @@
+import Testing
+
+@testable import Pushgate
+
+@Suite struct PlatformTemplateTests {
+    let alert = #"{"aps":{"alert":"$(message)"}}"#
+
+    @Test func apnsHeadersAreCheckedAndCanonicallyLowerCase() throws {
+        let template = try PlatformTemplate(
+            platform: .apns, template: try Template(json: alert),
+            headers: [("APNS-Push-Type", "alert"), ("apns-priority", "10"), ("apns-collapse-id", "c1")])
+        #expect(template.headers.map(\.name) == ["apns-push-type", "apns-priority", "apns-collapse-id"])
+        #expect(template.contentType == "application/json")
+
+        let cases: [([(String, String)], String)] = [
+            ([("apns-push-type", "loud")], "'loud' is not an APNs push type"),
+            ([("apns-priority", "7")], "'7' must be 1, 5 or 10"),
+            ([("apns-expiration", "soon")], "must be UNIX epoch seconds"),
+            ([("apns-collapse-id", String(repeating: "c", count: 65))], "is 65 bytes; the limit is 64"),
+            ([("apns-push-type", "background"), ("apns-priority", "10")], "background notifications must use priority 5"),
+            ([("x-custom", "1")], "is not an APNs template header"),
+            ([("apns-topic", "a\r\nInjected: yes")], "must not contain control characters"),
+            ([("apns-priority", "10"), ("APNS-PRIORITY", "5")], "is given twice"),
+        ]
+        for (headers, message) in cases {
+            #expect(performing: {
+                try PlatformTemplate(platform: .apns, template: try Template(json: alert), headers: headers)
+            }, throws: { error in
+                (error as! TemplateError).description.contains(message)
+            })
+        }
+    }
+
+    @Test func wnsTypeIsInferredFromTheRootElementAndMustMatchIt() throws {
+        let toast = try Template(xml: XMLTemplateDocument(root: XMLTemplateElement(name: "toast", children: [.text("hi")]), hasDeclaration: false))
+        let inferred = try PlatformTemplate(platform: .wns, template: toast)
+        #expect(inferred.header("X-WNS-Type") == "wns/toast")
+        #expect(inferred.contentType == "text/xml")
+        #expect {
+            try PlatformTemplate(platform: .wns, template: toast, headers: [("X-WNS-Type", "wns/badge")])
+        } throws: { error in
+            (error as! TemplateError).description.contains("X-WNS-Type wns/badge needs a <badge> root element")
+        }
+        let raw = try PlatformTemplate(platform: .wns, template: try Template(raw: "$(secureId)"))
+        #expect(raw.header("x-wns-type") == "wns/raw")
+        #expect(raw.contentType == "application/octet-stream")
+        #expect(throws: TemplateError.self) {
+            try PlatformTemplate(platform: .wns, template: try Template(raw: "x"), headers: [("X-WNS-Type", "wns/toast")])
+        }
+        #expect(throws: TemplateError.self) {
+            try PlatformTemplate(platform: .wns, template: toast, headers: [("X-WNS-TTL", "soon")])
+        }
+        #expect(throws: TemplateError.self) {
+            try PlatformTemplate(platform: .wns, template: toast, headers: [("X-WNS-Tag", "way-too-long-tag-value")])
+        }
+    }
+
+    @Test func fcmTemplatesAreMessagesWithoutTargetsAndStringData() throws {
+        #expect(throws: Never.self) {
+            try PlatformTemplate(platform: .fcm, template: try Template(json: #"{"data":{"m":"$(message)"},"android":{"priority":"high"}}"#))
+        }
+        let cases: [(String, String)] = [
+            (#"{"token":"x","data":{}}"#, "the gateway sets the message target; remove 'token'"),
+            (#"{"data":{"count":1}}"#, "$.data.count: FCM data values must be strings"),
+            (##"{"data":{"count":"#(n)"}}"##, "FCM data values must be strings"),
+            (#"{"dta":{}}"#, "is not a field of an FCM v1 message"),
+            (#"["data"]"#, "must be a JSON object"),
+        ]
+        for (body, message) in cases {
+            #expect(performing: {
+                try PlatformTemplate(platform: .fcm, template: try Template(json: body))
+            }, throws: { error in
+                (error as! TemplateError).description.contains(message)
+            })
+        }
+        #expect(throws: TemplateError.self) {
+            try PlatformTemplate(platform: .gcm, template: try Template(json: #"{"registration_ids":[]}"#))
+        }
+        #expect(throws: TemplateError.self) {
+            try PlatformTemplate(platform: .gcm, template: try Template(json: alert), headers: [("priority", "high")])
+        }
+    }
+
+    @Test func renderingChecksEachServicesSizeLimit() throws {
+        let apns = try PlatformTemplate(platform: .apns, template: try Template(json: alert))
+        let overhead = try apns.render(["message": ""]).body.count
+        #expect(try apns.render(["message": String(repeating: "x", count: 4096 - overhead)]).body.count == 4096)
+        #expect {
+            try apns.render(["message": String(repeating: "x", count: 4097 - overhead)])
+        } throws: { error in
+            let error = error as! NotificationRenderError
+            return error.description == "APNs payload is 4097 bytes; the limit is 4096 bytes" && error.httpStatusCode == 413
+        }
+        // Escaping counts: 2000 quotes become 4000 bytes.
+        #expect(throws: NotificationRenderError.self) { try apns.render(["message": String(repeating: "\"", count: 2100)]) }
+
+        let voip = try PlatformTemplate(platform: .apns, template: try Template(json: alert), headers: [("apns-push-type", "voip")])
+        #expect(throws: Never.self) { try voip.render(["message": String(repeating: "x", count: 5000)]) }
+
+        let wns = try PlatformTemplate(platform: .wns, template: try Template(raw: "$(m)"))
+        #expect(throws: Never.self) { try wns.render(["m": String(repeating: "x", count: 5000)]) }
+        #expect {
+            try wns.render(["m": String(repeating: "x", count: 5001)])
+        } throws: { error in
+            (error as! NotificationRenderError).description == "WNS payload is 5001 bytes; the limit is 5000 bytes"
+        }
+        #expect(PayloadLimit.maximumBytes(for: .fcm) == 4096)
+        #expect(PayloadLimit.maximumBytes(for: .gcm) == 4096)
+        #expect(throws: PayloadSizeError.self) { try PayloadLimit.check(size: 4097, platform: .gcm) }
+    }
+}
