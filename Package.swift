@@ -45,11 +45,7 @@ let package = Package(
         .testTarget(name: "PushgateTests", dependencies: ["Pushgate"]),
         .testTarget(name: "PushgateXMLTests", dependencies: ["Pushgate", "PushgateXML"]),
         .testTarget(name: "PushgateCurlTests", dependencies: ["PushgateCurl"]),
-        .testTarget(
-            name: "PushgateConfigTests",
-            dependencies: ["Pushgate", "PushgateConfig"],
-            resources: [.copy("Fixtures")]
-        ),
+        .testTarget(name: "PushgateConfigTests", dependencies: ["Pushgate", "PushgateConfig"]),
         .testTarget(name: "PushgateCLITests", dependencies: ["PushgateCLI"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,0 +1,104 @@
+import Foundation
+import Testing
+
+/// Runs the built `pushgate` binary, as a user would.
+struct PushgateProcess {
+    static let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+
+    static var executable: String {
+        // The test bundle sits next to the products in .build/<configuration>/.
+        let bundleDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for candidate in [bundleDirectory, bundleDirectory.deletingLastPathComponent()] {
+            let path = candidate.appendingPathComponent("pushgate").path
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        return repositoryRoot + "/.build/debug/pushgate"
+    }
+
+    struct Result {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    static func run(_ arguments: [String], in directory: String = repositoryRoot) throws -> Result {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.currentDirectoryURL = URL(fileURLWithPath: directory)
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Result(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
+    }
+}
+
+@Suite struct CLITests {
+    @Test func templatesCheckAcceptsTheShippedConfiguration() throws {
+        let result = try PushgateProcess.run(["templates", "check"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("ok  notify.apns  json  properties: message, user  headers: apns-push-type: alert; apns-priority: 10"))
+        #expect(result.stdout.contains("ok  secure.wns  raw"))
+        #expect(result.stdout.contains("configuration config.json is valid"))
+    }
+
+    @Test func templatesCheckFailsOnABrokenTemplateNamingIt() throws {
+        let folder = NSTemporaryDirectory() + "pushgate-cli-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try #"{"apps": {"default": {"templates": {"notify": {"apns": {"body": "{\"aps\": {\"alert\": \"$(msg\"}}"}}}}}}"#
+            .write(toFile: folder + "/config.json", atomically: true, encoding: .utf8)
+        let result = try PushgateProcess.run(["templates", "check"], in: folder)
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("config.json: $.apps.default.templates.notify.apns: APNs template"))
+        #expect(result.stderr.contains("missing ')' to close $("))
+    }
+
+    @Test func templatesCheckWithSecretsReportsUnreadableSecretsWithoutValues() throws {
+        let result = try PushgateProcess.run(["templates", "check", "--secrets"])
+        #expect(result.status == 1)
+        #expect(result.stdout.contains("FAIL secret gcm.serverKey: secret from environment variable PUSHGATE_GCM_SERVER_KEY is not set")
+            || result.stdout.contains("ok  secret gcm.serverKey"))
+        #expect(result.stdout.contains("FAIL secret apns.token.privateKey"))
+    }
+
+    @Test func templatesRenderPrintsHeadersAndEscapedPayloads() throws {
+        let result = try PushgateProcess.run(["templates", "render", "--pns", "apns,wns", "--set", "user=al\"ice", "--set", "message=a<b & c"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("== apns (json)\nContent-Type: application/json\napns-push-type: alert\napns-priority: 10\n\n{\"aps\":{\"alert\":\"From al\\\"ice: a<b & c\"}}"))
+        #expect(result.stdout.contains("<text id=\"1\">From al&quot;ice: a&lt;b &amp; c</text>"))
+        #expect(!result.stdout.contains("== fcm"))
+    }
+
+    @Test func templatesRenderRejectsAnUnknownPlatform() throws {
+        let result = try PushgateProcess.run(["templates", "render", "--pns", "mpns"])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("pns 'mpns' is not a known platform"))
+    }
+
+    @Test func templatesRenderReportsOversizedPayloads() throws {
+        let result = try PushgateProcess.run(["templates", "render", "--pns", "apns", "--set", "message=" + String(repeating: "x", count: 5000)])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("error: apns: APNs payload is"))
+        #expect(result.stderr.contains("the limit is 4096 bytes"))
+    }
+
+    @Test func badSetArgumentsAreExplained() throws {
+        let result = try PushgateProcess.run(["templates", "render", "--set", "novalue"])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("--set 'novalue' must have the form name=value"))
+    }
+
+    @Test func versionNamesTheLinkedLibraries() throws {
+        let result = try PushgateProcess.run(["version"])
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("libcurl"))
+        #expect(result.stdout.contains("HTTP/2"))
+        #expect(result.stdout.contains("libxml2 2."))
+    }
+}

@@ -1,0 +1,106 @@
+import Foundation
+import Pushgate
+import PushgateConfig
+import Testing
+
+/// A temporary folder with a config.json and template files, removed afterwards.
+struct ConfigFolder: ~Copyable {
+    let path: String
+
+    init(files: [String: String]) throws {
+        path = NSTemporaryDirectory() + "pushgate-config-" + UUID().uuidString
+        for (name, content) in files {
+            let file = path + "/" + name
+            try FileManager.default.createDirectory(atPath: (file as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try content.write(toFile: file, atomically: true, encoding: .utf8)
+        }
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+
+    var configFile: String { path + "/config.json" }
+}
+
+@Suite struct ConfigurationLoaderTests {
+    static let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+
+    @Test func theShippedConfigurationReproducesTheTutorialPayloads() throws {
+        let loaded = try ConfigurationLoader.load(file: Self.repositoryRoot + "/config.json")
+        let notify = try #require(loaded.defaultApp.templates["notify"])
+        let properties: TemplateProperties = ["user": "bob", "message": "Hello"]
+        #expect(try notify[.apns]?.template.renderString(properties) == #"{"aps":{"alert":"From bob: Hello"}}"#)
+        #expect(try notify[.fcm]?.template.renderString(properties) == #"{"data":{"message":"From bob: Hello"}}"#)
+        #expect(try notify[.gcm]?.template.renderString(properties) == #"{"data":{"message":"From bob: Hello"}}"#)
+        #expect(try notify[.wns]?.template.renderString(properties) == #"<toast><visual><binding template="ToastText01"><text id="1">From bob: Hello</text></binding></visual></toast>"#)
+        #expect(notify[.wns]?.header("X-WNS-Type") == "wns/toast")
+        #expect(notify[.apns]?.header("apns-push-type") == "alert")
+
+        let secure = try #require(loaded.defaultApp.templates["secure"])
+        let id: TemplateProperties = ["secureId": "7"]
+        #expect(try secure[.apns]?.template.renderString(id) == #"{"aps":{"content-available":1},"secureId":"7"}"#)
+        #expect(secure[.apns]?.header("apns-priority") == "5")
+        #expect(try secure[.fcm]?.template.renderString(id) == #"{"data":{"secureId":"7"}}"#)
+        #expect(try secure[.wns]?.template.renderString(id) == "7")
+        #expect(secure[.wns]?.header("X-WNS-Type") == "wns/raw")
+        #expect(secure[.wns]?.contentType == "application/octet-stream")
+    }
+
+    @Test func templateErrorsNameTheFileAndWhere() throws {
+        let folder = try ConfigFolder(files: [
+            "config.json": #"{"apps": {"default": {"templates": {"notify": {"apns": {"file": "templates/bad.json"}}}}}}"#,
+            "templates/bad.json": "{\"aps\": {\n  \"alert\": \"$(user) says $(message)\"}}",
+        ])
+        #expect(performing: { try ConfigurationLoader.load(file: folder.configFile) }, throws: { error in
+            let error = error as! ConfigurationError
+            return error.file == folder.configFile && error.path == "$.apps.default.templates.notify.apns"
+                && error.reason.contains("APNs template (templates/bad.json) at $.aps.alert: unexpected text after the expression")
+        })
+    }
+
+    @Test func xmlTemplateErrorsNameTheLine() throws {
+        let folder = try ConfigFolder(files: [
+            "config.json": #"{"apps": {"default": {"templates": {"notify": {"wns": {"file": "t.xml"}}}}}}"#,
+            "t.xml": "<toast>\n<visual>\n</toast>",
+        ])
+        #expect(performing: { try ConfigurationLoader.load(file: folder.configFile) }, throws: { error in
+            (error as! ConfigurationError).reason.contains("WNS template (t.xml) at line 3, column 9: invalid XML")
+        })
+    }
+
+    @Test func missingFilesAreNamed() throws {
+        let folder = try ConfigFolder(files: [
+            "config.json": #"{"apps": {"default": {"templates": {"notify": {"fcm": {"file": "templates/nope.json"}}}}}}"#
+        ])
+        #expect(performing: { try ConfigurationLoader.load(file: folder.configFile) }, throws: { error in
+            let error = error as! ConfigurationError
+            return error.path == "$.apps.default.templates.notify.fcm.file" && error.reason.contains("template file 'templates/nope.json' cannot be read")
+        })
+        #expect(performing: { try ConfigurationLoader.load(file: folder.path + "/missing.json") }, throws: { error in
+            (error as! ConfigurationError).reason == "cannot read the file: no such file"
+        })
+    }
+
+    @Test func inlineTemplatesAndHeadersAreCheckedToo() throws {
+        let folder = try ConfigFolder(files: [
+            "config.json": #"{"apps": {"default": {"templates": {"notify": {"wns": {"body": "<badge value=\"$(count)\"/>", "headers": {"X-WNS-Type": "wns/toast"}}}}}}}"#
+        ])
+        #expect(performing: { try ConfigurationLoader.load(file: folder.configFile) }, throws: { error in
+            (error as! ConfigurationError).reason.contains("X-WNS-Type wns/toast needs a <toast> root element")
+        })
+    }
+
+    @Test func secretsResolveFromFilesAndEnvironmentWithoutLeaking() throws {
+        let folder = try ConfigFolder(files: ["secrets/key.p8": "-----BEGIN PRIVATE KEY-----\nabc\n-----END PRIVATE KEY-----\n"])
+        let resolver = SecretResolver(baseDirectory: folder.path, environment: ["WNS_SECRET": "s3cr3t"])
+        #expect(try resolver.resolve(.file("secrets/key.p8")).hasPrefix("-----BEGIN PRIVATE KEY-----"))
+        #expect(try resolver.resolve(.environment("WNS_SECRET")) == "s3cr3t")
+        #expect(try resolver.resolve(.inline("v")) == "v")
+        #expect(performing: { try resolver.resolve(.environment("MISSING")) }, throws: { error in
+            (error as! SecretError).description == "secret from environment variable MISSING is not set"
+        })
+        let error = resolver.check(.file("secrets/none.p8"))
+        #expect(error?.description.contains("secret from file secrets/none.p8 cannot be read") == true)
+        #expect(resolver.check(.environment("WNS_SECRET")) == nil)
+        #expect(!String(describing: SecretSource.inline("s3cr3t")).contains("s3cr3t"))
+    }
+}

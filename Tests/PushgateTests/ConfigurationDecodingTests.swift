@@ -1,0 +1,124 @@
+import Testing
+
+@testable import Pushgate
+
+@Suite struct ConfigurationDecodingTests {
+    static let minimal = #"{"apps": {"default": {"templates": {"notify": {"apns": {"body": "{\"aps\":{}}"}}}}}}"#
+
+    func decode(_ text: String) throws -> PushgateConfiguration {
+        try PushgateConfiguration(json: Array(text.utf8), file: "config.json")
+    }
+
+    func expectError(_ text: String, path: String, contains message: String, line: Int? = nil, sourceLocation: Testing.SourceLocation = #_sourceLocation) {
+        #expect(sourceLocation: sourceLocation, performing: { try decode(text) }, throws: { error in
+            let error = error as! ConfigurationError
+            let lineMatches = line.map { error.location?.line == $0 } ?? true
+            return error.file == "config.json" && error.path == path && error.reason.contains(message) && lineMatches
+        })
+    }
+
+    @Test func aMinimalConfigurationGetsDocumentedDefaults() throws {
+        let configuration = try decode(Self.minimal)
+        #expect(configuration.listener == ListenerConfiguration(host: "127.0.0.1", port: 8080, maximumBodyBytes: 65536))
+        #expect(configuration.store.kind == .sqlite(path: "pushgate.sqlite"))
+        #expect(configuration.auth.demoPasswordEqualsName == false)
+        #expect(configuration.defaultApp?.id == .default)
+        #expect(configuration.defaultApp?.handles.wnsChannelHosts == ["*.notify.windows.com"])
+        #expect(configuration.defaultApp?.templates["notify"]?.templates[.apns]?.source == .inline(#"{"aps":{}}"#))
+    }
+
+    @Test func unknownKeysAreReportedWithTheirPathLineAndASuggestion() {
+        let text = """
+            {
+              "listener": { "prot": 80 },
+              "apps": {}
+            }
+            """
+        expectError(text, path: "$.listener.prot", contains: "unknown key 'prot'; expected one of: host, port, maxBodyBytes (did you mean 'port'?)", line: 2)
+        expectError(#"{"apps": {"default": {"templates": {"notify": {}}, "servces": {}}}}"#, path: "$.apps.default.servces", contains: "did you mean 'services'?")
+        expectError(#"{"apps": {"default": {"templates": {"notify": {"ios": {}}}}}}"#, path: "$.apps.default.templates.notify.ios", contains: "expected one of: apns, fcm, gcm, wns")
+    }
+
+    @Test func wrongTypesAndRangesNameTheKeyAndWhatWasExpected() {
+        expectError(#"{"listener": {"port": "80"}, "apps": {}}"#, path: "$.listener.port", contains: "expected a whole number, found a string")
+        expectError(#"{"listener": {"port": 70000}, "apps": {}}"#, path: "$.listener.port", contains: "70000 is out of range 0…65535")
+        expectError(#"{"listener": {"port": 1.5}, "apps": {}}"#, path: "$.listener.port", contains: "expected a whole number, found 1.5")
+        expectError(#"{"auth": {"demoPasswordEqualsName": "yes"}, "apps": {}}"#, path: "$.auth.demoPasswordEqualsName", contains: "expected true or false")
+        expectError(#"{"listener": [], "apps": {}}"#, path: "$.listener", contains: "expected an object, found an array")
+    }
+
+    @Test func missingRequiredPartsAreNamed() {
+        expectError("{}", path: "$", contains: "missing required key 'apps'")
+        expectError(#"{"apps": {}}"#, path: "$.apps", contains: "configure at least one app")
+        expectError(#"{"apps": {"default": {}}}"#, path: "$.apps.default", contains: "missing required key 'templates'")
+        expectError(#"{"apps": {"default": {"templates": {"secure": {}}}}}"#, path: "$.apps.default.templates", contains: "missing the \"notify\" template set")
+        expectError(#"{"apps": {"Default!": {}}}"#, path: "$.apps[\"Default!\"]", contains: "app name 'Default!' is invalid")
+        expectError(#"{"apps": {"default": {"templates": {"notify": {"apns": {}}}}}}"#, path: "$.apps.default.templates.notify.apns", contains: "give the template as \"file\"")
+        expectError(#"{"apps": {"default": {"templates": {"notify": {"wns": {"body": "x", "format": "yaml"}}}}}}"#, path: "$.apps.default.templates.notify.wns.format", contains: "'yaml' is not a template format")
+    }
+
+    @Test func invalidJSONIsReportedWithLineAndColumn() {
+        #expect(performing: { try decode("{\n  \"apps\": {,}\n}") }, throws: { error in
+            (error as! ConfigurationError).description == "config.json:2:12: $: invalid JSON: expected a string key, found ','"
+        })
+    }
+
+    @Test func servicesAreDecodedWithSecretsAsSourcesNeverValues() throws {
+        let text = #"""
+            {"apps": {"default": {
+              "templates": {"notify": {}},
+              "services": {
+                "apns": {"topic": "com.example.app", "endpoint": "https://127.0.0.1:9443", "caFile": "ca.pem",
+                         "token": {"keyId": "ABC123DEFG", "teamId": "DEF123GHIJ", "privateKey": {"file": "key.p8"}}},
+                "fcm": {"serviceAccount": {"env": "SA_JSON"}},
+                "gcm": {"serverKey": {"value": "AAAA-server-key"}},
+                "wns": {"clientId": "ms-app://s-1", "clientSecret": {"env": "WNS_SECRET"}}
+              }}}}
+            """#
+        let services = try #require(try decode(text).defaultApp?.services)
+        #expect(services.configuredPlatforms == Platform.allCases)
+        #expect(services.apns == APNSConfiguration(
+            endpoint: "https://127.0.0.1:9443", topic: "com.example.app",
+            authentication: .token(keyID: "ABC123DEFG", teamID: "DEF123GHIJ", privateKey: .file("key.p8")), caFile: "ca.pem"))
+        #expect(services.fcm?.endpoint == FCMConfiguration.productionEndpoint)
+        #expect(services.fcm?.serviceAccount == .environment("SA_JSON"))
+        #expect(services.gcm?.serverKey == .inline("AAAA-server-key"))
+        #expect(services.gcm?.serverKey.description == "inline value (redacted)")
+        #expect(services.wns?.scope == "notify.windows.com")
+    }
+
+    @Test func serviceSettingsAreValidated() {
+        let prefix = #"{"apps": {"default": {"templates": {"notify": {}}, "services": "#
+        expectError(prefix + #"{"apns": {"topic": "t", "token": {"keyId": "short", "teamId": "DEF123GHIJ", "privateKey": {"file": "k"}}}}}}}"#,
+                    path: "$.apps.default.services.apns.token.keyId", contains: "must be 10 upper-case letters or digits")
+        expectError(prefix + #"{"apns": {"topic": "t"}}}}}"#, path: "$.apps.default.services.apns", contains: "configure exactly one of \"token\"")
+        expectError(prefix + #"{"gcm": {"serverKey": {"file": "a", "env": "B"}}}}}}"#, path: "$.apps.default.services.gcm.serverKey", contains: "exactly one of \"file\", \"env\" or \"value\"")
+        expectError(prefix + #"{"gcm": {"serverKey": {"value": ""}}}}}}"#, path: "$.apps.default.services.gcm.serverKey", contains: "the secret's value is empty")
+        expectError(prefix + #"{"fcm": {"endpoint": "http://fcm.googleapis.com", "serviceAccount": {"env": "X"}}}}}}"#,
+                    path: "$.apps.default.services.fcm.endpoint", contains: "must be an https:// URL")
+        expectError(prefix + #"{"wns": {"clientSecret": {"env": "X"}}}}}}"#, path: "$.apps.default.services.wns", contains: "missing required key 'clientId'")
+    }
+
+    @Test func usersNeedPasswordHashesNotPasswords() {
+        expectError(#"{"auth": {"users": [{"name": "alice", "passwordHash": "alice"}]}, "apps": {}}"#,
+                    path: "$.auth.users[0].passwordHash", contains: "never a plain password")
+        expectError(#"{"auth": {"users": [{"name": "a", "passwordHash": "pbkdf2-sha256$1$s$h"}, {"name": "a", "passwordHash": "pbkdf2-sha256$1$s$h"}]}, "apps": {}}"#,
+                    path: "$.auth.users[1].name", contains: "configured twice")
+    }
+
+    @Test func severalAppsCanBeConfigured() throws {
+        let text = #"{"apps": {"news": {"templates": {"notify": {}}}, "chat": {"templates": {"notify": {}}}}}"#
+        let configuration = try decode(text)
+        #expect(configuration.apps.map(\.id.rawValue) == ["news", "chat"])
+        #expect(configuration.defaultApp == nil)
+    }
+
+    @Test func templateFormatsAreInferred() {
+        let file = TemplateConfiguration(source: .file("templates/a.XML"))
+        #expect(file.resolvedFormat(for: .apns) == .xml)
+        #expect(TemplateConfiguration(source: .inline("")).resolvedFormat(for: .fcm) == .json)
+        #expect(TemplateConfiguration(source: .inline("")).resolvedFormat(for: .wns) == .xml)
+        #expect(TemplateConfiguration(source: .inline(""), headers: [HTTPHeader(name: "X-WNS-Type", value: "wns/raw")]).resolvedFormat(for: .wns) == .raw)
+        #expect(TemplateConfiguration(source: .inline(""), format: .raw).resolvedFormat(for: .apns) == .raw)
+    }
+}
