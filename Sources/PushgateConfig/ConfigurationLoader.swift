@@ -54,7 +54,8 @@ public enum ConfigurationLoader {
         case .file(let path):
             let resolved = resolve(path, against: baseDirectory)
             guard let data = FileManager.default.contents(atPath: resolved) else {
-                throw ConfigurationError(file: file, path: "\(template.path).file", reason: "template file '\(path)' cannot be read (looked for \(resolved))")
+                throw ConfigurationError(
+                    file: file, path: "\(template.path).file", reason: "template file '\(path)' cannot be read (looked for \(resolved))")
             }
             guard let text = String(data: data, encoding: .utf8) else {
                 throw ConfigurationError(file: path, path: template.path, reason: "template file is not valid UTF-8")
@@ -68,7 +69,8 @@ public enum ConfigurationLoader {
         } catch {
             throw ConfigurationError(
                 file: file, path: template.path,
-                reason: "\(platform.serviceName) template (\(origin)) \(error.location.map { "at \($0)" } ?? "is invalid"): \(error.reason)")
+                reason: "\(platform.serviceName) template (\(origin)) \(error.location.map { "at \($0)" } ?? "is invalid"): \(error.reason)"
+            )
         }
     }
 

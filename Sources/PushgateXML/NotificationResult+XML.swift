@@ -90,12 +90,14 @@ final class XMLTextWriter {
 
     /// Writes `<name>text</name>`, escaping the text. Characters XML cannot carry are replaced by U+FFFD.
     func element(_ name: String, _ text: String) {
-        let safe = String(String.UnicodeScalarView(text.unicodeScalars.map { scalar in
-            switch scalar.value {
-            case 0x9, 0xA, 0xD, 0x20...0xD7FF, 0xE000...0xFFFD, 0x10000...0x10FFFF: scalar
-            default: "\u{FFFD}"
-            }
-        }))
+        let safe = String(
+            String.UnicodeScalarView(
+                text.unicodeScalars.map { scalar in
+                    switch scalar.value {
+                    case 0x9, 0xA, 0xD, 0x20...0xD7FF, 0xE000...0xFFFD, 0x10000...0x10FFFF: scalar
+                    default: "\u{FFFD}"
+                    }
+                }))
         withXMLString(name) { name in withXMLString(safe) { _ = xmlTextWriterWriteElement(writer, name, $0) } }
     }
 

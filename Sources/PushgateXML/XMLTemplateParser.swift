@@ -60,7 +60,8 @@ public enum XMLTemplateParser {
             case XML_COMMENT_NODE:
                 children.append(.comment(LibXML2.take(xmlNodeGetContent(current))))
             case XML_PI_NODE:
-                children.append(.processingInstruction(target: LibXML2.string(current.pointee.name), data: LibXML2.take(xmlNodeGetContent(current))))
+                children.append(
+                    .processingInstruction(target: LibXML2.string(current.pointee.name), data: LibXML2.take(xmlNodeGetContent(current))))
             default:
                 break
             }

@@ -3,7 +3,8 @@ import Testing
 
 /// Runs the built `pushgate` binary, as a user would.
 struct PushgateProcess {
-    static let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+    static let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().path
 
     static var executable: String {
         // The test bundle sits next to the products in .build/<configuration>/.
@@ -34,7 +35,9 @@ struct PushgateProcess {
         let stdout = out.fileHandleForReading.readDataToEndOfFile()
         let stderr = err.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        return Result(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
+        return Result(
+            status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+            stderr: String(decoding: stderr, as: UTF8.self))
     }
 }
 
@@ -42,7 +45,8 @@ struct PushgateProcess {
     @Test func templatesCheckAcceptsTheShippedConfiguration() throws {
         let result = try PushgateProcess.run(["templates", "check"])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdout.contains("ok  notify.apns  json  properties: message, user  headers: apns-push-type: alert; apns-priority: 10"))
+        #expect(
+            result.stdout.contains("ok  notify.apns  json  properties: message, user  headers: apns-push-type: alert; apns-priority: 10"))
         #expect(result.stdout.contains("ok  secure.wns  raw"))
         #expect(result.stdout.contains("configuration config.json is valid"))
     }
@@ -62,15 +66,21 @@ struct PushgateProcess {
     @Test func templatesCheckWithSecretsReportsUnreadableSecretsWithoutValues() throws {
         let result = try PushgateProcess.run(["templates", "check", "--secrets"])
         #expect(result.status == 1)
-        #expect(result.stdout.contains("FAIL secret gcm.serverKey: secret from environment variable PUSHGATE_GCM_SERVER_KEY is not set")
-            || result.stdout.contains("ok  secret gcm.serverKey"))
+        #expect(
+            result.stdout.contains("FAIL secret gcm.serverKey: secret from environment variable PUSHGATE_GCM_SERVER_KEY is not set")
+                || result.stdout.contains("ok  secret gcm.serverKey"))
         #expect(result.stdout.contains("FAIL secret apns.token.privateKey"))
     }
 
     @Test func templatesRenderPrintsHeadersAndEscapedPayloads() throws {
-        let result = try PushgateProcess.run(["templates", "render", "--pns", "apns,wns", "--set", "user=al\"ice", "--set", "message=a<b & c"])
+        let result = try PushgateProcess.run([
+            "templates", "render", "--pns", "apns,wns", "--set", "user=al\"ice", "--set", "message=a<b & c",
+        ])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdout.contains("== apns (json)\nContent-Type: application/json\napns-push-type: alert\napns-priority: 10\n\n{\"aps\":{\"alert\":\"From al\\\"ice: a<b & c\"}}"))
+        #expect(
+            result.stdout.contains(
+                "== apns (json)\nContent-Type: application/json\napns-push-type: alert\napns-priority: 10\n\n{\"aps\":{\"alert\":\"From al\\\"ice: a<b & c\"}}"
+            ))
         #expect(result.stdout.contains("<text id=\"1\">From al&quot;ice: a&lt;b &amp; c</text>"))
         #expect(!result.stdout.contains("== fcm"))
     }
@@ -82,7 +92,9 @@ struct PushgateProcess {
     }
 
     @Test func templatesRenderReportsOversizedPayloads() throws {
-        let result = try PushgateProcess.run(["templates", "render", "--pns", "apns", "--set", "message=" + String(repeating: "x", count: 5000)])
+        let result = try PushgateProcess.run([
+            "templates", "render", "--pns", "apns", "--set", "message=" + String(repeating: "x", count: 5000),
+        ])
         #expect(result.status == 1)
         #expect(result.stderr.contains("error: apns: APNs payload is"))
         #expect(result.stderr.contains("the limit is 4096 bytes"))

@@ -22,7 +22,8 @@ struct ConfigFolder: ~Copyable {
 }
 
 @Suite struct ConfigurationLoaderTests {
-    static let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+    static let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().path
 
     @Test func theShippedConfigurationReproducesTheTutorialPayloads() throws {
         let loaded = try ConfigurationLoader.load(file: Self.repositoryRoot + "/config.json")
@@ -31,7 +32,9 @@ struct ConfigFolder: ~Copyable {
         #expect(try notify[.apns]?.template.renderString(properties) == #"{"aps":{"alert":"From bob: Hello"}}"#)
         #expect(try notify[.fcm]?.template.renderString(properties) == #"{"data":{"message":"From bob: Hello"}}"#)
         #expect(try notify[.gcm]?.template.renderString(properties) == #"{"data":{"message":"From bob: Hello"}}"#)
-        #expect(try notify[.wns]?.template.renderString(properties) == #"<toast><visual><binding template="ToastText01"><text id="1">From bob: Hello</text></binding></visual></toast>"#)
+        #expect(
+            try notify[.wns]?.template.renderString(properties)
+                == #"<toast><visual><binding template="ToastText01"><text id="1">From bob: Hello</text></binding></visual></toast>"#)
         #expect(notify[.wns]?.header("X-WNS-Type") == "wns/toast")
         #expect(notify[.apns]?.header("apns-push-type") == "alert")
 
@@ -50,11 +53,13 @@ struct ConfigFolder: ~Copyable {
             "config.json": #"{"apps": {"default": {"templates": {"notify": {"apns": {"file": "templates/bad.json"}}}}}}"#,
             "templates/bad.json": "{\"aps\": {\n  \"alert\": \"$(user) says $(message)\"}}",
         ])
-        #expect(performing: { try ConfigurationLoader.load(file: folder.configFile) }, throws: { error in
-            let error = error as! ConfigurationError
-            return error.file == folder.configFile && error.path == "$.apps.default.templates.notify.apns"
-                && error.reason.contains("APNs template (templates/bad.json) at $.aps.alert: unexpected text after the expression")
-        })
+        #expect(
+            performing: { try ConfigurationLoader.load(file: folder.configFile) },
+            throws: { error in
+                let error = error as! ConfigurationError
+                return error.file == folder.configFile && error.path == "$.apps.default.templates.notify.apns"
+                    && error.reason.contains("APNs template (templates/bad.json) at $.aps.alert: unexpected text after the expression")
+            })
     }
 
     @Test func xmlTemplateErrorsNameTheLine() throws {
@@ -62,31 +67,41 @@ struct ConfigFolder: ~Copyable {
             "config.json": #"{"apps": {"default": {"templates": {"notify": {"wns": {"file": "t.xml"}}}}}}"#,
             "t.xml": "<toast>\n<visual>\n</toast>",
         ])
-        #expect(performing: { try ConfigurationLoader.load(file: folder.configFile) }, throws: { error in
-            (error as! ConfigurationError).reason.contains("WNS template (t.xml) at line 3, column 9: invalid XML")
-        })
+        #expect(
+            performing: { try ConfigurationLoader.load(file: folder.configFile) },
+            throws: { error in
+                (error as! ConfigurationError).reason.contains("WNS template (t.xml) at line 3, column 9: invalid XML")
+            })
     }
 
     @Test func missingFilesAreNamed() throws {
         let folder = try ConfigFolder(files: [
             "config.json": #"{"apps": {"default": {"templates": {"notify": {"fcm": {"file": "templates/nope.json"}}}}}}"#
         ])
-        #expect(performing: { try ConfigurationLoader.load(file: folder.configFile) }, throws: { error in
-            let error = error as! ConfigurationError
-            return error.path == "$.apps.default.templates.notify.fcm.file" && error.reason.contains("template file 'templates/nope.json' cannot be read")
-        })
-        #expect(performing: { try ConfigurationLoader.load(file: folder.path + "/missing.json") }, throws: { error in
-            (error as! ConfigurationError).reason == "cannot read the file: no such file"
-        })
+        #expect(
+            performing: { try ConfigurationLoader.load(file: folder.configFile) },
+            throws: { error in
+                let error = error as! ConfigurationError
+                return error.path == "$.apps.default.templates.notify.fcm.file"
+                    && error.reason.contains("template file 'templates/nope.json' cannot be read")
+            })
+        #expect(
+            performing: { try ConfigurationLoader.load(file: folder.path + "/missing.json") },
+            throws: { error in
+                (error as! ConfigurationError).reason == "cannot read the file: no such file"
+            })
     }
 
     @Test func inlineTemplatesAndHeadersAreCheckedToo() throws {
         let folder = try ConfigFolder(files: [
-            "config.json": #"{"apps": {"default": {"templates": {"notify": {"wns": {"body": "<badge value=\"$(count)\"/>", "headers": {"X-WNS-Type": "wns/toast"}}}}}}}"#
+            "config.json":
+                #"{"apps": {"default": {"templates": {"notify": {"wns": {"body": "<badge value=\"$(count)\"/>", "headers": {"X-WNS-Type": "wns/toast"}}}}}}}"#
         ])
-        #expect(performing: { try ConfigurationLoader.load(file: folder.configFile) }, throws: { error in
-            (error as! ConfigurationError).reason.contains("X-WNS-Type wns/toast needs a <toast> root element")
-        })
+        #expect(
+            performing: { try ConfigurationLoader.load(file: folder.configFile) },
+            throws: { error in
+                (error as! ConfigurationError).reason.contains("X-WNS-Type wns/toast needs a <toast> root element")
+            })
     }
 
     @Test func secretsResolveFromFilesAndEnvironmentWithoutLeaking() throws {
@@ -95,9 +110,11 @@ struct ConfigFolder: ~Copyable {
         #expect(try resolver.resolve(.file("secrets/key.p8")).hasPrefix("-----BEGIN PRIVATE KEY-----"))
         #expect(try resolver.resolve(.environment("WNS_SECRET")) == "s3cr3t")
         #expect(try resolver.resolve(.inline("v")) == "v")
-        #expect(performing: { try resolver.resolve(.environment("MISSING")) }, throws: { error in
-            (error as! SecretError).description == "secret from environment variable MISSING is not set"
-        })
+        #expect(
+            performing: { try resolver.resolve(.environment("MISSING")) },
+            throws: { error in
+                (error as! SecretError).description == "secret from environment variable MISSING is not set"
+            })
         let error = resolver.check(.file("secrets/none.p8"))
         #expect(error?.description.contains("secret from file secrets/none.p8 cannot be read") == true)
         #expect(resolver.check(.environment("WNS_SECRET")) == nil)

@@ -9,12 +9,16 @@ import Testing
         try PushgateConfiguration(json: Array(text.utf8), file: "config.json")
     }
 
-    func expectError(_ text: String, path: String, contains message: String, line: Int? = nil, sourceLocation: Testing.SourceLocation = #_sourceLocation) {
-        #expect(sourceLocation: sourceLocation, performing: { try decode(text) }, throws: { error in
-            let error = error as! ConfigurationError
-            let lineMatches = line.map { error.location?.line == $0 } ?? true
-            return error.file == "config.json" && error.path == path && error.reason.contains(message) && lineMatches
-        })
+    func expectError(
+        _ text: String, path: String, contains message: String, line: Int? = nil, sourceLocation: Testing.SourceLocation = #_sourceLocation
+    ) {
+        #expect(
+            sourceLocation: sourceLocation, performing: { try decode(text) },
+            throws: { error in
+                let error = error as! ConfigurationError
+                let lineMatches = line.map { error.location?.line == $0 } ?? true
+                return error.file == "config.json" && error.path == path && error.reason.contains(message) && lineMatches
+            })
     }
 
     @Test func aMinimalConfigurationGetsDocumentedDefaults() throws {
@@ -34,16 +38,25 @@ import Testing
               "apps": {}
             }
             """
-        expectError(text, path: "$.listener.prot", contains: "unknown key 'prot'; expected one of: host, port, maxBodyBytes (did you mean 'port'?)", line: 2)
-        expectError(#"{"apps": {"default": {"templates": {"notify": {}}, "servces": {}}}}"#, path: "$.apps.default.servces", contains: "did you mean 'services'?")
-        expectError(#"{"apps": {"default": {"templates": {"notify": {"ios": {}}}}}}"#, path: "$.apps.default.templates.notify.ios", contains: "expected one of: apns, fcm, gcm, wns")
+        expectError(
+            text, path: "$.listener.prot", contains: "unknown key 'prot'; expected one of: host, port, maxBodyBytes (did you mean 'port'?)",
+            line: 2)
+        expectError(
+            #"{"apps": {"default": {"templates": {"notify": {}}, "servces": {}}}}"#, path: "$.apps.default.servces",
+            contains: "did you mean 'services'?")
+        expectError(
+            #"{"apps": {"default": {"templates": {"notify": {"ios": {}}}}}}"#, path: "$.apps.default.templates.notify.ios",
+            contains: "expected one of: apns, fcm, gcm, wns")
     }
 
     @Test func wrongTypesAndRangesNameTheKeyAndWhatWasExpected() {
-        expectError(#"{"listener": {"port": "80"}, "apps": {}}"#, path: "$.listener.port", contains: "expected a whole number, found a string")
+        expectError(
+            #"{"listener": {"port": "80"}, "apps": {}}"#, path: "$.listener.port", contains: "expected a whole number, found a string")
         expectError(#"{"listener": {"port": 70000}, "apps": {}}"#, path: "$.listener.port", contains: "70000 is out of range 0…65535")
         expectError(#"{"listener": {"port": 1.5}, "apps": {}}"#, path: "$.listener.port", contains: "expected a whole number, found 1.5")
-        expectError(#"{"auth": {"demoPasswordEqualsName": "yes"}, "apps": {}}"#, path: "$.auth.demoPasswordEqualsName", contains: "expected true or false")
+        expectError(
+            #"{"auth": {"demoPasswordEqualsName": "yes"}, "apps": {}}"#, path: "$.auth.demoPasswordEqualsName",
+            contains: "expected true or false")
         expectError(#"{"listener": [], "apps": {}}"#, path: "$.listener", contains: "expected an object, found an array")
     }
 
@@ -51,16 +64,24 @@ import Testing
         expectError("{}", path: "$", contains: "missing required key 'apps'")
         expectError(#"{"apps": {}}"#, path: "$.apps", contains: "configure at least one app")
         expectError(#"{"apps": {"default": {}}}"#, path: "$.apps.default", contains: "missing required key 'templates'")
-        expectError(#"{"apps": {"default": {"templates": {"secure": {}}}}}"#, path: "$.apps.default.templates", contains: "missing the \"notify\" template set")
+        expectError(
+            #"{"apps": {"default": {"templates": {"secure": {}}}}}"#, path: "$.apps.default.templates",
+            contains: "missing the \"notify\" template set")
         expectError(#"{"apps": {"Default!": {}}}"#, path: "$.apps[\"Default!\"]", contains: "app name 'Default!' is invalid")
-        expectError(#"{"apps": {"default": {"templates": {"notify": {"apns": {}}}}}}"#, path: "$.apps.default.templates.notify.apns", contains: "give the template as \"file\"")
-        expectError(#"{"apps": {"default": {"templates": {"notify": {"wns": {"body": "x", "format": "yaml"}}}}}}"#, path: "$.apps.default.templates.notify.wns.format", contains: "'yaml' is not a template format")
+        expectError(
+            #"{"apps": {"default": {"templates": {"notify": {"apns": {}}}}}}"#, path: "$.apps.default.templates.notify.apns",
+            contains: "give the template as \"file\"")
+        expectError(
+            #"{"apps": {"default": {"templates": {"notify": {"wns": {"body": "x", "format": "yaml"}}}}}}"#,
+            path: "$.apps.default.templates.notify.wns.format", contains: "'yaml' is not a template format")
     }
 
     @Test func invalidJSONIsReportedWithLineAndColumn() {
-        #expect(performing: { try decode("{\n  \"apps\": {,}\n}") }, throws: { error in
-            (error as! ConfigurationError).description == "config.json:2:12: $: invalid JSON: expected a string key, found ','"
-        })
+        #expect(
+            performing: { try decode("{\n  \"apps\": {,}\n}") },
+            throws: { error in
+                (error as! ConfigurationError).description == "config.json:2:12: $: invalid JSON: expected a string key, found ','"
+            })
     }
 
     @Test func servicesAreDecodedWithSecretsAsSourcesNeverValues() throws {
@@ -77,9 +98,11 @@ import Testing
             """#
         let services = try #require(try decode(text).defaultApp?.services)
         #expect(services.configuredPlatforms == Platform.allCases)
-        #expect(services.apns == APNSConfiguration(
-            endpoint: "https://127.0.0.1:9443", topic: "com.example.app",
-            authentication: .token(keyID: "ABC123DEFG", teamID: "DEF123GHIJ", privateKey: .file("key.p8")), caFile: "ca.pem"))
+        #expect(
+            services.apns
+                == APNSConfiguration(
+                    endpoint: "https://127.0.0.1:9443", topic: "com.example.app",
+                    authentication: .token(keyID: "ABC123DEFG", teamID: "DEF123GHIJ", privateKey: .file("key.p8")), caFile: "ca.pem"))
         #expect(services.fcm?.endpoint == FCMConfiguration.productionEndpoint)
         #expect(services.fcm?.serviceAccount == .environment("SA_JSON"))
         #expect(services.gcm?.serverKey == .inline("AAAA-server-key"))
@@ -89,21 +112,32 @@ import Testing
 
     @Test func serviceSettingsAreValidated() {
         let prefix = #"{"apps": {"default": {"templates": {"notify": {}}, "services": "#
-        expectError(prefix + #"{"apns": {"topic": "t", "token": {"keyId": "short", "teamId": "DEF123GHIJ", "privateKey": {"file": "k"}}}}}}}"#,
-                    path: "$.apps.default.services.apns.token.keyId", contains: "must be 10 upper-case letters or digits")
-        expectError(prefix + #"{"apns": {"topic": "t"}}}}}"#, path: "$.apps.default.services.apns", contains: "configure exactly one of \"token\"")
-        expectError(prefix + #"{"gcm": {"serverKey": {"file": "a", "env": "B"}}}}}}"#, path: "$.apps.default.services.gcm.serverKey", contains: "exactly one of \"file\", \"env\" or \"value\"")
-        expectError(prefix + #"{"gcm": {"serverKey": {"value": ""}}}}}}"#, path: "$.apps.default.services.gcm.serverKey", contains: "the secret's value is empty")
-        expectError(prefix + #"{"fcm": {"endpoint": "http://fcm.googleapis.com", "serviceAccount": {"env": "X"}}}}}}"#,
-                    path: "$.apps.default.services.fcm.endpoint", contains: "must be an https:// URL")
-        expectError(prefix + #"{"wns": {"clientSecret": {"env": "X"}}}}}}"#, path: "$.apps.default.services.wns", contains: "missing required key 'clientId'")
+        expectError(
+            prefix + #"{"apns": {"topic": "t", "token": {"keyId": "short", "teamId": "DEF123GHIJ", "privateKey": {"file": "k"}}}}}}}"#,
+            path: "$.apps.default.services.apns.token.keyId", contains: "must be 10 upper-case letters or digits")
+        expectError(
+            prefix + #"{"apns": {"topic": "t"}}}}}"#, path: "$.apps.default.services.apns", contains: "configure exactly one of \"token\"")
+        expectError(
+            prefix + #"{"gcm": {"serverKey": {"file": "a", "env": "B"}}}}}}"#, path: "$.apps.default.services.gcm.serverKey",
+            contains: "exactly one of \"file\", \"env\" or \"value\"")
+        expectError(
+            prefix + #"{"gcm": {"serverKey": {"value": ""}}}}}}"#, path: "$.apps.default.services.gcm.serverKey",
+            contains: "the secret's value is empty")
+        expectError(
+            prefix + #"{"fcm": {"endpoint": "http://fcm.googleapis.com", "serviceAccount": {"env": "X"}}}}}}"#,
+            path: "$.apps.default.services.fcm.endpoint", contains: "must be an https:// URL")
+        expectError(
+            prefix + #"{"wns": {"clientSecret": {"env": "X"}}}}}}"#, path: "$.apps.default.services.wns",
+            contains: "missing required key 'clientId'")
     }
 
     @Test func usersNeedPasswordHashesNotPasswords() {
-        expectError(#"{"auth": {"users": [{"name": "alice", "passwordHash": "alice"}]}, "apps": {}}"#,
-                    path: "$.auth.users[0].passwordHash", contains: "never a plain password")
-        expectError(#"{"auth": {"users": [{"name": "a", "passwordHash": "pbkdf2-sha256$1$s$h"}, {"name": "a", "passwordHash": "pbkdf2-sha256$1$s$h"}]}, "apps": {}}"#,
-                    path: "$.auth.users[1].name", contains: "configured twice")
+        expectError(
+            #"{"auth": {"users": [{"name": "alice", "passwordHash": "alice"}]}, "apps": {}}"#,
+            path: "$.auth.users[0].passwordHash", contains: "never a plain password")
+        expectError(
+            #"{"auth": {"users": [{"name": "a", "passwordHash": "pbkdf2-sha256$1$s$h"}, {"name": "a", "passwordHash": "pbkdf2-sha256$1$s$h"}]}, "apps": {}}"#,
+            path: "$.auth.users[1].name", contains: "configured twice")
     }
 
     @Test func severalAppsCanBeConfigured() throws {
@@ -118,7 +152,9 @@ import Testing
         #expect(file.resolvedFormat(for: .apns) == .xml)
         #expect(TemplateConfiguration(source: .inline("")).resolvedFormat(for: .fcm) == .json)
         #expect(TemplateConfiguration(source: .inline("")).resolvedFormat(for: .wns) == .xml)
-        #expect(TemplateConfiguration(source: .inline(""), headers: [HTTPHeader(name: "X-WNS-Type", value: "wns/raw")]).resolvedFormat(for: .wns) == .raw)
+        #expect(
+            TemplateConfiguration(source: .inline(""), headers: [HTTPHeader(name: "X-WNS-Type", value: "wns/raw")]).resolvedFormat(
+                for: .wns) == .raw)
         #expect(TemplateConfiguration(source: .inline(""), format: .raw).resolvedFormat(for: .apns) == .raw)
     }
 }

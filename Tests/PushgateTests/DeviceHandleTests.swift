@@ -11,7 +11,8 @@ import Testing
         #expect {
             try policy.validate(String(apnsToken.dropLast()) + "g", for: .apns)
         } throws: { error in
-            (error as! HandleError).description == "APNs device token has an invalid character 'g' at position 64; expected hexadecimal digits"
+            (error as! HandleError).description
+                == "APNs device token has an invalid character 'g' at position 64; expected hexadecimal digits"
         }
         #expect {
             try policy.validate("abcd", for: .apns)

@@ -23,8 +23,13 @@ import Testing
 
     @Test func derivesTheMessageState() throws {
         #expect(NotificationResult(notificationID: "n", selection: try .init(parsing: "apns"), targets: []).state == .noTargetFound)
-        #expect(NotificationResult(notificationID: "n", selection: .all, targets: [target(.fcm, .pnsUnreachable), target(.gcm, .pnsUnavailable)]).state == .abandoned)
-        #expect(NotificationResult(notificationID: "n", selection: .all, targets: [target(.fcm, .pnsUnreachable), target(.gcm, .badChannel)]).state == .completed)
+        #expect(
+            NotificationResult(
+                notificationID: "n", selection: .all, targets: [target(.fcm, .pnsUnreachable), target(.gcm, .pnsUnavailable)]
+            ).state == .abandoned)
+        #expect(
+            NotificationResult(notificationID: "n", selection: .all, targets: [target(.fcm, .pnsUnreachable), target(.gcm, .badChannel)])
+                .state == .completed)
     }
 
     @Test func encodesToJSONAndBack() throws {

@@ -23,16 +23,19 @@ import Testing
             ([("apns-priority", "10"), ("APNS-PRIORITY", "5")], "is given twice"),
         ]
         for (headers, message) in cases {
-            #expect(performing: {
-                try PlatformTemplate(platform: .apns, template: try Template(json: alert), headers: headers)
-            }, throws: { error in
-                (error as! TemplateError).description.contains(message)
-            })
+            #expect(
+                performing: {
+                    try PlatformTemplate(platform: .apns, template: try Template(json: alert), headers: headers)
+                },
+                throws: { error in
+                    (error as! TemplateError).description.contains(message)
+                })
         }
     }
 
     @Test func wnsTypeIsInferredFromTheRootElementAndMustMatchIt() throws {
-        let toast = try Template(xml: XMLTemplateDocument(root: XMLTemplateElement(name: "toast", children: [.text("hi")]), hasDeclaration: false))
+        let toast = try Template(
+            xml: XMLTemplateDocument(root: XMLTemplateElement(name: "toast", children: [.text("hi")]), hasDeclaration: false))
         let inferred = try PlatformTemplate(platform: .wns, template: toast)
         #expect(inferred.header("X-WNS-Type") == "wns/toast")
         #expect(inferred.contentType == "text/xml")
@@ -57,7 +60,8 @@ import Testing
 
     @Test func fcmTemplatesAreMessagesWithoutTargetsAndStringData() throws {
         #expect(throws: Never.self) {
-            try PlatformTemplate(platform: .fcm, template: try Template(json: #"{"data":{"m":"$(message)"},"android":{"priority":"high"}}"#))
+            try PlatformTemplate(
+                platform: .fcm, template: try Template(json: #"{"data":{"m":"$(message)"},"android":{"priority":"high"}}"#))
         }
         let cases: [(String, String)] = [
             (#"{"token":"x","data":{}}"#, "the gateway sets the message target; remove 'token'"),
@@ -67,11 +71,13 @@ import Testing
             (#"["data"]"#, "must be a JSON object"),
         ]
         for (body, message) in cases {
-            #expect(performing: {
-                try PlatformTemplate(platform: .fcm, template: try Template(json: body))
-            }, throws: { error in
-                (error as! TemplateError).description.contains(message)
-            })
+            #expect(
+                performing: {
+                    try PlatformTemplate(platform: .fcm, template: try Template(json: body))
+                },
+                throws: { error in
+                    (error as! TemplateError).description.contains(message)
+                })
         }
         #expect(throws: TemplateError.self) {
             try PlatformTemplate(platform: .gcm, template: try Template(json: #"{"registration_ids":[]}"#))

@@ -51,7 +51,10 @@ import Testing
             hasDeclaration: false)
         let template = try Template(xml: document)
         let output = try template.renderString(["message": #"<a href="x">&]]>'"#])
-        #expect(output == #"<toast launch="id=&lt;a href=&quot;x&quot;&gt;&amp;]]&gt;&apos;">&lt;a href=&quot;x&quot;&gt;&amp;]]&gt;&apos;</toast>"#)
+        #expect(
+            output
+                == #"<toast launch="id=&lt;a href=&quot;x&quot;&gt;&amp;]]&gt;&apos;">&lt;a href=&quot;x&quot;&gt;&amp;]]&gt;&apos;</toast>"#
+        )
     }
 
     @Test func xmlRejectsCharactersXMLCannotCarryNamingTheProperty() throws {
@@ -60,7 +63,8 @@ import Testing
         #expect {
             try template.render(["message": "ok\u{01}bad"])
         } throws: { error in
-            (error as! TemplateRenderError).description == "property 'message' cannot be placed in an XML payload: character U+0001 at position 3 cannot appear in XML"
+            (error as! TemplateRenderError).description
+                == "property 'message' cannot be placed in an XML payload: character U+0001 at position 3 cannot appear in XML"
         }
         #expect(throws: TemplateRenderError.self) { try template.render(["message": "\u{FFFE}"]) }
         // Tabs, new lines and carriage returns are fine (carriage returns as references).
@@ -74,14 +78,16 @@ import Testing
     }
 
     @Test func literalsAndStructureAreReEmittedCompactly() throws {
-        let template = try Template(json: """
-            {
-              "aps": { "alert": "Hi \\u00e9", "sound": null, "badge": 1.50, "list": [true, false] },
-              "$(notakey)": "x"
-            }
-            """)
+        let template = try Template(
+            json: """
+                {
+                  "aps": { "alert": "Hi \\u00e9", "sound": null, "badge": 1.50, "list": [true, false] },
+                  "$(notakey)": "x"
+                }
+                """)
         #expect(template.isConstant)
-        #expect(try template.renderString([:]) == #"{"aps":{"alert":"Hi é","sound":null,"badge":1.50,"list":[true,false]},"$(notakey)":"x"}"#)
+        #expect(
+            try template.renderString([:]) == #"{"aps":{"alert":"Hi é","sound":null,"badge":1.50,"list":[true,false]},"$(notakey)":"x"}"#)
     }
 
     @Test func compileErrorsNameTheJSONPath() {

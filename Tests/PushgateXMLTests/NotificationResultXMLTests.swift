@@ -19,7 +19,10 @@ import Testing
         #expect(xml.hasPrefix(#"<?xml version="1.0" encoding="UTF-8"?>"#))
         #expect(xml.contains(#"<NotificationOutcome xmlns="http://schemas.microsoft.com/netservices/2010/10/servicebus/connect""#))
         #expect(xml.contains("<State>Completed</State><Success>1</Success><Failure>1</Failure>"))
-        #expect(xml.contains("<RegistrationResult><ApplicationPlatform>apple</ApplicationPlatform><PnsHandle>abcdef…1234</PnsHandle><RegistrationId>r1</RegistrationId><Outcome>Success</Outcome>"))
+        #expect(
+            xml.contains(
+                "<RegistrationResult><ApplicationPlatform>apple</ApplicationPlatform><PnsHandle>abcdef…1234</PnsHandle><RegistrationId>r1</RegistrationId><Outcome>Success</Outcome>"
+            ))
         #expect(xml.contains("<ApplicationPlatform>windows</ApplicationPlatform>"))
         #expect(xml.contains("<Reason>&lt;gone &amp; &quot;expired&quot;&gt;\u{FFFD}</Reason>"))
         #expect(xml.contains("<HandleAction>removed</HandleAction>"))

@@ -9,7 +9,9 @@ struct JSONObjectReader {
 
     init(_ value: JSONValue, path: String, source: [UInt8]) throws(ConfigurationError) {
         guard let members = value.objectMembers else {
-            throw ConfigurationError(path: path, location: SourceLocation(offset: value.offset, in: source), reason: "expected an object, found \(value.typeDescription)")
+            throw ConfigurationError(
+                path: path, location: SourceLocation(offset: value.offset, in: source),
+                reason: "expected an object, found \(value.typeDescription)")
         }
         self.path = path
         self.value = value
@@ -45,7 +47,8 @@ struct JSONObjectReader {
     mutating func int(_ key: String, in range: ClosedRange<Int>) throws(ConfigurationError) -> Int? {
         guard let value = raw(key) else { return nil }
         guard case .number(let text) = value.kind, let number = Int(text) else {
-            throw error("expected a whole number, found \(value.typeDescription == "a number" ? text(value) : value.typeDescription)", key: key)
+            throw error(
+                "expected a whole number, found \(value.typeDescription == "a number" ? text(value) : value.typeDescription)", key: key)
         }
         guard range.contains(number) else { throw error("\(number) is out of range \(range.lowerBound)…\(range.upperBound)", key: key) }
         return number
@@ -69,7 +72,9 @@ struct JSONObjectReader {
 
     mutating func stringArray(_ key: String) throws(ConfigurationError) -> [String]? {
         guard let value = raw(key) else { return nil }
-        guard let elements = value.arrayElements else { throw error("expected an array of strings, found \(value.typeDescription)", key: key) }
+        guard let elements = value.arrayElements else {
+            throw error("expected an array of strings, found \(value.typeDescription)", key: key)
+        }
         var result: [String] = []
         for (index, element) in elements.enumerated() {
             guard let text = element.stringValue else {
@@ -87,7 +92,9 @@ struct JSONObjectReader {
         guard var reader = try object(key) else { return nil }
         let keys = reader.members.map(\.key)
         guard keys.count == 1 else {
-            throw reader.error("a secret needs exactly one of \"file\", \"env\" or \"value\", found \(keys.isEmpty ? "none" : keys.joined(separator: ", "))")
+            throw reader.error(
+                "a secret needs exactly one of \"file\", \"env\" or \"value\", found \(keys.isEmpty ? "none" : keys.joined(separator: ", "))"
+            )
         }
         let source: SecretSource
         if let path = try reader.string("file") {
@@ -118,7 +125,8 @@ struct JSONObjectReader {
             if let suggestion = expected.first(where: { $0.lowercased() == member.key.lowercased() || editDistance($0, member.key) <= 2 }) {
                 reason += " (did you mean '\(suggestion)'?)"
             }
-            throw ConfigurationError(path: jsonPath(path, member.key), location: SourceLocation(offset: member.keyOffset, in: source), reason: reason)
+            throw ConfigurationError(
+                path: jsonPath(path, member.key), location: SourceLocation(offset: member.keyOffset, in: source), reason: reason)
         }
     }
 }

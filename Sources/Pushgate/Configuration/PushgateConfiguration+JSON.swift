@@ -69,7 +69,8 @@ extension PushgateConfiguration {
                 let name = try user.requiredString("name")
                 let hash = try user.requiredString("passwordHash")
                 guard hash.hasPrefix("pbkdf2-sha256$"), hash.split(separator: "$").count == 4 else {
-                    throw user.error("expected a password hash 'pbkdf2-sha256$<iterations>$<salt>$<hash>' (never a plain password)", key: "passwordHash")
+                    throw user.error(
+                        "expected a password hash 'pbkdf2-sha256$<iterations>$<salt>$<hash>' (never a plain password)", key: "passwordHash")
                 }
                 if auth.users.contains(where: { $0.name == name }) { throw user.error("user '\(name)' is configured twice", key: "name") }
                 try user.finish(expected: ["name", "passwordHash"])
@@ -123,13 +124,15 @@ extension PushgateConfiguration {
             case (var token?, nil):
                 let keyID = try token.requiredString("keyId")
                 let teamID = try token.requiredString("teamId")
-                for (key, value) in [("keyId", keyID), ("teamId", teamID)] where value.count != 10 || !value.allSatisfy({ $0.isASCII && ($0.isUppercase || $0.isNumber) }) {
+                for (key, value) in [("keyId", keyID), ("teamId", teamID)]
+                where value.count != 10 || !value.allSatisfy({ $0.isASCII && ($0.isUppercase || $0.isNumber) }) {
                     throw token.error("'\(value)' must be 10 upper-case letters or digits, as Apple issues it", key: key)
                 }
                 authentication = .token(keyID: keyID, teamID: teamID, privateKey: try token.requiredSecret("privateKey"))
                 try token.finish(expected: ["keyId", "teamId", "privateKey"])
             case (nil, var certificate?):
-                authentication = .certificate(certificate: try certificate.requiredSecret("certificate"), privateKey: try certificate.requiredSecret("privateKey"))
+                authentication = .certificate(
+                    certificate: try certificate.requiredSecret("certificate"), privateKey: try certificate.requiredSecret("privateKey"))
                 try certificate.finish(expected: ["certificate", "privateKey"])
             case (nil, nil):
                 throw apns.error("configure exactly one of \"token\" (a .p8 key) or \"certificate\"")
@@ -164,7 +167,8 @@ extension PushgateConfiguration {
             let scope = try wns.string("scope") ?? "notify.windows.com"
             let caFile = try wns.string("caFile")
             try wns.finish(expected: ["tokenEndpoint", "clientId", "clientSecret", "scope", "caFile"])
-            result.wns = WNSConfiguration(tokenEndpoint: tokenEndpoint, clientID: clientID, clientSecret: secret, scope: scope, caFile: caFile)
+            result.wns = WNSConfiguration(
+                tokenEndpoint: tokenEndpoint, clientID: clientID, clientSecret: secret, scope: scope, caFile: caFile)
         }
         try services.finish(expected: Platform.allCases.map(\.rawValue))
         return result

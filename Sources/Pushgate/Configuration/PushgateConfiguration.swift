@@ -92,7 +92,10 @@ public struct AppConfiguration: Sendable, Hashable {
     /// any the operator adds.
     public var templates: [String: TemplateSetConfiguration]
 
-    public init(id: AppID, services: ServicesConfiguration = .init(), handles: HandlePolicy = .init(), templates: [String: TemplateSetConfiguration] = [:]) {
+    public init(
+        id: AppID, services: ServicesConfiguration = .init(), handles: HandlePolicy = .init(),
+        templates: [String: TemplateSetConfiguration] = [:]
+    ) {
         self.id = id
         self.services = services
         self.handles = handles

@@ -207,7 +207,9 @@ public struct JSONParser {
         var scalars = String.UnicodeScalarView()
         var runStart = index
         // Fast path: copy runs of plain bytes; validate UTF-8 when the run is closed.
-        func flush(_ parser: JSONParser, into scalars: inout String.UnicodeScalarView, upTo end: Int)
+        func flush(
+            _ parser: JSONParser, into scalars: inout String.UnicodeScalarView, upTo end: Int
+        )
             throws(JSONParseError)
         {
             if end == runStart { return }

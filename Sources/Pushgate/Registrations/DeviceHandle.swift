@@ -88,8 +88,11 @@ public struct HandlePolicy: Sendable, Hashable {
         if text.utf8.count > Self.channelURIMaximumLength {
             throw HandleError(.badLength(text.utf8.count, expected: "at most \(Self.channelURIMaximumLength) bytes"), platform: .wns)
         }
-        if let (offset, bad) = text.enumerated().first(where: { !$0.element.isASCII || $0.element.isWhitespace || ($0.element.asciiValue ?? 0) < 0x21 }) {
-            throw HandleError(.invalidCharacter(bad, position: offset + 1, expected: "a URI without spaces or non-ASCII characters"), platform: .wns)
+        if let (offset, bad) = text.enumerated().first(where: {
+            !$0.element.isASCII || $0.element.isWhitespace || ($0.element.asciiValue ?? 0) < 0x21
+        }) {
+            throw HandleError(
+                .invalidCharacter(bad, position: offset + 1, expected: "a URI without spaces or non-ASCII characters"), platform: .wns)
         }
         guard text.lowercased().hasPrefix("https://") else { throw HandleError(.notHTTPS, platform: .wns) }
         let afterScheme = text.dropFirst("https://".count)

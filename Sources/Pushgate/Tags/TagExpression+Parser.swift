@@ -78,7 +78,9 @@ private struct TagExpressionParser {
     }
 
     mutating func parseExpression() throws(TagExpressionError) -> TagExpression {
-        if peek() == nil { throw TagExpressionError(characters.isEmpty ? .empty : .unexpected("the end", expected: "a tag"), position: position) }
+        if peek() == nil {
+            throw TagExpressionError(characters.isEmpty ? .empty : .unexpected("the end", expected: "a tag"), position: position)
+        }
         var lhs = try parseAnd()
         while case .or = peek() {
             _ = next()

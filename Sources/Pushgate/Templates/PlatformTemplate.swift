@@ -80,13 +80,16 @@ public struct PlatformTemplate: Sendable {
                 case "apns-priority":
                     guard ["1", "5", "10"].contains(value) else { throw fail("'\(value)' must be 1, 5 or 10") }
                 case "apns-expiration":
-                    guard let seconds = Int(value), seconds >= 0 else { throw fail("'\(value)' must be UNIX epoch seconds (0 = do not store)") }
+                    guard let seconds = Int(value), seconds >= 0 else {
+                        throw fail("'\(value)' must be UNIX epoch seconds (0 = do not store)")
+                    }
                 case "apns-topic":
                     guard !value.isEmpty, !value.contains(" ") else { throw fail("must be a bundle id like com.example.app") }
                 case "apns-collapse-id":
                     guard value.utf8.count <= 64 else { throw fail("is \(value.utf8.count) bytes; the limit is 64") }
                 default:
-                    throw fail("is not an APNs template header (apns-push-type, apns-priority, apns-expiration, apns-topic, apns-collapse-id)")
+                    throw fail(
+                        "is not an APNs template header (apns-push-type, apns-priority, apns-expiration, apns-topic, apns-collapse-id)")
                 }
                 result.append(HTTPHeader(name: lowered, value: value))
             case .wns:
@@ -113,7 +116,9 @@ public struct PlatformTemplate: Sendable {
                     guard ["true", "false"].contains(value) else { throw fail("'\(value)' must be true or false") }
                     canonical = "X-WNS-SuppressPopup"
                 default:
-                    throw fail("is not a WNS template header (X-WNS-Type, X-WNS-Cache-Policy, X-WNS-RequestForStatus, X-WNS-Tag, X-WNS-TTL, X-WNS-Group, X-WNS-SuppressPopup)")
+                    throw fail(
+                        "is not a WNS template header (X-WNS-Type, X-WNS-Cache-Policy, X-WNS-RequestForStatus, X-WNS-Tag, X-WNS-TTL, X-WNS-Group, X-WNS-SuppressPopup)"
+                    )
                 }
                 result.append(HTTPHeader(name: canonical, value: value))
             case .fcm, .gcm:
@@ -132,7 +137,9 @@ public struct PlatformTemplate: Sendable {
             }
             guard let members = root.objectMembers else { throw fail("$", "must be a JSON object, found \(root.typeDescription)") }
             if platform == .apns {
-                if let aps = root["aps"], aps.objectMembers == nil { throw fail("$.aps", "must be an object, found \(aps.typeDescription)") }
+                if let aps = root["aps"], aps.objectMembers == nil {
+                    throw fail("$.aps", "must be an object, found \(aps.typeDescription)")
+                }
                 let pushType = headers.first(where: { $0.name == "apns-push-type" })?.value
                 let priority = headers.first(where: { $0.name == "apns-priority" })?.value
                 if pushType == "background", let priority, priority != "5" {
@@ -145,7 +152,10 @@ public struct PlatformTemplate: Sendable {
                         throw fail(jsonPath("$", member.key), "the gateway sets the message target; remove '\(member.key)'")
                     }
                     guard allowed.contains(member.key) else {
-                        throw fail(jsonPath("$", member.key), "is not a field of \(platform == .fcm ? "an FCM v1 message" : "a legacy GCM message") (\(allowed.sorted().joined(separator: ", ")))")
+                        throw fail(
+                            jsonPath("$", member.key),
+                            "is not a field of \(platform == .fcm ? "an FCM v1 message" : "a legacy GCM message") (\(allowed.sorted().joined(separator: ", ")))"
+                        )
                     }
                 }
                 if let data = root["data"] {

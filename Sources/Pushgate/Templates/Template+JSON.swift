@@ -20,7 +20,9 @@ extension Template {
         self.init(format: .json, segments: segments, json: root, xml: nil)
     }
 
-    private static func compile(_ value: JSONValue, path: String, segments: inout [Segment], pending: inout [UInt8])
+    private static func compile(
+        _ value: JSONValue, path: String, segments: inout [Segment], pending: inout [UInt8]
+    )
         throws(TemplateError)
     {
         switch value.kind {
@@ -45,15 +47,18 @@ extension Template {
                 pending.append(UInt8(ascii: "\""))
                 segments.append(.literal(pending))
                 pending = [UInt8(ascii: "\"")]
-                segments.append(.value(.jsonString, terms.map { term in
-                    switch term {
-                    case .property(let reference): return .property(reference)
-                    case .literal(let literal):
-                        var bytes: [UInt8] = []
-                        Escaping.appendJSONStringContent(literal, to: &bytes)
-                        return .bytes(bytes)
-                    }
-                }))
+                segments.append(
+                    .value(
+                        .jsonString,
+                        terms.map { term in
+                            switch term {
+                            case .property(let reference): return .property(reference)
+                            case .literal(let literal):
+                                var bytes: [UInt8] = []
+                                Escaping.appendJSONStringContent(literal, to: &bytes)
+                                return .bytes(bytes)
+                            }
+                        }))
             }
         case .array(let elements):
             pending.append(UInt8(ascii: "["))

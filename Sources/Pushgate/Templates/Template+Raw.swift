@@ -13,12 +13,14 @@ extension Template {
         case .literal(let literal): segment = .literal(Array(literal.utf8))
         case .numeric: throw TemplateError(location: "body", reason: "#(…) is allowed only in JSON templates")
         case .text(let terms):
-            segment = .value(.raw, terms.map { term in
-                switch term {
-                case .property(let reference): .property(reference)
-                case .literal(let literal): .bytes(Array(literal.utf8))
-                }
-            })
+            segment = .value(
+                .raw,
+                terms.map { term in
+                    switch term {
+                    case .property(let reference): .property(reference)
+                    case .literal(let literal): .bytes(Array(literal.utf8))
+                    }
+                })
         }
         self.init(format: .raw, segments: [segment], json: nil, xml: nil)
     }

@@ -89,7 +89,9 @@ extension Template {
         }
     }
 
-    private static func appendEscapedLiteral(_ text: String, attribute: Bool, location: String, to output: inout [UInt8])
+    private static func appendEscapedLiteral(
+        _ text: String, attribute: Bool, location: String, to output: inout [UInt8]
+    )
         throws(TemplateError)
     {
         do {

@@ -150,7 +150,9 @@ private struct ExpressionParser {
             throw error("property name '\(name)' has an invalid character \(quoted(name[bad])); use letters, digits and _", at: nameStart)
         }
         if name.count > TemplateExpression.maximumPropertyNameLength {
-            throw error("property name is \(name.count) characters long; the limit is \(TemplateExpression.maximumPropertyNameLength)", at: nameStart)
+            throw error(
+                "property name is \(name.count) characters long; the limit is \(TemplateExpression.maximumPropertyNameLength)",
+                at: nameStart)
         }
         // Optional fallback :{…}.
         var fallback: String?

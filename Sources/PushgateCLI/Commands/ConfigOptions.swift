@@ -23,7 +23,8 @@ struct ConfigOptions: ParsableArguments {
         let id: AppID
         do { id = try AppID(name) } catch { throw CLIError(error.description) }
         guard let found = loaded.app(id) else {
-            throw CLIError("app '\(name)' is not configured in \(config) (configured: \(loaded.apps.map(\.id.rawValue).joined(separator: ", ")))")
+            throw CLIError(
+                "app '\(name)' is not configured in \(config) (configured: \(loaded.apps.map(\.id.rawValue).joined(separator: ", ")))")
         }
         return found
     }

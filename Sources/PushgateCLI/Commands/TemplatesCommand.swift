@@ -36,7 +36,9 @@ struct TemplatesCommand: ParsableCommand {
                     for (platform, template) in set.sorted(by: { $0.key < $1.key }) {
                         let properties = template.template.propertyKeys.sorted().joined(separator: ", ")
                         let headers = template.headers.map(\.description).joined(separator: "; ")
-                        print("  ok  \(purpose).\(platform)  \(template.template.format)  properties: \(properties.isEmpty ? "none" : properties)\(headers.isEmpty ? "" : "  headers: \(headers)")")
+                        print(
+                            "  ok  \(purpose).\(platform)  \(template.template.format)  properties: \(properties.isEmpty ? "none" : properties)\(headers.isEmpty ? "" : "  headers: \(headers)")"
+                        )
                     }
                 }
                 if secrets {
@@ -110,7 +112,8 @@ struct TemplatesCommand: ParsableCommand {
                 throw ExitCode(1)
             }
             guard let set = app.templates[purpose] else {
-                printError("error: no template set '\(purpose)' in app \(app.id) (have: \(app.templates.keys.sorted().joined(separator: ", ")))")
+                printError(
+                    "error: no template set '\(purpose)' in app \(app.id) (have: \(app.templates.keys.sorted().joined(separator: ", ")))")
                 throw ExitCode(1)
             }
             var failed = false
@@ -127,7 +130,9 @@ struct TemplatesCommand: ParsableCommand {
                     let rendered = try template.render(properties)
                     print("")
                     print(String(decoding: rendered.body, as: UTF8.self))
-                    print("(\(rendered.body.count) bytes of \(PayloadLimit.maximumBytes(for: platform, apnsPushType: template.header("apns-push-type"))))")
+                    print(
+                        "(\(rendered.body.count) bytes of \(PayloadLimit.maximumBytes(for: platform, apnsPushType: template.header("apns-push-type"))))"
+                    )
                 } catch {
                     printError("error: \(platform): \(error)")
                     failed = true
