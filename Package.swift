@@ -50,3 +50,17 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// Micro-benchmarks (ordo-one/benchmark) are opt-in so the normal build never resolves or compiles
+// them: PUSHGATE_BENCHMARKS=1 swift package --scratch-path .build-bench benchmark
+if Context.environment["PUSHGATE_BENCHMARKS"] != nil {
+    package.dependencies.append(
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]))
+    package.targets.append(
+        .executableTarget(
+            name: "PushgateBenchmarks",
+            dependencies: ["Pushgate", "PushgateXML", .product(name: "Benchmark", package: "benchmark")],
+            path: "Benchmarks/PushgateBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ))
+}
