@@ -21,8 +21,8 @@ if grep -E "^$(pwd)/(Sources|Tests)/.*: warning:" "$log" | sort -u | grep .; the
 fi
 
 echo "== format"
-if ! swift format lint --strict --recursive Package.swift Sources Tests; then
-  echo "swift format found problems; run: swift format --in-place --recursive Package.swift Sources Tests" >&2
+if ! swift format lint --strict --recursive Package.swift Sources Tests Benchmarks; then
+  echo "swift format found problems; run: swift format --in-place --recursive Package.swift Sources Tests Benchmarks" >&2
   exit 1
 fi
 

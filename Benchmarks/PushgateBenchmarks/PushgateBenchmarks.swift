@@ -14,12 +14,12 @@ let benchmarks: @Sendable () -> Void = {
     ]
     let apns = try! Template(json: #"{"aps":{"alert":"{'From ' + $(user) + ': ' + $(message)}"}}"#)
     let wns = try! Template(
-        xmlText:
-            #"<toast><visual><binding template="ToastText01"><text id="1">{'From ' + $(user) + ': ' + $(message)}</text></binding></visual></toast>"#
+        xmlText: #"<toast><visual><binding template="ToastText01">"#
+            + #"<text id="1">{'From ' + $(user) + ': ' + $(message)}</text></binding></visual></toast>"#
     )
     let rich = try! Template(
-        json:
-            ##"{"aps":{"alert":{"title":".(title, 40)","body":"$(message, 200)"},"badge":"#(badge)","sound":"default"},"url":"{'https://example.com/o?id=' + %(order)}","secureId":"$(secureId)"}"##
+        json: ##"{"aps":{"alert":{"title":".(title, 40)","body":"$(message, 200)"},"badge":"#(badge)","sound":"default"},"##
+            + ##""url":"{'https://example.com/o?id=' + %(order)}","secureId":"$(secureId)"}"##
     )
     let richProperties: TemplateProperties = [
         "title": "A rather long title that will be clipped with an ellipsis", "message": "Body", "badge": "7",
