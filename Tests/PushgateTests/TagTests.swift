@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import Pushgate
@@ -29,6 +30,20 @@ import Testing
             (error as! TagError).description.contains("121 characters long; the limit is 120")
         }
         #expect(throws: TagError.self) { try Tag("") }
+    }
+
+    @Test func decodingRunsTheSameChecksAsConstruction() throws {
+        let decoded = try JSONDecoder().decode([Tag].self, from: Data(#"["username:alice","a.b"]"#.utf8))
+        #expect(decoded.map(\.rawValue) == ["username:alice", "a.b"])
+        #expect(String(decoding: try JSONEncoder().encode(decoded), as: UTF8.self) == #"["username:alice","a.b"]"#)
+        #expect(
+            performing: { try JSONDecoder().decode([Tag].self, from: Data(#"["ok","bad tag"]"#.utf8)) },
+            throws: { error in
+                guard case DecodingError.dataCorrupted(let context) = error else { return false }
+                return context.debugDescription.contains("invalid character U+0020 at position 4")
+            })
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(AppID.self, from: Data(#""Bad App""#.utf8)) }
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(RegistrationID.self, from: Data(#""../x""#.utf8)) }
     }
 
     @Test func rejectsMalformedImplicitTags() {

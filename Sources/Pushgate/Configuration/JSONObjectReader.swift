@@ -46,17 +46,12 @@ struct JSONObjectReader {
 
     mutating func int(_ key: String, in range: ClosedRange<Int>) throws(ConfigurationError) -> Int? {
         guard let value = raw(key) else { return nil }
-        guard case .number(let text) = value.kind, let number = Int(text) else {
-            throw error(
-                "expected a whole number, found \(value.typeDescription == "a number" ? text(value) : value.typeDescription)", key: key)
+        guard case .number(let digits) = value.kind else {
+            throw error("expected a whole number, found \(value.typeDescription)", key: key)
         }
+        guard let number = Int(digits) else { throw error("expected a whole number, found \(digits)", key: key) }
         guard range.contains(number) else { throw error("\(number) is out of range \(range.lowerBound)…\(range.upperBound)", key: key) }
         return number
-    }
-
-    private func text(_ value: JSONValue) -> String {
-        if case .number(let text) = value.kind { return text }
-        return value.typeDescription
     }
 
     mutating func bool(_ key: String) throws(ConfigurationError) -> Bool? {

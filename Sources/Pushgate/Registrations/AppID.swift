@@ -1,6 +1,6 @@
 /// The name of an app (a "hub"): one instance can serve several, each with its own credentials,
 /// templates and registrations. `default` when only one is configured.
-public struct AppID: Sendable, Hashable, Comparable, CustomStringConvertible, Codable {
+public struct AppID: ValidatedString {
     public let rawValue: String
 
     public static let `default` = AppID(unchecked: "default")
@@ -15,21 +15,6 @@ public struct AppID: Sendable, Hashable, Comparable, CustomStringConvertible, Co
 
     private init(unchecked: String) { rawValue = unchecked }
 
-    public var description: String { rawValue }
-
-    public static func < (lhs: AppID, rhs: AppID) -> Bool { lhs.rawValue < rhs.rawValue }
-
-    public init(from decoder: any Decoder) throws {
-        let text = try decoder.singleValueContainer().decode(String.self)
-        do { try self.init(text) } catch {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: error.description))
-        }
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(rawValue)
-    }
 }
 
 /// An app name is malformed.

@@ -1,7 +1,7 @@
 /// The identifier of a registration: 1 to 64 characters of letters, digits and `-`.
 ///
 /// New ids are 32 lower-case hex characters drawn from a cryptographically secure generator.
-public struct RegistrationID: Sendable, Hashable, Comparable, CustomStringConvertible, Codable {
+public struct RegistrationID: ValidatedString {
     public let rawValue: String
 
     public init(_ text: String) throws(RegistrationIDError) {
@@ -27,21 +27,6 @@ public struct RegistrationID: Sendable, Hashable, Comparable, CustomStringConver
         return try! RegistrationID(hex(high) + hex(low))
     }
 
-    public var description: String { rawValue }
-
-    public static func < (lhs: RegistrationID, rhs: RegistrationID) -> Bool { lhs.rawValue < rhs.rawValue }
-
-    public init(from decoder: any Decoder) throws {
-        let text = try decoder.singleValueContainer().decode(String.self)
-        do { try self.init(text) } catch {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: error.description))
-        }
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(rawValue)
-    }
 }
 
 /// A registration id is malformed (the gateway answers such ids like unknown ones).

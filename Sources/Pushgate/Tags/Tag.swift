@@ -2,7 +2,7 @@
 /// a digit or one of `_ @ # . : -`; or the implicit forms `$InstallationId:{id}` and `$UserId:{id}`.
 ///
 /// Tags are matched by exact presence. The gateway adds `username:<user>` to every registration.
-public struct Tag: Sendable, Hashable, Comparable, CustomStringConvertible, Codable {
+public struct Tag: ValidatedString {
     /// Longest tag, in characters.
     public static let maximumLength = 120
     /// Most tags on one registration.
@@ -18,22 +18,6 @@ public struct Tag: Sendable, Hashable, Comparable, CustomStringConvertible, Coda
     /// The tag that marks a user's registrations: `username:<name>`.
     public static func username(_ name: String) throws(TagError) -> Tag {
         try Tag("username:" + name)
-    }
-
-    public var description: String { rawValue }
-
-    public static func < (lhs: Tag, rhs: Tag) -> Bool { lhs.rawValue < rhs.rawValue }
-
-    public init(from decoder: any Decoder) throws {
-        let text = try decoder.singleValueContainer().decode(String.self)
-        do { try self.init(text) } catch {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: error.description))
-        }
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(rawValue)
     }
 
     /// Whether `character` may appear in a plain tag.

@@ -49,7 +49,6 @@ private struct ExpressionParser {
             guard characters[end - 1] == "}" else {
                 throw error("a '{' expression must end with '}'", at: end - 1)
             }
-            let open = index
             index += 1
             let closing = end - 1
             var terms: [TemplateExpression.Term] = []
@@ -69,7 +68,6 @@ private struct ExpressionParser {
                 }
                 index += 1
             }
-            _ = open
             return .text(terms)
         }
         if characters[index] == "#" {
