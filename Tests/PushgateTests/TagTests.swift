@@ -33,11 +33,11 @@ import Testing
     }
 
     @Test func decodingRunsTheSameChecksAsConstruction() throws {
-        let decoded = try JSONDecoder().decode([Tag].self, from: Data(#"["username:alice","a.b"]"#.utf8))
+        let decoded = try JSONDecoder().decode([Pushgate.Tag].self, from: Data(#"["username:alice","a.b"]"#.utf8))
         #expect(decoded.map(\.rawValue) == ["username:alice", "a.b"])
         #expect(String(decoding: try JSONEncoder().encode(decoded), as: UTF8.self) == #"["username:alice","a.b"]"#)
         #expect(
-            performing: { try JSONDecoder().decode([Tag].self, from: Data(#"["ok","bad tag"]"#.utf8)) },
+            performing: { try JSONDecoder().decode([Pushgate.Tag].self, from: Data(#"["ok","bad tag"]"#.utf8)) },
             throws: { error in
                 guard case DecodingError.dataCorrupted(let context) = error else { return false }
                 return context.debugDescription.contains("invalid character U+0020 at position 4")
