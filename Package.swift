@@ -11,7 +11,16 @@ let package = Package(
         .library(name: "PushgateConfig", targets: ["PushgateConfig"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2")
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-nio-http2", from: "1.46.0"),
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         // C libraries: a module map plus `static inline` shims, nothing else.
@@ -34,10 +43,32 @@ let package = Package(
         .target(name: "PushgateCurl", dependencies: ["CCurl"]),
         // Reads config.json, template files and secrets from disk and the environment.
         .target(name: "PushgateConfig", dependencies: ["Pushgate", "PushgateXML"]),
+        // Local APNs, FCM (v1 and legacy) and WNS emulators speaking the real wire protocols.
+        .target(
+            name: "PNSSandbox",
+            dependencies: [
+                "Pushgate", "PushgateXML",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .executableTarget(
             name: "PushgateCLI",
             dependencies: [
-                "Pushgate", "PushgateXML", "PushgateConfig", "PushgateCurl",
+                "Pushgate", "PushgateXML", "PushgateConfig", "PushgateCurl", "PNSSandbox",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -45,6 +76,13 @@ let package = Package(
         .testTarget(name: "PushgateTests", dependencies: ["Pushgate"]),
         .testTarget(name: "PushgateXMLTests", dependencies: ["Pushgate", "PushgateXML"]),
         .testTarget(name: "PushgateCurlTests", dependencies: ["PushgateCurl"]),
+        .testTarget(
+            name: "PNSSandboxTests",
+            dependencies: [
+                "PNSSandbox", "PushgateCurl", "Pushgate", .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(name: "PushgateConfigTests", dependencies: ["Pushgate", "PushgateConfig"]),
         .testTarget(name: "PushgateCLITests", dependencies: ["PushgateCLI"]),
     ],

@@ -41,6 +41,12 @@ public struct CurlError: Error, Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    init(local message: String) {
+        self.code = -1
+        self.message = message
+        self.kind = .local
+    }
+
     init(multi code: CURLMcode) {
         self.code = Int(code.rawValue)
         self.message = String(cString: curl_multi_strerror(code))

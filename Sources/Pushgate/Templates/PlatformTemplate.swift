@@ -202,7 +202,7 @@ public struct PlatformTemplate: Sendable {
 }
 
 /// One HTTP header: name and value.
-public struct HTTPHeader: Sendable, Hashable, CustomStringConvertible {
+public struct HTTPHeader: Sendable, Hashable, Codable, CustomStringConvertible {
     public var name: String
     public var value: String
 

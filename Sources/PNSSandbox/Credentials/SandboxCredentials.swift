@@ -1,0 +1,87 @@
+import Crypto
+import CryptoExtras
+import Foundation
+
+/// The secrets a gateway needs to use the sandbox, made fresh for each sandbox: an APNs `.p8` key
+/// with its key and team ids, an FCM service account, a legacy GCM server key, and WNS client
+/// credentials. The sandbox keeps the public halves to verify what the gateway sends.
+public struct SandboxCredentials: Sendable {
+    /// APNs provider-token key (PKCS#8 PEM, as Apple's `.p8` files).
+    public let apnsPrivateKeyPEM: String
+    public let apnsKeyID: String
+    public let apnsTeamID: String
+    /// The app's bundle id (`apns-topic`).
+    public let apnsTopic: String
+
+    /// The FCM project and its service account.
+    public let fcmProjectID: String
+    public let fcmClientEmail: String
+    public let fcmPrivateKeyID: String
+    /// The service account's RSA key (PKCS#8 PEM, as in Google's service-account JSON).
+    public let fcmPrivateKeyPEM: String
+
+    /// The legacy GCM server key (`Authorization: key=…`).
+    public let gcmServerKey: String
+    /// The legacy GCM sender id the sandbox's devices belong to.
+    public let gcmSenderID: String
+
+    /// WNS client credentials (package SID and secret).
+    public let wnsClientID: String
+    public let wnsClientSecret: String
+
+    let apnsPublicKeyPEM: String
+    let fcmPublicKeyPEM: String
+
+    init(topic: String, projectID: String) throws {
+        let apnsKey = P256.Signing.PrivateKey()
+        apnsPrivateKeyPEM = apnsKey.pemRepresentation
+        apnsPublicKeyPEM = apnsKey.publicKey.pemRepresentation
+        apnsKeyID = Self.randomID(10)
+        apnsTeamID = Self.randomID(10)
+        apnsTopic = topic
+
+        let rsa = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        fcmPrivateKeyPEM = rsa.pkcs8PEMRepresentation
+        fcmPublicKeyPEM = rsa.publicKey.pemRepresentation
+        fcmProjectID = projectID
+        fcmClientEmail = "pushgate-sandbox@\(projectID).iam.gserviceaccount.com"
+        fcmPrivateKeyID = Self.randomHex(40)
+
+        gcmServerKey = "AAAA" + Self.randomToken(36) + ":APA91b" + Self.randomToken(120)
+        gcmSenderID = String(Int.random(in: 100_000_000_000...999_999_999_999))
+        wnsClientID =
+            "ms-app://s-1-15-2-" + (0..<7).map { _ in String(UInt32.random(in: 1_000_000_000...UInt32.max)) }.joined(separator: "-")
+        wnsClientSecret = Self.randomToken(32)
+    }
+
+    /// The service-account JSON Google issues, with `token_uri` pointing at the sandbox.
+    public func serviceAccountJSON(tokenURI: String) -> String {
+        let object: [String: String] = [
+            "type": "service_account",
+            "project_id": fcmProjectID,
+            "private_key_id": fcmPrivateKeyID,
+            "private_key": fcmPrivateKeyPEM,
+            "client_email": fcmClientEmail,
+            "client_id": String(UInt64.random(in: 100_000_000_000_000_000...999_999_999_999_999_999)),
+            "auth_uri": "https://accounts.google.com/o/oauth2/auth",
+            "token_uri": tokenURI,
+        ]
+        let data = try! JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    static func randomID(_ count: Int) -> String {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+        return String((0..<count).map { _ in alphabet.randomElement()! })
+    }
+
+    static func randomHex(_ count: Int) -> String {
+        let alphabet = Array("0123456789abcdef")
+        return String((0..<count).map { _ in alphabet.randomElement()! })
+    }
+
+    static func randomToken(_ count: Int) -> String {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+        return String((0..<count).map { _ in alphabet.randomElement()! })
+    }
+}

@@ -1,0 +1,191 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import NIOSSL
+import Pushgate
+import ServiceLifecycle
+
+/// A local, faithful stand-in for APNs, FCM (HTTP v1 and legacy) and WNS: TLS everywhere with its
+/// own CA, HTTP/2 for APNs, real JWT and OAuth checks, the services' exact status codes and reasons,
+/// device inboxes and scripted faults.
+///
+/// ```swift
+/// let sandbox = try await PushSandbox.start()
+/// let phone = try await sandbox.createDevice(.apns)
+/// // … point a gateway at sandbox.endpoints with sandbox.credentials, trusting sandbox.caCertificatePEM …
+/// let received = await sandbox.state.inbox(deviceID: phone.id)
+/// try await sandbox.shutdown()
+/// ```
+public final class PushSandbox: Service, Sendable {
+    public let configuration: SandboxConfiguration
+    public let credentials: SandboxCredentials
+    public let endpoints: SandboxEndpoints
+    /// Devices, inboxes and faults.
+    public let state: SandboxState
+    /// The CA certificate (PEM) a client must trust to talk to the sandbox.
+    public let caCertificatePEM: String
+
+    private let listeners: [SandboxListener]
+    private let group: MultiThreadedEventLoopGroup
+    private let logger: Logger
+
+    private init(
+        configuration: SandboxConfiguration, credentials: SandboxCredentials, endpoints: SandboxEndpoints, state: SandboxState,
+        caCertificatePEM: String, listeners: [SandboxListener], group: MultiThreadedEventLoopGroup, logger: Logger
+    ) {
+        self.configuration = configuration
+        self.credentials = credentials
+        self.endpoints = endpoints
+        self.state = state
+        self.caCertificatePEM = caCertificatePEM
+        self.listeners = listeners
+        self.group = group
+        self.logger = logger
+    }
+
+    /// Creates credentials and certificates, binds every listener and returns when they accept
+    /// connections.
+    public static func start(
+        configuration: SandboxConfiguration = .init(), logger: Logger = Logger(label: "pushgate.sandbox")
+    )
+        async throws -> PushSandbox
+    {
+        let authority = try SandboxCertificateAuthority()
+        let credentials = try SandboxCredentials(topic: configuration.apnsTopic, projectID: configuration.fcmProjectID)
+        let state = SandboxState(clock: configuration.clock)
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        do {
+            let certificate = try NIOSSLCertificate(bytes: Array(authority.serverCertificatePEM.utf8), format: .pem)
+            let key = try NIOSSLPrivateKey(bytes: Array(authority.serverPrivateKeyPEM.utf8), format: .pem)
+            func tls(_ protocols: [String]) throws -> NIOSSLContext {
+                var tls = TLSConfiguration.makeServerConfiguration(
+                    certificateChain: [.certificate(certificate)], privateKey: .privateKey(key))
+                tls.minimumTLSVersion = .tlsv12
+                tls.applicationProtocols = protocols
+                return try NIOSSLContext(configuration: tls)
+            }
+            let host = configuration.host
+            let urlHost = host.contains(":") ? "[\(host)]" : host
+
+            let apns = try await SandboxListener.bind(
+                host: host, port: configuration.apnsPort,
+                settings: .init(
+                    protocols: .http2Only, tls: try tls(["h2"]), maximumConcurrentStreams: configuration.apnsMaximumConcurrentStreams),
+                responder: try await APNSService(state: state, credentials: credentials), group: group, logger: logger)
+
+            // Google's token URI must be known before its service is built (it is the JWT audience),
+            // so bind first with a forwarding responder.
+            let googleForwarder = ForwardingResponder()
+            let google = try await SandboxListener.bind(
+                host: host, port: configuration.googlePort, settings: .init(protocols: .http2AndHTTP1, tls: try tls(["h2", "http/1.1"])),
+                responder: googleForwarder, group: group, logger: logger)
+            let googleBase = "https://\(urlHost):\(google.port)"
+            googleForwarder.target.setTarget(
+                try await GoogleService(state: state, credentials: credentials, tokenURI: googleBase + "/token"))
+
+            let wns = try await SandboxListener.bind(
+                host: host, port: configuration.wnsPort, settings: .init(protocols: .http1Only, tls: try tls(["http/1.1"])),
+                responder: WNSService(state: state, credentials: credentials), group: group, logger: logger)
+            let wnsBase = "https://\(urlHost):\(wns.port)"
+
+            let controlForwarder = ForwardingResponder()
+            let control = try await SandboxListener.bind(
+                host: host, port: configuration.controlPort, settings: .init(protocols: .http1Only, tls: nil),
+                responder: controlForwarder, group: group, logger: logger)
+
+            let endpoints = SandboxEndpoints(
+                apns: "https://\(urlHost):\(apns.port)", fcm: googleBase, gcm: googleBase + "/fcm/send", googleToken: googleBase + "/token",
+                wnsToken: wnsBase + "/accesstoken.srf", wnsChannelHost: host, wns: wnsBase, control: "http://\(urlHost):\(control.port)")
+            let sandbox = PushSandbox(
+                configuration: configuration, credentials: credentials, endpoints: endpoints, state: state,
+                caCertificatePEM: authority.caCertificatePEM, listeners: [apns, google, wns, control], group: group, logger: logger)
+            controlForwarder.target.setTarget(ControlAPI(sandbox: sandbox))
+            logger.info(
+                "sandbox listening",
+                metadata: ["apns": "\(endpoints.apns)", "google": "\(googleBase)", "wns": "\(wnsBase)", "control": "\(endpoints.control)"])
+            return sandbox
+        } catch {
+            try? await group.shutdownGracefully()
+            throw error
+        }
+    }
+
+    /// Creates a device on `platform` and returns it with its handle: an APNs device token (64 hex
+    /// digits), an FCM / GCM registration token, or a WNS channel URI on the sandbox.
+    public func createDevice(_ platform: Platform, belongsToAnotherApp: Bool = false) async -> SandboxDevice {
+        let handle: String
+        switch platform {
+        case .apns:
+            handle = SandboxCredentials.randomHex(64)
+        case .fcm, .gcm:
+            handle = SandboxCredentials.randomToken(22) + ":APA91b" + SandboxCredentials.randomToken(134)
+        case .wns:
+            handle = "\(endpoints.wns)/?token=" + SandboxCredentials.randomToken(88).replacingOccurrences(of: "-", with: "%2b")
+        }
+        return await state.addDevice(platform: platform, handle: handle, belongsToAnotherApp: belongsToAnotherApp)
+    }
+
+    /// Writes what a gateway needs into `directory`: `ca.pem`, the APNs key
+    /// (`AuthKey_<keyID>.p8`), `service-account.json`, and `sandbox.json` (endpoints, ids and the
+    /// non-file secrets). Returns the paths by name.
+    @discardableResult
+    public func writeGatewayFiles(to directory: String) throws -> [String: String] {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let files: [(String, String, String)] = [
+            ("ca", "ca.pem", caCertificatePEM),
+            ("apnsKey", "AuthKey_\(credentials.apnsKeyID).p8", credentials.apnsPrivateKeyPEM),
+            ("serviceAccount", "service-account.json", credentials.serviceAccountJSON(tokenURI: endpoints.googleToken)),
+            ("gcmServerKey", "gcm-server-key.txt", credentials.gcmServerKey),
+            ("wnsClientSecret", "wns-client-secret.txt", credentials.wnsClientSecret),
+        ]
+        var paths: [String: String] = [:]
+        for (name, file, content) in files {
+            let path = (directory as NSString).appendingPathComponent(file)
+            try content.write(toFile: path, atomically: true, encoding: .utf8)
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
+            paths[name] = path
+        }
+        let summary: [String: Any] = [
+            "endpoints": [
+                "apns": endpoints.apns, "fcm": endpoints.fcm, "gcm": endpoints.gcm, "googleToken": endpoints.googleToken,
+                "wnsToken": endpoints.wnsToken, "wnsChannelHost": endpoints.wnsChannelHost, "control": endpoints.control,
+            ],
+            "apns": ["keyId": credentials.apnsKeyID, "teamId": credentials.apnsTeamID, "topic": credentials.apnsTopic],
+            "fcm": ["projectId": credentials.fcmProjectID],
+            "wns": ["clientId": credentials.wnsClientID],
+            "files": paths,
+        ]
+        let data = try JSONSerialization.data(withJSONObject: summary, options: [.prettyPrinted, .sortedKeys])
+        let summaryPath = (directory as NSString).appendingPathComponent("sandbox.json")
+        try data.write(to: URL(fileURLWithPath: summaryPath))
+        paths["summary"] = summaryPath
+        return paths
+    }
+
+    /// Says GOAWAY (`{"reason":"Shutdown"}`) on every APNs and FCM HTTP/2 connection, closes
+    /// everything and stops the event loop.
+    public func shutdown() async throws {
+        for listener in listeners {
+            await listener.shutdown(goAwayReason: #"{"reason":"Shutdown"}"#)
+        }
+        try await group.shutdownGracefully()
+    }
+
+    /// Runs until graceful shutdown is requested (ServiceLifecycle), then shuts down.
+    public func run() async throws {
+        try? await gracefulShutdown()
+        try await shutdown()
+    }
+}
+
+/// A responder whose target is set once, after the listener is bound (when the target needs the
+/// listener's port).
+final class ForwardingResponder: SandboxHTTPResponder {
+    let target = ResponderBox()
+
+    func respond(to request: SandboxHTTPRequest) async -> SandboxHTTPResponse {
+        guard let responder = target.value else { return .text(503, "starting") }
+        return await responder.respond(to: request)
+    }
+}

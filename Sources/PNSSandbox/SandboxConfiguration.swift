@@ -1,0 +1,57 @@
+/// How a ``PushSandbox`` runs. Ports default to 0: the operating system picks free ones.
+public struct SandboxConfiguration: Sendable {
+    /// The address every listener binds to. Default `127.0.0.1`.
+    public var host: String
+    public var apnsPort: Int
+    /// FCM v1, legacy GCM and Google's OAuth token endpoint share one listener, as on Google's side.
+    public var googlePort: Int
+    /// WNS channels and its OAuth token endpoint.
+    public var wnsPort: Int
+    /// The control API (plain HTTP on loopback): devices, inboxes, faults.
+    public var controlPort: Int
+    /// The app's bundle id (APNs topic).
+    public var apnsTopic: String
+    /// The FCM project id.
+    public var fcmProjectID: String
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS` on APNs connections. Default 1000 (the real value varies
+    /// with load and is UNCONFIRMED).
+    public var apnsMaximumConcurrentStreams: Int
+    /// Where the sandbox reads the time.
+    public var clock: any SandboxClock
+
+    public init(
+        host: String = "127.0.0.1", apnsPort: Int = 0, googlePort: Int = 0, wnsPort: Int = 0, controlPort: Int = 0,
+        apnsTopic: String = "com.example.pushgate", fcmProjectID: String = "pushgate-sandbox",
+        apnsMaximumConcurrentStreams: Int = 1000, clock: any SandboxClock = SystemSandboxClock()
+    ) {
+        self.host = host
+        self.apnsPort = apnsPort
+        self.googlePort = googlePort
+        self.wnsPort = wnsPort
+        self.controlPort = controlPort
+        self.apnsTopic = apnsTopic
+        self.fcmProjectID = fcmProjectID
+        self.apnsMaximumConcurrentStreams = apnsMaximumConcurrentStreams
+        self.clock = clock
+    }
+}
+
+/// Where the sandbox's services listen.
+public struct SandboxEndpoints: Sendable, Hashable, Codable {
+    /// APNs base URL (`https://127.0.0.1:<port>`); requests go to `/3/device/<token>`.
+    public let apns: String
+    /// FCM base URL; requests go to `/v1/projects/<project>/messages:send`.
+    public let fcm: String
+    /// Legacy GCM send URL (`…/fcm/send`).
+    public let gcm: String
+    /// Google's OAuth token endpoint (the service account's `token_uri`).
+    public let googleToken: String
+    /// WNS OAuth token endpoint (`…/accesstoken.srf`).
+    public let wnsToken: String
+    /// The host channel URIs point at (`127.0.0.1`).
+    public let wnsChannelHost: String
+    /// WNS base URL channel URIs start with.
+    public let wns: String
+    /// The control API base URL (plain HTTP).
+    public let control: String
+}

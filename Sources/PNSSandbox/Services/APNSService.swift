@@ -1,0 +1,205 @@
+import Foundation
+import JWTKit
+import Pushgate
+
+/// The APNs provider API: `POST /3/device/<token>` over HTTP/2 with provider-token (ES256 JWT)
+/// authentication, answering with Apple's status codes and `reason` strings.
+struct APNSService: SandboxHTTPResponder {
+    let state: SandboxState
+    let credentials: SandboxCredentials
+    let keys: JWTKeyCollection
+
+    static let pushTypes: Set<String> = [
+        "alert", "background", "location", "voip", "complication", "fileprovider", "mdm", "liveactivity", "pushtotalk", "widgets",
+        "controls",
+    ]
+    static let topicSuffixes: [String: String] = [
+        "voip": ".voip", "complication": ".complication", "fileprovider": ".pushkit.fileprovider", "location": ".location-query",
+        "liveactivity": ".push-type.liveactivity", "pushtotalk": ".voip-ptt",
+    ]
+
+    init(state: SandboxState, credentials: SandboxCredentials) async throws {
+        self.state = state
+        self.credentials = credentials
+        keys = JWTKeyCollection()
+        await keys.add(ecdsa: try ES256PublicKey(pem: credentials.apnsPublicKeyPEM), kid: JWKIdentifier(string: credentials.apnsKeyID))
+    }
+
+    func respond(to request: SandboxHTTPRequest) async -> SandboxHTTPResponse {
+        let apnsID = request.header("apns-id") ?? UUID().uuidString.lowercased()
+        let response = await answer(request, apnsID: apnsID)
+        await state.count("apns", status: response.status)
+        return response
+    }
+
+    private func reject(
+        _ status: Int, _ reason: String, apnsID: String, timestamp: Int64? = nil, retryAfter: Int? = nil
+    )
+        -> SandboxHTTPResponse
+    {
+        var body = #"{"reason":"\#(reason)""#
+        if let timestamp { body += #","timestamp":\#(timestamp)"# }
+        body += "}"
+        var headers = [HTTPHeader(name: "apns-id", value: apnsID)]
+        if let retryAfter { headers.append(HTTPHeader(name: "retry-after", value: String(retryAfter))) }
+        return .json(status, body, headers: headers)
+    }
+
+    private func answer(_ request: SandboxHTTPRequest, apnsID: String) async -> SandboxHTTPResponse {
+        guard request.method == "POST" else { return reject(405, "MethodNotAllowed", apnsID: apnsID) }
+        let prefix = "/3/device/"
+        guard request.path.hasPrefix(prefix) else { return reject(404, "BadPath", apnsID: apnsID) }
+        let token = String(request.path.dropFirst(prefix.count))
+        if token.isEmpty { return reject(400, "MissingDeviceToken", apnsID: apnsID) }
+
+        if let action = await state.takeFault(service: .apns, handle: token) {
+            switch action {
+            case .respond(let status, let reason, let retryAfter):
+                return reject(status, reason ?? "InternalServerError", apnsID: apnsID, retryAfter: retryAfter)
+            case .delay(let milliseconds):
+                try? await Task.sleep(for: .milliseconds(milliseconds))
+            case .dropConnection:
+                return .dropConnection
+            case .goAway(let reason):
+                var response = reject(503, reason, apnsID: apnsID)
+                response.action = .goAway(#"{"reason":"\#(reason)"}"#)
+                return response
+            }
+        }
+
+        // Headers: no duplicates, each well formed.
+        let names = request.headers.map { $0.name.lowercased() }.filter { $0.hasPrefix("apns-") || $0 == "authorization" }
+        if Set(names).count != names.count { return reject(400, "DuplicateHeaders", apnsID: apnsID) }
+        if let id = request.header("apns-id"), !Self.isCanonicalUUID(id) { return reject(400, "BadMessageId", apnsID: apnsID) }
+        let pushType = request.header("apns-push-type")
+        if let pushType, !Self.pushTypes.contains(pushType) { return reject(400, "InvalidPushType", apnsID: apnsID) }
+        let priority = request.header("apns-priority")
+        if let priority, !["1", "5", "10"].contains(priority) { return reject(400, "BadPriority", apnsID: apnsID) }
+        if pushType == "background", priority == "10" {
+            return reject(400, SandboxAssumptions.apnsBackgroundPriorityReason, apnsID: apnsID)
+        }
+        if let expiration = request.header("apns-expiration"), Int64(expiration).map({ $0 < 0 }) ?? true {
+            return reject(400, "BadExpirationDate", apnsID: apnsID)
+        }
+        if let collapse = request.header("apns-collapse-id"), collapse.utf8.count > 64 {
+            return reject(400, "BadCollapseId", apnsID: apnsID)
+        }
+
+        // Provider token.
+        guard let authorization = request.header("authorization"), authorization.lowercased().hasPrefix("bearer "),
+            authorization.count > "bearer ".count
+        else { return reject(403, "MissingProviderToken", apnsID: apnsID) }
+        let jwt = String(authorization.dropFirst("bearer ".count)).trimmingCharacters(in: .whitespaces)
+        if let reason = await verifyProviderToken(jwt) { return reject(reason.status, reason.reason, apnsID: apnsID) }
+
+        // Topic.
+        guard let topic = request.header("apns-topic") else { return reject(400, "MissingTopic", apnsID: apnsID) }
+        let expectedTopic = credentials.apnsTopic + (pushType.flatMap { Self.topicSuffixes[$0] } ?? "")
+        if topic != expectedTopic && topic != credentials.apnsTopic {
+            return reject(400, SandboxAssumptions.apnsWrongTopicReason, apnsID: apnsID)
+        }
+
+        // Device token.
+        guard token.count >= 64, token.count % 2 == 0, token.allSatisfy(\.isHexDigit) else {
+            return reject(400, "BadDeviceToken", apnsID: apnsID)
+        }
+        guard let device = await state.device(handle: token.lowercased()), device.platform == .apns else {
+            return reject(400, SandboxAssumptions.apnsUnknownTokenReason, apnsID: apnsID)
+        }
+        if device.belongsToAnotherApp { return reject(400, "DeviceTokenNotForTopic", apnsID: apnsID) }
+
+        // Payload.
+        if request.body.isEmpty { return reject(400, "PayloadEmpty", apnsID: apnsID) }
+        let limit = pushType == "voip" ? PayloadLimit.apnsVoIPBytes : Platform.apns.maximumPayloadBytes
+        if request.body.count > limit { return reject(413, "PayloadTooLarge", apnsID: apnsID) }
+        guard let payload = try? JSONParser.parse(request.body), payload.objectMembers != nil else {
+            return reject(400, SandboxAssumptions.apnsInvalidJSONReason, apnsID: apnsID)
+        }
+
+        switch device.status {
+        case .uninstalled: return reject(410, "Unregistered", apnsID: apnsID, timestamp: device.goneAtMilliseconds)
+        case .expired: return reject(410, "ExpiredToken", apnsID: apnsID, timestamp: device.goneAtMilliseconds)
+        case .active: break
+        }
+
+        let kept = request.headers.filter { $0.name.lowercased().hasPrefix("apns-") || $0.name.lowercased() == "content-type" }
+        await state.deliver(
+            ReceivedNotification(
+                platform: .apns, deviceID: device.id, messageID: apnsID, headers: kept,
+                payload: String(decoding: request.body, as: UTF8.self), receivedAt: state.clock.now()))
+        return SandboxHTTPResponse(status: 200, headers: [HTTPHeader(name: "apns-id", value: apnsID)])
+    }
+
+    /// Checks a provider token as APNs does: each distinct token is verified once and its verdict
+    /// cached; an accepted token stays valid until its `iat` is an hour old.
+    private func verifyProviderToken(_ jwt: String) async -> (status: Int, reason: String)? {
+        let now = state.clock.now()
+        if let cached = await state.providerTokenVerdict(jwt) {
+            if let reason = cached { return (reason == "TooManyProviderTokenUpdates" ? 429 : 403, reason) }
+            if let issuedAt = Self.issuedAt(jwt), now - issuedAt > SandboxAssumptions.apnsProviderTokenLifetimeSeconds {
+                return (403, "ExpiredProviderToken")
+            }
+            return nil
+        }
+        let verdict: (status: Int, reason: String)?
+        if let header = Self.decodeSegment(jwt, 0), header["alg"]?.stringValue == "ES256",
+            header["kid"]?.stringValue == credentials.apnsKeyID
+        {
+            do {
+                let claims = try await keys.verify(jwt, as: APNSProviderClaims.self)
+                if claims.iss != credentials.apnsTeamID {
+                    verdict = (403, "InvalidProviderToken")
+                } else if now - claims.iat.value.timeIntervalSince1970 > SandboxAssumptions.apnsProviderTokenLifetimeSeconds {
+                    verdict = (403, "ExpiredProviderToken")
+                } else if await !state.acceptNewProviderToken(
+                    keyID: credentials.apnsKeyID, issuedAt: claims.iat.value.timeIntervalSince1970,
+                    minimumInterval: SandboxAssumptions.apnsMinimumTokenRefreshSeconds)
+                {
+                    verdict = (429, "TooManyProviderTokenUpdates")
+                } else {
+                    verdict = nil
+                }
+            } catch {
+                verdict = (403, "InvalidProviderToken")
+            }
+        } else {
+            verdict = (403, "InvalidProviderToken")
+        }
+        // Expiry is re-checked on every use, so only the other verdicts are cached.
+        if verdict?.reason != "ExpiredProviderToken" { await state.recordProviderTokenVerdict(jwt, verdict: verdict?.reason) }
+        return verdict
+    }
+
+    static func decodeSegment(_ jwt: String, _ index: Int) -> JSONValue? {
+        let parts = jwt.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let data = Base64URL.decode(String(parts[index])) else { return nil }
+        return try? JSONParser.parse(Array(data))
+    }
+
+    static func issuedAt(_ jwt: String) -> Double? {
+        guard case .number(let text)? = decodeSegment(jwt, 1)?["iat"]?.kind else { return nil }
+        return Double(text)
+    }
+
+    static func isCanonicalUUID(_ text: String) -> Bool {
+        let groups = text.split(separator: "-", omittingEmptySubsequences: false).map(\.count)
+        return groups == [8, 4, 4, 4, 12] && text.allSatisfy { $0 == "-" || ($0.isHexDigit && !$0.isUppercase) }
+    }
+}
+
+/// The claims of an APNs provider token.
+struct APNSProviderClaims: JWTPayload {
+    var iss: String
+    var iat: IssuedAtClaim
+
+    func verify(using algorithm: some JWTAlgorithm) async throws {}
+}
+
+/// base64url without padding (JWT segments).
+enum Base64URL {
+    static func decode(_ text: String) -> Data? {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while base64.count % 4 != 0 { base64 += "=" }
+        return Data(base64Encoded: base64)
+    }
+}

@@ -1,0 +1,32 @@
+/// Behaviour the public documentation does not pin down (marked UNCONFIRMED in
+/// `reference/protocols.md`), decided once, here, so that it is easy to find and change.
+enum SandboxAssumptions {
+    /// APNs: a body that is not a JSON object. Apple's reason table has no entry for it, so the
+    /// sandbox answers as for an empty payload.
+    static let apnsInvalidJSONReason = "PayloadEmpty"
+    /// APNs: `apns-push-type: background` with `apns-priority: 10`.
+    static let apnsBackgroundPriorityReason = "BadPriority"
+    /// APNs: a well-formed token the sandbox never issued (the real service says the token is bad
+    /// for this environment).
+    static let apnsUnknownTokenReason = "BadDeviceToken"
+    /// APNs: an `apns-topic` other than the app's bundle id (with its push-type suffix).
+    static let apnsWrongTopicReason = "TopicDisallowed"
+    /// APNs: how long a new provider token must wait after the previous one (Apple: no more often
+    /// than every 20 minutes).
+    static let apnsMinimumTokenRefreshSeconds = 20.0 * 60
+    /// APNs: provider tokens older than this are `ExpiredProviderToken`.
+    static let apnsProviderTokenLifetimeSeconds = 3600.0
+
+    /// FCM: what counts against the 4096-byte limit: the `message` object without its target.
+    static let fcmMaximumMessageBytes = 4096
+    /// OAuth access-token lifetimes (Google: 3599 s; WNS: 86400 s).
+    static let fcmAccessTokenLifetimeSeconds = 3599.0
+    static let wnsAccessTokenLifetimeSeconds = 86400.0
+    /// OAuth error texts (RFC 6749 shape; Google's exact wording is not published).
+    static let invalidGrantDescription = "Invalid JWT Signature."
+
+    /// GCM legacy: most tokens in one multicast request.
+    static let gcmMaximumRegistrationIDs = 1000
+    /// WNS: `X-WNS-Msg-ID` length (documented as at most 16 characters).
+    static let wnsMessageIDLength = 16
+}

@@ -1,0 +1,125 @@
+import Foundation
+import Pushgate
+import PushgateXML
+
+/// Windows Push Notification Services: the OAuth token endpoint (`POST /accesstoken.srf`, client
+/// credentials) and channel URIs (`POST /?token=…`) over HTTP/1.1.
+struct WNSService: SandboxHTTPResponder {
+    let state: SandboxState
+    let credentials: SandboxCredentials
+
+    static let rootElements = ["wns/toast": "toast", "wns/tile": "tile", "wns/badge": "badge"]
+
+    func respond(to request: SandboxHTTPRequest) async -> SandboxHTTPResponse {
+        if request.path == "/accesstoken.srf" {
+            let response = await token(request)
+            await state.count("wns-token", status: response.status)
+            return response
+        }
+        let response = await send(request)
+        await state.count("wns", status: response.status)
+        return response
+    }
+
+    private func token(_ request: SandboxHTTPRequest) async -> SandboxHTTPResponse {
+        if let action = await state.takeFault(service: .wnsToken, handle: nil), let response = await GoogleService.apply(action) {
+            return response
+        }
+        guard request.method == "POST" else { return .text(405, "Method Not Allowed") }
+        let form = FormEncoding.decode(String(decoding: request.body, as: UTF8.self))
+        guard form["grant_type"] == "client_credentials" else {
+            return .json(400, #"{"error":"unsupported_grant_type","error_description":"The grant type is not supported."}"#)
+        }
+        guard form["client_id"] == credentials.wnsClientID, form["client_secret"] == credentials.wnsClientSecret else {
+            return .json(400, #"{"error":"invalid_client","error_description":"Invalid client id or client secret."}"#)
+        }
+        guard form["scope"] == "notify.windows.com" else {
+            return .json(400, #"{"error":"invalid_scope","error_description":"The scope must be notify.windows.com."}"#)
+        }
+        let lifetime = SandboxAssumptions.wnsAccessTokenLifetimeSeconds
+        let accessToken = await state.issueAccessToken(prefix: "EgAcAQMAAAAEgAAAC4AA", lifetime: lifetime)
+        return .json(200, #"{"token_type":"bearer","access_token":"\#(accessToken)","expires_in":\#(Int(lifetime))}"#)
+    }
+
+    private func reject(_ status: Int, _ description: String?, retryAfter: Int? = nil, extra: [HTTPHeader] = []) -> SandboxHTTPResponse {
+        var headers = [HTTPHeader(name: "X-WNS-Debug-Trace", value: "SANDBOX\(Int.random(in: 1000...9999))")]
+        if let description { headers.append(HTTPHeader(name: "X-WNS-Error-Description", value: description)) }
+        if let retryAfter { headers.append(HTTPHeader(name: "Retry-After", value: String(retryAfter))) }
+        return SandboxHTTPResponse(status: status, headers: headers + extra)
+    }
+
+    private func send(_ request: SandboxHTTPRequest) async -> SandboxHTTPResponse {
+        guard request.method == "POST" else { return reject(405, "Only POST is supported") }
+        guard let token = request.query["token"], !token.isEmpty else { return reject(404, "The channel URI is not valid") }
+        let channel = "https://\(request.header("Host") ?? "")\(request.target)"
+        guard let authorization = request.header("Authorization"), authorization.lowercased().hasPrefix("bearer "),
+            await state.isAccessTokenValid(String(authorization.dropFirst("bearer ".count)))
+        else { return reject(401, "The access token is missing, invalid or expired") }
+
+        if let action = await state.takeFault(service: .wns, handle: channel) {
+            switch action {
+            case .respond(let status, let reason, let retryAfter):
+                return reject(status, reason, retryAfter: retryAfter)
+            case .delay(let milliseconds):
+                try? await Task.sleep(for: .milliseconds(milliseconds))
+            case .dropConnection:
+                return .dropConnection
+            case .goAway:
+                var response = reject(503, "The service is shutting down")
+                response.action = .goAway("")
+                return response
+            }
+        }
+
+        guard let type = request.header("X-WNS-Type") else { return reject(400, "The X-WNS-Type header is missing") }
+        guard type == "wns/raw" || Self.rootElements[type] != nil else { return reject(400, "X-WNS-Type '\(type)' is not valid") }
+        let contentType = request.header("Content-Type")?.lowercased() ?? ""
+        if type == "wns/raw" {
+            guard contentType.hasPrefix("application/octet-stream") else {
+                return reject(400, "Raw notifications must be sent as application/octet-stream")
+            }
+        } else if !contentType.hasPrefix("text/xml") {
+            return reject(400, "Toast, tile and badge notifications must be sent as text/xml")
+        }
+        if let policy = request.header("X-WNS-Cache-Policy"), !["cache", "no-cache"].contains(policy) {
+            return reject(400, "X-WNS-Cache-Policy must be cache or no-cache")
+        }
+        if let ttl = request.header("X-WNS-TTL"), Int(ttl).map({ $0 < 0 }) ?? true { return reject(400, "X-WNS-TTL must be a number") }
+        if let tag = request.header("X-WNS-Tag"), type != "wns/tile" || tag.count > 16 {
+            return reject(400, "X-WNS-Tag is allowed on tiles only, at most 16 characters")
+        }
+        if let status = request.header("X-WNS-RequestForStatus"), !["true", "false"].contains(status) {
+            return reject(400, "X-WNS-RequestForStatus must be true or false")
+        }
+        if request.body.count > Platform.wns.maximumPayloadBytes { return reject(413, "The notification payload exceeds 5000 bytes") }
+        if let expected = Self.rootElements[type] {
+            do {
+                let root = try XMLPayload.rootElementName(of: request.body)
+                guard root == expected else { return reject(400, "The payload root element <\(root)> does not match X-WNS-Type \(type)") }
+            } catch {
+                return reject(400, "The XML payload is not valid: \(error.description)")
+            }
+        }
+
+        guard let device = await state.device(handle: channel), device.platform == .wns else {
+            return reject(404, "The channel URI is not valid or not recognized by WNS")
+        }
+        if device.belongsToAnotherApp { return reject(403, "The channel belongs to another app") }
+        if device.status != .active { return reject(410, "The channel expired") }
+
+        let messageID = SandboxCredentials.randomHex(SandboxAssumptions.wnsMessageIDLength).uppercased()
+        let kept = request.headers.filter { $0.name.lowercased().hasPrefix("x-wns-") || $0.name.lowercased() == "content-type" }
+        await state.deliver(
+            ReceivedNotification(
+                platform: .wns, deviceID: device.id, messageID: messageID, headers: kept,
+                payload: String(decoding: request.body, as: UTF8.self), receivedAt: state.clock.now()))
+        var headers = [
+            HTTPHeader(name: "X-WNS-Status", value: "received"), HTTPHeader(name: "X-WNS-Msg-ID", value: messageID),
+            HTTPHeader(name: "X-WNS-Debug-Trace", value: "SANDBOX\(Int.random(in: 1000...9999))"),
+        ]
+        if request.header("X-WNS-RequestForStatus") == "true" {
+            headers.append(HTTPHeader(name: "X-WNS-DeviceConnectionStatus", value: "connected"))
+        }
+        return SandboxHTTPResponse(status: 200, headers: headers)
+    }
+}

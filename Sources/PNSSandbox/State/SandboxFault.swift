@@ -1,0 +1,39 @@
+import Pushgate
+
+/// A scripted misbehaviour: for the next `count` matching requests, answer differently.
+public struct SandboxFault: Sendable, Hashable, Codable {
+    /// Which endpoint the fault applies to.
+    public enum Service: String, Sendable, Hashable, Codable, CaseIterable {
+        case apns, fcm, gcm, wns
+        /// The FCM OAuth token endpoint.
+        case fcmToken
+        /// The WNS OAuth token endpoint.
+        case wnsToken
+    }
+
+    public enum Action: Sendable, Hashable, Codable {
+        /// Answer with this status; `reason` is the service's reason / error code (APNs `reason`,
+        /// FCM `errorCode`, GCM `error`, WNS `X-WNS-Error-Description`), with `Retry-After` when given.
+        case respond(status: Int, reason: String?, retryAfterSeconds: Int?)
+        /// Answer normally after this many milliseconds.
+        case delay(milliseconds: Int)
+        /// Close the connection without answering.
+        case dropConnection
+        /// Answer with 503 and then send GOAWAY (HTTP/2) with this reason, and close the connection.
+        case goAway(reason: String)
+    }
+
+    public var service: Service
+    /// Only requests to this handle (device token, registration token, channel URI); nil for all.
+    public var handle: String?
+    public var action: Action
+    /// How many requests the fault applies to.
+    public var count: Int
+
+    public init(service: Service, handle: String? = nil, action: Action, count: Int = 1) {
+        self.service = service
+        self.handle = handle
+        self.action = action
+        self.count = count
+    }
+}

@@ -1,0 +1,103 @@
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+import Pushgate
+
+/// Serves one HTTP/2 stream: collects HEADERS and DATA into a request, asks the responder, and
+/// answers with END_STREAM on the last frame that carries content — HEADERS alone for an empty
+/// body, else HEADERS then one DATA frame — as APNs does. (NIO's
+/// `HTTP2FramePayloadToHTTP1ServerCodec` always adds a separate empty `DATA(END_STREAM)` frame,
+/// and gives no access to the connection for GOAWAY faults.)
+final class HTTP2StreamHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTP2Frame.FramePayload
+    typealias OutboundOut = HTTP2Frame.FramePayload
+
+    private let responder: any SandboxHTTPResponder
+    private let maximumBodyBytes: Int
+    private var headers: HPACKHeaders?
+    private var body: [UInt8] = []
+    private var tooLarge = false
+    private var answered = false
+
+    init(responder: any SandboxHTTPResponder, maximumBodyBytes: Int) {
+        self.responder = responder
+        self.maximumBodyBytes = maximumBodyBytes
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .headers(let frame):
+            if headers == nil {
+                headers = frame.headers
+            }
+            if frame.endStream { requestComplete(context: context) }
+        case .data(let frame):
+            if case .byteBuffer(let buffer) = frame.data {
+                if body.count + buffer.readableBytes > maximumBodyBytes {
+                    tooLarge = true
+                } else {
+                    body.append(contentsOf: buffer.readableBytesView)
+                }
+            }
+            if frame.endStream { requestComplete(context: context) }
+        default:
+            break
+        }
+    }
+
+    private func requestComplete(context: ChannelHandlerContext) {
+        guard !answered, let headers else { return }
+        answered = true
+        if tooLarge {
+            write(SandboxHTTPResponse.text(413, "request body too large"), context: context)
+            return
+        }
+        var method = ""
+        var path = ""
+        var fields: [HTTPHeader] = []
+        for (name, value, _) in headers {
+            switch name {
+            case ":method": method = value
+            case ":path": path = value
+            case ":authority": fields.append(HTTPHeader(name: "host", value: value))
+            case ":scheme": break
+            default: fields.append(HTTPHeader(name: name, value: value))
+            }
+        }
+        let request = SandboxHTTPRequest(method: method, target: path, headers: fields, body: body, version: .http2)
+        let responder = self.responder
+        let promise = context.eventLoop.makePromise(of: SandboxHTTPResponse.self)
+        promise.completeWithTask { await responder.respond(to: request) }
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        promise.futureResult.whenSuccess { response in
+            let (handler, context) = bound.value
+            handler.write(response, context: context)
+        }
+    }
+
+    private func write(_ response: SandboxHTTPResponse, context: ChannelHandlerContext) {
+        guard let connection = context.channel.parent else { return }
+        if response.action == .drop {
+            connection.close(promise: nil)
+            return
+        }
+        var fields = HPACKHeaders([(":status", String(response.status))])
+        for header in response.headers { fields.add(name: header.name.lowercased(), value: header.value) }
+        fields.add(name: "content-length", value: String(response.body.count))
+        let hasBody = !response.body.isEmpty
+        context.write(wrapOutboundOut(.headers(.init(headers: fields, endStream: !hasBody))), promise: nil)
+        if hasBody {
+            let buffer = context.channel.allocator.buffer(bytes: response.body)
+            context.write(wrapOutboundOut(.data(.init(data: .byteBuffer(buffer), endStream: true))), promise: nil)
+        }
+        context.flush()
+        if case .goAway(let reason) = response.action {
+            let streamID = try? context.channel.syncOptions?.getOption(HTTP2StreamChannelOptions.streamID)
+            var buffer = connection.allocator.buffer(capacity: reason.utf8.count)
+            buffer.writeString(reason)
+            let frame = HTTP2Frame(
+                streamID: .rootStream, payload: .goAway(lastStreamID: streamID ?? .maxID, errorCode: .noError, opaqueData: buffer))
+            connection.writeAndFlush(frame).whenComplete { _ in connection.close(promise: nil) }
+        }
+    }
+}

@@ -1,0 +1,109 @@
+import Pushgate
+
+/// A complete HTTP request as the sandbox's services see it, whatever the transport (HTTP/1.1, or
+/// one HTTP/2 stream).
+struct SandboxHTTPRequest: Sendable {
+    enum Version: Sendable { case http1, http2 }
+
+    var method: String
+    /// The request target: path and query (`/3/device/abc?x=1`).
+    var target: String
+    /// Header fields in order. HTTP/2 names arrive lower-case; HTTP/1.1 names as sent.
+    var headers: [HTTPHeader]
+    var body: [UInt8]
+    var version: Version
+
+    /// The path without the query.
+    var path: String { String(target.prefix(while: { $0 != "?" })) }
+
+    /// The query parameters (percent-decoded); later duplicates win.
+    var query: [String: String] {
+        guard let mark = target.firstIndex(of: "?") else { return [:] }
+        return FormEncoding.decode(String(target[target.index(after: mark)...]))
+    }
+
+    /// Every value of header `name` (case-insensitive).
+    func values(_ name: String) -> [String] {
+        let lowered = name.lowercased()
+        return headers.filter { $0.name.lowercased() == lowered }.map(\.value)
+    }
+
+    /// The first value of header `name` (case-insensitive).
+    func header(_ name: String) -> String? { values(name).first }
+}
+
+/// What a service answers, and what to do with the connection.
+struct SandboxHTTPResponse: Sendable {
+    enum ConnectionAction: Sendable, Equatable {
+        /// Keep the connection.
+        case keep
+        /// Close the connection without answering (a dropped connection).
+        case drop
+        /// Answer, then send GOAWAY with this JSON debug data and close (HTTP/2), or close (HTTP/1.1).
+        case goAway(String)
+    }
+
+    var status: Int
+    var headers: [HTTPHeader]
+    var body: [UInt8]
+    var action: ConnectionAction = .keep
+
+    init(status: Int, headers: [HTTPHeader] = [], body: [UInt8] = [], action: ConnectionAction = .keep) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.action = action
+    }
+
+    /// A JSON answer.
+    static func json(_ status: Int, _ text: String, headers: [HTTPHeader] = []) -> SandboxHTTPResponse {
+        SandboxHTTPResponse(
+            status: status, headers: [HTTPHeader(name: "content-type", value: "application/json; charset=utf-8")] + headers,
+            body: Array(text.utf8))
+    }
+
+    /// A plain-text answer.
+    static func text(_ status: Int, _ text: String, headers: [HTTPHeader] = []) -> SandboxHTTPResponse {
+        SandboxHTTPResponse(
+            status: status, headers: [HTTPHeader(name: "content-type", value: "text/plain; charset=utf-8")] + headers,
+            body: Array(text.utf8))
+    }
+
+    static let dropConnection = SandboxHTTPResponse(status: 0, action: .drop)
+}
+
+/// Something that answers sandbox HTTP requests.
+protocol SandboxHTTPResponder: Sendable {
+    func respond(to request: SandboxHTTPRequest) async -> SandboxHTTPResponse
+}
+
+/// `application/x-www-form-urlencoded` decoding (query strings and OAuth token requests).
+enum FormEncoding {
+    static func decode(_ text: String) -> [String: String] {
+        var result: [String: String] = [:]
+        for pair in text.split(separator: "&", omittingEmptySubsequences: true) {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let name = percentDecode(String(parts[0]))
+            let value = parts.count > 1 ? percentDecode(String(parts[1])) : ""
+            result[name] = value
+        }
+        return result
+    }
+
+    static func percentDecode(_ text: String) -> String {
+        var bytes: [UInt8] = []
+        var iterator = Array(text.utf8).makeIterator()
+        while let byte = iterator.next() {
+            if byte == UInt8(ascii: "+") {
+                bytes.append(UInt8(ascii: " "))
+            } else if byte == UInt8(ascii: "%"), let high = iterator.next(), let low = iterator.next(),
+                let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16)
+            {
+                bytes.append(value)
+            } else {
+                bytes.append(byte)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}

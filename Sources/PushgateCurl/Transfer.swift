@@ -1,0 +1,159 @@
+internal import CCurl
+import Foundation
+
+/// One request in flight: its easy handle, header list, body and response buffers.
+///
+/// Invariant: everything but `finish` runs on the client's loop thread; `finish` resumes the
+/// caller's continuation exactly once (guarded by `finished`), from whichever thread gets there
+/// first (the loop, or a shutdown/cancel path that never started the transfer).
+final class Transfer: @unchecked Sendable {
+    let id: UInt64
+    let request: CurlRequest
+    private var continuation: CheckedContinuation<Result<CurlResponse, CurlError>, Never>?
+    private(set) var easy: UnsafeMutableRawPointer?
+    private var headerList: UnsafeMutablePointer<curl_slist>?
+    private var bodyCopy: UnsafeMutableBufferPointer<UInt8>?
+    private var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+    var responseBody: [UInt8] = []
+    var responseHeaders: [(name: String, value: String)] = []
+
+    /// `PUSHGATE_CURL_VERBOSE=1` makes curl print its protocol trace to stderr (diagnostics only).
+    static let verbose = ProcessInfo.processInfo.environment["PUSHGATE_CURL_VERBOSE"] == "1"
+
+    init(id: UInt64, request: CurlRequest, continuation: CheckedContinuation<Result<CurlResponse, CurlError>, Never>) {
+        self.id = id
+        self.request = request
+        self.continuation = continuation
+    }
+
+    func finish(_ result: Result<CurlResponse, CurlError>) {
+        let continuation = self.continuation
+        self.continuation = nil
+        continuation?.resume(returning: result)
+    }
+
+    /// Creates and configures the easy handle. Loop thread only.
+    func start(configuration: CurlHTTPClientConfiguration) throws(CurlError) -> UnsafeMutableRawPointer {
+        guard let easy = curl_easy_init() else { throw CurlError(CURLE_OUT_OF_MEMORY) }
+        self.easy = easy
+        func set(_ option: CURLoption, _ value: Int) throws(CurlError) {
+            let code = pushgate_easy_setopt_long(easy, option, value)
+            if code != CURLE_OK { throw CurlError(code) }
+        }
+        func set(_ option: CURLoption, _ value: String) throws(CurlError) {
+            let code = value.withCString { pushgate_easy_setopt_string(easy, option, $0) }
+            if code != CURLE_OK { throw CurlError(code) }
+        }
+        try set(CURLOPT_URL, request.url)
+        if Transfer.verbose { try set(CURLOPT_VERBOSE, 1) }
+        try set(CURLOPT_NOSIGNAL, 1)
+        try set(CURLOPT_PIPEWAIT, 1)
+        try set(CURLOPT_HTTP_VERSION, configuration.httpVersion == .http2 ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1)
+        try set(CURLOPT_CONNECTTIMEOUT_MS, configuration.connectTimeoutMilliseconds)
+        try set(CURLOPT_TIMEOUT_MS, configuration.totalTimeoutMilliseconds)
+        try set(CURLOPT_SSL_VERIFYPEER, configuration.verifyPeer ? 1 : 0)
+        try set(CURLOPT_SSL_VERIFYHOST, configuration.verifyPeer ? 2 : 0)
+        if let caFile = configuration.caFile { try set(CURLOPT_CAINFO, caFile) }
+        if let certificate = configuration.clientCertificateFile { try set(CURLOPT_SSLCERT, certificate) }
+        if let key = configuration.clientKeyFile { try set(CURLOPT_SSLKEY, key) }
+        errorBuffer.withUnsafeMutableBufferPointer { buffer in
+            _ = pushgate_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, buffer.baseAddress)
+        }
+
+        switch request.method {
+        case "GET": try set(CURLOPT_HTTPGET, 1)
+        case "POST": try set(CURLOPT_POST, 1)
+        default: try set(CURLOPT_CUSTOMREQUEST, request.method)
+        }
+        if request.method != "GET" {
+            let copy = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(request.body.count, 1))
+            _ = copy.initialize(from: request.body)
+            bodyCopy = copy
+            try set(CURLOPT_POSTFIELDSIZE, request.body.count)
+            _ = pushgate_easy_setopt_pointer(easy, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(copy.baseAddress))
+        }
+
+        var list: UnsafeMutablePointer<curl_slist>? = nil
+        for header in request.headers {
+            list = curl_slist_append(list, "\(header.name): \(header.value)")
+        }
+        // Never wait for "100 Continue" (WNS forbids it; push payloads are small).
+        list = curl_slist_append(list, "Expect:")
+        headerList = list
+        _ = pushgate_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, list)
+
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        _ = pushgate_easy_setopt_write_function(easy, transferWriteCallback)
+        _ = pushgate_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context)
+        _ = pushgate_easy_setopt_header_function(easy, transferHeaderCallback)
+        _ = pushgate_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context)
+        return easy
+    }
+
+    /// Turns curl's result into the caller's answer. Loop thread only.
+    func complete(code: CURLcode) {
+        guard let easy else { return }
+        guard code == CURLE_OK else {
+            let detail = errorBuffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+            finish(.failure(CurlError(code, detail: detail)))
+            return
+        }
+        var status = 0
+        _ = pushgate_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+        var version = 0
+        _ = pushgate_easy_getinfo_long(easy, CURLINFO_HTTP_VERSION, &version)
+        let versionText: String
+        switch version {
+        case CURL_HTTP_VERSION_2_0: versionText = "2"
+        case CURL_HTTP_VERSION_1_0: versionText = "1.0"
+        default: versionText = "1.1"
+        }
+        finish(.success(CurlResponse(status: status, headers: responseHeaders, body: responseBody, httpVersion: versionText)))
+    }
+
+    /// Frees the easy handle, header list and body copy. Loop thread only, after removal from the
+    /// multi handle.
+    func cleanUp() {
+        if let easy { curl_easy_cleanup(easy) }
+        easy = nil
+        if let headerList { curl_slist_free_all(headerList) }
+        headerList = nil
+        bodyCopy?.deallocate()
+        bodyCopy = nil
+    }
+
+    /// Records one header line; a new status line (after 1xx or a redirect) starts over.
+    func receivedHeaderLine(_ line: String) {
+        if line.hasPrefix("HTTP/") {
+            responseHeaders.removeAll()
+            return
+        }
+        guard let colon = line.firstIndex(of: ":") else { return }
+        let name = String(line[..<colon])
+        let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+        responseHeaders.append((name: name, value: value))
+    }
+}
+
+private let transferWriteCallback: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
+    data, size, count, context in
+    guard let data, let context else { return 0 }
+    let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+    let length = size * count
+    data.withMemoryRebound(to: UInt8.self, capacity: length) { bytes in
+        transfer.responseBody.append(contentsOf: UnsafeBufferPointer(start: bytes, count: length))
+    }
+    return length
+}
+
+private let transferHeaderCallback: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
+    data, size, count, context in
+    guard let data, let context else { return 0 }
+    let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+    let length = size * count
+    let line = data.withMemoryRebound(to: UInt8.self, capacity: length) { bytes in
+        String(decoding: UnsafeBufferPointer(start: bytes, count: length), as: UTF8.self)
+    }
+    transfer.receivedHeaderLine(line)
+    return length
+}
