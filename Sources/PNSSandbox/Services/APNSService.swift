@@ -61,6 +61,7 @@ struct APNSService: SandboxHTTPResponder {
             case .dropConnection:
                 return .dropConnection
             case .goAway(let reason):
+                await state.count("apns-goaway", status: 0)
                 var response = reject(503, reason, apnsID: apnsID)
                 response.action = .goAway(#"{"reason":"\#(reason)"}"#)
                 return response

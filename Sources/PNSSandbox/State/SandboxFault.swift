@@ -19,7 +19,8 @@ public struct SandboxFault: Sendable, Hashable, Codable {
         case delay(milliseconds: Int)
         /// Close the connection without answering.
         case dropConnection
-        /// Answer with 503 and then send GOAWAY (HTTP/2) with this reason, and close the connection.
+        /// HTTP/2: refuse the request with GOAWAY carrying `{"reason": reason}` and close the
+        /// connection (the client retries on a new one). HTTP/1.1: answer 503 and close.
         case goAway(reason: String)
     }
 

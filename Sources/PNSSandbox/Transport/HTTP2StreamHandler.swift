@@ -77,9 +77,24 @@ final class HTTP2StreamHandler: ChannelInboundHandler {
 
     private func write(_ response: SandboxHTTPResponse, context: ChannelHandlerContext) {
         guard let connection = context.channel.parent else { return }
-        if response.action == .drop {
+        switch response.action {
+        case .drop:
             connection.close(promise: nil)
             return
+        case .goAway(let reason):
+            // Refuse this stream without processing it, as a server going away does: GOAWAY names
+            // the stream before this one as the last processed, so the client retries this request
+            // on a new connection. Then close.
+            let streamID = (try? context.channel.syncOptions?.getOption(HTTP2StreamChannelOptions.streamID)) ?? .rootStream
+            let lastProcessed = streamID == .rootStream ? HTTP2StreamID.rootStream : HTTP2StreamID(max(0, Int32(Int(streamID)) - 2))
+            var buffer = connection.allocator.buffer(capacity: reason.utf8.count)
+            buffer.writeString(reason)
+            let frame = HTTP2Frame(
+                streamID: .rootStream, payload: .goAway(lastStreamID: lastProcessed, errorCode: .noError, opaqueData: buffer))
+            connection.writeAndFlush(frame).whenComplete { _ in connection.close(promise: nil) }
+            return
+        case .keep:
+            break
         }
         var fields = HPACKHeaders([(":status", String(response.status))])
         for header in response.headers { fields.add(name: header.name.lowercased(), value: header.value) }
@@ -91,13 +106,5 @@ final class HTTP2StreamHandler: ChannelInboundHandler {
             context.write(wrapOutboundOut(.data(.init(data: .byteBuffer(buffer), endStream: true))), promise: nil)
         }
         context.flush()
-        if case .goAway(let reason) = response.action {
-            let streamID = try? context.channel.syncOptions?.getOption(HTTP2StreamChannelOptions.streamID)
-            var buffer = connection.allocator.buffer(capacity: reason.utf8.count)
-            buffer.writeString(reason)
-            let frame = HTTP2Frame(
-                streamID: .rootStream, payload: .goAway(lastStreamID: streamID ?? .maxID, errorCode: .noError, opaqueData: buffer))
-            connection.writeAndFlush(frame).whenComplete { _ in connection.close(promise: nil) }
-        }
     }
 }

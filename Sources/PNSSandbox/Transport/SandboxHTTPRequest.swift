@@ -39,7 +39,9 @@ struct SandboxHTTPResponse: Sendable {
         case keep
         /// Close the connection without answering (a dropped connection).
         case drop
-        /// Answer, then send GOAWAY with this JSON debug data and close (HTTP/2), or close (HTTP/1.1).
+        /// HTTP/2: refuse the request with GOAWAY (this JSON as debug data, the previous stream as the
+        /// last processed) and close; the client retries on a new connection. HTTP/1.1: answer and
+        /// close the connection.
         case goAway(String)
     }
 
