@@ -62,6 +62,74 @@ struct SandboxFixture {
     }
 }
 
+extension SandboxFixture {
+    /// Starts a sandbox and a client, runs `body`, and always shuts both down.
+    static func with(
+        streams: Int = 1000, http: CurlHTTPClientConfiguration.HTTPVersion = .http2,
+        _ body: (SandboxFixture, CurlHTTPClient) async throws -> Void
+    ) async throws {
+        let fixture = try await SandboxFixture.start(apnsMaximumConcurrentStreams: streams)
+        let client = try fixture.client(http)
+        do {
+            try await body(fixture, client)
+        } catch {
+            await client.shutdown()
+            try await fixture.stop()
+            throw error
+        }
+        await client.shutdown()
+        try await fixture.stop()
+    }
+
+    /// A Google service-account assertion (RS256) with the given claims overrides.
+    func googleAssertion(
+        audience: String? = nil, scope: String = "https://www.googleapis.com/auth/firebase.messaging", issuer: String? = nil,
+        lifetime: Double = 3600, pem: String? = nil
+    ) async throws -> String {
+        let credentials = sandbox.credentials
+        let keys = JWTKeyCollection()
+        await keys.add(rsa: try Insecure.RSA.PrivateKey(pem: pem ?? credentials.fcmPrivateKeyPEM), digestAlgorithm: .sha256)
+        let now = Date(timeIntervalSince1970: clock.now())
+        let claims = GoogleAssertionClaims(
+            iss: issuer ?? credentials.fcmClientEmail, scope: scope, aud: audience ?? sandbox.endpoints.googleToken,
+            iat: IssuedAtClaim(value: now), exp: ExpirationClaim(value: now.addingTimeInterval(lifetime)))
+        return try await keys.sign(claims)
+    }
+
+    /// Exchanges an assertion for an FCM access token at the sandbox's token endpoint.
+    func fcmAccessToken(_ client: CurlHTTPClient) async throws -> String {
+        let assertion = try await googleAssertion()
+        let response = try await client.execute(
+            CurlRequest(
+                url: sandbox.endpoints.googleToken, headers: [("content-type", "application/x-www-form-urlencoded")],
+                body: Array("grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=\(assertion)".utf8)))
+        guard let token = response.json?["access_token"]?.stringValue else {
+            throw CurlError.unexpected("token endpoint answered \(response.status) \(response.bodyText)")
+        }
+        return token
+    }
+
+    /// An FCM v1 send of `message` (a JSON object text) with `accessToken`.
+    func fcmRequest(message: String, accessToken: String, project: String? = nil) -> CurlRequest {
+        CurlRequest(
+            url: "\(sandbox.endpoints.fcm)/v1/projects/\(project ?? sandbox.credentials.fcmProjectID)/messages:send",
+            headers: [("authorization", "Bearer \(accessToken)"), ("content-type", "application/json; charset=UTF-8")],
+            body: Array(#"{"message":\#(message)}"#.utf8))
+    }
+
+    /// A legacy GCM send.
+    func gcmRequest(_ body: String, key: String? = nil) -> CurlRequest {
+        CurlRequest(
+            url: sandbox.endpoints.gcm,
+            headers: [("authorization", "key=\(key ?? sandbox.credentials.gcmServerKey)"), ("content-type", "application/json")],
+            body: Array(body.utf8))
+    }
+}
+
+extension CurlError {
+    static func unexpected(_ message: String) -> CurlError { CurlError(testFailure: message) }
+}
+
 extension CurlResponse {
     /// The JSON body parsed, or nil.
     var json: JSONValue? { try? JSONParser.parse(body) }
