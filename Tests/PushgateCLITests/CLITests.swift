@@ -114,3 +114,38 @@ struct PushgateProcess {
         #expect(result.stdout.contains("libxml2 2."))
     }
 }
+
+@Suite struct SandboxCommandTests {
+    @Test func runsUntilSIGTERMAndWritesAConfigurationThatChecksClean() async throws {
+        let folder = NSTemporaryDirectory() + "pushgate-sandbox-cli-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: PushgateProcess.executable)
+        process.arguments = ["sandbox", "--dir", folder]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = Pipe()
+        try process.run()
+
+        // Wait for the banner (the sandbox writes it once every listener is up).
+        var banner = ""
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !banner.contains("gateway"), ContinuousClock.now < deadline {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            banner += String(decoding: chunk, as: UTF8.self)
+        }
+        #expect(banner.contains("Pushgate sandbox running"))
+        #expect(banner.contains("APNs      https://127.0.0.1:"))
+
+        let check = try PushgateProcess.run(["templates", "check", "--secrets", "--config", folder + "/config.json"])
+        #expect(check.status == 0, "\(check.stderr)")
+        #expect(check.stdout.contains("ok  secret fcm.serviceAccount"))
+
+        process.terminate()  // SIGTERM
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let rest = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(rest.contains("sandbox stopped"))
+    }
+}

@@ -121,3 +121,35 @@ struct ConfigFolder: ~Copyable {
         #expect(!String(describing: SecretSource.inline("s3cr3t")).contains("s3cr3t"))
     }
 }
+
+@Suite struct EmbeddedTemplatesTests {
+    @Test func theEmbeddedTemplatesAreTheRepositorysTemplatesByteForByte() throws {
+        let folder = ConfigurationLoaderTests.repositoryRoot + "/templates"
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder).sorted()
+        #expect(names == EmbeddedTemplates.files.keys.sorted())
+        for name in names {
+            let onDisk = try String(contentsOfFile: folder + "/" + name, encoding: .utf8)
+            #expect(EmbeddedTemplates.files[name] == onDisk, "\(name) differs; update EmbeddedTemplates.swift")
+        }
+    }
+
+    @Test func aSandboxGatewayConfigurationLoadsAndPointsAtTheSandbox() throws {
+        let folder = try ConfigFolder(files: [:])
+        try FileManager.default.createDirectory(atPath: folder.path, withIntermediateDirectories: true)
+        let path = try SandboxGatewayConfiguration(
+            apnsEndpoint: "https://127.0.0.1:9001", apnsTopic: "com.example.app", apnsKeyID: "ABCDEFGHIJ", apnsTeamID: "KLMNOPQRST",
+            fcmEndpoint: "https://127.0.0.1:9002", gcmEndpoint: "https://127.0.0.1:9002/fcm/send",
+            wnsTokenEndpoint: "https://127.0.0.1:9003/accesstoken.srf",
+            wnsClientID: "ms-app://s-1", wnsChannelHost: "127.0.0.1",
+            files: ["ca": folder.path + "/ca.pem", "apnsKey": folder.path + "/k.p8"]
+        ).write(to: folder.path)
+        let loaded = try ConfigurationLoader.load(file: path)
+        let app = loaded.defaultApp.configuration
+        #expect(app.services.apns?.endpoint == "https://127.0.0.1:9001")
+        #expect(app.services.apns?.caFile == folder.path + "/ca.pem")
+        #expect(app.services.configuredPlatforms == Platform.allCases)
+        #expect(app.handles.wnsChannelHosts.contains("127.0.0.1"))
+        #expect(loaded.configuration.auth.demoPasswordEqualsName)
+        #expect(loaded.defaultApp.templates["secure"]?[.wns]?.header("X-WNS-Type") == "wns/raw")
+    }
+}

@@ -88,7 +88,7 @@ struct ControlAPI: SandboxHTTPResponder {
 
     private func encode(_ status: Int, _ value: some Encodable) -> SandboxHTTPResponse {
         let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         guard let data = try? encoder.encode(value) else { return .json(500, #"{"error":"encoding failed"}"#) }
         return .json(status, String(decoding: data, as: UTF8.self))
     }

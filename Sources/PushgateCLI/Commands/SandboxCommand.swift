@@ -1,0 +1,87 @@
+import ArgumentParser
+import Foundation
+import Logging
+import PNSSandbox
+import PushgateConfig
+import ServiceLifecycle
+
+/// `pushgate sandbox`: runs the local APNs / FCM / GCM / WNS sandbox until interrupted.
+struct SandboxCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sandbox",
+        abstract: "Run local APNs, FCM (v1 and legacy) and WNS services that speak the real protocols.",
+        discussion: """
+            Writes into --dir: ca.pem (trust it), the APNs key, service-account.json, the GCM server key, \
+            the WNS client secret, sandbox.json (endpoints and ids) and config.json, a gateway configuration \
+            that delivers through the sandbox (check it with `pushgate templates check --secrets --config <dir>/config.json`). \
+            The control API (plain HTTP) creates devices, shows their inboxes and scripts faults. \
+            Stops on SIGINT or SIGTERM.
+            """)
+
+    @Option(help: "Folder for the credentials and the gateway configuration.")
+    var dir: String = "sandbox"
+
+    @Option(help: "Address to listen on.")
+    var host: String = "127.0.0.1"
+
+    @Option(help: "APNs port (0: any free port).")
+    var apnsPort: Int = 0
+
+    @Option(help: "Port for FCM v1, legacy GCM and Google's token endpoint (0: any free port).")
+    var googlePort: Int = 0
+
+    @Option(help: "WNS port (0: any free port).")
+    var wnsPort: Int = 0
+
+    @Option(help: "Control API port (0: any free port).")
+    var controlPort: Int = 0
+
+    @Option(help: "The app's bundle id (apns-topic).")
+    var topic: String = "com.example.pushgate"
+
+    @Option(help: "Port the generated gateway configuration listens on.")
+    var gatewayPort: Int = 8080
+
+    func run() async throws {
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = .info
+            return handler
+        }
+        let logger = Logger(label: "pushgate.sandbox")
+        let sandbox = try await PushSandbox.start(
+            configuration: SandboxConfiguration(
+                host: host, apnsPort: apnsPort, googlePort: googlePort, wnsPort: wnsPort, controlPort: controlPort, apnsTopic: topic),
+            logger: logger)
+        let directory = URL(fileURLWithPath: dir).standardizedFileURL.path
+        let files = try sandbox.writeGatewayFiles(to: directory)
+        let endpoints = sandbox.endpoints
+        let credentials = sandbox.credentials
+        let configPath = try SandboxGatewayConfiguration(
+            apnsEndpoint: endpoints.apns, apnsTopic: credentials.apnsTopic, apnsKeyID: credentials.apnsKeyID,
+            apnsTeamID: credentials.apnsTeamID,
+            fcmEndpoint: endpoints.fcm, gcmEndpoint: endpoints.gcm, wnsTokenEndpoint: endpoints.wnsToken,
+            wnsClientID: credentials.wnsClientID,
+            wnsChannelHost: endpoints.wnsChannelHost, files: files, listenerPort: gatewayPort
+        ).write(to: directory)
+
+        let banner = """
+            Pushgate sandbox running (Ctrl-C to stop)
+              APNs      \(endpoints.apns)   (HTTP/2, token auth, topic \(credentials.apnsTopic))
+              FCM v1    \(endpoints.fcm)/v1/projects/\(credentials.fcmProjectID)/messages:send
+              GCM       \(endpoints.gcm)
+              OAuth     \(endpoints.googleToken)   \(endpoints.wnsToken)
+              WNS       \(endpoints.wns)/?token=…
+              control   \(endpoints.control)   (POST /devices {"platform":"apns"}, GET /devices/<id>/inbox, POST /faults)
+              CA        \(files["ca"] ?? "")
+              gateway   \(configPath)
+
+            """
+        // Written unbuffered, so scripts that read the endpoints see them while the sandbox runs.
+        FileHandle.standardOutput.write(Data(banner.utf8))
+        let group = ServiceGroup(
+            configuration: .init(services: [.init(service: sandbox)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+        print("sandbox stopped")
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+
+/// Writes a gateway `config.json` that delivers through a push-service sandbox: every service's
+/// endpoint points at the sandbox, its CA is trusted, its credentials come from the files the
+/// sandbox wrote, and WNS channels on the sandbox host are allowed.
+public struct SandboxGatewayConfiguration: Sendable {
+    public var apnsEndpoint: String
+    public var apnsTopic: String
+    public var apnsKeyID: String
+    public var apnsTeamID: String
+    public var fcmEndpoint: String
+    public var gcmEndpoint: String
+    public var wnsTokenEndpoint: String
+    public var wnsClientID: String
+    public var wnsChannelHost: String
+    /// Paths of the files the sandbox wrote: `ca`, `apnsKey`, `serviceAccount`, `gcmServerKey`,
+    /// `wnsClientSecret`.
+    public var files: [String: String]
+    /// Gateway listener port (0: the OS picks).
+    public var listenerPort: Int
+    /// Whether the tutorials' "password equals user name" rule is on (local development only).
+    public var demoPasswordEqualsName: Bool
+
+    public init(
+        apnsEndpoint: String, apnsTopic: String, apnsKeyID: String, apnsTeamID: String, fcmEndpoint: String, gcmEndpoint: String,
+        wnsTokenEndpoint: String, wnsClientID: String, wnsChannelHost: String, files: [String: String], listenerPort: Int = 8080,
+        demoPasswordEqualsName: Bool = true
+    ) {
+        self.apnsEndpoint = apnsEndpoint
+        self.apnsTopic = apnsTopic
+        self.apnsKeyID = apnsKeyID
+        self.apnsTeamID = apnsTeamID
+        self.fcmEndpoint = fcmEndpoint
+        self.gcmEndpoint = gcmEndpoint
+        self.wnsTokenEndpoint = wnsTokenEndpoint
+        self.wnsClientID = wnsClientID
+        self.wnsChannelHost = wnsChannelHost
+        self.files = files
+        self.listenerPort = listenerPort
+        self.demoPasswordEqualsName = demoPasswordEqualsName
+    }
+
+    /// The configuration as a JSON object, templates referenced as `templates/…` next to it.
+    public func jsonObject() -> [String: Any] {
+        func file(_ name: String) -> [String: String] { ["file": files[name] ?? ""] }
+        let ca = files["ca"] ?? ""
+        func template(_ purpose: String, _ platform: String, _ ext: String, _ headers: [String: String] = [:]) -> [String: Any] {
+            var object: [String: Any] = ["file": "templates/\(purpose).\(platform).\(ext)"]
+            if !headers.isEmpty { object["headers"] = headers }
+            return object
+        }
+        return [
+            "listener": ["host": "127.0.0.1", "port": listenerPort],
+            "store": ["sqlite": ["path": "pushgate.sqlite"]],
+            "auth": ["users": [Any](), "admins": [Any](), "demoPasswordEqualsName": demoPasswordEqualsName],
+            "apps": [
+                "default": [
+                    "handles": ["wnsChannelHosts": [wnsChannelHost, "*.notify.windows.com"]],
+                    "services": [
+                        "apns": [
+                            "endpoint": apnsEndpoint, "topic": apnsTopic, "caFile": ca,
+                            "token": ["keyId": apnsKeyID, "teamId": apnsTeamID, "privateKey": file("apnsKey")],
+                        ],
+                        "fcm": ["endpoint": fcmEndpoint, "serviceAccount": file("serviceAccount"), "caFile": ca],
+                        "gcm": ["endpoint": gcmEndpoint, "serverKey": file("gcmServerKey"), "caFile": ca],
+                        "wns": [
+                            "tokenEndpoint": wnsTokenEndpoint, "clientId": wnsClientID, "clientSecret": file("wnsClientSecret"),
+                            "caFile": ca,
+                        ],
+                    ],
+                    "templates": [
+                        "notify": [
+                            "apns": template("notify", "apns", "json", ["apns-push-type": "alert", "apns-priority": "10"]),
+                            "fcm": template("notify", "fcm", "json"), "gcm": template("notify", "gcm", "json"),
+                            "wns": template("notify", "wns", "xml", ["X-WNS-Type": "wns/toast"]),
+                        ],
+                        "secure": [
+                            "apns": template("secure", "apns", "json", ["apns-push-type": "background", "apns-priority": "5"]),
+                            "fcm": template("secure", "fcm", "json"), "gcm": template("secure", "gcm", "json"),
+                            "wns": template("secure", "wns", "txt", ["X-WNS-Type": "wns/raw"]),
+                        ],
+                    ],
+                ]
+            ],
+        ]
+    }
+
+    /// Writes `config.json` and the embedded templates into `directory`; returns the config path.
+    @discardableResult
+    public func write(to directory: String) throws -> String {
+        _ = try EmbeddedTemplates.write(to: directory)
+        let data = try JSONSerialization.data(
+            withJSONObject: jsonObject(), options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+        let path = (directory as NSString).appendingPathComponent("config.json")
+        try data.write(to: URL(fileURLWithPath: path))
+        return path
+    }
+}
