@@ -7,25 +7,10 @@ import Testing
 @testable import PNSSandbox
 
 @Suite struct APNSServiceTests {
-    /// Starts a sandbox and a client, runs `body`, and always shuts both down.
-    func withSandbox(streams: Int = 1000, _ body: (SandboxFixture, CurlHTTPClient) async throws -> Void) async throws {
-        let fixture = try await SandboxFixture.start(apnsMaximumConcurrentStreams: streams)
-        let client = try fixture.client()
-        do {
-            try await body(fixture, client)
-        } catch {
-            await client.shutdown()
-            try await fixture.stop()
-            throw error
-        }
-        await client.shutdown()
-        try await fixture.stop()
-    }
-
     func reason(_ response: CurlResponse) -> String? { response.json?["reason"]?.stringValue }
 
     @Test func deliversToAnInstalledDeviceWithItsHeaders() async throws {
-        try await withSandbox { fixture, client in
+        try await SandboxFixture.with { fixture, client in
             let device = await fixture.sandbox.createDevice(.apns)
             let jwt = try await fixture.providerToken()
             let apnsID = "8f4d1d2a-6a1b-4c53-9d7e-0b1c2d3e4f50"
@@ -44,7 +29,7 @@ import Testing
     }
 
     @Test func providerTokenFailuresAreForbiddenWithApplesReasons() async throws {
-        try await withSandbox { fixture, client in
+        try await SandboxFixture.with { fixture, client in
             let device = await fixture.sandbox.createDevice(.apns)
             var request = fixture.apnsRequest(token: device.handle, jwt: "x")
             request.headers.removeAll { $0.name == "authorization" }
@@ -73,7 +58,7 @@ import Testing
     }
 
     @Test func anAcceptedTokenExpiresAfterAnHourAndRefreshingTooOftenIsThrottled() async throws {
-        try await withSandbox { fixture, client in
+        try await SandboxFixture.with { fixture, client in
             let device = await fixture.sandbox.createDevice(.apns)
             let first = try await fixture.providerToken()
             #expect(try await client.execute(fixture.apnsRequest(token: device.handle, jwt: first)).status == 200)
@@ -98,7 +83,7 @@ import Testing
     }
 
     @Test func headersAreValidatedWithTheExactReasons() async throws {
-        try await withSandbox { fixture, client in
+        try await SandboxFixture.with { fixture, client in
             let device = await fixture.sandbox.createDevice(.apns)
             let jwt = try await fixture.providerToken()
             let cases: [([(String, String)], Int, String)] = [
@@ -136,7 +121,7 @@ import Testing
     }
 
     @Test func payloadsAndPathsAreValidated() async throws {
-        try await withSandbox { fixture, client in
+        try await SandboxFixture.with { fixture, client in
             let device = await fixture.sandbox.createDevice(.apns)
             let jwt = try await fixture.providerToken()
             var response = try await client.execute(fixture.apnsRequest(token: device.handle, jwt: jwt, payload: ""))
@@ -171,7 +156,7 @@ import Testing
     }
 
     @Test func goneDevicesAnswer410WithTheTimeTheyWentAway() async throws {
-        try await withSandbox { fixture, client in
+        try await SandboxFixture.with { fixture, client in
             let jwt = try await fixture.providerToken()
             let uninstalled = await fixture.sandbox.createDevice(.apns)
             await fixture.sandbox.state.setStatus(.uninstalled, deviceID: uninstalled.id)
@@ -193,7 +178,7 @@ import Testing
     }
 
     @Test func apnsSpeaksHTTP2OnlyAndItsStreamLimitIsHonoured() async throws {
-        try await withSandbox(streams: 5) { fixture, client in
+        try await SandboxFixture.with(streams: 5) { fixture, client in
             let device = await fixture.sandbox.createDevice(.apns)
             let jwt = try await fixture.providerToken()
             let http1 = try CurlHTTPClient(configuration: .init(httpVersion: .http1, caFile: fixture.files["ca"]))
@@ -213,7 +198,7 @@ import Testing
     }
 
     @Test func scriptedFaultsApplyToTheNextRequestsOnly() async throws {
-        try await withSandbox { fixture, client in
+        try await SandboxFixture.with { fixture, client in
             let device = await fixture.sandbox.createDevice(.apns)
             let jwt = try await fixture.providerToken()
             await fixture.sandbox.state.addFault(

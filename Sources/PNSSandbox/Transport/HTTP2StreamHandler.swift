@@ -65,13 +65,8 @@ final class HTTP2StreamHandler: ChannelInboundHandler {
             }
         }
         let request = SandboxHTTPRequest(method: method, target: path, headers: fields, body: body, version: .http2)
-        let responder = self.responder
-        let promise = context.eventLoop.makePromise(of: SandboxHTTPResponse.self)
-        promise.completeWithTask { await responder.respond(to: request) }
-        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        promise.futureResult.whenSuccess { response in
-            let (handler, context) = bound.value
-            handler.write(response, context: context)
+        responder.answer(request, on: context.eventLoop) { response in
+            self.write(response, context: context)
         }
     }
 

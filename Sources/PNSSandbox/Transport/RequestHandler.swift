@@ -43,13 +43,8 @@ final class RequestHandler: ChannelInboundHandler, RemovableChannelHandler {
             let request = SandboxHTTPRequest(
                 method: head.method.rawValue, target: head.uri,
                 headers: head.headers.map { HTTPHeader(name: $0.name, value: $0.value) }, body: body, version: version)
-            let responder = self.responder
-            let promise = context.eventLoop.makePromise(of: SandboxHTTPResponse.self)
-            promise.completeWithTask { await responder.respond(to: request) }
-            let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-            promise.futureResult.whenSuccess { response in
-                let (handler, context) = bound.value
-                handler.write(response, head: head, context: context)
+            responder.answer(request, on: context.eventLoop) { response in
+                self.write(response, head: head, context: context)
             }
         }
     }

@@ -1,3 +1,4 @@
+import NIOCore
 import Pushgate
 
 /// A complete HTTP request as the sandbox's services see it, whatever the transport (HTTP/1.1, or
@@ -77,6 +78,16 @@ struct SandboxHTTPResponse: Sendable {
 /// Something that answers sandbox HTTP requests.
 protocol SandboxHTTPResponder: Sendable {
     func respond(to request: SandboxHTTPRequest) async -> SandboxHTTPResponse
+}
+
+extension SandboxHTTPResponder {
+    /// Answers `request` on a task and hands the response to `write` on `eventLoop` (the channel
+    /// handlers' bridge from the event loop into async code and back).
+    func answer(_ request: SandboxHTTPRequest, on eventLoop: any EventLoop, then write: @escaping (SandboxHTTPResponse) -> Void) {
+        let promise = eventLoop.makePromise(of: SandboxHTTPResponse.self)
+        promise.completeWithTask { await self.respond(to: request) }
+        promise.futureResult.assumeIsolated().whenSuccess(write)
+    }
 }
 
 /// `application/x-www-form-urlencoded` decoding (query strings and OAuth token requests).
