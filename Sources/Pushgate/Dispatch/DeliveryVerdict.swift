@@ -1,0 +1,55 @@
+/// What one answer of a push service means for one device: the outcome, what the service said, and
+/// what to do next (retry, refresh credentials, remove or replace the handle).
+public struct DeliveryVerdict: Sendable, Hashable {
+    public var outcome: Outcome
+    public var statusCode: Int?
+    /// The service's reason or error code.
+    public var reason: String?
+    /// The service's id for the message.
+    public var serviceMessageID: String?
+    public var retry: RetryAdvice
+    public var handleChange: HandleChange?
+
+    public init(
+        outcome: Outcome, statusCode: Int? = nil, reason: String? = nil, serviceMessageID: String? = nil, retry: RetryAdvice = .never,
+        handleChange: HandleChange? = nil
+    ) {
+        self.outcome = outcome
+        self.statusCode = statusCode
+        self.reason = reason
+        self.serviceMessageID = serviceMessageID
+        self.retry = retry
+        self.handleChange = handleChange
+    }
+
+    /// The verdict for a request that got no answer.
+    public static func transportFailure(_ failure: TransportFailure, detail: String) -> DeliveryVerdict {
+        switch failure {
+        case .cancelled:
+            DeliveryVerdict(outcome: .abandoned, reason: detail, retry: .never)
+        case .local:
+            DeliveryVerdict(outcome: .unknownError, reason: detail, retry: .never)
+        case .connect, .tls, .timeout, .connectionLost:
+            DeliveryVerdict(
+                outcome: .pnsUnreachable, reason: "\(failure.rawValue): \(detail)", retry: .afterBackoff(retryAfterSeconds: nil))
+        }
+    }
+}
+
+/// Whether and how a failed delivery may be tried again.
+public enum RetryAdvice: Sendable, Hashable {
+    /// A permanent answer: never retry.
+    case never
+    /// A transient failure: retry with backoff, no sooner than `Retry-After` when the service gave one.
+    case afterBackoff(retryAfterSeconds: Double?)
+    /// The service refused the gateway's access token as expired or invalid: refresh it and retry once.
+    case refreshCredentials
+}
+
+/// A change the service asks for to the stored handle.
+public enum HandleChange: Sendable, Hashable {
+    /// The handle is gone for good: delete the registration.
+    case remove
+    /// Legacy GCM returned a canonical registration id: store this handle instead.
+    case replace(with: String)
+}

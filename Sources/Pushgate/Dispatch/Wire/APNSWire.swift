@@ -1,0 +1,74 @@
+/// The APNs provider API on the wire: `POST /3/device/<token>` over HTTP/2.
+public enum APNSWire {
+    /// The request delivering `notification` to `deviceToken`.
+    ///
+    /// - Parameters:
+    ///   - topic: the default `apns-topic` (a template's own `apns-topic` header wins).
+    ///   - providerToken: the ES256 JWT for token auth; nil with certificate auth.
+    public static func request(
+        endpoint: String, deviceToken: String, notification: RenderedNotification, topic: String, providerToken: String?,
+        apnsID: String? = nil
+    ) -> PushHTTPRequest {
+        var headers: [HTTPHeader] = []
+        if let providerToken { headers.append(HTTPHeader(name: "authorization", value: "bearer \(providerToken)")) }
+        if !notification.headers.contains(where: { $0.name == "apns-topic" }) {
+            headers.append(HTTPHeader(name: "apns-topic", value: topic))
+        }
+        headers.append(contentsOf: notification.headers)
+        if let apnsID { headers.append(HTTPHeader(name: "apns-id", value: apnsID)) }
+        headers.append(HTTPHeader(name: "content-type", value: "application/json"))
+        return PushHTTPRequest(url: "\(endpoint)/3/device/\(deviceToken)", headers: headers, body: notification.body)
+    }
+
+    /// What APNs' answer means (Apple's status and `reason` table).
+    public static func classify(_ response: PushHTTPResponse, now: Double) -> DeliveryVerdict {
+        let apnsID = response.header("apns-id")
+        let reason = response.json?["reason"]?.stringValue
+        var verdict = DeliveryVerdict(outcome: .unknownError, statusCode: response.status, reason: reason, serviceMessageID: apnsID)
+        let retryAfter = parseRetryAfter(response.header("retry-after"), now: now)
+        switch (response.status, reason) {
+        case (200, _):
+            verdict.outcome = .success
+        case (410, _):
+            verdict.outcome = .expiredChannel
+            verdict.handleChange = .remove
+            if case .number(let timestamp)? = response.json?["timestamp"]?.kind {
+                verdict.reason = "\(reason ?? "Unregistered") (since \(timestamp) ms)"
+            }
+        case (400, "BadDeviceToken"), (400, "MissingDeviceToken"):
+            verdict.outcome = .badChannel
+        case (400, "DeviceTokenNotForTopic"):
+            verdict.outcome = .wrongChannel
+        case (400, "IdleTimeout"):
+            verdict.outcome = .pnsUnavailable
+            verdict.retry = .afterBackoff(retryAfterSeconds: retryAfter)
+        case (400, _):
+            verdict.outcome = .invalidNotificationFormat
+        case (403, "ExpiredProviderToken"), (403, "InvalidProviderToken"):
+            verdict.outcome = .invalidCredentials
+            verdict.retry = .refreshCredentials
+        case (403, _):
+            verdict.outcome = .invalidCredentials
+        case (404, _), (405, _):
+            verdict.outcome = .pnsInterfaceError
+        case (413, _):
+            verdict.outcome = .invalidNotificationSize
+        case (429, "TooManyProviderTokenUpdates"):
+            verdict.outcome = .invalidCredentials
+            verdict.retry = .afterBackoff(retryAfterSeconds: retryAfter)
+        case (429, _):
+            verdict.outcome = .throttled
+            verdict.retry = .afterBackoff(retryAfterSeconds: retryAfter)
+        case (500, _):
+            verdict.outcome = .pnsServerError
+            verdict.retry = .afterBackoff(retryAfterSeconds: retryAfter)
+        case (503, _):
+            verdict.outcome = .pnsUnavailable
+            verdict.retry = .afterBackoff(retryAfterSeconds: retryAfter)
+        default:
+            verdict.outcome = response.status >= 500 ? .pnsUnavailable : .pnsInterfaceError
+            if response.status >= 500 { verdict.retry = .afterBackoff(retryAfterSeconds: retryAfter) }
+        }
+        return verdict
+    }
+}

@@ -1,0 +1,91 @@
+/// FCM HTTP v1 on the wire: `POST /v1/projects/{project}/messages:send` with an OAuth bearer token.
+public enum FCMWire {
+    /// The request sending `notification` (a rendered v1 `Message` without a target) to `token`.
+    public static func request(
+        endpoint: String, projectID: String, token: String, notification: RenderedNotification, accessToken: String
+    )
+        -> PushHTTPRequest
+    {
+        var body: [UInt8] = Array(#"{"message":{"token":"#.utf8)
+        Escaping.appendJSONString(token, to: &body)
+        JSONSplice.appendMembers(of: notification.body, to: &body)
+        body.append(contentsOf: "}}".utf8)
+        return PushHTTPRequest(
+            url: "\(endpoint)/v1/projects/\(projectID)/messages:send",
+            headers: [
+                HTTPHeader(name: "authorization", value: "Bearer \(accessToken)"),
+                HTTPHeader(name: "content-type", value: "application/json; charset=UTF-8"),
+            ], body: body)
+    }
+
+    /// What FCM's answer means (google.rpc status and the `FcmError` detail).
+    public static func classify(_ response: PushHTTPResponse, now: Double) -> DeliveryVerdict {
+        let json = response.json
+        let error = json?["error"]
+        let errorCode = error?["details"]?.arrayElements?
+            .first(where: { $0["@type"]?.stringValue?.hasSuffix("FcmError") == true })?["errorCode"]?.stringValue
+        let message = error?["message"]?.stringValue
+        var verdict = DeliveryVerdict(
+            outcome: .unknownError, statusCode: response.status, reason: errorCode ?? error?["status"]?.stringValue)
+        if let message, let code = verdict.reason { verdict.reason = "\(code): \(message)" }
+        let retryAfter = parseRetryAfter(response.header("retry-after"), now: now)
+        switch (response.status, errorCode) {
+        case (200, _):
+            verdict.outcome = .success
+            verdict.serviceMessageID = json?["name"]?.stringValue
+            verdict.reason = nil
+        case (_, "UNREGISTERED"):
+            verdict.outcome = .expiredChannel
+            verdict.handleChange = .remove
+        case (_, "SENDER_ID_MISMATCH"):
+            verdict.outcome = .wrongChannel
+        case (_, "QUOTA_EXCEEDED"):
+            verdict.outcome = .throttled
+            verdict.retry = .afterBackoff(retryAfterSeconds: retryAfter)
+        case (_, "UNAVAILABLE"):
+            verdict.outcome = .pnsUnavailable
+            verdict.retry = .afterBackoff(retryAfterSeconds: retryAfter)
+        case (_, "INTERNAL"):
+            verdict.outcome = .pnsServerError
+            verdict.retry = .afterBackoff(retryAfterSeconds: retryAfter)
+        case (_, "THIRD_PARTY_AUTH_ERROR"), (_, "APNS_AUTH_ERROR"):
+            verdict.outcome = .authenticationError
+        case (_, "INVALID_ARGUMENT"):
+            let text = message?.lowercased() ?? ""
+            if text.contains("registration token") {
+                verdict.outcome = .badChannel
+            } else if text.contains("too big") {
+                verdict.outcome = .invalidNotificationSize
+            } else {
+                verdict.outcome = .invalidNotificationFormat
+            }
+        case (401, _):
+            verdict.outcome = .invalidCredentials
+            verdict.retry = .refreshCredentials
+        case (403, _):
+            verdict.outcome = .invalidCredentials
+        case (404, _):
+            verdict.outcome = .pnsInterfaceError
+        case (429, _):
+            verdict.outcome = .throttled
+            verdict.retry = .afterBackoff(retryAfterSeconds: retryAfter)
+        case (500..., _):
+            verdict.outcome = response.status == 500 ? .pnsServerError : .pnsUnavailable
+            verdict.retry = .afterBackoff(retryAfterSeconds: retryAfter)
+        default:
+            verdict.outcome = .invalidNotificationFormat
+        }
+        return verdict
+    }
+}
+
+/// Byte-level JSON helpers for wrapping a rendered template object.
+enum JSONSplice {
+    /// Appends the members of the JSON object `object` (compact, as rendered) after a comma, so
+    /// that `{"token":"t"` + members + `}` is the object with the token added first.
+    static func appendMembers(of object: [UInt8], to output: inout [UInt8]) {
+        guard object.count > 2, object.first == UInt8(ascii: "{"), object.last == UInt8(ascii: "}") else { return }
+        output.append(UInt8(ascii: ","))
+        output.append(contentsOf: object[1..<(object.count - 1)])
+    }
+}
