@@ -41,6 +41,15 @@ let package = Package(
         .target(name: "PushgateXML", dependencies: ["Pushgate", "CLibXML2"]),
         // libcurl: the HTTP client (knows nothing about push).
         .target(name: "PushgateCurl", dependencies: ["CCurl"]),
+        // Providers, token managers and the dispatcher: rendered payloads in, unified results out.
+        .target(
+            name: "PushgateDispatch",
+            dependencies: [
+                "Pushgate", "PushgateCurl",
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // Reads config.json, template files and secrets from disk and the environment.
         .target(name: "PushgateConfig", dependencies: ["Pushgate", "PushgateXML"]),
         // Local APNs, FCM (v1 and legacy) and WNS emulators speaking the real wire protocols.
@@ -78,6 +87,7 @@ let package = Package(
         .testTarget(name: "PushgateTests", dependencies: ["Pushgate"]),
         .testTarget(name: "PushgateXMLTests", dependencies: ["Pushgate", "PushgateXML"]),
         .testTarget(name: "PushgateCurlTests", dependencies: ["PushgateCurl"]),
+        .testTarget(name: "PushgateDispatchTests", dependencies: ["PushgateDispatch", "PNSSandbox", "PushgateCurl", "Pushgate"]),
         .testTarget(
             name: "PNSSandboxTests",
             dependencies: [

@@ -177,6 +177,8 @@ public final class CurlHTTPClient: @unchecked Sendable {
 }
 
 extension CurlError {
-    static let shutDown = CurlError(local: "the HTTP client was shut down")
-    static let cancelled = CurlError(local: "the request was cancelled")
+    /// The client was shut down with the request unanswered.
+    public static let shutDown = CurlError(local: "the HTTP client was shut down")
+    /// The caller's task was cancelled.
+    public static let cancelled = CurlError(local: "the request was cancelled")
 }

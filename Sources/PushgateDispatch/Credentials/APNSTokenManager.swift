@@ -1,0 +1,60 @@
+import Foundation
+import JWTKit
+import Pushgate
+
+/// Provider tokens for APNs token authentication: one ES256 JWT shared by every connection,
+/// regenerated when it is 50 minutes old (Apple rejects tokens older than an hour) and never more
+/// often than every 20 minutes (Apple answers `TooManyProviderTokenUpdates`).
+public actor APNSTokenManager {
+    public static let refreshAge: Double = 50 * 60
+    public static let minimumRefreshInterval: Double = 20 * 60
+
+    private let keyID: String
+    private let teamID: String
+    private let keys: JWTKeyCollection
+    private let clock: any DispatchClock
+    private var current: (token: String, issuedAt: Double)?
+    /// How many tokens were generated (diagnostics and tests).
+    public private(set) var generatedCount = 0
+
+    /// - Parameter privateKeyPEM: the `.p8` key (PKCS#8 PEM).
+    public init(keyID: String, teamID: String, privateKeyPEM: String, clock: any DispatchClock) async throws {
+        self.keyID = keyID
+        self.teamID = teamID
+        self.clock = clock
+        keys = JWTKeyCollection()
+        await keys.add(ecdsa: try ES256PrivateKey(pem: privateKeyPEM), kid: JWKIdentifier(string: keyID))
+    }
+
+    /// The token to send now.
+    public func token() async throws -> String {
+        let now = clock.now()
+        if let current, now - current.issuedAt < Self.refreshAge { return current.token }
+        return try await generate(now: now)
+    }
+
+    /// APNs refused `token` as expired or invalid: returns a fresh token, unless `token` was already
+    /// replaced (another request refreshed first) or the current one is younger than 20 minutes.
+    public func refresh(after token: String) async throws -> String {
+        let now = clock.now()
+        if let current {
+            if current.token != token || now - current.issuedAt < Self.minimumRefreshInterval { return current.token }
+        }
+        return try await generate(now: now)
+    }
+
+    private func generate(now: Double) async throws -> String {
+        let issuedAt = now.rounded(.down)
+        let claims = ProviderClaims(iss: teamID, iat: IssuedAtClaim(value: Date(timeIntervalSince1970: issuedAt)))
+        let token = try await keys.sign(claims, kid: JWKIdentifier(string: keyID))
+        current = (token, issuedAt)
+        generatedCount += 1
+        return token
+    }
+
+    struct ProviderClaims: JWTPayload {
+        var iss: String
+        var iat: IssuedAtClaim
+        func verify(using algorithm: some JWTAlgorithm) async throws {}
+    }
+}

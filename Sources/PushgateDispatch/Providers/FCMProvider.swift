@@ -1,0 +1,76 @@
+import Pushgate
+
+/// FCM HTTP v1 with a service account: OAuth token cached until shortly before it expires,
+/// refreshed once on 401.
+public final class FCMProvider: PushProvider {
+    public let platform = Platform.fcm
+    private let endpoint: String
+    private let account: GoogleServiceAccount
+    private let tokens: OAuthTokenManager
+    private let transport: any PushTransport
+    private let retry: RetryingDelivery
+    private let maximumInFlight: Int
+
+    public init(
+        endpoint: String, account: GoogleServiceAccount, transport: any PushTransport, policy: RetryPolicy, clock: any DispatchClock,
+        maximumInFlight: Int = 1000
+    ) {
+        self.endpoint = endpoint
+        self.account = account
+        self.transport = transport
+        self.retry = RetryingDelivery(policy: policy, clock: clock)
+        self.maximumInFlight = maximumInFlight
+        self.tokens = OAuthTokenManager(clock: clock) {
+            let assertion = try await account.assertion(now: clock.now())
+            let response = try await transport.execute(OAuthWire.googleTokenRequest(tokenURI: account.tokenURI, assertion: assertion))
+            return try OAuthWire.parseToken(response)
+        }
+    }
+
+    /// The token manager (tests check refresh counts).
+    public var tokenManager: OAuthTokenManager { tokens }
+
+    public func deliver(_ notification: RenderedNotification, to targets: [DispatchTarget]) async -> [DeliveryReport] {
+        await boundedConcurrentMap(targets, limit: maximumInFlight) { target in await self.deliver(notification, to: target) }
+    }
+
+    private func deliver(_ notification: RenderedNotification, to target: DispatchTarget) async -> DeliveryReport {
+        var lastToken: String?
+        let clock = retry.clock
+        let (verdict, attempts, milliseconds) = await retry.run { refresh in
+            let accessToken: String
+            do {
+                accessToken = try await (refresh && lastToken != nil ? tokens.refresh(after: lastToken!) : tokens.token())
+            } catch {
+                return OAuthFailure.verdict(for: error)
+            }
+            lastToken = accessToken
+            let request = FCMWire.request(
+                endpoint: endpoint, projectID: account.projectID, token: target.handle.value, notification: notification,
+                accessToken: accessToken)
+            do throws(PushTransportError) {
+                return FCMWire.classify(try await transport.execute(request), now: clock.now())
+            } catch {
+                return .transportFailure(error.failure, detail: error.detail)
+            }
+        }
+        return DeliveryReport(target: target, verdict: verdict, attempts: attempts, latencyMilliseconds: milliseconds)
+    }
+
+    public func shutdown() async { await transport.shutdown() }
+}
+
+/// The verdict when no access token could be had.
+enum OAuthFailure {
+    static func verdict(for error: any Error) -> DeliveryVerdict {
+        if let error = error as? OAuthError {
+            return DeliveryVerdict(outcome: .invalidCredentials, statusCode: error.status, reason: error.description)
+        }
+        if let error = error as? PushTransportError {
+            return DeliveryVerdict(
+                outcome: .tokenProviderUnreachable, reason: "token endpoint: \(error.description)",
+                retry: .afterBackoff(retryAfterSeconds: nil))
+        }
+        return DeliveryVerdict(outcome: .invalidCredentials, reason: "cannot obtain an access token: \(error)")
+    }
+}

@@ -1,0 +1,79 @@
+import Pushgate
+
+/// The legacy GCM/FCM HTTP API: targets in batches of up to 1000 per request, per-token results,
+/// canonical ids as handle replacements; only the tokens the service calls transient are retried.
+public final class GCMProvider: PushProvider {
+    public let platform = Platform.gcm
+    private let endpoint: String
+    private let serverKey: String
+    private let transport: any PushTransport
+    private let policy: RetryPolicy
+    private let clock: any DispatchClock
+    private let batchSize: Int
+    private let maximumBatchesInFlight: Int
+
+    public init(
+        endpoint: String, serverKey: String, transport: any PushTransport, policy: RetryPolicy, clock: any DispatchClock,
+        batchSize: Int = GCMWire.maximumBatch, maximumBatchesInFlight: Int = 8
+    ) {
+        self.endpoint = endpoint
+        self.serverKey = serverKey
+        self.transport = transport
+        self.policy = policy
+        self.clock = clock
+        self.batchSize = min(max(1, batchSize), GCMWire.maximumBatch)
+        self.maximumBatchesInFlight = maximumBatchesInFlight
+    }
+
+    public func deliver(_ notification: RenderedNotification, to targets: [DispatchTarget]) async -> [DeliveryReport] {
+        let batches = stride(from: 0, to: targets.count, by: batchSize).map { Array(targets[$0..<min($0 + batchSize, targets.count)]) }
+        return await boundedConcurrentMap(batches, limit: maximumBatchesInFlight) { batch in await self.deliver(notification, batch: batch)
+        }
+        .flatMap { $0 }
+    }
+
+    private func deliver(_ notification: RenderedNotification, batch: [DispatchTarget]) async -> [DeliveryReport] {
+        let started = ContinuousClock.now
+        var machines = batch.map { _ in RetryStateMachine(policy: policy, startedAt: clock.now()) }
+        var final = [DeliveryVerdict?](repeating: nil, count: batch.count)
+        var pending = Array(batch.indices)
+        while !pending.isEmpty {
+            let request = GCMWire.request(
+                endpoint: endpoint, serverKey: serverKey, tokens: pending.map { batch[$0].handle.value }, notification: notification)
+            let verdicts: [DeliveryVerdict]
+            do {
+                let response = try await transport.execute(request)
+                verdicts = GCMWire.classify(response, tokens: pending.map { batch[$0].handle.value }, now: clock.now())
+            } catch {
+                verdicts = Array(repeating: .transportFailure(error.failure, detail: error.detail), count: pending.count)
+            }
+            var retryDelay = 0.0
+            var again: [Int] = []
+            for (index, verdict) in zip(pending, verdicts) {
+                switch machines[index].record(verdict, now: clock.now()) {
+                case .retry(let delay):
+                    retryDelay = max(retryDelay, delay)
+                    again.append(index)
+                case .finish, .refreshCredentialsAndRetry:
+                    final[index] = verdict
+                }
+            }
+            pending = again
+            if !pending.isEmpty {
+                do {
+                    try await clock.sleep(seconds: retryDelay)
+                } catch {
+                    for index in pending { final[index] = verdicts[0] }
+                    pending = []
+                }
+            }
+        }
+        let milliseconds = RetryingDelivery.milliseconds(since: started)
+        return batch.indices.map { index in
+            DeliveryReport(
+                target: batch[index], verdict: final[index]!, attempts: machines[index].attempts, latencyMilliseconds: milliseconds)
+        }
+    }
+
+    public func shutdown() async { await transport.shutdown() }
+}

@@ -1,0 +1,56 @@
+import Foundation
+import PNSSandbox
+import Pushgate
+import Testing
+
+@testable import PushgateDispatch
+
+@Suite struct DispatcherTests {
+    @Test func aTenThousandTargetFanOutDeliversExactlyOnceToEveryDevice() async throws {
+        try await DispatchFixture.with { fixture in
+            var devices: [SandboxDevice] = []
+            var targets: [DispatchTarget] = []
+            for (platform, count) in [(Platform.apns, 4000), (.fcm, 3000), (.gcm, 2000), (.wns, 1000)] {
+                for _ in 0..<count {
+                    let (device, target) = await fixture.target(platform)
+                    devices.append(device)
+                    targets.append(target)
+                }
+            }
+            // Stream the targets in batches of 1000, as a store would.
+            let batches = AsyncStream<[DispatchTarget]> { continuation in
+                for start in stride(from: 0, to: targets.count, by: 1000) {
+                    continuation.yield(Array(targets[start..<min(start + 1000, targets.count)]))
+                }
+                continuation.finish()
+            }
+            let result = await fixture.dispatcher.dispatch(
+                notificationID: "n-10k", selection: .all, payloads: try Payloads.all, targets: batches)
+            #expect(result.state == .completed)
+            #expect(result.targets.count == 10_000)
+            #expect(result.successCount == 10_000, "\(result.platforms.map { ($0.platform, $0.counts) })")
+            #expect(result.platforms.map(\.total) == [4000, 3000, 2000, 1000])
+            var counts: [Int: Int] = [:]
+            for device in devices { counts[await fixture.sandbox.state.inbox(deviceID: device.id).count, default: 0] += 1 }
+            #expect(counts == [1: 10_000])
+        }
+    }
+
+    @Test func unselectedPlatformsAreLeftOutAndUnconfiguredOnesSkipped() async throws {
+        try await DispatchFixture.with { fixture in
+            let (_, apns) = await fixture.target(.apns)
+            let (_, wns) = await fixture.target(.wns)
+            let (_, fcm) = await fixture.target(.fcm)
+            let dispatcher = Dispatcher(providers: [fixture.apns])
+            let result = await dispatcher.dispatch(
+                notificationID: "n", selection: try PlatformSelection(parsing: "apns,wns"), payloads: try Payloads.all,
+                targets: [apns, wns, fcm])
+            #expect(result.targets.map(\.platform).sorted() == [.apns, .wns])
+            #expect(result.targets.first(where: { $0.platform == .wns })?.outcome == .skipped)
+            #expect(result.targets.first(where: { $0.platform == .wns })?.reason == "WNS is not configured")
+            #expect(result.platforms.map(\.platform) == [.apns, .wns])
+            let none = await dispatcher.dispatch(notificationID: "n2", selection: .all, payloads: [:], targets: [])
+            #expect(none.state == .noTargetFound)
+        }
+    }
+}
