@@ -24,9 +24,11 @@ let package = Package(
     ],
     targets: [
         // C libraries: a module map plus `static inline` shims, nothing else.
+        // libcurl's headers and library are on the default paths. Its pkg-config file (8.14 from
+        // bookworm-backports) adds `-isystem /usr/include/mit-krb5`, which SwiftPM refuses with a
+        // warning, so it is not consulted; scripts/setup.sh installs the right libcurl.
         .systemLibrary(
             name: "CCurl",
-            pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
         .systemLibrary(
@@ -77,7 +79,7 @@ let package = Package(
         .executableTarget(
             name: "PushgateCLI",
             dependencies: [
-                "Pushgate", "PushgateXML", "PushgateConfig", "PushgateCurl", "PNSSandbox",
+                "Pushgate", "PushgateXML", "PushgateConfig", "PushgateCurl", "PNSSandbox", "PushgateDispatch",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -11,6 +11,6 @@ struct PushgateCommand: AsyncParsableCommand {
             templates/). Check them with `pushgate templates check`; preview a payload with \
             `pushgate templates render --pns apns --set message=Hello --set user=alice`.
             """,
-        subcommands: [SandboxCommand.self, TemplatesCommand.self, VersionCommand.self]
+        subcommands: [SandboxCommand.self, TemplatesCommand.self, BenchCommand.self, VersionCommand.self]
     )
 }

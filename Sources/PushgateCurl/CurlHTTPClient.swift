@@ -59,15 +59,17 @@ public final class CurlHTTPClient: @unchecked Sendable {
         let result: Result<CurlResponse, CurlError> = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Result<CurlResponse, CurlError>, Never>) in
                 let transfer = Transfer(id: id, request: request, continuation: continuation)
-                let accepted = shared.withLock { state -> Bool in
-                    guard !state.isShutdown else { return false }
+                // Wake the loop only when the queue goes from empty to non-empty: a busy loop drains
+                // the queue on its next turn anyway, and every wakeup is a syscall.
+                let (accepted, wake) = shared.withLock { state -> (Bool, Bool) in
+                    guard !state.isShutdown else { return (false, false) }
                     state.submissions.append(transfer)
-                    return true
+                    return (true, state.submissions.count == 1)
                 }
-                if accepted {
-                    curl_multi_wakeup(multi)
-                } else {
+                if !accepted {
                     transfer.finish(.failure(CurlError.shutDown))
+                } else if wake {
+                    curl_multi_wakeup(multi)
                 }
             }
         } onCancel: {
@@ -101,6 +103,17 @@ public final class CurlHTTPClient: @unchecked Sendable {
     private func runLoop() {
         var active: [UInt64: Transfer] = [:]
         var byHandle: [UnsafeMutableRawPointer: UInt64] = [:]
+        // Easy handles are reused: creating one per request (and its buffers) costs more than the
+        // request itself at high rates. Only the loop thread touches the pool.
+        var pool: [UnsafeMutableRawPointer] = []
+        let recycle: (UnsafeMutableRawPointer) -> Void = { pool.append($0) }
+        // Backpressure: curl gets at most as many transfers as its connections can carry at once.
+        // Handing it more makes it re-scan a pending list on every event (O(n) per transfer).
+        let capacity =
+            configuration.maximumConnectionsPerHost
+            * (configuration.httpVersion == .http2 ? configuration.maximumStreamsPerConnection : 1)
+        var waiting: [Transfer] = []
+        var waitingHead = 0
         while true {
             let (submissions, cancellations, isShutdown) = shared.withLock { state in
                 defer {
@@ -109,19 +122,36 @@ public final class CurlHTTPClient: @unchecked Sendable {
                 }
                 return (state.submissions, state.cancellations, state.isShutdown)
             }
-            for transfer in submissions {
-                do {
-                    let easy = try transfer.start(configuration: configuration)
+            waiting.append(contentsOf: submissions)
+            while active.count < capacity, waitingHead < waiting.count {
+                let transfer = waiting[waitingHead]
+                waitingHead += 1
+                do throws(CurlError) {
+                    let handle: UnsafeMutableRawPointer
+                    if let pooled = pool.popLast() {
+                        handle = pooled
+                    } else {
+                        handle = try Transfer.makeHandle(configuration: configuration)
+                    }
+                    let easy = try transfer.start(on: handle)
                     curl_multi_add_handle(multi, easy)
                     active[transfer.id] = transfer
                     byHandle[easy] = transfer.id
                 } catch {
+                    transfer.cleanUp(returning: recycle)
                     transfer.finish(.failure(error))
                 }
             }
+            if waitingHead > 4096, waitingHead * 2 > waiting.count {
+                waiting.removeFirst(waitingHead)
+                waitingHead = 0
+            }
             for id in cancellations {
                 guard let transfer = active.removeValue(forKey: id), let easy = transfer.easy else {
-                    // Not started yet: it may still be in a later batch of submissions.
+                    // Not started yet: waiting here, or still in the shared queue.
+                    if let index = waiting[waitingHead...].firstIndex(where: { $0.id == id }) {
+                        waiting.remove(at: index).finish(.failure(CurlError.cancelled))
+                    }
                     shared.withLock { state in
                         if let index = state.submissions.firstIndex(where: { $0.id == id }) {
                             state.submissions.remove(at: index).finish(.failure(CurlError.cancelled))
@@ -132,7 +162,7 @@ public final class CurlHTTPClient: @unchecked Sendable {
                 byHandle[easy] = nil
                 curl_multi_remove_handle(multi, easy)
                 transfer.finish(.failure(CurlError.cancelled))
-                transfer.cleanUp()
+                transfer.cleanUp(returning: recycle)
             }
             if isShutdown {
                 for (_, transfer) in active {
@@ -141,11 +171,15 @@ public final class CurlHTTPClient: @unchecked Sendable {
                     transfer.cleanUp()
                 }
                 active.removeAll()
+                for transfer in waiting[waitingHead...] { transfer.finish(.failure(CurlError.shutDown)) }
+                waiting.removeAll()
                 let late = shared.withLock { state in
                     defer { state.submissions.removeAll() }
                     return state.submissions
                 }
                 for transfer in late { transfer.finish(.failure(CurlError.shutDown)) }
+                for easy in pool { curl_easy_cleanup(easy) }
+                pool.removeAll()
                 curl_multi_cleanup(multi)
                 let continuation = loopFinished.withLock { finished -> CheckedContinuation<Void, Never>? in
                     finished = true
@@ -168,10 +202,12 @@ public final class CurlHTTPClient: @unchecked Sendable {
                 let code = message.pointee.data.result
                 curl_multi_remove_handle(multi, easy)
                 transfer.complete(code: code)
-                transfer.cleanUp()
+                transfer.cleanUp(returning: recycle)
             }
             var ready: Int32 = 0
-            curl_multi_poll(multi, nil, 0, 1000, &ready)
+            // Completions freed capacity while transfers wait: start them before sleeping.
+            let moreToStart = waitingHead < waiting.count && active.count < capacity
+            curl_multi_poll(multi, nil, 0, moreToStart ? 0 : 1000, &ready)
         }
     }
 }

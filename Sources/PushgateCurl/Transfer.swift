@@ -32,38 +32,38 @@ final class Transfer: @unchecked Sendable {
         continuation?.resume(returning: result)
     }
 
-    /// Creates and configures the easy handle. Loop thread only.
-    func start(configuration: CurlHTTPClientConfiguration) throws(CurlError) -> UnsafeMutableRawPointer {
-        guard let easy = curl_easy_init() else { throw CurlError(CURLE_OUT_OF_MEMORY) }
+    /// Configures a pooled easy handle for this request (only what differs per request; the
+    /// static options were set when the pool made the handle). Loop thread only.
+    func start(on easy: UnsafeMutableRawPointer) throws(CurlError) -> UnsafeMutableRawPointer {
         self.easy = easy
         func set(_ option: CURLoption, _ value: Int) throws(CurlError) {
             let code = pushgate_easy_setopt_long(easy, option, value)
             if code != CURLE_OK { throw CurlError(code) }
         }
-        func set(_ option: CURLoption, _ value: String) throws(CurlError) {
-            let code = value.withCString { pushgate_easy_setopt_string(easy, option, $0) }
+        func set(_ option: CURLoption, _ value: String?) throws(CurlError) {
+            let code: CURLcode
+            if let value {
+                code = value.withCString { pushgate_easy_setopt_string(easy, option, $0) }
+            } else {
+                code = pushgate_easy_setopt_pointer(easy, option, nil)
+            }
             if code != CURLE_OK { throw CurlError(code) }
         }
         try set(CURLOPT_URL, request.url)
-        if Transfer.verbose { try set(CURLOPT_VERBOSE, 1) }
-        try set(CURLOPT_NOSIGNAL, 1)
-        try set(CURLOPT_PIPEWAIT, 1)
-        try set(CURLOPT_HTTP_VERSION, configuration.httpVersion == .http2 ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1)
-        try set(CURLOPT_CONNECTTIMEOUT_MS, configuration.connectTimeoutMilliseconds)
-        try set(CURLOPT_TIMEOUT_MS, configuration.totalTimeoutMilliseconds)
-        try set(CURLOPT_SSL_VERIFYPEER, configuration.verifyPeer ? 1 : 0)
-        try set(CURLOPT_SSL_VERIFYHOST, configuration.verifyPeer ? 2 : 0)
-        if let caFile = configuration.caFile { try set(CURLOPT_CAINFO, caFile) }
-        if let certificate = configuration.clientCertificateFile { try set(CURLOPT_SSLCERT, certificate) }
-        if let key = configuration.clientKeyFile { try set(CURLOPT_SSLKEY, key) }
         errorBuffer.withUnsafeMutableBufferPointer { buffer in
+            buffer[0] = 0
             _ = pushgate_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, buffer.baseAddress)
         }
-
         switch request.method {
-        case "GET": try set(CURLOPT_HTTPGET, 1)
-        case "POST": try set(CURLOPT_POST, 1)
-        default: try set(CURLOPT_CUSTOMREQUEST, request.method)
+        case "GET":
+            try set(CURLOPT_CUSTOMREQUEST, nil)
+            try set(CURLOPT_HTTPGET, 1)
+        case "POST":
+            try set(CURLOPT_CUSTOMREQUEST, nil)
+            try set(CURLOPT_POST, 1)
+        default:
+            try set(CURLOPT_POST, 1)
+            try set(CURLOPT_CUSTOMREQUEST, request.method)
         }
         if request.method != "GET" {
             let copy = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(request.body.count, 1))
@@ -83,10 +83,41 @@ final class Transfer: @unchecked Sendable {
         _ = pushgate_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, list)
 
         let context = Unmanaged.passUnretained(self).toOpaque()
-        _ = pushgate_easy_setopt_write_function(easy, transferWriteCallback)
         _ = pushgate_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context)
-        _ = pushgate_easy_setopt_header_function(easy, transferHeaderCallback)
         _ = pushgate_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context)
+        return easy
+    }
+
+    /// A new easy handle with the options every request of a client shares.
+    static func makeHandle(configuration: CurlHTTPClientConfiguration) throws(CurlError) -> UnsafeMutableRawPointer {
+        guard let easy = curl_easy_init() else { throw CurlError(CURLE_OUT_OF_MEMORY) }
+        func set(_ option: CURLoption, _ value: Int) throws(CurlError) {
+            let code = pushgate_easy_setopt_long(easy, option, value)
+            if code != CURLE_OK {
+                curl_easy_cleanup(easy)
+                throw CurlError(code)
+            }
+        }
+        func set(_ option: CURLoption, _ value: String) throws(CurlError) {
+            let code = value.withCString { pushgate_easy_setopt_string(easy, option, $0) }
+            if code != CURLE_OK {
+                curl_easy_cleanup(easy)
+                throw CurlError(code)
+            }
+        }
+        if verbose { try set(CURLOPT_VERBOSE, 1) }
+        try set(CURLOPT_NOSIGNAL, 1)
+        try set(CURLOPT_PIPEWAIT, 1)
+        try set(CURLOPT_HTTP_VERSION, configuration.httpVersion == .http2 ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1)
+        try set(CURLOPT_CONNECTTIMEOUT_MS, configuration.connectTimeoutMilliseconds)
+        try set(CURLOPT_TIMEOUT_MS, configuration.totalTimeoutMilliseconds)
+        try set(CURLOPT_SSL_VERIFYPEER, configuration.verifyPeer ? 1 : 0)
+        try set(CURLOPT_SSL_VERIFYHOST, configuration.verifyPeer ? 2 : 0)
+        if let caFile = configuration.caFile { try set(CURLOPT_CAINFO, caFile) }
+        if let certificate = configuration.clientCertificateFile { try set(CURLOPT_SSLCERT, certificate) }
+        if let key = configuration.clientKeyFile { try set(CURLOPT_SSLKEY, key) }
+        _ = pushgate_easy_setopt_write_function(easy, transferWriteCallback)
+        _ = pushgate_easy_setopt_header_function(easy, transferHeaderCallback)
         return easy
     }
 
@@ -111,10 +142,12 @@ final class Transfer: @unchecked Sendable {
         finish(.success(CurlResponse(status: status, headers: responseHeaders, body: responseBody, httpVersion: versionText)))
     }
 
-    /// Frees the easy handle, header list and body copy. Loop thread only, after removal from the
-    /// multi handle.
-    func cleanUp() {
-        if let easy { curl_easy_cleanup(easy) }
+    /// Frees the header list and body copy and hands the easy handle back (to the pool, or to
+    /// `curl_easy_cleanup` when nil). Loop thread only, after removal from the multi handle.
+    func cleanUp(returning: ((UnsafeMutableRawPointer) -> Void)? = nil) {
+        if let easy {
+            if let returning { returning(easy) } else { curl_easy_cleanup(easy) }
+        }
         easy = nil
         if let headerList { curl_slist_free_all(headerList) }
         headerList = nil
@@ -122,15 +155,21 @@ final class Transfer: @unchecked Sendable {
         bodyCopy = nil
     }
 
-    /// Records one header line; a new status line (after 1xx or a redirect) starts over.
-    func receivedHeaderLine(_ line: String) {
-        if line.hasPrefix("HTTP/") {
-            responseHeaders.removeAll()
+    /// Records one header line given as raw bytes; a new status line (after 1xx or a redirect)
+    /// starts over. Parsed on bytes: this runs on the loop thread for every header of every answer.
+    func receivedHeaderLine(_ bytes: UnsafeBufferPointer<UInt8>) {
+        if bytes.starts(with: [0x48, 0x54, 0x54, 0x50, 0x2F]) {  // "HTTP/"
+            responseHeaders.removeAll(keepingCapacity: true)
             return
         }
-        guard let colon = line.firstIndex(of: ":") else { return }
-        let name = String(line[..<colon])
-        let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")) else { return }
+        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A }
+        var start = colon + 1
+        var end = bytes.count
+        while start < end, isSpace(bytes[start]) { start += 1 }
+        while end > start, isSpace(bytes[end - 1]) { end -= 1 }
+        let name = String(decoding: UnsafeBufferPointer(rebasing: bytes[..<colon]), as: UTF8.self)
+        let value = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self)
         responseHeaders.append((name: name, value: value))
     }
 }
@@ -151,9 +190,8 @@ private let transferHeaderCallback: @convention(c) (UnsafeMutablePointer<CChar>?
     guard let data, let context else { return 0 }
     let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
     let length = size * count
-    let line = data.withMemoryRebound(to: UInt8.self, capacity: length) { bytes in
-        String(decoding: UnsafeBufferPointer(start: bytes, count: length), as: UTF8.self)
+    data.withMemoryRebound(to: UInt8.self, capacity: length) { bytes in
+        transfer.receivedHeaderLine(UnsafeBufferPointer(start: bytes, count: length))
     }
-    transfer.receivedHeaderLine(line)
     return length
 }

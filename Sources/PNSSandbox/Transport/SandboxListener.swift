@@ -110,7 +110,8 @@ final class SandboxListener: Sendable {
         // GOAWAY(ENHANCE_YOUR_CALM), which fails every transfer in flight with curl error 16 ("Error
         // in the HTTP2 framing layer") — the failure a spike saw. A reset of a closed stream costs a
         // server nothing (RFC 9113 §5.1), so the sandbox tolerates one per stream; the other DoS
-        // limits keep their defaults. Proven by CurlInteropTests and by nghttpd's frame log.
+        // limits keep their defaults. Pushgate itself builds against libcurl 8 (bookworm-backports),
+        // which sends no such resets; the tolerance keeps the sandbox usable from older clients.
         streamConfiguration.streamResetFrameRateLimit.maximumCount = 1_000_000
         _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
             mode: .server,

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Dispatch throughput against the physical limit: the same HTTP/2 + TLS sink (nghttpd) driven by
+# h2load and by Pushgate's dispatch engine (libcurl), in one run, reported as requests/s and ratio.
+#   scripts/bench-dispatch.sh [COUNT] [CONNECTIONS] [STREAMS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+count=${1:-200000}
+connections=${2:-1}
+streams=${3:-100}
+
+scripts/setup.sh >&2
+need=()
+command -v nghttpd >/dev/null || need+=(nghttp2-server)
+command -v h2load >/dev/null || need+=(nghttp2-client)
+command -v openssl >/dev/null || need+=(openssl)
+if [ "${#need[@]}" -gt 0 ]; then
+  sudo_cmd=(); [ "$(id -u)" -ne 0 ] && sudo_cmd=(sudo)
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${need[@]}" >&2
+fi
+
+echo "building release…" >&2
+swift build -c release --product pushgate >&2
+bin=.build/release/pushgate
+
+work=$(mktemp -d)
+trap 'kill "${sink:-0}" 2>/dev/null || true; rm -rf "$work"' EXIT
+token=$(printf 'ab%.0s' $(seq 1 32))
+mkdir -p "$work/docroot/3/device"
+: > "$work/docroot/3/device/$token"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$work/key.pem" -out "$work/cert.pem" \
+  -days 1 -subj "/CN=localhost" -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" 2>/dev/null
+port=$((20000 + RANDOM % 20000))
+nghttpd --htdocs="$work/docroot" --max-concurrent-streams=$((streams * 2)) "$port" "$work/key.pem" "$work/cert.pem" >/dev/null 2>&1 &
+sink=$!
+sleep 1
+payload='{"aps":{"alert":"From bench: throughput"}}'
+printf '%s' "$payload" > "$work/payload.json"
+
+echo "== h2load: $count requests, $connections connection(s), $streams streams each"
+h2load_out=$(h2load -n "$count" -c "$connections" -m "$streams" -d "$work/payload.json" \
+  -H 'apns-push-type: alert' -H 'apns-topic: com.example.bench' "https://127.0.0.1:$port/3/device/$token")
+echo "$h2load_out" | grep -E "^finished in|^requests:|^status codes:"
+h2_rate=$(echo "$h2load_out" | sed -nE 's/^finished in .*, ([0-9.]+) req\/s.*/\1/p')
+
+echo "== pushgate dispatch: $count notifications, $connections connection(s), $streams streams each"
+pg_out=$("$bin" bench dispatch --url "https://127.0.0.1:$port" --ca-file "$work/cert.pem" --count "$count" \
+  --connections "$connections" --streams "$streams" --token "$token")
+echo "$pg_out"
+pg_rate=$(echo "$pg_out" | sed -nE 's/.* = ([0-9]+) notifications\/s/\1/p')
+
+ratio=$(awk -v a="$pg_rate" -v b="$h2_rate" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }')
+echo "== result: h2load ${h2_rate} req/s, pushgate ${pg_rate} notifications/s, ratio ${ratio}"
