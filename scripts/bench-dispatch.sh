@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Dispatch throughput against the physical limit: the same HTTP/2 + TLS sink (nghttpd) driven by
 # h2load and by Pushgate's dispatch engine (libcurl), in one run, reported as requests/s and ratio.
-#   scripts/bench-dispatch.sh [COUNT] [CONNECTIONS] [STREAMS]
+#   scripts/bench-dispatch.sh [COUNT] [CONNECTIONS] [STREAMS] [POOLS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 count=${1:-200000}
 connections=${2:-1}
 streams=${3:-100}
+pools=${4:-2}
 
 scripts/setup.sh >&2
 need=()
@@ -42,9 +43,9 @@ h2load_out=$(h2load -n "$count" -c "$connections" -m "$streams" -d "$work/payloa
 echo "$h2load_out" | grep -E "^finished in|^requests:|^status codes:"
 h2_rate=$(echo "$h2load_out" | sed -nE 's/^finished in .*, ([0-9.]+) req\/s.*/\1/p')
 
-echo "== pushgate dispatch: $count notifications, $connections connection(s), $streams streams each"
+echo "== pushgate dispatch: $count notifications, $pools pool(s) x $connections connection(s), $streams streams each"
 pg_out=$("$bin" bench dispatch --url "https://127.0.0.1:$port" --ca-file "$work/cert.pem" --count "$count" \
-  --connections "$connections" --streams "$streams" --token "$token")
+  --connections "$connections" --streams "$streams" --pools "$pools" --token "$token")
 echo "$pg_out"
 pg_rate=$(echo "$pg_out" | sed -nE 's/.* = ([0-9]+) notifications\/s/\1/p')
 

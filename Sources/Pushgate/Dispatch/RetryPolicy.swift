@@ -1,3 +1,5 @@
+import Synchronization
+
 /// How deliveries are retried: bounded attempts, exponential backoff with jitter, `Retry-After`
 /// honoured (capped), and a per-message deadline after which nothing is retried.
 ///
@@ -68,7 +70,7 @@ public struct RetryStateMachine: Sendable {
     /// - Parameters:
     ///   - startedAt: when the first attempt starts (seconds, any epoch; the same clock as `now`).
     ///   - seed: seeds the jitter (tests pass a fixed seed; the default is random).
-    public init(policy: RetryPolicy, startedAt: Double, seed: UInt64 = UInt64.random(in: .min ... .max)) {
+    public init(policy: RetryPolicy, startedAt: Double, seed: UInt64 = JitterSeeds.next()) {
         self.policy = policy
         self.deadline = startedAt + policy.deadlineSeconds
         self.random = SplitMix64(seed: seed)
@@ -96,6 +98,18 @@ public struct RetryStateMachine: Sendable {
             guard now + delay < deadline else { return .finish }
             return .retry(afterSeconds: delay)
         }
+    }
+}
+
+/// Seeds for retry jitter: one system-random base per process, then a counter through SplitMix64.
+/// (Drawing each seed from the system generator cost a `getrandom` syscall per delivery.)
+public enum JitterSeeds {
+    private static let base = UInt64.random(in: .min ... .max)
+    private static let counter = Atomic<UInt64>(0)
+
+    public static func next() -> UInt64 {
+        var mixer = SplitMix64(seed: base &+ counter.wrappingAdd(1, ordering: .relaxed).oldValue)
+        return mixer.next()
     }
 }
 

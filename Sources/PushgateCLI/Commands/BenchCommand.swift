@@ -30,6 +30,9 @@ struct BenchCommand: AsyncParsableCommand {
         @Option(help: "Concurrent streams per connection.")
         var streams: Int = 100
 
+        @Option(help: "Connection pools (each with its own libcurl loop thread and connections).")
+        var pools: Int = 1
+
         @Option(help: "Device token (hex) in the request path.")
         var token: String = String(repeating: "ab", count: 32)
 
@@ -38,10 +41,11 @@ struct BenchCommand: AsyncParsableCommand {
 
         func run() async throws {
             let transport = try CurlPushTransport(
-                configuration: .init(caFile: caFile, maximumConnectionsPerHost: connections, maximumStreamsPerConnection: streams))
+                configuration: .init(caFile: caFile, maximumConnectionsPerHost: connections, maximumStreamsPerConnection: streams),
+                pools: pools)
             let provider = APNSProvider(
                 endpoint: url, topic: "com.example.bench", tokens: nil, transport: transport, policy: .none, clock: SystemDispatchClock(),
-                maximumInFlight: connections * streams * 2)
+                maximumInFlight: pools * connections * streams * 2)
             let payload = try PlatformTemplate(
                 platform: .apns, template: try Template(json: #"{"aps":{"alert":"{'From ' + $(user) + ': ' + $(message)}"}}"#),
                 headers: [("apns-push-type", "alert"), ("apns-priority", "10")]
