@@ -13,12 +13,17 @@ public final class Dispatcher: Sendable {
 
     /// Delivers the rendered `payloads` (one per platform) to `targets`.
     ///
-    /// Targets of a platform with no payload or no configured provider get `Skipped`.
+    /// Targets of a platform with no payload or no configured provider get `Skipped`. Every
+    /// outcome is counted; per-target results are kept up to `maximumReportedTargets` (failures
+    /// first once the limit is reached), so memory stays bounded however many targets stream in.
+    /// Handle changes (removals, canonical replacements) are all returned, for the store to apply.
     public func dispatch(
         notificationID: String, selection: PlatformSelection, payloads: [Platform: RenderedNotification],
-        targets: some AsyncSequence<[DispatchTarget], Never>
-    ) async -> NotificationResult {
+        targets: some AsyncSequence<[DispatchTarget], Never>, maximumReportedTargets: Int = 10_000
+    ) async -> DispatchSummary {
         var results: [TargetResult] = []
+        var counts: [Platform: [Outcome: Int]] = [:]
+        var handleUpdates: [HandleUpdate] = []
         for await batch in targets {
             let byPlatform = Dictionary(grouping: batch.filter { selection.contains($0.handle.platform) }, by: \.handle.platform)
             let reports = await withTaskGroup(of: [DeliveryReport].self) { group in
@@ -38,17 +43,28 @@ public final class Dispatcher: Sendable {
                 }
                 return await group.reduce(into: [DeliveryReport]()) { $0.append(contentsOf: $1) }
             }
-            results.append(contentsOf: reports.map(\.targetResult))
+            for report in reports {
+                counts[report.target.handle.platform, default: [:]][report.verdict.outcome, default: 0] += 1
+                if let change = report.verdict.handleChange {
+                    handleUpdates.append(
+                        HandleUpdate(target: report.target, change: change, outcome: report.verdict.outcome, reason: report.verdict.reason))
+                }
+                if results.count < maximumReportedTargets {
+                    results.append(report.targetResult)
+                } else if !report.verdict.outcome.isSuccess, let index = results.lastIndex(where: { $0.outcome.isSuccess }) {
+                    results[index] = report.targetResult
+                }
+            }
         }
-        return NotificationResult(notificationID: notificationID, selection: selection, targets: results)
+        return DispatchSummary(
+            result: NotificationResult(notificationID: notificationID, selection: selection, counts: counts, targets: results),
+            handleUpdates: handleUpdates)
     }
 
     /// Delivers to an in-memory list of targets.
     public func dispatch(
         notificationID: String, selection: PlatformSelection, payloads: [Platform: RenderedNotification], targets: [DispatchTarget]
-    )
-        async -> NotificationResult
-    {
+    ) async -> DispatchSummary {
         await dispatch(
             notificationID: notificationID, selection: selection, payloads: payloads,
             targets: AsyncStream { continuation in
@@ -61,4 +77,20 @@ public final class Dispatcher: Sendable {
     public func shutdown() async {
         for provider in providers.values { await provider.shutdown() }
     }
+}
+
+/// What a dispatch produced: the unified result, and the handle changes the services asked for.
+public struct DispatchSummary: Sendable {
+    public var result: NotificationResult
+    /// Every removal and canonical replacement, whether or not its target is listed in `result`.
+    public var handleUpdates: [HandleUpdate]
+}
+
+/// A stored handle to change because of a push service's answer.
+public struct HandleUpdate: Sendable, Hashable {
+    public var target: DispatchTarget
+    public var change: HandleChange
+    /// What the service said (recorded with the removal).
+    public var outcome: Outcome
+    public var reason: String?
 }

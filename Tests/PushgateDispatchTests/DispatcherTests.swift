@@ -25,7 +25,8 @@ import Testing
                 continuation.finish()
             }
             let result = await fixture.dispatcher.dispatch(
-                notificationID: "n-10k", selection: .all, payloads: try Payloads.all, targets: batches)
+                notificationID: "n-10k", selection: .all, payloads: try Payloads.all, targets: batches
+            ).result
             #expect(result.state == .completed)
             #expect(result.targets.count == 10_000)
             #expect(result.successCount == 10_000, "\(result.platforms.map { ($0.platform, $0.counts) })")
@@ -44,13 +45,40 @@ import Testing
             let dispatcher = Dispatcher(providers: [fixture.apns])
             let result = await dispatcher.dispatch(
                 notificationID: "n", selection: try PlatformSelection(parsing: "apns,wns"), payloads: try Payloads.all,
-                targets: [apns, wns, fcm])
+                targets: [apns, wns, fcm]
+            ).result
             #expect(result.targets.map(\.platform).sorted() == [.apns, .wns])
             #expect(result.targets.first(where: { $0.platform == .wns })?.outcome == .skipped)
             #expect(result.targets.first(where: { $0.platform == .wns })?.reason == "WNS is not configured")
             #expect(result.platforms.map(\.platform) == [.apns, .wns])
-            let none = await dispatcher.dispatch(notificationID: "n2", selection: .all, payloads: [:], targets: [])
+            let none = await dispatcher.dispatch(notificationID: "n2", selection: .all, payloads: [:], targets: []).result
             #expect(none.state == .noTargetFound)
+        }
+    }
+
+    @Test func largeFanOutsCountEverythingButListABoundedNumberOfTargetsFailuresFirst() async throws {
+        try await DispatchFixture.with { fixture in
+            var targets: [DispatchTarget] = []
+            for _ in 0..<30 { targets.append(await fixture.target(.apns).1) }
+            let (goneDevice, gone) = await fixture.target(.apns)
+            await fixture.sandbox.state.setStatus(.uninstalled, deviceID: goneDevice.id)
+            let (moved, movedTarget) = await fixture.target(.gcm)
+            await fixture.sandbox.state.setCanonicalHandle("canonical-" + String(repeating: "q", count: 30), deviceID: moved.id)
+            targets += [gone, movedTarget]
+            let summary = await fixture.dispatcher.dispatch(
+                notificationID: "n-big", selection: .all, payloads: try Payloads.all,
+                targets: AsyncStream { continuation in
+                    continuation.yield(targets)
+                    continuation.finish()
+                }, maximumReportedTargets: 5)
+            #expect(summary.result.targets.count == 5)
+            #expect(summary.result.omittedTargetCount == 27)
+            #expect(summary.result.successCount == 31)
+            #expect(summary.result.failureCount == 1)
+            #expect(summary.result.targets.contains { $0.outcome == .expiredChannel })
+            #expect(
+                Set(summary.handleUpdates.map(\.change)) == [.remove, .replace(with: "canonical-" + String(repeating: "q", count: 30))])
+            #expect(summary.handleUpdates.first { $0.change == .remove }?.target == gone)
         }
     }
 }

@@ -18,11 +18,22 @@ public struct NotificationResult: Sendable, Hashable, Codable {
     public init(notificationID: String, selection: PlatformSelection, targets: [TargetResult]) {
         var counts: [Platform: [Outcome: Int]] = [:]
         for target in targets { counts[target.platform, default: [:]][target.outcome, default: 0] += 1 }
+        self.init(notificationID: notificationID, selection: selection, counts: counts, targets: targets)
+    }
+
+    /// Builds the result from outcome counts per platform (every target counted) and the per-target
+    /// results kept for reporting (possibly fewer, for very large fan-outs).
+    public init(notificationID: String, selection: PlatformSelection, counts: [Platform: [Outcome: Int]], targets: [TargetResult]) {
         let platforms = selection.platforms.map { PlatformSummary(platform: $0, counts: counts[$0] ?? [:]) }
+        let total = platforms.reduce(0) { $0 + $1.total }
+        let unreachable: Set<Outcome> = [.pnsUnreachable, .pnsUnavailable, .abandoned, .tokenProviderUnreachable]
+        let unreachableCount = platforms.reduce(0) { sum, summary in
+            sum + summary.counts.filter { unreachable.contains($0.key) }.reduce(0) { $0 + $1.value }
+        }
         let state: NotificationState
-        if targets.isEmpty {
+        if total == 0 {
             state = .noTargetFound
-        } else if targets.allSatisfy({ [.pnsUnreachable, .pnsUnavailable, .abandoned, .tokenProviderUnreachable].contains($0.outcome) }) {
+        } else if unreachableCount == total {
             state = .abandoned
         } else {
             state = .completed
@@ -30,13 +41,15 @@ public struct NotificationResult: Sendable, Hashable, Codable {
         self.init(notificationID: notificationID, state: state, platforms: platforms, targets: targets)
     }
 
-    /// Targets whose outcome is `Success`.
-    public var successCount: Int { targets.count(where: { $0.outcome.isSuccess }) }
+    /// Targets whose outcome is `Success` (all targets, also those not listed in `targets`).
+    public var successCount: Int { platforms.reduce(0) { $0 + $1.successCount } }
     /// Targets with any other outcome.
-    public var failureCount: Int { targets.count - successCount }
+    public var failureCount: Int { platforms.reduce(0) { $0 + $1.total } - successCount }
+    /// Targets counted but not listed one by one.
+    public var omittedTargetCount: Int { max(0, platforms.reduce(0) { $0 + $1.total } - targets.count) }
 
     enum CodingKeys: String, CodingKey {
-        case notificationID = "notificationId", state, success, failure, platforms, targets
+        case notificationID = "notificationId", state, success, failure, platforms, targets, omittedTargets
     }
 
     public init(from decoder: any Decoder) throws {
@@ -55,6 +68,7 @@ public struct NotificationResult: Sendable, Hashable, Codable {
         try container.encode(failureCount, forKey: .failure)
         try container.encode(platforms, forKey: .platforms)
         try container.encode(targets, forKey: .targets)
+        if omittedTargetCount > 0 { try container.encode(omittedTargetCount, forKey: .omittedTargets) }
     }
 }
 
