@@ -193,7 +193,19 @@ public final class CurlHTTPClient: @unchecked Sendable {
             }
 
             var running: Int32 = 0
-            curl_multi_perform(multi, &running)
+            let performed = curl_multi_perform(multi, &running)
+            if performed != CURLM_OK {
+                // The multi handle itself failed (out of memory, internal error): every transfer on
+                // it is lost. Fail them with the typed error rather than spin.
+                let error = CurlError(multi: performed)
+                for (_, transfer) in active {
+                    if let easy = transfer.easy { curl_multi_remove_handle(multi, easy) }
+                    transfer.finish(.failure(error))
+                    transfer.cleanUp()
+                }
+                active.removeAll()
+                byHandle.removeAll()
+            }
             var remaining: Int32 = 0
             while let message = curl_multi_info_read(multi, &remaining) {
                 guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle,
@@ -207,7 +219,10 @@ public final class CurlHTTPClient: @unchecked Sendable {
             var ready: Int32 = 0
             // Completions freed capacity while transfers wait: start them before sleeping.
             let moreToStart = waitingHead < waiting.count && active.count < capacity
-            curl_multi_poll(multi, nil, 0, moreToStart ? 0 : 1000, &ready)
+            if curl_multi_poll(multi, nil, 0, moreToStart ? 0 : 1000, &ready) != CURLM_OK {
+                // Polling failed (interrupted): continue after a short pause instead of spinning.
+                usleep(1000)
+            }
         }
     }
 }
