@@ -29,28 +29,22 @@ public final class APNSProvider: PushProvider {
     }
 
     private func deliver(_ notification: RenderedNotification, to target: DispatchTarget) async -> DeliveryReport {
-        var lastToken: String?
-        let clock = retry.clock
-        let (verdict, attempts, milliseconds) = await retry.run { refresh in
-            var providerToken: String?
-            if let tokens {
+        let credential: ((Bool, String?) async -> CredentialOutcome)? = tokens.map { tokens in
+            { refresh, previous in
                 do {
-                    providerToken = try await (refresh && lastToken != nil ? tokens.refresh(after: lastToken!) : tokens.token())
+                    return .issued(try await (refresh && previous != nil ? tokens.refresh(after: previous!) : tokens.token()))
                 } catch {
-                    return DeliveryVerdict(outcome: .invalidCredentials, reason: "cannot sign a provider token: \(error)")
+                    return .refused(DeliveryVerdict(outcome: .invalidCredentials, reason: "cannot sign a provider token: \(error)"))
                 }
-                lastToken = providerToken
-            }
-            let request = APNSWire.request(
-                endpoint: endpoint, deviceToken: target.handle.value, notification: notification, topic: topic, providerToken: providerToken
-            )
-            do throws(PushTransportError) {
-                return APNSWire.classify(try await transport.execute(request), now: clock.now())
-            } catch {
-                return .transportFailure(error.failure, detail: error.detail)
             }
         }
-        return DeliveryReport(target: target, verdict: verdict, attempts: attempts, latencyMilliseconds: milliseconds)
+        return await retry.deliver(
+            to: target, transport: transport, credential: credential,
+            request: { token in
+                APNSWire.request(
+                    endpoint: endpoint, deviceToken: target.handle.value, notification: notification, topic: topic, providerToken: token)
+            },
+            classify: APNSWire.classify)
     }
 
     public func shutdown() async { await transport.shutdown() }

@@ -35,26 +35,14 @@ public final class FCMProvider: PushProvider {
     }
 
     private func deliver(_ notification: RenderedNotification, to target: DispatchTarget) async -> DeliveryReport {
-        var lastToken: String?
-        let clock = retry.clock
-        let (verdict, attempts, milliseconds) = await retry.run { refresh in
-            let accessToken: String
-            do {
-                accessToken = try await (refresh && lastToken != nil ? tokens.refresh(after: lastToken!) : tokens.token())
-            } catch {
-                return OAuthFailure.verdict(for: error)
-            }
-            lastToken = accessToken
-            let request = FCMWire.request(
-                endpoint: endpoint, projectID: account.projectID, token: target.handle.value, notification: notification,
-                accessToken: accessToken)
-            do throws(PushTransportError) {
-                return FCMWire.classify(try await transport.execute(request), now: clock.now())
-            } catch {
-                return .transportFailure(error.failure, detail: error.detail)
-            }
-        }
-        return DeliveryReport(target: target, verdict: verdict, attempts: attempts, latencyMilliseconds: milliseconds)
+        await retry.deliver(
+            to: target, transport: transport, credential: OAuthFailure.credential(tokens),
+            request: { accessToken in
+                FCMWire.request(
+                    endpoint: endpoint, projectID: account.projectID, token: target.handle.value, notification: notification,
+                    accessToken: accessToken ?? "")
+            },
+            classify: FCMWire.classify)
     }
 
     public func shutdown() async { await transport.shutdown() }
@@ -62,6 +50,17 @@ public final class FCMProvider: PushProvider {
 
 /// The verdict when no access token could be had.
 enum OAuthFailure {
+    /// A credential source for ``RetryingDelivery/deliver(to:transport:credential:request:classify:)``.
+    static func credential(_ tokens: OAuthTokenManager) -> (Bool, String?) async -> CredentialOutcome {
+        { refresh, previous in
+            do {
+                return .issued(try await (refresh && previous != nil ? tokens.refresh(after: previous!) : tokens.token()))
+            } catch {
+                return .refused(verdict(for: error))
+            }
+        }
+    }
+
     static func verdict(for error: any Error) -> DeliveryVerdict {
         if let error = error as? OAuthError {
             return DeliveryVerdict(outcome: .invalidCredentials, statusCode: error.status, reason: error.description)

@@ -74,6 +74,34 @@ struct RetryingDelivery {
         }
     }
 
+    /// Delivers to one device with retries: takes a credential (`credential(refresh, previous)`,
+    /// nil when the service needs none), builds the request, sends it and classifies the answer.
+    /// A credential failure is itself the verdict.
+    func deliver(
+        to target: DispatchTarget, transport: any PushTransport,
+        credential: ((_ refresh: Bool, _ previous: String?) async -> CredentialOutcome)?,
+        request: (_ credential: String?) -> PushHTTPRequest,
+        classify: (PushHTTPResponse, Double) -> DeliveryVerdict
+    ) async -> DeliveryReport {
+        var previous: String?
+        let (verdict, attempts, milliseconds) = await run { refresh in
+            var current: String?
+            if let credential {
+                switch await credential(refresh, previous) {
+                case .issued(let value): current = value
+                case .refused(let verdict): return verdict
+                }
+                previous = current
+            }
+            do throws(PushTransportError) {
+                return classify(try await transport.execute(request(current)), clock.now())
+            } catch {
+                return .transportFailure(error.failure, detail: error.detail)
+            }
+        }
+        return DeliveryReport(target: target, verdict: verdict, attempts: attempts, latencyMilliseconds: milliseconds)
+    }
+
     static func milliseconds(since start: ContinuousClock.Instant) -> Double {
         let elapsed = ContinuousClock.now - start
         return Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
@@ -102,4 +130,10 @@ func boundedConcurrentMap<Element: Sendable, Result: Sendable>(
         }
         return results.map { $0! }
     }
+}
+
+/// A credential for one attempt: issued, or refused with the verdict to report.
+enum CredentialOutcome: Sendable {
+    case issued(String)
+    case refused(DeliveryVerdict)
 }

@@ -38,24 +38,12 @@ public final class WNSProvider: PushProvider {
                 target: target, verdict: DeliveryVerdict(outcome: .badChannel, reason: error.description), attempts: 0,
                 latencyMilliseconds: 0)
         }
-        var lastToken: String?
-        let clock = retry.clock
-        let (verdict, attempts, milliseconds) = await retry.run { refresh in
-            let accessToken: String
-            do {
-                accessToken = try await (refresh && lastToken != nil ? tokens.refresh(after: lastToken!) : tokens.token())
-            } catch {
-                return OAuthFailure.verdict(for: error)
-            }
-            lastToken = accessToken
-            let request = WNSWire.request(channelURI: target.handle.value, notification: notification, accessToken: accessToken)
-            do throws(PushTransportError) {
-                return WNSWire.classify(try await transport.execute(request), now: clock.now())
-            } catch {
-                return .transportFailure(error.failure, detail: error.detail)
-            }
-        }
-        return DeliveryReport(target: target, verdict: verdict, attempts: attempts, latencyMilliseconds: milliseconds)
+        return await retry.deliver(
+            to: target, transport: transport, credential: OAuthFailure.credential(tokens),
+            request: { accessToken in
+                WNSWire.request(channelURI: target.handle.value, notification: notification, accessToken: accessToken ?? "")
+            },
+            classify: WNSWire.classify)
     }
 
     public func shutdown() async { await transport.shutdown() }
