@@ -32,6 +32,11 @@ let package = Package(
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
         .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .systemLibrary(
             name: "CLibXML2",
             pkgConfig: "libxml-2.0",
             providers: [.apt(["libxml2-dev"])]
@@ -52,6 +57,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The SQLite registration store.
+        .target(name: "PushgateStore", dependencies: ["Pushgate", "CSQLite"]),
         // Reads config.json, template files and secrets from disk and the environment.
         .target(name: "PushgateConfig", dependencies: ["Pushgate", "PushgateXML"]),
         // Local APNs, FCM (v1 and legacy) and WNS emulators speaking the real wire protocols.
@@ -89,6 +96,7 @@ let package = Package(
         .testTarget(name: "PushgateTests", dependencies: ["Pushgate"]),
         .testTarget(name: "PushgateXMLTests", dependencies: ["Pushgate", "PushgateXML"]),
         .testTarget(name: "PushgateCurlTests", dependencies: ["PushgateCurl"]),
+        .testTarget(name: "PushgateStoreTests", dependencies: ["PushgateStore", "Pushgate"]),
         .testTarget(name: "PushgateDispatchTests", dependencies: ["PushgateDispatch", "PNSSandbox", "PushgateCurl", "Pushgate"]),
         .testTarget(
             name: "PNSSandboxTests",

@@ -1,0 +1,16 @@
+#ifndef PUSHGATE_CSQLITE_SHIM_H
+#define PUSHGATE_CSQLITE_SHIM_H
+
+#include <sqlite3.h>
+
+// SQLITE_TRANSIENT is a macro casting -1 to a function pointer, which Swift cannot import. These
+// wrappers bind copies of the caller's bytes (SQLite copies them before returning).
+static inline int pushgate_sqlite_bind_text(sqlite3_stmt *statement, int index, const char *text, int length) {
+    return sqlite3_bind_text(statement, index, text, length, SQLITE_TRANSIENT);
+}
+
+static inline int pushgate_sqlite_bind_blob(sqlite3_stmt *statement, int index, const void *bytes, int length) {
+    return sqlite3_bind_blob(statement, index, bytes, length, SQLITE_TRANSIENT);
+}
+
+#endif

@@ -1,0 +1,76 @@
+/// A registration store in memory: for tests and throwaway setups. Same semantics as the SQLite
+/// store.
+public actor InMemoryRegistrationStore: RegistrationStore {
+    /// How long a created but unused registration id stays valid, in seconds. Default one day.
+    public let reservationLifetime: Double
+    private var reserved: [AppID: [RegistrationID: Timestamp]] = [:]
+    private var registrations: [AppID: [RegistrationID: Registration]] = [:]
+    private var removalLog: [AppID: [HandleRemoval]] = [:]
+
+    public init(reservationLifetime: Double = 86400) { self.reservationLifetime = reservationLifetime }
+
+    public func createRegistrationID(app: AppID, now: Timestamp) throws(StoreError) -> RegistrationID {
+        let id = RegistrationID.random()
+        reserved[app, default: [:]][id] = now.adding(seconds: reservationLifetime)
+        return id
+    }
+
+    public func registrationIDs(handle: String, app: AppID) throws(StoreError) -> [RegistrationID] {
+        (registrations[app] ?? [:]).values.filter { $0.handle.value == handle }.map(\.id).sorted()
+    }
+
+    public func upsert(_ registration: Registration, now: Timestamp) throws(StoreError) {
+        let app = registration.app
+        if registrations[app]?[registration.id] == nil {
+            guard let expiry = reserved[app]?[registration.id], now < expiry else { throw .gone(registration.id) }
+            reserved[app]?[registration.id] = nil
+        }
+        registrations[app, default: [:]][registration.id] = registration
+    }
+
+    public func registration(id: RegistrationID, app: AppID) throws(StoreError) -> Registration? { registrations[app]?[id] }
+
+    public func delete(id: RegistrationID, app: AppID) throws(StoreError) -> Bool {
+        reserved[app]?[id] = nil
+        return registrations[app]?.removeValue(forKey: id) != nil
+    }
+
+    public nonisolated func registrations(
+        matching expression: TagExpression, platforms: PlatformSelection, app: AppID, batchSize: Int, now: Timestamp
+    ) -> AsyncThrowingStream<[Registration], any Error> {
+        AsyncThrowingStream { continuation in
+            Task {
+                let all = await self.snapshot(app: app).filter {
+                    platforms.contains($0.platform) && !$0.isExpired(at: now) && expression.matches($0.tags)
+                }
+                for start in stride(from: 0, to: all.count, by: max(1, batchSize)) {
+                    continuation.yield(Array(all[start..<min(start + batchSize, all.count)]))
+                }
+                continuation.finish()
+            }
+        }
+    }
+
+    private func snapshot(app: AppID) -> [Registration] { (registrations[app] ?? [:]).values.sorted { $0.id < $1.id } }
+
+    public func apply(_ changes: [StoredHandleChange], app: AppID, now: Timestamp) throws(StoreError) {
+        for change in changes {
+            guard var registration = registrations[app]?[change.registrationID] else { continue }
+            switch change.change {
+            case .remove:
+                registrations[app]?[change.registrationID] = nil
+                removalLog[app, default: []].append(
+                    HandleRemoval(
+                        registrationID: registration.id, platform: registration.platform, handle: registration.handle.masked,
+                        outcome: change.outcome, reason: change.reason, removedAt: now))
+            case .replace(let handle):
+                registration.handle = DeviceHandle(uncheckedPlatform: registration.platform, value: handle)
+                registrations[app]?[change.registrationID] = registration
+            }
+        }
+    }
+
+    public func removals(app: AppID, limit: Int) throws(StoreError) -> [HandleRemoval] {
+        Array((removalLog[app] ?? []).reversed().prefix(limit))
+    }
+}

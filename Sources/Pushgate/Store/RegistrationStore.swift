@@ -1,0 +1,83 @@
+/// Where registrations live. The gateway's only persistence seam; ``InMemoryRegistrationStore``
+/// and the SQLite store implement it.
+public protocol RegistrationStore: Sendable {
+    /// A new registration id, reserved until it is used or expires (`POST /api/register`).
+    func createRegistrationID(app: AppID, now: Timestamp) async throws(StoreError) -> RegistrationID
+    /// Ids of registrations holding `handle` (`POST /api/register?handle=`).
+    func registrationIDs(handle: String, app: AppID) async throws(StoreError) -> [RegistrationID]
+    /// Creates or replaces a registration. Fails with `.gone` when the id was never issued or has
+    /// expired (the tutorial client re-registers on 410).
+    func upsert(_ registration: Registration, now: Timestamp) async throws(StoreError)
+    func registration(id: RegistrationID, app: AppID) async throws(StoreError) -> Registration?
+    /// Deletes a registration; false when there was none.
+    func delete(id: RegistrationID, app: AppID) async throws(StoreError) -> Bool
+    /// Registrations on `platforms` whose tags satisfy `expression`, in batches of at most
+    /// `batchSize` (never all at once).
+    func registrations(
+        matching expression: TagExpression, platforms: PlatformSelection, app: AppID, batchSize: Int, now: Timestamp
+    )
+        -> AsyncThrowingStream<[Registration], any Error>
+    /// Applies what the push services said about handles: removes gone ones (recording when, which
+    /// handle and why) and replaces canonical ones.
+    func apply(_ changes: [StoredHandleChange], app: AppID, now: Timestamp) async throws(StoreError)
+    /// The recorded removals, newest first.
+    func removals(app: AppID, limit: Int) async throws(StoreError) -> [HandleRemoval]
+}
+
+/// A handle change to store: remove the registration, or replace its handle.
+public struct StoredHandleChange: Sendable, Hashable {
+    public var registrationID: RegistrationID
+    public var change: HandleChange
+    public var outcome: Outcome
+    public var reason: String?
+
+    public init(registrationID: RegistrationID, change: HandleChange, outcome: Outcome, reason: String?) {
+        self.registrationID = registrationID
+        self.change = change
+        self.outcome = outcome
+        self.reason = reason
+    }
+}
+
+/// A registration removed because its service said the handle is gone.
+public struct HandleRemoval: Sendable, Hashable, Codable {
+    public var registrationID: RegistrationID
+    public var platform: Platform
+    /// The handle, masked.
+    public var handle: String
+    public var outcome: Outcome
+    public var reason: String?
+    public var removedAt: Timestamp
+
+    public init(registrationID: RegistrationID, platform: Platform, handle: String, outcome: Outcome, reason: String?, removedAt: Timestamp)
+    {
+        self.registrationID = registrationID
+        self.platform = platform
+        self.handle = handle
+        self.outcome = outcome
+        self.reason = reason
+        self.removedAt = removedAt
+    }
+}
+
+/// A store operation failed.
+public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
+    public enum Kind: String, Sendable, Hashable {
+        /// The registration id is unknown or expired (HTTP 410 Gone).
+        case gone
+        /// The storage failed (disk, corruption, locking).
+        case storage
+    }
+
+    public let kind: Kind
+    public let message: String
+
+    public init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    public static func gone(_ id: RegistrationID) -> StoreError { StoreError(.gone, "registration \(id) is unknown or has expired") }
+
+    public var description: String { message }
+}

@@ -1,0 +1,149 @@
+internal import CSQLite
+import Foundation
+import Pushgate
+
+/// One SQLite database connection with a prepared-statement cache.
+///
+/// Invariant (why `@unchecked Sendable`): it is used only on its owner's serial queue
+/// (``SQLiteRegistrationStore``); nothing else holds it.
+final class SQLiteConnection: @unchecked Sendable {
+    private let database: OpaquePointer
+    private var statements: [String: SQLiteStatement] = [:]
+
+    init(path: String) throws(StoreError) {
+        var handle: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let code = sqlite3_open_v2(path, &handle, flags, nil)
+        guard code == SQLITE_OK, let handle else {
+            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
+            if let handle { sqlite3_close_v2(handle) }
+            throw StoreError(.storage, "cannot open SQLite database \(path): \(message)")
+        }
+        database = handle
+        sqlite3_busy_timeout(database, 5000)
+    }
+
+    deinit {
+        statements.removeAll()
+        sqlite3_close_v2(database)
+    }
+
+    func error(_ what: String) -> StoreError {
+        StoreError(.storage, "\(what): \(String(cString: sqlite3_errmsg(database)))")
+    }
+
+    /// Runs one or more statements without results.
+    func execute(_ sql: String) throws(StoreError) {
+        var message: UnsafeMutablePointer<CChar>?
+        if sqlite3_exec(database, sql, nil, nil, &message) != SQLITE_OK {
+            let text = message.map { String(cString: $0) } ?? "unknown error"
+            sqlite3_free(message)
+            throw StoreError(.storage, "SQL failed: \(text)")
+        }
+    }
+
+    /// A prepared statement for `sql`, reset and cleared, from the cache.
+    func prepare(_ sql: String) throws(StoreError) -> SQLiteStatement {
+        if let cached = statements[sql] {
+            cached.reset()
+            return cached
+        }
+        var handle: OpaquePointer?
+        guard sqlite3_prepare_v2(database, sql, -1, &handle, nil) == SQLITE_OK, let handle else {
+            throw error("cannot prepare \(sql.prefix(60))")
+        }
+        let statement = SQLiteStatement(handle: handle, connection: self)
+        if statements.count < 64 { statements[sql] = statement }
+        return statement
+    }
+
+    /// Runs `body` in an immediate transaction: committed if it returns, rolled back if it throws.
+    func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let value = try body()
+            try execute("COMMIT")
+            return value
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    var userVersion: Int {
+        get throws(StoreError) {
+            let statement = try prepare("PRAGMA user_version")
+            guard try statement.step() else { return 0 }
+            return Int(statement.int64(0))
+        }
+    }
+}
+
+/// A prepared statement. Used only through its connection, on the same queue.
+final class SQLiteStatement: @unchecked Sendable {
+    private let handle: OpaquePointer
+    private unowned let connection: SQLiteConnection
+
+    init(handle: OpaquePointer, connection: SQLiteConnection) {
+        self.handle = handle
+        self.connection = connection
+    }
+
+    deinit { sqlite3_finalize(handle) }
+
+    func reset() {
+        sqlite3_reset(handle)
+        sqlite3_clear_bindings(handle)
+    }
+
+    /// Binds `values` to parameters 1…n in order.
+    @discardableResult
+    func bind(_ values: [SQLiteValue]) throws(StoreError) -> SQLiteStatement {
+        for (offset, value) in values.enumerated() {
+            let index = Int32(offset + 1)
+            let code: Int32
+            switch value {
+            case .null: code = sqlite3_bind_null(handle, index)
+            case .integer(let number): code = sqlite3_bind_int64(handle, index, number)
+            case .real(let number): code = sqlite3_bind_double(handle, index, number)
+            case .text(let text):
+                code = text.withCString { pushgate_sqlite_bind_text(handle, index, $0, Int32(strlen($0))) }
+            }
+            if code != SQLITE_OK { throw connection.error("cannot bind parameter \(index)") }
+        }
+        return self
+    }
+
+    /// Advances to the next row; false when done.
+    func step() throws(StoreError) -> Bool {
+        switch sqlite3_step(handle) {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        default: throw connection.error("statement failed")
+        }
+    }
+
+    /// Runs a statement that returns no rows.
+    func run() throws(StoreError) {
+        while try step() {}
+    }
+
+    func text(_ column: Int32) -> String? {
+        guard let pointer = sqlite3_column_text(handle, column) else { return nil }
+        return String(cString: pointer)
+    }
+
+    func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
+
+    func double(_ column: Int32) -> Double? {
+        sqlite3_column_type(handle, column) == SQLITE_NULL ? nil : sqlite3_column_double(handle, column)
+    }
+}
+
+/// A value bound to a statement parameter.
+enum SQLiteValue: Sendable, Hashable {
+    case null
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+}

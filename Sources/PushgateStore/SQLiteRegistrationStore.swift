@@ -1,0 +1,321 @@
+import Dispatch
+import Foundation
+import Pushgate
+
+/// Registrations in an SQLite file: WAL journal with full synchronisation (a write is on disk
+/// when the call returns), a versioned schema migrated on open, and a tag index so that finding
+/// the registrations of a tag is a B-tree lookup, not a scan.
+///
+/// Every SQLite call runs on the store's own serial queue, never on a Swift concurrency thread.
+///
+/// ```swift
+/// let store = try await SQLiteRegistrationStore.open(path: "pushgate.sqlite")
+/// let id = try await store.createRegistrationID(app: .default, now: now)
+/// ```
+public final class SQLiteRegistrationStore: RegistrationStore {
+    /// How long a created but unused registration id stays valid, in seconds.
+    public let reservationLifetime: Double
+    private let connection: SQLiteConnection
+    private let queue: DispatchQueue
+
+    /// Schema migrations; index + 1 is the version each one produces.
+    static let migrations: [String] = [
+        """
+        CREATE TABLE registrations (
+            app TEXT NOT NULL,
+            id TEXT NOT NULL,
+            platform TEXT NOT NULL,
+            handle TEXT NOT NULL,
+            owner TEXT NOT NULL,
+            template TEXT,
+            expires_at REAL,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            PRIMARY KEY (app, id)
+        ) WITHOUT ROWID;
+        CREATE INDEX registrations_by_handle ON registrations (app, handle);
+        CREATE TABLE registration_tags (
+            app TEXT NOT NULL,
+            tag TEXT NOT NULL,
+            id TEXT NOT NULL,
+            PRIMARY KEY (app, tag, id)
+        ) WITHOUT ROWID;
+        CREATE INDEX registration_tags_by_id ON registration_tags (app, id, tag);
+        CREATE TABLE reserved_ids (
+            app TEXT NOT NULL,
+            id TEXT NOT NULL,
+            expires_at REAL NOT NULL,
+            PRIMARY KEY (app, id)
+        ) WITHOUT ROWID;
+        CREATE TABLE handle_removals (
+            sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+            app TEXT NOT NULL,
+            id TEXT NOT NULL,
+            platform TEXT NOT NULL,
+            handle TEXT NOT NULL,
+            outcome TEXT NOT NULL,
+            reason TEXT,
+            removed_at REAL NOT NULL
+        );
+        """
+    ]
+
+    private init(connection: SQLiteConnection, queue: DispatchQueue, reservationLifetime: Double) {
+        self.connection = connection
+        self.queue = queue
+        self.reservationLifetime = reservationLifetime
+    }
+
+    /// Opens (creating if needed) the database at `path` and migrates it to the current schema.
+    public static func open(path: String, reservationLifetime: Double = 86400) async throws(StoreError) -> SQLiteRegistrationStore {
+        let queue = DispatchQueue(label: "pushgate.store.sqlite")
+        let result: Result<SQLiteConnection, StoreError> = await withCheckedContinuation { continuation in
+            queue.async {
+                do throws(StoreError) {
+                    let connection = try SQLiteConnection(path: path)
+                    try connection.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")
+                    try migrate(connection)
+                    continuation.resume(returning: .success(connection))
+                } catch {
+                    continuation.resume(returning: .failure(error))
+                }
+            }
+        }
+        return SQLiteRegistrationStore(connection: try result.get(), queue: queue, reservationLifetime: reservationLifetime)
+    }
+
+    static func migrate(_ connection: SQLiteConnection) throws(StoreError) {
+        let current = try connection.userVersion
+        guard current <= migrations.count else {
+            throw StoreError(
+                .storage, "the database has schema version \(current), newer than this Pushgate understands (\(migrations.count))")
+        }
+        for version in current..<migrations.count {
+            try connection.transaction { () throws(StoreError) in
+                try connection.execute(migrations[version])
+                try connection.execute("PRAGMA user_version = \(version + 1)")
+            }
+        }
+    }
+
+    /// The schema version of the open database.
+    public func schemaVersion() async throws(StoreError) -> Int {
+        try await run { connection throws(StoreError) in try connection.userVersion }
+    }
+
+    /// Runs `body` with the connection on the store's queue.
+    private func run<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws(StoreError) -> T) async throws(StoreError) -> T {
+        let connection = self.connection
+        let result: Result<T, StoreError> = await withCheckedContinuation { continuation in
+            queue.async {
+                do throws(StoreError) {
+                    continuation.resume(returning: .success(try body(connection)))
+                } catch {
+                    continuation.resume(returning: .failure(error))
+                }
+            }
+        }
+        return try result.get()
+    }
+
+    // MARK: RegistrationStore
+
+    public func createRegistrationID(app: AppID, now: Timestamp) async throws(StoreError) -> RegistrationID {
+        let id = RegistrationID.random()
+        let expiry = now.secondsSinceEpoch + reservationLifetime
+        try await run { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) in
+                try connection.prepare("DELETE FROM reserved_ids WHERE app = ? AND expires_at <= ?").bind([
+                    .text(app.rawValue), .real(now.secondsSinceEpoch),
+                ]).run()
+                try connection.prepare("INSERT INTO reserved_ids (app, id, expires_at) VALUES (?, ?, ?)")
+                    .bind([.text(app.rawValue), .text(id.rawValue), .real(expiry)]).run()
+            }
+        }
+        return id
+    }
+
+    public func registrationIDs(handle: String, app: AppID) async throws(StoreError) -> [RegistrationID] {
+        try await run { connection throws(StoreError) in
+            let statement = try connection.prepare("SELECT id FROM registrations WHERE app = ? AND handle = ? ORDER BY id")
+            try statement.bind([.text(app.rawValue), .text(handle)])
+            var ids: [RegistrationID] = []
+            while try statement.step() {
+                if let text = statement.text(0), let id = try? RegistrationID(text) { ids.append(id) }
+            }
+            return ids
+        }
+    }
+
+    public func upsert(_ registration: Registration, now: Timestamp) async throws(StoreError) {
+        let template: String? = try registration.template.map { template throws(StoreError) in
+            do {
+                return String(decoding: try JSONEncoder().encode(template), as: UTF8.self)
+            } catch {
+                throw StoreError(.storage, "cannot encode the registration template")
+            }
+        }
+        try await run { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) in
+                let app = SQLiteValue.text(registration.app.rawValue)
+                let id = SQLiteValue.text(registration.id.rawValue)
+                let exists = try connection.prepare("SELECT 1 FROM registrations WHERE app = ? AND id = ?").bind([app, id]).step()
+                if !exists {
+                    let reserved = try connection.prepare("SELECT 1 FROM reserved_ids WHERE app = ? AND id = ? AND expires_at > ?")
+                        .bind([app, id, .real(now.secondsSinceEpoch)]).step()
+                    guard reserved else { throw StoreError.gone(registration.id) }
+                    try connection.prepare("DELETE FROM reserved_ids WHERE app = ? AND id = ?").bind([app, id]).run()
+                }
+                try connection.prepare(
+                    """
+                    INSERT INTO registrations (app, id, platform, handle, owner, template, expires_at, created_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (app, id) DO UPDATE SET platform = excluded.platform, handle = excluded.handle, owner = excluded.owner,
+                        template = excluded.template, expires_at = excluded.expires_at, updated_at = excluded.updated_at
+                    """
+                ).bind([
+                    app, id, .text(registration.platform.rawValue), .text(registration.handle.value), .text(registration.owner),
+                    template.map(SQLiteValue.text) ?? .null, registration.expiresAt.map { .real($0.secondsSinceEpoch) } ?? .null,
+                    .real(now.secondsSinceEpoch), .real(now.secondsSinceEpoch),
+                ]).run()
+                try connection.prepare("DELETE FROM registration_tags WHERE app = ? AND id = ?").bind([app, id]).run()
+                for tag in registration.tags {
+                    try connection.prepare("INSERT INTO registration_tags (app, tag, id) VALUES (?, ?, ?)").bind([
+                        app, .text(tag.rawValue), id,
+                    ]).run()
+                }
+            }
+        }
+    }
+
+    public func registration(id: RegistrationID, app: AppID) async throws(StoreError) -> Registration? {
+        try await run { connection throws(StoreError) in
+            try Self.load(ids: [id], app: app, connection: connection).first
+        }
+    }
+
+    public func delete(id: RegistrationID, app: AppID) async throws(StoreError) -> Bool {
+        try await run { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) -> Bool in
+                let values: [SQLiteValue] = [.text(app.rawValue), .text(id.rawValue)]
+                try connection.prepare("DELETE FROM reserved_ids WHERE app = ? AND id = ?").bind(values).run()
+                let existed = try connection.prepare("SELECT 1 FROM registrations WHERE app = ? AND id = ?").bind(values).step()
+                try connection.prepare("DELETE FROM registration_tags WHERE app = ? AND id = ?").bind(values).run()
+                try connection.prepare("DELETE FROM registrations WHERE app = ? AND id = ?").bind(values).run()
+                return existed
+            }
+        }
+    }
+
+    public func registrations(
+        matching expression: TagExpression, platforms: PlatformSelection, app: AppID, batchSize: Int, now: Timestamp
+    ) -> AsyncThrowingStream<[Registration], any Error> {
+        let query = TagQuery(expression: expression, platforms: platforms, app: app, now: now)
+        let batch = max(1, batchSize)
+        return AsyncThrowingStream { continuation in
+            let task = Task {
+                var after = ""
+                do {
+                    while !Task.isCancelled {
+                        let cursor = after
+                        let page = try await self.run { connection throws(StoreError) in
+                            let ids = try query.ids(after: cursor, limit: batch, connection: connection)
+                            return try Self.load(ids: ids, app: app, connection: connection)
+                        }
+                        if page.isEmpty { break }
+                        continuation.yield(page)
+                        if page.count < batch { break }
+                        after = page.last!.id.rawValue
+                    }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    public func apply(_ changes: [StoredHandleChange], app: AppID, now: Timestamp) async throws(StoreError) {
+        guard !changes.isEmpty else { return }
+        try await run { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) in
+                for change in changes {
+                    let values: [SQLiteValue] = [.text(app.rawValue), .text(change.registrationID.rawValue)]
+                    switch change.change {
+                    case .remove:
+                        guard let registration = try Self.load(ids: [change.registrationID], app: app, connection: connection).first else {
+                            continue
+                        }
+                        try connection.prepare(
+                            "INSERT INTO handle_removals (app, id, platform, handle, outcome, reason, removed_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
+                        ).bind(
+                            values + [
+                                .text(registration.platform.rawValue), .text(registration.handle.masked), .text(change.outcome.rawValue),
+                                change.reason.map(SQLiteValue.text) ?? .null, .real(now.secondsSinceEpoch),
+                            ]
+                        ).run()
+                        try connection.prepare("DELETE FROM registration_tags WHERE app = ? AND id = ?").bind(values).run()
+                        try connection.prepare("DELETE FROM registrations WHERE app = ? AND id = ?").bind(values).run()
+                    case .replace(let handle):
+                        try connection.prepare("UPDATE registrations SET handle = ?, updated_at = ? WHERE app = ? AND id = ?")
+                            .bind([.text(handle), .real(now.secondsSinceEpoch)] + values).run()
+                    }
+                }
+            }
+        }
+    }
+
+    public func removals(app: AppID, limit: Int) async throws(StoreError) -> [HandleRemoval] {
+        try await run { connection throws(StoreError) in
+            let statement = try connection.prepare(
+                "SELECT id, platform, handle, outcome, reason, removed_at FROM handle_removals WHERE app = ? ORDER BY sequence DESC LIMIT ?"
+            )
+            try statement.bind([.text(app.rawValue), .integer(Int64(limit))])
+            var result: [HandleRemoval] = []
+            while try statement.step() {
+                guard let id = statement.text(0).flatMap({ try? RegistrationID($0) }),
+                    let platform = statement.text(1).flatMap(Platform.init(rawValue:))
+                else { continue }
+                result.append(
+                    HandleRemoval(
+                        registrationID: id, platform: platform, handle: statement.text(2) ?? "",
+                        outcome: Outcome(rawValue: statement.text(3) ?? ""),
+                        reason: statement.text(4), removedAt: Timestamp(secondsSinceEpoch: statement.double(5) ?? 0)))
+            }
+            return result
+        }
+    }
+
+    // MARK: Loading
+
+    /// Loads full registrations (with tags) for `ids`, in the order of `ids`.
+    static func load(ids: [RegistrationID], app: AppID, connection: SQLiteConnection) throws(StoreError) -> [Registration] {
+        guard !ids.isEmpty else { return [] }
+        let placeholders = Array(repeating: "?", count: ids.count).joined(separator: ",")
+        let values: [SQLiteValue] = [.text(app.rawValue)] + ids.map { .text($0.rawValue) }
+        var tags: [String: [Tag]] = [:]
+        let tagStatement = try connection.prepare("SELECT id, tag FROM registration_tags WHERE app = ? AND id IN (\(placeholders))")
+        try tagStatement.bind(values)
+        while try tagStatement.step() {
+            if let id = tagStatement.text(0), let tag = tagStatement.text(1).flatMap({ try? Tag($0) }) { tags[id, default: []].append(tag) }
+        }
+        let statement = try connection.prepare(
+            "SELECT id, platform, handle, owner, template, expires_at FROM registrations WHERE app = ? AND id IN (\(placeholders))")
+        try statement.bind(values)
+        var byID: [String: Registration] = [:]
+        while try statement.step() {
+            guard let text = statement.text(0), let id = try? RegistrationID(text),
+                let platform = statement.text(1).flatMap(Platform.init(rawValue:)),
+                let handle = statement.text(2)
+            else { continue }
+            let template = statement.text(4).flatMap { try? JSONDecoder().decode(RegistrationTemplate.self, from: Data($0.utf8)) }
+            let registration = try? Registration(
+                app: app, id: id, handle: DeviceHandle(uncheckedPlatform: platform, value: handle), tags: tags[text] ?? [],
+                template: template,
+                expiresAt: statement.double(5).map(Timestamp.init(secondsSinceEpoch:)), owner: statement.text(3) ?? "")
+            byID[text] = registration
+        }
+        return ids.compactMap { byID[$0.rawValue] }
+    }
+}

@@ -1,0 +1,221 @@
+import Foundation
+import Pushgate
+import PushgateStore
+import Testing
+
+/// Makes a fresh store of each kind; the same behaviour is expected of both.
+enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case memory, sqlite
+
+    var testDescription: String { rawValue }
+
+    func make(reservationLifetime: Double = 3600) async throws -> (any RegistrationStore, String?) {
+        switch self {
+        case .memory:
+            return (InMemoryRegistrationStore(reservationLifetime: reservationLifetime), nil)
+        case .sqlite:
+            let path = NSTemporaryDirectory() + "pushgate-store-\(UUID().uuidString).sqlite"
+            return (try await SQLiteRegistrationStore.open(path: path, reservationLifetime: reservationLifetime), path)
+        }
+    }
+}
+
+func cleanUp(_ path: String?) {
+    guard let path else { return }
+    for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+}
+
+let start = Timestamp(secondsSinceEpoch: 1_800_000_000)
+
+func registration(
+    _ id: RegistrationID, _ platform: Platform = .apns, handle: String? = nil, tags: [String], owner: String = "alice",
+    expiresAt: Timestamp? = nil
+) throws
+    -> Registration
+{
+    try Registration(
+        id: id, handle: DeviceHandle(uncheckedPlatform: platform, value: handle ?? "h-\(id.rawValue)"), tags: tags.map { try Tag($0) },
+        expiresAt: expiresAt, owner: owner)
+}
+
+func collect(_ stream: AsyncThrowingStream<[Registration], any Error>) async throws -> [[Registration]] {
+    var batches: [[Registration]] = []
+    for try await batch in stream { batches.append(batch) }
+    return batches
+}
+
+@Suite struct RegistrationStoreTests {
+    @Test(arguments: StoreKind.allCases)
+    func registrationsAreCreatedFromReservedIDsReadAndReplaced(kind: StoreKind) async throws {
+        let (store, path) = try await kind.make()
+        defer { cleanUp(path) }
+        let id = try await store.createRegistrationID(app: .default, now: start)
+        try await store.upsert(try registration(id, tags: ["username:alice", "news"]), now: start)
+        var stored = try #require(try await store.registration(id: id, app: .default))
+        #expect(stored.tags.map(\.rawValue) == ["news", "username:alice"])
+        #expect(stored.owner == "alice")
+        // Replacing keeps the id and swaps the tags and handle.
+        try await store.upsert(
+            try registration(id, .wns, handle: "https://x.notify.windows.com/?token=1", tags: ["username:alice"]), now: start)
+        stored = try #require(try await store.registration(id: id, app: .default))
+        #expect(stored.platform == .wns)
+        #expect(stored.tags.map(\.rawValue) == ["username:alice"])
+        #expect(try await store.registrationIDs(handle: "https://x.notify.windows.com/?token=1", app: .default) == [id])
+        #expect(try await store.registration(id: id, app: try AppID("other")) == nil)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func unknownAndExpiredIDsAreGoneAndNothingIsWritten(kind: StoreKind) async throws {
+        let (store, path) = try await kind.make(reservationLifetime: 60)
+        defer { cleanUp(path) }
+        let never = RegistrationID.random()
+        await #expect(throws: StoreError.gone(never)) { try await store.upsert(try registration(never, tags: ["a"]), now: start) }
+        #expect(try await store.registration(id: never, app: .default) == nil)
+
+        let reserved = try await store.createRegistrationID(app: .default, now: start)
+        await #expect(throws: StoreError.gone(reserved)) {
+            try await store.upsert(try registration(reserved, tags: ["a"]), now: start.adding(seconds: 61))
+        }
+        #expect(try await store.registration(id: reserved, app: .default) == nil)
+        let batches = try await collect(
+            store.registrations(matching: try TagExpression(parsing: "a"), platforms: .all, app: .default, batchSize: 10, now: start))
+        #expect(batches.isEmpty)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func deletingRemovesTheRegistrationAndItsTags(kind: StoreKind) async throws {
+        let (store, path) = try await kind.make()
+        defer { cleanUp(path) }
+        let id = try await store.createRegistrationID(app: .default, now: start)
+        try await store.upsert(try registration(id, tags: ["a"]), now: start)
+        #expect(try await store.delete(id: id, app: .default))
+        #expect(try await !store.delete(id: id, app: .default))
+        #expect(try await store.registration(id: id, app: .default) == nil)
+        #expect(
+            try await collect(store.registrations(matching: .tag(try Tag("a")), platforms: .all, app: .default, batchSize: 5, now: start))
+                .isEmpty)
+        // A deleted id is gone: it cannot be upserted again.
+        await #expect(throws: StoreError.self) { try await store.upsert(try registration(id, tags: ["a"]), now: start) }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func tagExpressionsSelectTheRightRegistrationsInBatches(kind: StoreKind) async throws {
+        let (store, path) = try await kind.make()
+        defer { cleanUp(path) }
+        let layout: [(Platform, [String], Timestamp?)] = [
+            (.apns, ["username:alice", "sports"], nil),
+            (.fcm, ["username:alice"], nil),
+            (.wns, ["username:bob", "sports"], nil),
+            (.gcm, ["username:carol"], nil),
+            (.apns, ["username:alice", "muted"], nil),
+            (.apns, ["username:alice"], start.adding(seconds: -1)),  // expired
+        ]
+        var ids: [RegistrationID] = []
+        for (platform, tags, expiry) in layout {
+            let id = try await store.createRegistrationID(app: .default, now: start)
+            try await store.upsert(try registration(id, platform, tags: tags, expiresAt: expiry), now: start)
+            ids.append(id)
+        }
+        func match(_ text: String, _ platforms: PlatformSelection = .all, batch: Int = 100) async throws -> Set<RegistrationID> {
+            let batches = try await collect(
+                store.registrations(
+                    matching: try TagExpression(parsing: text), platforms: platforms, app: .default, batchSize: batch, now: start))
+            #expect(batches.allSatisfy { $0.count <= batch })
+            return Set(batches.flatMap { $0.map(\.id) })
+        }
+        #expect(try await match("username:alice") == [ids[0], ids[1], ids[4]])
+        #expect(try await match("username:alice || username:bob") == [ids[0], ids[1], ids[2], ids[4]])
+        #expect(try await match("username:alice && !muted") == [ids[0], ids[1]])
+        #expect(try await match("sports && (username:alice || username:bob)") == [ids[0], ids[2]])
+        #expect(try await match("!username:alice") == [ids[2], ids[3]])
+        #expect(try await match("username:alice", try PlatformSelection(parsing: "apns")) == [ids[0], ids[4]])
+        #expect(try await match("username:alice", batch: 1) == [ids[0], ids[1], ids[4]])
+        #expect(try await match("nobody") == [])
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func serviceAnswersRemoveAndReplaceHandlesAndRemovalsAreRecorded(kind: StoreKind) async throws {
+        let (store, path) = try await kind.make()
+        defer { cleanUp(path) }
+        let gone = try await store.createRegistrationID(app: .default, now: start)
+        try await store.upsert(try registration(gone, handle: String(repeating: "ab", count: 32), tags: ["a"]), now: start)
+        let moved = try await store.createRegistrationID(app: .default, now: start)
+        try await store.upsert(try registration(moved, .gcm, handle: "old-token-0123456789", tags: ["a"]), now: start)
+        try await store.apply(
+            [
+                StoredHandleChange(registrationID: gone, change: .remove, outcome: .expiredChannel, reason: "Unregistered"),
+                StoredHandleChange(registrationID: moved, change: .replace(with: "new-token-0123456789"), outcome: .success, reason: nil),
+                StoredHandleChange(registrationID: .random(), change: .remove, outcome: .expiredChannel, reason: nil),
+            ], app: .default, now: start.adding(seconds: 5))
+        #expect(try await store.registration(id: gone, app: .default) == nil)
+        #expect(try await store.registration(id: moved, app: .default)?.handle.value == "new-token-0123456789")
+        let removals = try await store.removals(app: .default, limit: 10)
+        #expect(removals.count == 1)
+        #expect(removals.first?.registrationID == gone)
+        #expect(removals.first?.handle == "ababab…abab")
+        #expect(removals.first?.reason == "Unregistered")
+        #expect(removals.first?.removedAt == start.adding(seconds: 5))
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func concurrentWritersAllLand(kind: StoreKind) async throws {
+        let (store, path) = try await kind.make()
+        defer { cleanUp(path) }
+        let ids = try await withThrowingTaskGroup(of: RegistrationID.self) { group in
+            for index in 0..<100 {
+                group.addTask {
+                    let id = try await store.createRegistrationID(app: .default, now: start)
+                    try await store.upsert(try registration(id, tags: ["bulk", "n\(index)"]), now: start)
+                    return id
+                }
+            }
+            return try await group.reduce(into: Set<RegistrationID>()) { $0.insert($1) }
+        }
+        #expect(ids.count == 100)
+        let found = try await collect(
+            store.registrations(matching: .tag(try Tag("bulk")), platforms: .all, app: .default, batchSize: 30, now: start))
+        #expect(found.map(\.count) == [30, 30, 30, 10])
+        #expect(Set(found.flatMap { $0.map(\.id) }) == ids)
+    }
+}
+
+@Suite struct SQLiteStoreTests {
+    @Test func dataSurvivesReopeningAndTheSchemaIsVersioned() async throws {
+        let path = NSTemporaryDirectory() + "pushgate-store-\(UUID().uuidString).sqlite"
+        defer { cleanUp(path) }
+        var store: SQLiteRegistrationStore? = try await SQLiteRegistrationStore.open(path: path)
+        let id = try await store!.createRegistrationID(app: .default, now: start)
+        try await store!.upsert(try registration(id, tags: ["username:alice"]), now: start)
+        #expect(try await store!.schemaVersion() == 1)
+        store = nil
+        let reopened = try await SQLiteRegistrationStore.open(path: path)
+        #expect(try await reopened.registration(id: id, app: .default)?.tags.map(\.rawValue) == ["username:alice"])
+        #expect(try await reopened.schemaVersion() == 1)
+    }
+
+    @Test func anUnreadableFileIsAClearError() async throws {
+        await #expect(
+            performing: {
+                try await SQLiteRegistrationStore.open(path: "/nonexistent-dir/pushgate.sqlite")
+            },
+            throws: { error in
+                (error as? StoreError)?.description.contains("cannot open SQLite database /nonexistent-dir/pushgate.sqlite") == true
+            })
+    }
+
+    @Test func tagLookupsUseTheIndexOverManyRegistrations() async throws {
+        let path = NSTemporaryDirectory() + "pushgate-store-\(UUID().uuidString).sqlite"
+        defer { cleanUp(path) }
+        let store = try await SQLiteRegistrationStore.open(path: path)
+        for index in 0..<2000 {
+            let id = try await store.createRegistrationID(app: .default, now: start)
+            try await store.upsert(try registration(id, tags: ["username:user\(index % 500)", "all"]), now: start)
+        }
+        let batches = try await collect(
+            store.registrations(
+                matching: try TagExpression(parsing: "username:user7 || username:user8"), platforms: .all, app: .default, batchSize: 3,
+                now: start))
+        #expect(batches.flatMap { $0 }.count == 8)
+        #expect(batches.flatMap { $0 }.allSatisfy { $0.tags.contains(try! Tag("all")) })
+    }
+}
