@@ -21,6 +21,7 @@ let package = Package(
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
     ],
     targets: [
         // C libraries: a module map plus `static inline` shims, nothing else.
@@ -59,6 +60,17 @@ let package = Package(
         ),
         // The SQLite registration store.
         .target(name: "PushgateStore", dependencies: ["Pushgate", "CSQLite"]),
+        // The Hummingbird application: the tutorials' app-backend API, authentication, error mapping.
+        .target(
+            name: "PushgateServer",
+            dependencies: [
+                "Pushgate", "PushgateXML", "PushgateConfig", "PushgateDispatch", "PushgateStore", "PushgateCurl",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // Reads config.json, template files and secrets from disk and the environment.
         .target(name: "PushgateConfig", dependencies: ["Pushgate", "PushgateXML"]),
         // Local APNs, FCM (v1 and legacy) and WNS emulators speaking the real wire protocols.
@@ -97,6 +109,14 @@ let package = Package(
         .testTarget(name: "PushgateXMLTests", dependencies: ["Pushgate", "PushgateXML"]),
         .testTarget(name: "PushgateCurlTests", dependencies: ["PushgateCurl"]),
         .testTarget(name: "PushgateStoreTests", dependencies: ["PushgateStore", "Pushgate"]),
+        .testTarget(
+            name: "PushgateServerTests",
+            dependencies: [
+                "PushgateServer", "PNSSandbox", "PushgateCurl", "PushgateConfig", "PushgateDispatch", "PushgateStore", "Pushgate",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .testTarget(name: "PushgateDispatchTests", dependencies: ["PushgateDispatch", "PNSSandbox", "PushgateCurl", "Pushgate"]),
         .testTarget(
             name: "PNSSandboxTests",

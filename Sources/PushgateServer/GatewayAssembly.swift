@@ -1,0 +1,62 @@
+import Foundation
+import Pushgate
+import PushgateConfig
+import PushgateCurl
+import PushgateDispatch
+
+/// Builds a gateway's providers from an app's configuration: reads secrets, signs nothing yet.
+public enum GatewayAssembly {
+    /// Providers for every configured service of `app`. Secrets are read through `secrets`;
+    /// errors name the service and the secret's source, never its value.
+    public static func providers(
+        for app: LoadedApp, secrets: SecretResolver, policy: RetryPolicy = RetryPolicy(), clock: any DispatchClock = SystemDispatchClock()
+    ) async throws -> [any PushProvider] {
+        let services = app.configuration.services
+        let baseDirectory = secrets.baseDirectory
+        func caFile(_ path: String?) -> String? { path.map { ConfigurationLoader.resolve($0, against: baseDirectory) } }
+        var providers: [any PushProvider] = []
+        if let apns = services.apns {
+            switch apns.authentication {
+            case .token(let keyID, let teamID, let privateKey):
+                let tokens = try await APNSTokenManager(
+                    keyID: keyID, teamID: teamID, privateKeyPEM: try secrets.resolve(privateKey), clock: clock)
+                let transport = try CurlPushTransport(configuration: .init(httpVersion: .http2, caFile: caFile(apns.caFile)))
+                providers.append(
+                    APNSProvider(
+                        endpoint: apns.endpoint, topic: apns.topic, tokens: tokens, transport: transport, policy: policy, clock: clock))
+            case .certificate(let certificate, let privateKey):
+                guard case .file(let certificatePath) = certificate, case .file(let keyPath) = privateKey else {
+                    throw GatewayError(500, "APNs certificate authentication needs the certificate and key as files")
+                }
+                let transport = try CurlPushTransport(
+                    configuration: .init(
+                        httpVersion: .http2, caFile: caFile(apns.caFile),
+                        clientCertificateFile: ConfigurationLoader.resolve(certificatePath, against: baseDirectory),
+                        clientKeyFile: ConfigurationLoader.resolve(keyPath, against: baseDirectory)))
+                providers.append(
+                    APNSProvider(
+                        endpoint: apns.endpoint, topic: apns.topic, tokens: nil, transport: transport, policy: policy, clock: clock))
+            }
+        }
+        if let fcm = services.fcm {
+            let account = try await GoogleServiceAccount(json: try secrets.resolve(fcm.serviceAccount))
+            let transport = try CurlPushTransport(configuration: .init(httpVersion: .http2, caFile: caFile(fcm.caFile)))
+            providers.append(FCMProvider(endpoint: fcm.endpoint, account: account, transport: transport, policy: policy, clock: clock))
+        }
+        if let gcm = services.gcm {
+            let key = try secrets.resolve(gcm.serverKey).trimmingCharacters(in: .whitespacesAndNewlines)
+            let transport = try CurlPushTransport(configuration: .init(httpVersion: .http2, caFile: caFile(gcm.caFile)))
+            providers.append(GCMProvider(endpoint: gcm.endpoint, serverKey: key, transport: transport, policy: policy, clock: clock))
+        }
+        if let wns = services.wns {
+            let secret = try secrets.resolve(wns.clientSecret).trimmingCharacters(in: .whitespacesAndNewlines)
+            let transport = try CurlPushTransport(
+                configuration: .init(httpVersion: .http1, caFile: caFile(wns.caFile), maximumConnectionsPerHost: 8))
+            providers.append(
+                WNSProvider(
+                    tokenEndpoint: wns.tokenEndpoint, clientID: wns.clientID, clientSecret: secret, scope: wns.scope,
+                    handles: app.configuration.handles, transport: transport, policy: policy, clock: clock))
+        }
+        return providers
+    }
+}

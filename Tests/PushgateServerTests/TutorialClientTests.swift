@@ -1,0 +1,239 @@
+import Foundation
+import Hummingbird
+import NIOCore
+import PNSSandbox
+import Pushgate
+import PushgateConfig
+import PushgateCurl
+import PushgateDispatch
+import PushgateServer
+import PushgateStore
+import ServiceLifecycle
+import Testing
+
+/// A sandbox, a gateway configured against it (SQLite store, demo passwords) listening on a free
+/// port, and an HTTP client acting as the tutorial's app.
+struct GatewayFixture {
+    let sandbox: PushSandbox
+    let directory: String
+    let baseURL: String
+    let client: CurlHTTPClient
+    let store: SQLiteRegistrationStore
+    let serverTask: Task<Void, any Error>
+    let dispatcher: Dispatcher
+
+    static func start() async throws -> GatewayFixture {
+        let sandbox = try await PushSandbox.start()
+        let directory = NSTemporaryDirectory() + "pushgate-gateway-" + UUID().uuidString
+        let files = try sandbox.writeGatewayFiles(to: directory)
+        let credentials = sandbox.credentials
+        let endpoints = sandbox.endpoints
+        let configPath = try SandboxGatewayConfiguration(
+            apnsEndpoint: endpoints.apns, apnsTopic: credentials.apnsTopic, apnsKeyID: credentials.apnsKeyID,
+            apnsTeamID: credentials.apnsTeamID,
+            fcmEndpoint: endpoints.fcm, gcmEndpoint: endpoints.gcm, wnsTokenEndpoint: endpoints.wnsToken,
+            wnsClientID: credentials.wnsClientID,
+            wnsChannelHost: endpoints.wnsChannelHost, files: files, listenerPort: 0
+        ).write(to: directory)
+        let loaded = try ConfigurationLoader.load(file: configPath)
+        let app = loaded.defaultApp
+        let providers = try await GatewayAssembly.providers(
+            for: app, secrets: SecretResolver(baseDirectory: directory),
+            policy: RetryPolicy(maximumAttempts: 2, initialBackoffSeconds: 0.05))
+        let dispatcher = Dispatcher(providers: providers)
+        let store = try await SQLiteRegistrationStore.open(path: directory + "/pushgate.sqlite")
+        let gateway = Gateway(app: app, store: store, dispatcher: dispatcher)
+        let router = GatewayHTTP.router(
+            gateway: gateway, authenticator: Authenticator(configuration: loaded.configuration.auth), maximumBodyBytes: 65536)
+        let (portStream, portContinuation) = AsyncStream.makeStream(of: Int.self)
+        let application = Application(
+            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: { channel in portContinuation.yield(channel.localAddress?.port ?? 0) })
+        let serverTask = Task { try await application.runService(gracefulShutdownSignals: []) }
+        var iterator = portStream.makeAsyncIterator()
+        let port = await iterator.next() ?? 0
+        return GatewayFixture(
+            sandbox: sandbox, directory: directory, baseURL: "http://127.0.0.1:\(port)",
+            client: try CurlHTTPClient(configuration: .init(httpVersion: .http1, maximumConnectionsPerHost: 4)), store: store,
+            serverTask: serverTask, dispatcher: dispatcher)
+    }
+
+    func stop() async throws {
+        serverTask.cancel()
+        _ = try? await serverTask.value
+        await client.shutdown()
+        await dispatcher.shutdown()
+        try await sandbox.shutdown()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// A request as the tutorial client makes it: Basic credentials on every call.
+    func call(
+        _ method: String, _ path: String, user: String? = "alice", password: String? = nil, body: String = "",
+        contentType: String = "application/json", accept: String? = nil
+    ) async throws -> CurlResponse {
+        var headers: [(name: String, value: String)] = [("Content-Type", contentType)]
+        if let user {
+            let credentials = Data("\(user):\(password ?? user)".utf8).base64EncodedString()
+            headers.append(("Authorization", "Basic \(credentials)"))
+        }
+        if let accept { headers.append(("Accept", accept)) }
+        return try await client.execute(CurlRequest(method: method, url: baseURL + path, headers: headers, body: Array(body.utf8)))
+    }
+
+    /// The tutorial's registration: POST for an id (quotes stripped), then PUT the device.
+    func register(_ device: SandboxDevice, user: String, tags: [String] = []) async throws -> String {
+        let created = try await call(
+            "POST", "/api/register?handle=\(device.handle.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")", user: user)
+        #expect(created.status == 200, "\(created.bodyText)")
+        let id = String(created.bodyText.dropFirst().dropLast())
+        let tagList = tags.map { "\"\($0)\"" }.joined(separator: ", ")
+        let body = "{\n  \"Platform\": \"\(device.platform.rawValue)\",\n  \"Handle\": \"\(device.handle)\",\n  \"Tags\": [\(tagList)]\n}"
+        let updated = try await call("PUT", "/api/register/\(id)", user: user, body: body)
+        #expect(updated.status == 200, "\(updated.bodyText)")
+        return id
+    }
+
+    static func with(_ body: (GatewayFixture) async throws -> Void) async throws {
+        let fixture = try await GatewayFixture.start()
+        do { try await body(fixture) } catch {
+            try await fixture.stop()
+            throw error
+        }
+        try await fixture.stop()
+    }
+}
+
+@Suite struct TutorialClientTests {
+    @Test func theTutorialClientRegistersAndSendsToEveryPlatform() async throws {
+        try await GatewayFixture.with { fixture in
+            var devices: [Platform: SandboxDevice] = [:]
+            for platform in Platform.allCases {
+                let device = await fixture.sandbox.createDevice(platform)
+                devices[platform] = device
+                _ = try await fixture.register(device, user: "alice")
+            }
+            #expect(try await fixture.call("GET", "/healthz", user: nil).status == 200)
+
+            // Bob sends to alice on each platform, one by one, as the tutorial client does.
+            for platform in [Platform.wns, .gcm, .apns] {
+                let response = try await fixture.call(
+                    "POST", "/api/notifications?pns=\(platform.rawValue)&to_tag=alice", user: "bob", body: "\"Hello from the tutorial\"",
+                    contentType: "application/json;charset=utf-8")
+                #expect(response.status == 200, "\(platform): \(response.bodyText)")
+                #expect(try JSONParser.parse(response.body)["success"]?.kind == .number("1"), "\(response.bodyText)")
+            }
+            let inboxAPNs = await fixture.sandbox.state.inbox(deviceID: devices[.apns]!.id)
+            #expect(inboxAPNs.map(\.payload) == [#"{"aps":{"alert":"From bob: Hello from the tutorial"}}"#])
+            let inboxWNS = await fixture.sandbox.state.inbox(deviceID: devices[.wns]!.id)
+            #expect(inboxWNS.first?.payload.contains("From bob: Hello from the tutorial") == true)
+            #expect(inboxWNS.first?.header("X-WNS-Type") == "wns/toast")
+
+            // pns=all, read back as XML.
+            let all = try await fixture.call(
+                "POST", "/api/notifications?pns=all&to_tag=alice", user: "bob", body: "\"<b>&everyone\"", accept: "application/xml")
+            #expect(all.status == 200)
+            #expect(all.header("Content-Type")?.hasPrefix("application/xml") == true)
+            #expect(all.bodyText.contains("<Success>4</Success><Failure>0</Failure>"))
+            let gcmInbox = await fixture.sandbox.state.inbox(deviceID: devices[.gcm]!.id)
+            #expect(try JSONParser.parse(gcmInbox.last!.payload)["data"]?["message"]?.stringValue == "From bob: <b>&everyone")
+        }
+    }
+
+    @Test func anUnknownRegistrationIsGoneAndTheClientReRegisters() async throws {
+        try await GatewayFixture.with { fixture in
+            let device = await fixture.sandbox.createDevice(.apns)
+            let stale = try await fixture.call(
+                "PUT", "/api/register/0123456789abcdef0123456789abcdef",
+                body: #"{"Platform":"apns","Handle":"\#(device.handle)","Tags":[]}"#)
+            #expect(stale.status == 410)
+            let id = try await fixture.register(device, user: "alice")
+            // Registering the same handle again reuses the id.
+            let again = try await fixture.call("POST", "/api/register?handle=\(device.handle)")
+            #expect(again.bodyText == "\"\(id)\"")
+        }
+    }
+
+    @Test func authenticationAndAuthorizationFailures() async throws {
+        try await GatewayFixture.with { fixture in
+            let missing = try await fixture.call("POST", "/api/register", user: nil)
+            #expect(missing.status == 401)
+            #expect(missing.header("WWW-Authenticate")?.hasPrefix("Basic") == true)
+            #expect(try await fixture.call("POST", "/api/register", user: "alice", password: "wrong").status == 401)
+
+            let device = await fixture.sandbox.createDevice(.apns)
+            let id = try await fixture.register(device, user: "alice")
+            let takeover = try await fixture.call(
+                "PUT", "/api/register/\(id)", user: "mallory", body: #"{"Platform":"apns","Handle":"\#(device.handle)","Tags":[]}"#)
+            #expect(takeover.status == 403)
+            #expect(try await fixture.call("DELETE", "/api/register/\(id)", user: "mallory").status == 403)
+
+            let other = try String(try await fixture.call("POST", "/api/register", user: "mallory").bodyText.dropFirst().dropLast())
+            let impersonation = try await fixture.call(
+                "PUT", "/api/register/\(other)", user: "mallory",
+                body: #"{"Platform":"apns","Handle":"\#(device.handle)","Tags":["username:alice"]}"#)
+            #expect(impersonation.status == 403)
+            #expect(impersonation.bodyText.contains("username:alice"))
+
+            #expect(try await fixture.call("DELETE", "/api/register/\(id)").status == 200)
+            #expect(try await fixture.call("DELETE", "/api/register/\(id)").status == 404)
+        }
+    }
+
+    @Test func badInputIsAnsweredClearlyAndLeavesTheStoreUnchanged() async throws {
+        try await GatewayFixture.with { fixture in
+            let device = await fixture.sandbox.createDevice(.apns)
+            let id = try await fixture.register(device, user: "alice", tags: ["news"])
+            let cases: [(String, String, String, Int, String)] = [
+                ("PUT", "/api/register/\(id)", #"{"Platform":"mpns","Handle":"x","Tags":[]}"#, 400, "Platform 'mpns' is not supported"),
+                ("PUT", "/api/register/\(id)", #"{"Platform":"apns","Handle":"zz","Tags":[]}"#, 400, "APNs device token"),
+                (
+                    "PUT", "/api/register/\(id)", #"{"Platform":"apns","Handle":"\#(device.handle)","Tags":["bad tag"]}"#, 400,
+                    "invalid character"
+                ),
+                (
+                    "PUT", "/api/register/\(id)", #"{"Platform":"wns","Handle":"https://evil.example.com/?token=1","Tags":[]}"#, 400,
+                    "allow-list"
+                ),
+                ("PUT", "/api/register/\(id)", "{nope", 400, "body: invalid JSON"),
+                ("POST", "/api/notifications?pns=mpns&to_tag=alice", "\"hi\"", 400, "pns 'mpns'"),
+                ("POST", "/api/notifications?to_tag=alice", "\"hi\"", 400, "pns is required"),
+                ("POST", "/api/notifications?pns=apns", "\"hi\"", 400, "to_tag is required"),
+                ("POST", "/api/notifications?pns=apns&to_tag=alice", "42", 400, "JSON string"),
+                ("POST", "/api/notifications?pns=apns&to_tag=alice", "\"\(String(repeating: "x", count: 4100))\"", 413, "APNs payload"),
+            ]
+            for (method, path, body, status, text) in cases {
+                let response = try await fixture.call(method, path, body: body)
+                #expect(response.status == status, "\(method) \(path): \(response.bodyText.prefix(200))")
+                #expect(response.bodyText.contains(text), "\(response.bodyText.prefix(200))")
+            }
+            let stored = try await fixture.store.registration(id: try RegistrationID(id), app: .default)
+            #expect(stored?.tags.map(\.rawValue) == ["news", "username:alice"])
+            #expect(stored?.handle.value == device.handle)
+            #expect(await fixture.sandbox.state.receivedCount() == 0)
+            let nobody = try await fixture.call("POST", "/api/notifications?pns=all&to_tag=nobody", body: "\"hi\"")
+            #expect(nobody.status == 404)
+            #expect(nobody.bodyText.contains("NoTargetFound"))
+        }
+    }
+
+    @Test func aHandleTheServiceReportsGoneIsPruned() async throws {
+        try await GatewayFixture.with { fixture in
+            let device = await fixture.sandbox.createDevice(.apns)
+            let id = try await fixture.register(device, user: "alice")
+            await fixture.sandbox.state.setStatus(.uninstalled, deviceID: device.id)
+            let response = try await fixture.call(
+                "POST", "/api/notifications?pns=apns&to_tag=alice", user: "bob", body: #"{"message":"hi","extra":"1"}"#)
+            #expect(response.status == 200)
+            let target = try #require(try JSONParser.parse(response.body)["targets"]?.arrayElements?.first)
+            #expect(target["outcome"]?.stringValue == "ExpiredChannel")
+            #expect(target["handleAction"]?.stringValue == "removed")
+            #expect(try await fixture.store.registration(id: try RegistrationID(id), app: .default) == nil)
+            let removals = try await fixture.store.removals(app: .default, limit: 5)
+            #expect(removals.first?.registrationID.rawValue == id)
+            #expect(removals.first?.outcome == .expiredChannel)
+            #expect(
+                try await fixture.call("POST", "/api/notifications?pns=apns&to_tag=alice", user: "bob", body: "\"again\"").status == 404)
+        }
+    }
+}
