@@ -98,8 +98,10 @@ let package = Package(
         .executableTarget(
             name: "PushgateCLI",
             dependencies: [
-                "Pushgate", "PushgateXML", "PushgateConfig", "PushgateCurl", "PNSSandbox", "PushgateDispatch",
+                "Pushgate", "PushgateXML", "PushgateConfig", "PushgateCurl", "PNSSandbox", "PushgateDispatch", "PushgateServer",
+                "PushgateStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

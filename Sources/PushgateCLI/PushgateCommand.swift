@@ -11,6 +11,8 @@ struct PushgateCommand: AsyncParsableCommand {
             templates/). Check them with `pushgate templates check`; preview a payload with \
             `pushgate templates render --pns apns --set message=Hello --set user=alice`.
             """,
-        subcommands: [SandboxCommand.self, TemplatesCommand.self, BenchCommand.self, VersionCommand.self]
+        subcommands: [
+            ServeCommand.self, SandboxCommand.self, TemplatesCommand.self, UsersCommand.self, BenchCommand.self, VersionCommand.self,
+        ]
     )
 }

@@ -6,6 +6,11 @@ import Pushgate
 public struct AuthenticatedUser: Sendable, Hashable {
     public let name: String
     public let isAdmin: Bool
+
+    public init(name: String, isAdmin: Bool) {
+        self.name = name
+        self.isAdmin = isAdmin
+    }
 }
 
 /// Basic authentication against configured users (PBKDF2 hashes), or — only when explicitly

@@ -1,0 +1,98 @@
+import ArgumentParser
+import Foundation
+import Hummingbird
+import Logging
+import Pushgate
+import PushgateConfig
+import PushgateDispatch
+import PushgateServer
+import PushgateStore
+import ServiceLifecycle
+
+/// `pushgate serve`: runs the gateway from a configuration file.
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve", abstract: "Run the gateway: the app-backend API of the Notification Hubs tutorials.",
+        discussion: "Stops gracefully on SIGINT or SIGTERM: requests in flight are finished first.")
+
+    @OptionGroup var options: ConfigOptions
+
+    @Option(help: "Override the listener port from the configuration.")
+    var port: Int?
+
+    func run() async throws {
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = .info
+            return handler
+        }
+        let logger = Logger(label: "pushgate")
+        let loaded = try options.load()
+        let app = try options.selectedApp(in: loaded)
+        let configuration = loaded.configuration
+        let listener = configuration.listener
+        let secrets = SecretResolver(baseDirectory: loaded.baseDirectory)
+
+        let providers = try await GatewayAssembly.providers(for: app, secrets: secrets)
+        let storePath: String
+        switch configuration.store.kind {
+        case .sqlite(let path): storePath = ConfigurationLoader.resolve(path, against: loaded.baseDirectory)
+        }
+        let store = try await SQLiteRegistrationStore.open(path: storePath)
+        let dispatcher = Dispatcher(providers: providers)
+        let gateway = Gateway(app: app, store: store, dispatcher: dispatcher)
+
+        let schema = try await store.schemaVersion()
+        logger.info("store: SQLite \(storePath) (schema \(schema))")
+        for platform in app.configuration.services.configuredPlatforms {
+            logger.info("service \(platform.serviceName): \(Self.endpoint(of: platform, in: app.configuration.services))")
+        }
+        if configuration.auth.demoPasswordEqualsName {
+            logger.warning(
+                "DEMO AUTHENTICATION IS ON: any user whose password equals the user name is accepted (auth.demoPasswordEqualsName). Never use this in production."
+            )
+        }
+        logger.info("users: \(configuration.auth.users.count) configured, admins: \(configuration.auth.admins.joined(separator: ", "))")
+
+        let router = GatewayHTTP.router(
+            gateway: gateway, authenticator: Authenticator(configuration: configuration.auth), maximumBodyBytes: listener.maximumBodyBytes)
+        let application = Application(
+            router: router, configuration: .init(address: .hostname(listener.host, port: port ?? listener.port)),
+            onServerRunning: { channel in
+                logger.info("listening on http://\(listener.host):\(channel.localAddress?.port ?? 0)")
+            }, logger: logger)
+        try await application.runService(gracefulShutdownSignals: [.sigterm, .sigint])
+        await dispatcher.shutdown()
+        logger.info("stopped")
+    }
+
+    static func endpoint(of platform: Platform, in services: ServicesConfiguration) -> String {
+        switch platform {
+        case .apns: services.apns?.endpoint ?? ""
+        case .fcm: services.fcm?.endpoint ?? ""
+        case .gcm: services.gcm?.endpoint ?? ""
+        case .wns: services.wns?.tokenEndpoint ?? ""
+        }
+    }
+}
+
+/// `pushgate users`: user administration helpers.
+struct UsersCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "users", abstract: "Manage gateway users.", subcommands: [Hash.self])
+
+    struct Hash: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print a password hash for auth.users[].passwordHash (the password is read from standard input).")
+
+        @Option(help: "PBKDF2 iterations (at least 210000 recommended).")
+        var iterations: Int = PasswordHash.defaultIterations
+
+        func run() throws {
+            guard let line = readLine(strippingNewline: true), !line.isEmpty else {
+                throw ValidationError("type the password on standard input, for example: echo -n 'secret' | pushgate users hash")
+            }
+            print(try PasswordHash.make(password: line, iterations: iterations))
+        }
+    }
+}
