@@ -8,18 +8,19 @@ import Synchronization
 /// tutorial's semantics, and sends rendered per platform, dispatched, and reported as one result.
 public final class Gateway: Sendable {
     public let app: LoadedApp
-    public let store: any RegistrationStore
+    public let store: any RegistrationStore & SecureMessageStore
+    /// How long a secure-push payload can be fetched, in seconds. Default one day.
+    public let secureMessageLifetime: Double
     public let dispatcher: Dispatcher
     private let now: @Sendable () -> Timestamp
 
     public init(
-        app: LoadedApp, store: any RegistrationStore, dispatcher: Dispatcher,
-        now: @escaping @Sendable () -> Timestamp = {
-            Timestamp(secondsSinceEpoch: Date().timeIntervalSince1970)
-        }
+        app: LoadedApp, store: any RegistrationStore & SecureMessageStore, dispatcher: Dispatcher, secureMessageLifetime: Double = 86400,
+        now: @escaping @Sendable () -> Timestamp = { Timestamp(secondsSinceEpoch: Date().timeIntervalSince1970) }
     ) {
         self.app = app
         self.store = store
+        self.secureMessageLifetime = secureMessageLifetime
         self.dispatcher = dispatcher
         self.now = now
     }
@@ -172,6 +173,38 @@ public final class Gateway: Sendable {
     public struct SendOutcome: Sendable {
         public var result: NotificationResult
         public var status: Int
+        /// For secure sends: the id the recipient redeems with `GET /api/notifications/{id}`.
+        public var secureID: String?
+    }
+
+    /// Secure push: stores the message for the recipient (`to_tag`) and pushes only its id with the
+    /// `secure` templates (`secureId` property).
+    public func sendSecure(_ request: SendRequest, user: AuthenticatedUser) async throws(GatewayError) -> SendOutcome {
+        guard let recipient = request.toTag, !recipient.isEmpty else {
+            throw .badRequest("to_tag is required for secure push (the one user who may read the message)")
+        }
+        let properties = try Self.properties(from: request.body)
+        let id = UUID().uuidString.lowercased()
+        let created = now()
+        let message = SecureMessage(
+            id: id, app: appID, recipient: recipient, sender: user.name, payload: properties["message"] ?? "", createdAt: created,
+            expiresAt: created.adding(seconds: secureMessageLifetime))
+        do { try await store.storeSecureMessage(message) } catch { throw Self.storeFailure(error) }
+        let body = Array(#"{"message":"","secureId":"\#(id)"}"#.utf8)
+        var outcome = try await send(
+            SendRequest(pns: request.pns, toTag: recipient, tagExpression: nil, body: body), user: user, purpose: "secure")
+        outcome.secureID = id
+        return outcome
+    }
+
+    /// `GET /api/notifications/{id}`: the payload, only for its recipient and before it expires.
+    public func readSecure(id: String, user: AuthenticatedUser) async throws(GatewayError) -> SecureMessage {
+        let message: SecureMessage?
+        do { message = try await store.readSecureMessage(id: id, app: appID, recipient: user.name, now: now()) } catch {
+            throw Self.storeFailure(error)
+        }
+        guard let message else { throw .notFound("no notification \(id) for \(user.name)") }
+        return message
     }
 
     /// `POST /api/notifications?pns=…&to_tag=…`.

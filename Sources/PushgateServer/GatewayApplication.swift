@@ -44,6 +44,9 @@ struct BasicAuthenticationMiddleware: RouterMiddleware {
 
 /// Builds the Hummingbird application serving the tutorials' app-backend API.
 public enum GatewayHTTP {
+    /// The header carrying a secure send's id in the response.
+    public static let secureIDHeader = HTTPField.Name("X-Pushgate-Secure-Id")!
+
     /// The router with every route; `maximumBodyBytes` bounds request bodies.
     public static func router(gateway: Gateway, authenticator: Authenticator, maximumBodyBytes: Int) -> Router<GatewayContext> {
         let router = Router(context: GatewayContext.self)
@@ -82,9 +85,11 @@ public enum GatewayHTTP {
             return await respond {
                 let body = try await collect(request, limit: maximumBodyBytes)
                 let query = request.uri.queryParameters
-                let outcome = try await gateway.send(
-                    Gateway.SendRequest(pns: query.get("pns"), toTag: query.get("to_tag"), tagExpression: query.get("tags"), body: body),
-                    user: user)
+                let sendRequest = Gateway.SendRequest(
+                    pns: query.get("pns"), toTag: query.get("to_tag"), tagExpression: query.get("tags"), body: body)
+                let secure = ["true", "1"].contains(query.get("secure")?.lowercased() ?? "")
+                let outcome =
+                    try await secure ? gateway.sendSecure(sendRequest, user: user) : gateway.send(sendRequest, user: user)
                 let wantsXML = (request.headers[.accept] ?? "").lowercased().contains("xml")
                 if wantsXML {
                     return Response(
@@ -93,7 +98,17 @@ public enum GatewayHTTP {
                 }
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.sortedKeys]
-                return json(outcome.status, String(decoding: try encoder.encode(outcome.result), as: UTF8.self))
+                var response = json(outcome.status, String(decoding: try encoder.encode(outcome.result), as: UTF8.self))
+                if let secureID = outcome.secureID { response.headers[secureIDHeader] = secureID }
+                return response
+            }
+        }
+        api.get("notifications/:id") { _, context in
+            let user = context.user!
+            let id = context.parameters.get("id") ?? ""
+            return await respond {
+                let message = try await gateway.readSecure(id: id, user: user)
+                return json(200, #"{"Id":\#(jsonString(message.id)),"Payload":\#(jsonString(message.payload)),"Read":\#(message.read)}"#)
             }
         }
         return router

@@ -12,7 +12,7 @@ import Pushgate
 /// let store = try await SQLiteRegistrationStore.open(path: "pushgate.sqlite")
 /// let id = try await store.createRegistrationID(app: .default, now: now)
 /// ```
-public final class SQLiteRegistrationStore: RegistrationStore {
+public final class SQLiteRegistrationStore: RegistrationStore, SecureMessageStore {
     /// How long a created but unused registration id stays valid, in seconds.
     public let reservationLifetime: Double
     private let connection: SQLiteConnection
@@ -57,7 +57,21 @@ public final class SQLiteRegistrationStore: RegistrationStore {
             reason TEXT,
             removed_at REAL NOT NULL
         );
+        """,
         """
+        CREATE TABLE secure_messages (
+            app TEXT NOT NULL,
+            id TEXT NOT NULL,
+            recipient TEXT NOT NULL,
+            sender TEXT NOT NULL,
+            payload TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            expires_at REAL NOT NULL,
+            read INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (app, id)
+        ) WITHOUT ROWID;
+        CREATE INDEX secure_messages_by_expiry ON secure_messages (expires_at);
+        """,
     ]
 
     private init(connection: SQLiteConnection, queue: DispatchQueue, reservationLifetime: Double) {
@@ -284,6 +298,46 @@ public final class SQLiteRegistrationStore: RegistrationStore {
                         reason: statement.text(4), removedAt: Timestamp(secondsSinceEpoch: statement.double(5) ?? 0)))
             }
             return result
+        }
+    }
+
+    // MARK: Secure messages
+
+    public func storeSecureMessage(_ message: SecureMessage) async throws(StoreError) {
+        try await run { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) in
+                try connection.prepare("DELETE FROM secure_messages WHERE expires_at <= ?").bind([
+                    .real(message.createdAt.secondsSinceEpoch)
+                ]).run()
+                try connection.prepare(
+                    "INSERT INTO secure_messages (app, id, recipient, sender, payload, created_at, expires_at, read) VALUES (?, ?, ?, ?, ?, ?, ?, 0)"
+                ).bind([
+                    .text(message.app.rawValue), .text(message.id), .text(message.recipient), .text(message.sender), .text(message.payload),
+                    .real(message.createdAt.secondsSinceEpoch), .real(message.expiresAt.secondsSinceEpoch),
+                ]).run()
+            }
+        }
+    }
+
+    public func readSecureMessage(id: String, app: AppID, recipient: String, now: Timestamp) async throws(StoreError) -> SecureMessage? {
+        try await run { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) -> SecureMessage? in
+                let values: [SQLiteValue] = [.text(app.rawValue), .text(id), .text(recipient), .real(now.secondsSinceEpoch)]
+                let statement = try connection.prepare(
+                    "SELECT sender, payload, created_at, expires_at, read FROM secure_messages WHERE app = ? AND id = ? AND recipient = ? AND expires_at > ?"
+                )
+                try statement.bind(values)
+                guard try statement.step() else { return nil }
+                let message = SecureMessage(
+                    id: id, app: app, recipient: recipient, sender: statement.text(0) ?? "", payload: statement.text(1) ?? "",
+                    createdAt: Timestamp(secondsSinceEpoch: statement.double(2) ?? 0),
+                    expiresAt: Timestamp(secondsSinceEpoch: statement.double(3) ?? 0),
+                    read: statement.int64(4) != 0)
+                try connection.prepare("UPDATE secure_messages SET read = 1 WHERE app = ? AND id = ?").bind([
+                    .text(app.rawValue), .text(id),
+                ]).run()
+                return message
+            }
         }
     }
 

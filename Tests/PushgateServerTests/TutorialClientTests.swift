@@ -236,4 +236,44 @@ struct GatewayFixture {
                 try await fixture.call("POST", "/api/notifications?pns=apns&to_tag=alice", user: "bob", body: "\"again\"").status == 404)
         }
     }
+
+    @Test func securePushSendsOnlyTheIDAndTheRecipientRedeemsIt() async throws {
+        try await GatewayFixture.with { fixture in
+            var devices: [Platform: SandboxDevice] = [:]
+            for platform in Platform.allCases {
+                let device = await fixture.sandbox.createDevice(platform)
+                devices[platform] = device
+                _ = try await fixture.register(device, user: "alice")
+            }
+            let response = try await fixture.call(
+                "POST", "/api/notifications?pns=all&to_tag=alice&secure=true", user: "bob", body: "\"Secure confirmation.\"")
+            #expect(response.status == 200, "\(response.bodyText)")
+            #expect(response.bodyText.contains(#""success":4"#))
+            let secureID = try #require(response.header("X-Pushgate-Secure-Id"))
+
+            let apns = try #require(await fixture.sandbox.state.inbox(deviceID: devices[.apns]!.id).first)
+            #expect(apns.payload == #"{"aps":{"content-available":1},"secureId":"\#(secureID)"}"#)
+            #expect(apns.header("apns-push-type") == "background")
+            #expect(apns.header("apns-priority") == "5")
+            let wns = try #require(await fixture.sandbox.state.inbox(deviceID: devices[.wns]!.id).first)
+            #expect(wns.payload == secureID)
+            #expect(wns.header("X-WNS-Type") == "wns/raw")
+            let fcm = try #require(await fixture.sandbox.state.inbox(deviceID: devices[.fcm]!.id).first)
+            #expect(try JSONParser.parse(fcm.payload)["message"]?["data"]?["secureId"]?.stringValue == secureID)
+            for received in [apns, wns, fcm] { #expect(!received.payload.contains("Secure confirmation")) }
+
+            let redeemed = try await fixture.call("GET", "/api/notifications/\(secureID)", user: "alice")
+            #expect(redeemed.status == 200)
+            let json = try JSONParser.parse(redeemed.body)
+            #expect(json["Payload"]?.stringValue == "Secure confirmation.")
+            #expect(json["Id"]?.stringValue == secureID)
+            #expect(json["Read"]?.kind == .bool(false))
+            #expect(try await fixture.call("GET", "/api/notifications/\(secureID)", user: "mallory").status == 404)
+            #expect(try await fixture.call("GET", "/api/notifications/\(secureID)", user: "bob").status == 404)
+            #expect(try await fixture.call("GET", "/api/notifications/unknown", user: "alice").status == 404)
+            #expect(
+                try JSONParser.parse(try await fixture.call("GET", "/api/notifications/\(secureID)", user: "alice").body)["Read"]?.kind
+                    == .bool(true))
+        }
+    }
 }

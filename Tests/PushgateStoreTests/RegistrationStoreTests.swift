@@ -179,6 +179,35 @@ func collect(_ stream: AsyncThrowingStream<[Registration], any Error>) async thr
     }
 }
 
+@Suite struct SecureMessageStoreTests {
+    func make(_ kind: StoreKind) async throws -> (any SecureMessageStore, String?) {
+        switch kind {
+        case .memory: return (InMemoryRegistrationStore(), nil)
+        case .sqlite:
+            let path = NSTemporaryDirectory() + "pushgate-store-\(UUID().uuidString).sqlite"
+            return (try await SQLiteRegistrationStore.open(path: path), path)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func onlyTheRecipientReadsAndOnlyBeforeExpiry(kind: StoreKind) async throws {
+        let (store, path) = try await make(kind)
+        defer { cleanUp(path) }
+        let message = SecureMessage(
+            id: "m1", app: .default, recipient: "alice", sender: "bob", payload: "the secret", createdAt: start,
+            expiresAt: start.adding(seconds: 60))
+        try await store.storeSecureMessage(message)
+        #expect(try await store.readSecureMessage(id: "m1", app: .default, recipient: "mallory", now: start) == nil)
+        let first = try await store.readSecureMessage(id: "m1", app: .default, recipient: "alice", now: start)
+        #expect(first?.payload == "the secret")
+        #expect(first?.sender == "bob")
+        #expect(first?.read == false)
+        #expect(try await store.readSecureMessage(id: "m1", app: .default, recipient: "alice", now: start)?.read == true)
+        #expect(try await store.readSecureMessage(id: "m1", app: .default, recipient: "alice", now: start.adding(seconds: 61)) == nil)
+        #expect(try await store.readSecureMessage(id: "m1", app: try AppID("other"), recipient: "alice", now: start) == nil)
+    }
+}
+
 @Suite struct SQLiteStoreTests {
     @Test func dataSurvivesReopeningAndTheSchemaIsVersioned() async throws {
         let path = NSTemporaryDirectory() + "pushgate-store-\(UUID().uuidString).sqlite"
@@ -186,11 +215,11 @@ func collect(_ stream: AsyncThrowingStream<[Registration], any Error>) async thr
         var store: SQLiteRegistrationStore? = try await SQLiteRegistrationStore.open(path: path)
         let id = try await store!.createRegistrationID(app: .default, now: start)
         try await store!.upsert(try registration(id, tags: ["username:alice"]), now: start)
-        #expect(try await store!.schemaVersion() == 1)
+        #expect(try await store!.schemaVersion() == 2)
         store = nil
         let reopened = try await SQLiteRegistrationStore.open(path: path)
         #expect(try await reopened.registration(id: id, app: .default)?.tags.map(\.rawValue) == ["username:alice"])
-        #expect(try await reopened.schemaVersion() == 1)
+        #expect(try await reopened.schemaVersion() == 2)
     }
 
     @Test func anUnreadableFileIsAClearError() async throws {

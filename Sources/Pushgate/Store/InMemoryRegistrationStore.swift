@@ -6,6 +6,7 @@ public actor InMemoryRegistrationStore: RegistrationStore {
     private var reserved: [AppID: [RegistrationID: Timestamp]] = [:]
     private var registrations: [AppID: [RegistrationID: Registration]] = [:]
     private var removalLog: [AppID: [HandleRemoval]] = [:]
+    private var secureMessages: [AppID: [String: SecureMessage]] = [:]
 
     public init(reservationLifetime: Double = 86400) { self.reservationLifetime = reservationLifetime }
 
@@ -72,5 +73,15 @@ public actor InMemoryRegistrationStore: RegistrationStore {
 
     public func removals(app: AppID, limit: Int) throws(StoreError) -> [HandleRemoval] {
         Array((removalLog[app] ?? []).reversed().prefix(limit))
+    }
+
+    public func storeSecureMessage(_ message: SecureMessage) throws(StoreError) {
+        secureMessages[message.app, default: [:]][message.id] = message
+    }
+
+    public func readSecureMessage(id: String, app: AppID, recipient: String, now: Timestamp) throws(StoreError) -> SecureMessage? {
+        guard let message = secureMessages[app]?[id], message.recipient == recipient, now < message.expiresAt else { return nil }
+        secureMessages[app]?[id]?.read = true
+        return message
     }
 }
