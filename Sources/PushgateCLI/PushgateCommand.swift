@@ -12,7 +12,8 @@ struct PushgateCommand: AsyncParsableCommand {
             `pushgate templates render --pns apns --set message=Hello --set user=alice`.
             """,
         subcommands: [
-            ServeCommand.self, SandboxCommand.self, TemplatesCommand.self, UsersCommand.self, BenchCommand.self, VersionCommand.self,
+            DemoCommand.self, ServeCommand.self, SandboxCommand.self, TemplatesCommand.self, UsersCommand.self, BenchCommand.self,
+            VersionCommand.self,
         ]
     )
 }

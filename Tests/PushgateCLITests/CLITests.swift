@@ -149,3 +149,19 @@ struct PushgateProcess {
         #expect(rest.contains("sandbox stopped"))
     }
 }
+
+@Suite struct DemoCommandTests {
+    @Test func theDemoRunsEveryStepAndFitsEightyColumns() throws {
+        let result = try PushgateProcess.run(["demo"])
+        #expect(result.status == 0, "\(result.stderr)")
+        for heading in ["== 1.", "== 2.", "== 3.", "== 4.", "== 5.", "== all steps worked"] {
+            #expect(result.stdout.contains(heading), "missing \(heading)")
+        }
+        #expect(result.stdout.contains("state Completed: 4 delivered, 0 failed"))
+        #expect(result.stdout.contains(#"{"aps":{"alert":"From bob: Hello from Pushgate"}}"#))
+        #expect(result.stdout.contains("APNs answered 410 Unregistered -> ExpiredChannel"))
+        #expect(result.stdout.contains(#"alice fetched it with her credentials: "Your code is 4711""#))
+        #expect(result.stdout.split(separator: "\n").allSatisfy { $0.count <= 80 })
+        #expect(result.stderr.isEmpty, "\(result.stderr)")
+    }
+}

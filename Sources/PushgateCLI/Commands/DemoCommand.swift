@@ -1,0 +1,156 @@
+import ArgumentParser
+import Foundation
+import Hummingbird
+import Logging
+import PNSSandbox
+import Pushgate
+import PushgateConfig
+import PushgateCurl
+import PushgateDispatch
+import PushgateServer
+import PushgateStore
+import ServiceLifecycle
+
+/// `pushgate demo`: the main job on an embedded default, end to end, on this machine.
+struct DemoCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "demo",
+        abstract:
+            "Run the push-service sandbox and a gateway, register a device per platform, send one message everywhere, show what happened.",
+        discussion: """
+            Needs no configuration and no credentials: everything runs locally in a temporary folder. \
+            Exits 0 only if every step worked. With --keep-running the sandbox and the gateway stay up \
+            (Ctrl-C to stop) so you can try the API yourself.
+            """)
+
+    @Option(help: "The message bob sends to alice.")
+    var message: String = "Hello from Pushgate"
+
+    @Flag(help: "Keep the sandbox and the gateway running afterwards.")
+    var keepRunning = false
+
+    struct StepFailure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    func run() async throws {
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = .error
+            return handler
+        }
+        let out = DemoOutput()
+        var step = "starting"
+        let environment: DemoEnvironment
+        do {
+            step = "1. start the push-service sandbox and the gateway"
+            out.heading(step)
+            environment = try await DemoEnvironment.start()
+            out.line("sandbox   APNs \(environment.sandbox.endpoints.apns)  (HTTP/2, TLS, JWT)")
+            out.line("          FCM/GCM \(environment.sandbox.endpoints.fcm)  WNS \(environment.sandbox.endpoints.wns)")
+            out.line("gateway   \(environment.baseURL)  (SQLite store, demo users: password = name)")
+        } catch {
+            out.failure(step, "\(error)")
+            throw ExitCode(1)
+        }
+        do {
+            try await runSteps(environment, out: out, step: &step)
+            out.heading("all steps worked")
+        } catch {
+            out.failure(step, "\(error)")
+            await environment.stop()
+            throw ExitCode(1)
+        }
+        if keepRunning {
+            out.line("")
+            out.line("Still running (Ctrl-C to stop). Try:")
+            out.line("  curl -u bob:bob -H 'Content-Type: application/json' -d '\"hi\"' \\")
+            out.line("    '\(environment.baseURL)/api/notifications?pns=all&to_tag=alice'")
+            out.line("  sandbox control API: \(environment.sandbox.endpoints.control)/devices")
+            out.line("  gateway config: \(environment.directory)/config.json")
+            await waitForInterrupt(environment)
+        }
+        await environment.stop()
+    }
+
+    private func runSteps(_ environment: DemoEnvironment, out: DemoOutput, step: inout String) async throws {
+        step = "2. register one device per platform for alice through the gateway's API"
+        out.heading(step)
+        var devices: [Platform: SandboxDevice] = [:]
+        for platform in Platform.allCases {
+            let device = await environment.sandbox.createDevice(platform)
+            devices[platform] = device
+            let id = try await environment.register(device, user: "alice")
+            out.line(
+                "\(platform.serviceName.padding(toLength: 5, withPad: " ", startingAt: 0)) \(DeviceHandle.mask(device.handle).padding(toLength: 34, withPad: " ", startingAt: 0)) registration \(id.prefix(12))…"
+            )
+        }
+
+        step = "3. bob sends \"\(message)\" to alice on all platforms"
+        out.heading(step)
+        let sent = try await environment.call("POST", "/api/notifications?pns=all&to_tag=alice", user: "bob", body: jsonString(message))
+        guard sent.status == 200 else { throw StepFailure(description: "the gateway answered \(sent.status): \(sent.bodyText)") }
+        let result = try JSONDecoder().decode(NotificationResult.self, from: Data(sent.body))
+        out.table(result)
+        guard result.successCount == 4 else { throw StepFailure(description: "\(result.failureCount) of 4 deliveries failed") }
+        out.line("")
+        out.line("what each device received:")
+        for platform in Platform.allCases {
+            let inbox = await environment.sandbox.state.inbox(deviceID: devices[platform]!.id)
+            guard let last = inbox.last else { throw StepFailure(description: "the \(platform.serviceName) device received nothing") }
+            out.received(platform, last)
+        }
+
+        step = "4. failure path: alice uninstalls the app on her iPhone"
+        out.heading(step)
+        await environment.sandbox.state.setStatus(.uninstalled, deviceID: devices[.apns]!.id)
+        let gone = try await environment.call("POST", "/api/notifications?pns=apns&to_tag=alice", user: "bob", body: jsonString(message))
+        let goneResult = try JSONDecoder().decode(NotificationResult.self, from: Data(gone.body))
+        guard let target = goneResult.targets.first, target.outcome == .expiredChannel, target.handleAction == .removed else {
+            throw StepFailure(description: "expected ExpiredChannel with the handle removed, got \(gone.bodyText)")
+        }
+        out.line("APNs answered \(target.statusCode ?? 0) \(target.reason?.prefix(while: { $0 != " " }) ?? "") -> \(target.outcome)")
+        out.line("the gateway removed the registration and recorded why")
+        let again = try await environment.call("POST", "/api/notifications?pns=apns&to_tag=alice", user: "bob", body: jsonString(message))
+        guard again.status == 404 else { throw StepFailure(description: "the removed registration was still targeted (\(again.status))") }
+        out.line("sending to alice on APNs again: \(again.status) NoTargetFound")
+
+        step = "5. secure push: only an id travels through the push service"
+        out.heading(step)
+        let secure = try await environment.call(
+            "POST", "/api/notifications?pns=fcm&to_tag=alice&secure=true", user: "bob", body: jsonString("Your code is 4711"))
+        guard secure.status == 200, let secureID = secure.header("X-Pushgate-Secure-Id") else {
+            throw StepFailure(description: "secure send answered \(secure.status): \(secure.bodyText)")
+        }
+        let pushed = await environment.sandbox.state.inbox(deviceID: devices[.fcm]!.id).last?.payload ?? ""
+        guard pushed.contains(secureID), !pushed.contains("4711") else {
+            throw StepFailure(description: "the FCM payload carried more than the id: \(pushed)")
+        }
+        out.line("FCM device received only the id:")
+        out.line("    " + DemoOutput.payload(.fcm, pushed))
+        let redeemed = try await environment.call("GET", "/api/notifications/\(secureID)", user: "alice")
+        let payload = (try? JSONParser.parse(redeemed.body))?["Payload"]?.stringValue
+        guard redeemed.status == 200, payload == "Your code is 4711" else {
+            throw StepFailure(description: "alice could not redeem the secure message (\(redeemed.status))")
+        }
+        out.line("alice fetched it with her credentials: \"\(payload!)\"")
+        let stranger = try await environment.call("GET", "/api/notifications/\(secureID)", user: "mallory")
+        guard stranger.status == 404 else { throw StepFailure(description: "mallory could read alice's secure message") }
+        out.line("mallory asking for the same id: 404")
+    }
+
+    private func jsonString(_ text: String) -> String {
+        var bytes: [UInt8] = []
+        Escaping.appendJSONString(text, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Runs the sandbox as a service until SIGINT or SIGTERM.
+    private func waitForInterrupt(_ environment: DemoEnvironment) async {
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [.init(service: environment.sandbox)], gracefulShutdownSignals: [.sigint, .sigterm],
+                logger: Logger(label: "pushgate.demo")))
+        try? await group.run()
+    }
+}
