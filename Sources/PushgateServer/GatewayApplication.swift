@@ -48,8 +48,16 @@ public enum GatewayHTTP {
     public static let secureIDHeader = HTTPField.Name("X-Pushgate-Secure-Id")!
 
     /// The router with every route; `maximumBodyBytes` bounds request bodies.
-    public static func router(gateway: Gateway, authenticator: Authenticator, maximumBodyBytes: Int) -> Router<GatewayContext> {
+    public static func router(
+        gateway: Gateway, authenticator: Authenticator, maximumBodyBytes: Int, metrics: GatewayMetrics = GatewayMetrics()
+    ) -> Router<GatewayContext> {
         let router = Router(context: GatewayContext.self)
+        router.add(middleware: MetricsMiddleware(metrics: metrics))
+        router.get("metrics") { _, _ in
+            Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition())))
+        }
         router.get("healthz") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/plain"], body: .init(byteBuffer: ByteBuffer(string: "ok\n")))
         }
@@ -90,6 +98,7 @@ public enum GatewayHTTP {
                 let secure = ["true", "1"].contains(query.get("secure")?.lowercased() ?? "")
                 let outcome =
                     try await secure ? gateway.sendSecure(sendRequest, user: user) : gateway.send(sendRequest, user: user)
+                metrics.sent(outcome.result)
                 let wantsXML = (request.headers[.accept] ?? "").lowercased().contains("xml")
                 if wantsXML {
                     return Response(

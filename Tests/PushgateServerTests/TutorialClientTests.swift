@@ -237,6 +237,29 @@ struct GatewayFixture {
         }
     }
 
+    @Test func metricsCountRequestsDeliveriesAndPrunedHandles() async throws {
+        try await GatewayFixture.with { fixture in
+            let device = await fixture.sandbox.createDevice(.apns)
+            _ = try await fixture.register(device, user: "alice")
+            #expect(try await fixture.call("POST", "/api/notifications?pns=apns&to_tag=alice", user: "bob", body: "\"one\"").status == 200)
+            await fixture.sandbox.state.setStatus(.uninstalled, deviceID: device.id)
+            #expect(try await fixture.call("POST", "/api/notifications?pns=apns&to_tag=alice", user: "bob", body: "\"two\"").status == 200)
+            _ = try await fixture.call("POST", "/api/register", user: nil)
+            let metrics = try await fixture.call("GET", "/metrics", user: nil)
+            #expect(metrics.status == 200)
+            let text = metrics.bodyText
+            #expect(text.contains(#"pushgate_notifications_total{platform="apns",outcome="Success"} 1"#), "\(text)")
+            #expect(text.contains(#"pushgate_notifications_total{platform="apns",outcome="ExpiredChannel"} 1"#))
+            #expect(text.contains(#"pushgate_handles_removed_total{platform="apns"} 1"#))
+            #expect(
+                text.contains(#"pushgate_http_requests_total{route="unmatched",method="POST",status="401"} 1"#)
+                    || text.contains(#"method="POST",status="401"} 1"#), "\(text)")
+            #expect(text.contains(#"method="POST",status="200"} 2"#), "\(text)")
+            #expect(text.contains("pushgate_delivery_latency_seconds_bucket"))
+            #expect(text.contains("pushgate_http_requests_in_flight"))
+        }
+    }
+
     @Test func securePushSendsOnlyTheIDAndTheRecipientRedeemsIt() async throws {
         try await GatewayFixture.with { fixture in
             var devices: [Platform: SandboxDevice] = [:]
