@@ -73,6 +73,16 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The sandbox and a gateway against it on this machine: `pushgate demo` and the tests.
+        .target(
+            name: "PushgateLocal",
+            dependencies: [
+                "Pushgate", "PushgateConfig", "PushgateCurl", "PushgateDispatch", "PushgateServer", "PushgateStore", "PNSSandbox",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // Reads config.json, template files and secrets from disk and the environment.
         .target(name: "PushgateConfig", dependencies: ["Pushgate", "PushgateXML"]),
         // Local APNs, FCM (v1 and legacy) and WNS emulators speaking the real wire protocols.
@@ -101,7 +111,7 @@ let package = Package(
             name: "PushgateCLI",
             dependencies: [
                 "Pushgate", "PushgateXML", "PushgateConfig", "PushgateCurl", "PNSSandbox", "PushgateDispatch", "PushgateServer",
-                "PushgateStore",
+                "PushgateStore", "PushgateLocal",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -117,6 +127,7 @@ let package = Package(
             name: "PushgateServerTests",
             dependencies: [
                 "PushgateServer", "PNSSandbox", "PushgateCurl", "PushgateConfig", "PushgateDispatch", "PushgateStore", "Pushgate",
+                "PushgateLocal",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

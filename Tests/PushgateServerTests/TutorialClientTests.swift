@@ -6,101 +6,39 @@ import Pushgate
 import PushgateConfig
 import PushgateCurl
 import PushgateDispatch
+import PushgateLocal
 import PushgateServer
 import PushgateStore
 import ServiceLifecycle
 import Testing
 
-/// A sandbox, a gateway configured against it (SQLite store, demo passwords) listening on a free
-/// port, and an HTTP client acting as the tutorial's app.
+/// The local gateway (sandbox + gateway on a free port) with the tests' defaults: alice calls
+/// unless told otherwise, few retries.
 struct GatewayFixture {
-    let sandbox: PushSandbox
-    let directory: String
-    let baseURL: String
-    let client: CurlHTTPClient
-    let store: SQLiteRegistrationStore
-    let serverTask: Task<Void, any Error>
-    let dispatcher: Dispatcher
+    let local: LocalGateway
 
-    static func start() async throws -> GatewayFixture {
-        let sandbox = try await PushSandbox.start()
-        let directory = NSTemporaryDirectory() + "pushgate-gateway-" + UUID().uuidString
-        let files = try sandbox.writeGatewayFiles(to: directory)
-        let credentials = sandbox.credentials
-        let endpoints = sandbox.endpoints
-        let configPath = try SandboxGatewayConfiguration(
-            apnsEndpoint: endpoints.apns, apnsTopic: credentials.apnsTopic, apnsKeyID: credentials.apnsKeyID,
-            apnsTeamID: credentials.apnsTeamID,
-            fcmEndpoint: endpoints.fcm, gcmEndpoint: endpoints.gcm, wnsTokenEndpoint: endpoints.wnsToken,
-            wnsClientID: credentials.wnsClientID,
-            wnsChannelHost: endpoints.wnsChannelHost, files: files, listenerPort: 0
-        ).write(to: directory)
-        let loaded = try ConfigurationLoader.load(file: configPath)
-        let app = loaded.defaultApp
-        let providers = try await GatewayAssembly.providers(
-            for: app, secrets: SecretResolver(baseDirectory: directory),
-            policy: RetryPolicy(maximumAttempts: 2, initialBackoffSeconds: 0.05))
-        let dispatcher = Dispatcher(providers: providers)
-        let store = try await SQLiteRegistrationStore.open(path: directory + "/pushgate.sqlite")
-        let gateway = Gateway(app: app, store: store, dispatcher: dispatcher)
-        let router = GatewayHTTP.router(
-            gateway: gateway, authenticator: Authenticator(configuration: loaded.configuration.auth), maximumBodyBytes: 65536)
-        let (portStream, portContinuation) = AsyncStream.makeStream(of: Int.self)
-        let application = Application(
-            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-            onServerRunning: { channel in portContinuation.yield(channel.localAddress?.port ?? 0) })
-        let serverTask = Task { try await application.runService(gracefulShutdownSignals: []) }
-        var iterator = portStream.makeAsyncIterator()
-        let port = await iterator.next() ?? 0
-        return GatewayFixture(
-            sandbox: sandbox, directory: directory, baseURL: "http://127.0.0.1:\(port)",
-            client: try CurlHTTPClient(configuration: .init(httpVersion: .http1, maximumConnectionsPerHost: 4)), store: store,
-            serverTask: serverTask, dispatcher: dispatcher)
-    }
+    var sandbox: PushSandbox { local.sandbox }
+    var store: SQLiteRegistrationStore { local.store }
 
-    func stop() async throws {
-        serverTask.cancel()
-        _ = try? await serverTask.value
-        await client.shutdown()
-        await dispatcher.shutdown()
-        try await sandbox.shutdown()
-        try? FileManager.default.removeItem(atPath: directory)
-    }
-
-    /// A request as the tutorial client makes it: Basic credentials on every call.
     func call(
         _ method: String, _ path: String, user: String? = "alice", password: String? = nil, body: String = "",
         contentType: String = "application/json", accept: String? = nil
     ) async throws -> CurlResponse {
-        var headers: [(name: String, value: String)] = [("Content-Type", contentType)]
-        if let user {
-            let credentials = Data("\(user):\(password ?? user)".utf8).base64EncodedString()
-            headers.append(("Authorization", "Basic \(credentials)"))
-        }
-        if let accept { headers.append(("Accept", accept)) }
-        return try await client.execute(CurlRequest(method: method, url: baseURL + path, headers: headers, body: Array(body.utf8)))
+        try await local.call(method, path, user: user, password: password, body: body, contentType: contentType, accept: accept)
     }
 
-    /// The tutorial's registration: POST for an id (quotes stripped), then PUT the device.
     func register(_ device: SandboxDevice, user: String, tags: [String] = []) async throws -> String {
-        let created = try await call(
-            "POST", "/api/register?handle=\(device.handle.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")", user: user)
-        #expect(created.status == 200, "\(created.bodyText)")
-        let id = String(created.bodyText.dropFirst().dropLast())
-        let tagList = tags.map { "\"\($0)\"" }.joined(separator: ", ")
-        let body = "{\n  \"Platform\": \"\(device.platform.rawValue)\",\n  \"Handle\": \"\(device.handle)\",\n  \"Tags\": [\(tagList)]\n}"
-        let updated = try await call("PUT", "/api/register/\(id)", user: user, body: body)
-        #expect(updated.status == 200, "\(updated.bodyText)")
-        return id
+        try await local.register(device, user: user, tags: tags)
     }
 
     static func with(_ body: (GatewayFixture) async throws -> Void) async throws {
-        let fixture = try await GatewayFixture.start()
+        let fixture = GatewayFixture(
+            local: try await LocalGateway.start(retryPolicy: RetryPolicy(maximumAttempts: 2, initialBackoffSeconds: 0.05)))
         do { try await body(fixture) } catch {
-            try await fixture.stop()
+            await fixture.local.stop()
             throw error
         }
-        try await fixture.stop()
+        await fixture.local.stop()
     }
 }
 

@@ -7,6 +7,7 @@ import Pushgate
 import PushgateConfig
 import PushgateCurl
 import PushgateDispatch
+import PushgateLocal
 import PushgateServer
 import PushgateStore
 import ServiceLifecycle
@@ -29,9 +30,7 @@ struct DemoCommand: AsyncParsableCommand {
     @Flag(help: "Keep the sandbox and the gateway running afterwards.")
     var keepRunning = false
 
-    struct StepFailure: Error, CustomStringConvertible {
-        let description: String
-    }
+    typealias StepFailure = LocalGatewayError
 
     func run() async throws {
         LoggingSystem.bootstrap { label in
@@ -41,11 +40,11 @@ struct DemoCommand: AsyncParsableCommand {
         }
         let out = DemoOutput()
         var step = "starting"
-        let environment: DemoEnvironment
+        let environment: LocalGateway
         do {
             step = "1. start the push-service sandbox and the gateway"
             out.heading(step)
-            environment = try await DemoEnvironment.start()
+            environment = try await LocalGateway.start()
             out.line("sandbox   APNs \(environment.sandbox.endpoints.apns)  (HTTP/2, TLS, JWT)")
             out.line("          FCM/GCM \(environment.sandbox.endpoints.fcm)  WNS \(environment.sandbox.endpoints.wns)")
             out.line("gateway   \(environment.baseURL)  (SQLite store, demo users: password = name)")
@@ -73,7 +72,7 @@ struct DemoCommand: AsyncParsableCommand {
         await environment.stop()
     }
 
-    private func runSteps(_ environment: DemoEnvironment, out: DemoOutput, step: inout String) async throws {
+    private func runSteps(_ environment: LocalGateway, out: DemoOutput, step: inout String) async throws {
         step = "2. register one device per platform for alice through the gateway's API"
         out.heading(step)
         var devices: [Platform: SandboxDevice] = [:]
@@ -146,7 +145,7 @@ struct DemoCommand: AsyncParsableCommand {
     }
 
     /// Runs the sandbox as a service until SIGINT or SIGTERM.
-    private func waitForInterrupt(_ environment: DemoEnvironment) async {
+    private func waitForInterrupt(_ environment: LocalGateway) async {
         let group = ServiceGroup(
             configuration: .init(
                 services: [.init(service: environment.sandbox)], gracefulShutdownSignals: [.sigint, .sigterm],

@@ -1,0 +1,57 @@
+import Foundation
+import PNSSandbox
+import Pushgate
+
+/// The demo's 80-column output.
+final class DemoOutput: Sendable {
+    func heading(_ text: String) { print("\n== \(text)") }
+
+    func line(_ text: String) { print(text) }
+
+    func failure(_ step: String, _ reason: String) {
+        FileHandle.standardError.write(Data("\nFAILED at step \"\(step)\": \(reason)\n".utf8))
+    }
+
+    func table(_ result: NotificationResult) {
+        print("platform  outcome          status  attempts  ms   service message id")
+        for target in result.targets.sorted(by: { $0.platform < $1.platform }) {
+            let platform = target.platform.serviceName.padding(toLength: 9, withPad: " ", startingAt: 0)
+            let outcome = target.outcome.rawValue.padding(toLength: 16, withPad: " ", startingAt: 0)
+            let status = String(target.statusCode ?? 0).padding(toLength: 7, withPad: " ", startingAt: 0)
+            let attempts = String(target.attempts).padding(toLength: 9, withPad: " ", startingAt: 0)
+            let milliseconds = String(Int(target.latencyMilliseconds)).padding(toLength: 4, withPad: " ", startingAt: 0)
+            print("\(platform) \(outcome) \(status) \(attempts) \(milliseconds) \(Self.clip(target.serviceMessageID ?? "-", 24))")
+        }
+        print("state \(result.state): \(result.successCount) delivered, \(result.failureCount) failed")
+    }
+
+    /// What a device received: the payload itself (FCM and GCM without the request envelope),
+    /// wrapped to 80 columns.
+    func received(_ platform: Platform, _ notification: ReceivedNotification) {
+        let type = notification.header("x-wns-type") ?? notification.header("apns-push-type") ?? "data message"
+        print("\(platform.serviceName) (\(type)):")
+        for line in Self.wrap(Self.payload(platform, notification.payload), width: 76) { print("    \(line)") }
+    }
+
+    static func payload(_ platform: Platform, _ text: String) -> String {
+        guard platform == .fcm || platform == .gcm, let json = try? JSONParser.parse(text) else { return text }
+        let data = platform == .fcm ? json["message"]?["data"] : json["data"]
+        guard let data, let template = try? Template(json: data), let rendered = try? template.renderString([:]) else { return text }
+        return #"{"data":\#(rendered)}"#
+    }
+
+    static func wrap(_ text: String, width: Int) -> [String] {
+        var lines: [String] = []
+        var rest = Substring(text)
+        while rest.count > width {
+            lines.append(String(rest.prefix(width)))
+            rest = rest.dropFirst(width)
+        }
+        lines.append(String(rest))
+        return lines
+    }
+
+    static func clip(_ text: String, _ length: Int) -> String {
+        text.count <= length ? text : String(text.prefix(length - 1)) + "…"
+    }
+}

@@ -1,0 +1,109 @@
+import Foundation
+import Hummingbird
+import Logging
+import PNSSandbox
+import Pushgate
+import PushgateConfig
+import PushgateCurl
+import PushgateDispatch
+import PushgateServer
+import PushgateStore
+import ServiceLifecycle
+
+/// The push-service sandbox and a gateway configured against it (generated `config.json`, SQLite
+/// store, demo users whose password is their name) in a temporary folder, listening on a free
+/// port, plus an HTTP client for the gateway's API. Used by `pushgate demo` and by the tests.
+public struct LocalGateway: Sendable {
+    public let sandbox: PushSandbox
+    public let directory: String
+    public let baseURL: String
+    public let client: CurlHTTPClient
+    public let store: SQLiteRegistrationStore
+    let dispatcher: Dispatcher
+    let services: ServiceGroup
+    let serverTask: Task<Void, any Error>
+
+    /// Starts both. `retryPolicy` applies to every provider.
+    public static func start(retryPolicy: RetryPolicy = RetryPolicy()) async throws -> LocalGateway {
+        let sandbox = try await PushSandbox.start()
+        let directory = NSTemporaryDirectory() + "pushgate-demo-" + UUID().uuidString.prefix(8)
+        let files = try sandbox.writeGatewayFiles(to: directory)
+        let credentials = sandbox.credentials
+        let endpoints = sandbox.endpoints
+        let configPath = try SandboxGatewayConfiguration(
+            apnsEndpoint: endpoints.apns, apnsTopic: credentials.apnsTopic, apnsKeyID: credentials.apnsKeyID,
+            apnsTeamID: credentials.apnsTeamID,
+            fcmEndpoint: endpoints.fcm, gcmEndpoint: endpoints.gcm, wnsTokenEndpoint: endpoints.wnsToken,
+            wnsClientID: credentials.wnsClientID,
+            wnsChannelHost: endpoints.wnsChannelHost, files: files, listenerPort: 0
+        ).write(to: directory)
+        let loaded = try ConfigurationLoader.load(file: configPath)
+        let app = loaded.defaultApp
+        let providers = try await GatewayAssembly.providers(
+            for: app, secrets: SecretResolver(baseDirectory: directory), policy: retryPolicy)
+        let dispatcher = Dispatcher(providers: providers)
+        let store = try await SQLiteRegistrationStore.open(path: directory + "/pushgate.sqlite")
+        let gateway = Gateway(app: app, store: store, dispatcher: dispatcher)
+        let router = GatewayHTTP.router(
+            gateway: gateway, authenticator: Authenticator(configuration: loaded.configuration.auth), maximumBodyBytes: 65536)
+        let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
+        let application = Application(
+            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: { channel in portContinuation.yield(channel.localAddress?.port ?? 0) })
+        let services = ServiceGroup(configuration: .init(services: [.init(service: application)], logger: Logger(label: "pushgate.demo")))
+        let serverTask = Task { try await services.run() }
+        var iterator = ports.makeAsyncIterator()
+        let port = await iterator.next() ?? 0
+        return LocalGateway(
+            sandbox: sandbox, directory: directory, baseURL: "http://127.0.0.1:\(port)",
+            client: try CurlHTTPClient(configuration: .init(httpVersion: .http1, maximumConnectionsPerHost: 4)), store: store,
+            dispatcher: dispatcher,
+            services: services, serverTask: serverTask)
+    }
+
+    /// Stops the gateway gracefully, then the sandbox, and removes the folder.
+    public func stop() async {
+        await services.triggerGracefulShutdown()
+        _ = try? await serverTask.value
+        await client.shutdown()
+        await dispatcher.shutdown()
+        try? await sandbox.shutdown()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// A call to the gateway as the tutorial client makes it: Basic credentials (demo users:
+    /// password = name unless given; none when `user` is nil), JSON content type.
+    public func call(
+        _ method: String, _ path: String, user: String?, password: String? = nil, body: String = "",
+        contentType: String = "application/json; charset=utf-8", accept: String? = nil
+    ) async throws -> CurlResponse {
+        var headers: [(name: String, value: String)] = [("Content-Type", contentType)]
+        if let user {
+            headers.append(("Authorization", "Basic " + Data("\(user):\(password ?? user)".utf8).base64EncodedString()))
+        }
+        if let accept { headers.append(("Accept", accept)) }
+        return try await client.execute(CurlRequest(method: method, url: baseURL + path, headers: headers, body: Array(body.utf8)))
+    }
+
+    /// Registers `device` the way the tutorial client does (POST for an id, PUT the device with a
+    /// pretty-printed body); returns the registration id.
+    public func register(_ device: SandboxDevice, user: String, tags: [String] = []) async throws -> String {
+        let encodedHandle = device.handle.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? device.handle
+        let created = try await call("POST", "/api/register?handle=\(encodedHandle)", user: user)
+        guard created.status == 200 else { throw LocalGatewayError(description: "POST /api/register answered \(created.status)") }
+        let id = String(created.bodyText.dropFirst().dropLast())
+        let tagList = tags.map { "\"\($0)\"" }.joined(separator: ", ")
+        let body = "{\n  \"Platform\": \"\(device.platform.rawValue)\",\n  \"Handle\": \"\(device.handle)\",\n  \"Tags\": [\(tagList)]\n}"
+        let updated = try await call("PUT", "/api/register/\(id)", user: user, body: body)
+        guard updated.status == 200 else {
+            throw LocalGatewayError(description: "PUT /api/register answered \(updated.status): \(updated.bodyText)")
+        }
+        return id
+    }
+}
+
+/// A step against the local gateway did not answer as expected.
+public struct LocalGatewayError: Error, CustomStringConvertible {
+    public let description: String
+    public init(description: String) { self.description = description }
+}
