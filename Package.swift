@@ -144,7 +144,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "PushgateConfigTests", dependencies: ["Pushgate", "PushgateConfig"]),
-        .testTarget(name: "PushgateCLITests", dependencies: ["PushgateCLI"]),
+        .testTarget(name: "PushgateCLITests", dependencies: ["PushgateCLI", "PushgateLocal", "PNSSandbox"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,4 +1,6 @@
 import Foundation
+import Pushgate
+import PushgateLocal
 import Testing
 
 /// Runs the built `pushgate` binary, as a user would.
@@ -163,5 +165,58 @@ struct PushgateProcess {
         #expect(result.stdout.contains(#"alice fetched it with her credentials: "Your code is 4711""#))
         #expect(result.stdout.split(separator: "\n").allSatisfy { $0.count <= 80 })
         #expect(result.stderr.isEmpty, "\(result.stderr)")
+    }
+}
+
+@Suite struct SendCommandTests {
+    @Test func sendPrintsTheOutcomesAndExitsByWhatHappened() async throws {
+        let local = try await LocalGateway.start()
+        do {
+            let device = await local.sandbox.createDevice(.apns)
+            _ = try await local.register(device, user: "alice")
+            let sent = try PushgateProcess.run([
+                "send", "--server", local.baseURL, "--user", "bob:bob", "--pns", "apns", "--to-tag", "alice", "Hi from the CLI",
+            ])
+            #expect(sent.status == 0, "\(sent.stderr)")
+            #expect(sent.stdout.contains("APNs      Success          200"))
+            #expect(sent.stdout.contains("state Completed: 1 delivered, 0 failed"))
+            #expect(await local.sandbox.state.inbox(deviceID: device.id).last?.payload == #"{"aps":{"alert":"From bob: Hi from the CLI"}}"#)
+
+            let asJSON = try PushgateProcess.run([
+                "send", "--server", local.baseURL, "--user", "bob:bob", "--to-tag", "alice", "--json", "x",
+            ])
+            #expect(try JSONParser.parse(Array(asJSON.stdout.utf8))["success"]?.kind == .number("1"))
+            let asXML = try PushgateProcess.run(["send", "--server", local.baseURL, "--user", "bob:bob", "--to-tag", "alice", "--xml", "x"])
+            #expect(asXML.stdout.contains("<NotificationOutcome"))
+
+            let nobody = try PushgateProcess.run(["send", "--server", local.baseURL, "--user", "bob:bob", "--to-tag", "nobody", "x"])
+            #expect(nobody.status == 1)
+            #expect(nobody.stdout.contains("NoTargetFound"))
+
+            let wrong = try PushgateProcess.run(["send", "--server", local.baseURL, "--user", "bob:nope", "--to-tag", "alice", "x"])
+            #expect(wrong.status == 2)
+            #expect(wrong.stderr.contains("refused the credentials for 'bob' (401)"))
+
+            let unknown = try PushgateProcess.run([
+                "send", "--server", local.baseURL, "--user", "bob:bob", "--pns", "mpns", "--to-tag", "alice", "x",
+            ])
+            #expect(unknown.status != 0)
+            #expect(unknown.stderr.contains("pns 'mpns' is not a known platform"))
+        } catch {
+            await local.stop()
+            throw error
+        }
+        await local.stop()
+    }
+
+    @Test func sendExplainsAnUnreachableGatewayAndMissingArguments() throws {
+        let unreachable = try PushgateProcess.run(["send", "--server", "http://127.0.0.1:9", "--user", "bob:bob", "--to-tag", "alice", "x"])
+        #expect(unreachable.status == 3)
+        #expect(unreachable.stderr.contains("cannot reach the gateway at http://127.0.0.1:9"))
+        let noUser = try PushgateProcess.run(["send", "--to-tag", "alice", "x"])
+        #expect(noUser.status != 0)
+        #expect(noUser.stderr.contains("--user"))
+        let noTarget = try PushgateProcess.run(["send", "--user", "bob:bob", "x"])
+        #expect(noTarget.stderr.contains("give --to-tag (a user name) or --tags"))
     }
 }
