@@ -27,16 +27,7 @@ public struct LocalGateway: Sendable {
     public static func start(retryPolicy: RetryPolicy = RetryPolicy()) async throws -> LocalGateway {
         let sandbox = try await PushSandbox.start()
         let directory = NSTemporaryDirectory() + "pushgate-demo-" + UUID().uuidString.prefix(8)
-        let files = try sandbox.writeGatewayFiles(to: directory)
-        let credentials = sandbox.credentials
-        let endpoints = sandbox.endpoints
-        let configPath = try SandboxGatewayConfiguration(
-            apnsEndpoint: endpoints.apns, apnsTopic: credentials.apnsTopic, apnsKeyID: credentials.apnsKeyID,
-            apnsTeamID: credentials.apnsTeamID,
-            fcmEndpoint: endpoints.fcm, gcmEndpoint: endpoints.gcm, wnsTokenEndpoint: endpoints.wnsToken,
-            wnsClientID: credentials.wnsClientID,
-            wnsChannelHost: endpoints.wnsChannelHost, files: files, listenerPort: 0
-        ).write(to: directory)
+        let configPath = try sandbox.writeGatewayConfiguration(to: directory, listenerPort: 0)
         let loaded = try ConfigurationLoader.load(file: configPath)
         let app = loaded.defaultApp
         let providers = try await GatewayAssembly.providers(

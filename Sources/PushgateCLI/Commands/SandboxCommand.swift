@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import PNSSandbox
 import PushgateConfig
+import PushgateLocal
 import ServiceLifecycle
 
 /// `pushgate sandbox`: runs the local APNs / FCM / GCM / WNS sandbox until interrupted.
@@ -54,16 +55,10 @@ struct SandboxCommand: AsyncParsableCommand {
                 host: host, apnsPort: apnsPort, googlePort: googlePort, wnsPort: wnsPort, controlPort: controlPort, apnsTopic: topic),
             logger: logger)
         let directory = URL(fileURLWithPath: dir).standardizedFileURL.path
-        let files = try sandbox.writeGatewayFiles(to: directory)
+        let configPath = try sandbox.writeGatewayConfiguration(to: directory, listenerPort: gatewayPort)
+        let caFile = (directory as NSString).appendingPathComponent("ca.pem")
         let endpoints = sandbox.endpoints
         let credentials = sandbox.credentials
-        let configPath = try SandboxGatewayConfiguration(
-            apnsEndpoint: endpoints.apns, apnsTopic: credentials.apnsTopic, apnsKeyID: credentials.apnsKeyID,
-            apnsTeamID: credentials.apnsTeamID,
-            fcmEndpoint: endpoints.fcm, gcmEndpoint: endpoints.gcm, wnsTokenEndpoint: endpoints.wnsToken,
-            wnsClientID: credentials.wnsClientID,
-            wnsChannelHost: endpoints.wnsChannelHost, files: files, listenerPort: gatewayPort
-        ).write(to: directory)
 
         let banner = """
             Pushgate sandbox running (Ctrl-C to stop)
@@ -73,7 +68,7 @@ struct SandboxCommand: AsyncParsableCommand {
               OAuth     \(endpoints.googleToken)   \(endpoints.wnsToken)
               WNS       \(endpoints.wns)/?token=…
               control   \(endpoints.control)   (POST /devices {"platform":"apns"}, GET /devices/<id>/inbox, POST /faults)
-              CA        \(files["ca"] ?? "")
+              CA        \(caFile)
               gateway   \(configPath)
 
             """

@@ -1,0 +1,17 @@
+import PNSSandbox
+import PushgateConfig
+
+extension PushSandbox {
+    /// Writes the credentials and a gateway `config.json` that delivers through this sandbox into
+    /// `directory`; returns the configuration's path.
+    public func writeGatewayConfiguration(to directory: String, listenerPort: Int) throws -> String {
+        let files = try writeGatewayFiles(to: directory)
+        return try SandboxGatewayConfiguration(
+            apnsEndpoint: endpoints.apns, apnsTopic: credentials.apnsTopic, apnsKeyID: credentials.apnsKeyID,
+            apnsTeamID: credentials.apnsTeamID,
+            fcmEndpoint: endpoints.fcm, gcmEndpoint: endpoints.gcm, wnsTokenEndpoint: endpoints.wnsToken,
+            wnsClientID: credentials.wnsClientID,
+            wnsChannelHost: endpoints.wnsChannelHost, files: files, listenerPort: listenerPort
+        ).write(to: directory)
+    }
+}
