@@ -68,7 +68,7 @@ public enum GatewayHTTP {
             let user = context.user!
             return await respond {
                 let id = try await gateway.createRegistrationID(handle: request.uri.queryParameters.get("handle"), user: user)
-                return json(200, jsonString(id.rawValue))
+                return json(200, Escaping.jsonString(id.rawValue))
             }
         }
         api.put("register/:id") { request, context in
@@ -117,7 +117,10 @@ public enum GatewayHTTP {
             let id = context.parameters.get("id") ?? ""
             return await respond {
                 let message = try await gateway.readSecure(id: id, user: user)
-                return json(200, #"{"Id":\#(jsonString(message.id)),"Payload":\#(jsonString(message.payload)),"Read":\#(message.read)}"#)
+                return json(
+                    200,
+                    #"{"Id":\#(Escaping.jsonString(message.id)),"Payload":\#(Escaping.jsonString(message.payload)),"Read":\#(message.read)}"#
+                )
             }
         }
         return router
@@ -152,15 +155,9 @@ public enum GatewayHTTP {
             body: .init(byteBuffer: ByteBuffer(string: text)))
     }
 
-    static func jsonString(_ text: String) -> String {
-        var bytes: [UInt8] = []
-        Escaping.appendJSONString(text, to: &bytes)
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
     /// `{"error": message, "status": code}`, with a Basic challenge when asked.
     static func error(_ error: GatewayError, challenge: Bool = false) -> Response {
-        var response = json(error.status, #"{"error":\#(jsonString(error.message)),"status":\#(error.status)}"#)
+        var response = json(error.status, #"{"error":\#(Escaping.jsonString(error.message)),"status":\#(error.status)}"#)
         if challenge { response.headers[.wwwAuthenticate] = #"Basic realm="pushgate", charset="UTF-8""# }
         return response
     }

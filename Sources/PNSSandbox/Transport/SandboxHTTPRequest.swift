@@ -89,34 +89,3 @@ extension SandboxHTTPResponder {
         promise.futureResult.assumeIsolated().whenSuccess(write)
     }
 }
-
-/// `application/x-www-form-urlencoded` decoding (query strings and OAuth token requests).
-enum FormEncoding {
-    static func decode(_ text: String) -> [String: String] {
-        var result: [String: String] = [:]
-        for pair in text.split(separator: "&", omittingEmptySubsequences: true) {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let name = percentDecode(String(parts[0]))
-            let value = parts.count > 1 ? percentDecode(String(parts[1])) : ""
-            result[name] = value
-        }
-        return result
-    }
-
-    static func percentDecode(_ text: String) -> String {
-        var bytes: [UInt8] = []
-        var iterator = Array(text.utf8).makeIterator()
-        while let byte = iterator.next() {
-            if byte == UInt8(ascii: "+") {
-                bytes.append(UInt8(ascii: " "))
-            } else if byte == UInt8(ascii: "%"), let high = iterator.next(), let low = iterator.next(),
-                let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16)
-            {
-                bytes.append(value)
-            } else {
-                bytes.append(byte)
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
-}

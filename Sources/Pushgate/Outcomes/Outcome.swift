@@ -58,9 +58,6 @@ public struct Outcome: Sendable, Hashable, Comparable, RawRepresentable, Codable
 
     public var isSuccess: Bool { self == .success }
 
-    /// Whether the device's handle should be removed from the store.
-    public var removesHandle: Bool { self == .expiredChannel }
-
     /// A sentence for people, as Notification Hubs writes in `NotificationOutcome` results.
     public var explanation: String {
         switch self {

@@ -51,6 +51,13 @@ public enum Escaping {
         }
     }
 
+    /// `text` as a complete JSON string literal, quotes included.
+    public static func jsonString(_ text: some StringProtocol) -> String {
+        var bytes: [UInt8] = []
+        appendJSONString(text, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
     /// Appends `text` as a complete JSON string literal, quotes included.
     public static func appendJSONString(_ text: some StringProtocol, to output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))

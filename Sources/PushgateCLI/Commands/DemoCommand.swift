@@ -87,7 +87,8 @@ struct DemoCommand: AsyncParsableCommand {
 
         step = "3. bob sends \"\(message)\" to alice on all platforms"
         out.heading(step)
-        let sent = try await environment.call("POST", "/api/notifications?pns=all&to_tag=alice", user: "bob", body: jsonString(message))
+        let sent = try await environment.call(
+            "POST", "/api/notifications?pns=all&to_tag=alice", user: "bob", body: Escaping.jsonString(message))
         guard sent.status == 200 else { throw StepFailure(description: "the gateway answered \(sent.status): \(sent.bodyText)") }
         let result = try JSONDecoder().decode(NotificationResult.self, from: Data(sent.body))
         out.table(result)
@@ -103,21 +104,23 @@ struct DemoCommand: AsyncParsableCommand {
         step = "4. failure path: alice uninstalls the app on her iPhone"
         out.heading(step)
         await environment.sandbox.state.setStatus(.uninstalled, deviceID: devices[.apns]!.id)
-        let gone = try await environment.call("POST", "/api/notifications?pns=apns&to_tag=alice", user: "bob", body: jsonString(message))
+        let gone = try await environment.call(
+            "POST", "/api/notifications?pns=apns&to_tag=alice", user: "bob", body: Escaping.jsonString(message))
         let goneResult = try JSONDecoder().decode(NotificationResult.self, from: Data(gone.body))
         guard let target = goneResult.targets.first, target.outcome == .expiredChannel, target.handleAction == .removed else {
             throw StepFailure(description: "expected ExpiredChannel with the handle removed, got \(gone.bodyText)")
         }
         out.line("APNs answered \(target.statusCode ?? 0) \(target.reason?.prefix(while: { $0 != " " }) ?? "") -> \(target.outcome)")
         out.line("the gateway removed the registration and recorded why")
-        let again = try await environment.call("POST", "/api/notifications?pns=apns&to_tag=alice", user: "bob", body: jsonString(message))
+        let again = try await environment.call(
+            "POST", "/api/notifications?pns=apns&to_tag=alice", user: "bob", body: Escaping.jsonString(message))
         guard again.status == 404 else { throw StepFailure(description: "the removed registration was still targeted (\(again.status))") }
         out.line("sending to alice on APNs again: \(again.status) NoTargetFound")
 
         step = "5. secure push: only an id travels through the push service"
         out.heading(step)
         let secure = try await environment.call(
-            "POST", "/api/notifications?pns=fcm&to_tag=alice&secure=true", user: "bob", body: jsonString("Your code is 4711"))
+            "POST", "/api/notifications?pns=fcm&to_tag=alice&secure=true", user: "bob", body: Escaping.jsonString("Your code is 4711"))
         guard secure.status == 200, let secureID = secure.header("X-Pushgate-Secure-Id") else {
             throw StepFailure(description: "secure send answered \(secure.status): \(secure.bodyText)")
         }
@@ -136,12 +139,6 @@ struct DemoCommand: AsyncParsableCommand {
         let stranger = try await environment.call("GET", "/api/notifications/\(secureID)", user: "mallory")
         guard stranger.status == 404 else { throw StepFailure(description: "mallory could read alice's secure message") }
         out.line("mallory asking for the same id: 404")
-    }
-
-    private func jsonString(_ text: String) -> String {
-        var bytes: [UInt8] = []
-        Escaping.appendJSONString(text, to: &bytes)
-        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Runs the sandbox as a service until SIGINT or SIGTERM.
