@@ -145,6 +145,7 @@ let package = Package(
         ),
         .testTarget(name: "PushgateConfigTests", dependencies: ["Pushgate", "PushgateConfig"]),
         .testTarget(name: "PushgateCLITests", dependencies: ["PushgateCLI", "PushgateLocal", "PNSSandbox"]),
+        .testTarget(name: "PushgateConsoleTests", dependencies: ["PushgateLocal", "PNSSandbox", "Pushgate"]),
     ],
     swiftLanguageModes: [.v6]
 )

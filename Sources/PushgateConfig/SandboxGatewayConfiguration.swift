@@ -20,11 +20,13 @@ public struct SandboxGatewayConfiguration: Sendable {
     public var listenerPort: Int
     /// Whether the tutorials' "password equals user name" rule is on (local development only).
     public var demoPasswordEqualsName: Bool
+    /// The sandbox's control API, for the web console's sandbox devices and inboxes.
+    public var sandboxControl: String?
 
     public init(
         apnsEndpoint: String, apnsTopic: String, apnsKeyID: String, apnsTeamID: String, fcmEndpoint: String, gcmEndpoint: String,
         wnsTokenEndpoint: String, wnsClientID: String, wnsChannelHost: String, files: [String: String], listenerPort: Int = 8080,
-        demoPasswordEqualsName: Bool = true
+        demoPasswordEqualsName: Bool = true, sandboxControl: String? = nil
     ) {
         self.apnsEndpoint = apnsEndpoint
         self.apnsTopic = apnsTopic
@@ -38,6 +40,7 @@ public struct SandboxGatewayConfiguration: Sendable {
         self.files = files
         self.listenerPort = listenerPort
         self.demoPasswordEqualsName = demoPasswordEqualsName
+        self.sandboxControl = sandboxControl
     }
 
     /// The configuration as a JSON object, templates referenced as `templates/…` next to it.
@@ -49,8 +52,11 @@ public struct SandboxGatewayConfiguration: Sendable {
             if !headers.isEmpty { object["headers"] = headers }
             return object
         }
+        var console: [String: Any] = ["enabled": true]
+        if let sandboxControl { console["sandboxControl"] = sandboxControl }
         return [
             "listener": ["host": "127.0.0.1", "port": listenerPort],
+            "console": console,
             "store": ["sqlite": ["path": "pushgate.sqlite"]],
             "auth": ["users": [Any](), "admins": [Any](), "demoPasswordEqualsName": demoPasswordEqualsName],
             "apps": [

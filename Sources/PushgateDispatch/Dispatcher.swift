@@ -19,8 +19,10 @@ public final class Dispatcher: Sendable {
     /// Handle changes (removals, canonical replacements) are all returned, for the store to apply.
     public func dispatch(
         notificationID: String, selection: PlatformSelection, payloads: [Platform: RenderedNotification],
-        targets: some AsyncSequence<[DispatchTarget], Never>, maximumReportedTargets: Int = 10_000
+        targets: some AsyncSequence<[DispatchTarget], Never>, maximumReportedTargets: Int = 10_000,
+        progress: (@Sendable (DispatchProgress) -> Void)? = nil
     ) async -> DispatchSummary {
+        var sofar = DispatchProgress(processed: 0, succeeded: 0)
         var results: [TargetResult] = []
         var counts: [Platform: [Outcome: Int]] = [:]
         var handleUpdates: [HandleUpdate] = []
@@ -44,6 +46,8 @@ public final class Dispatcher: Sendable {
                 return await group.reduce(into: [DeliveryReport]()) { $0.append(contentsOf: $1) }
             }
             for report in reports {
+                sofar.processed += 1
+                if report.verdict.outcome.isSuccess { sofar.succeeded += 1 }
                 counts[report.target.handle.platform, default: [:]][report.verdict.outcome, default: 0] += 1
                 if let change = report.verdict.handleChange {
                     handleUpdates.append(
@@ -55,6 +59,7 @@ public final class Dispatcher: Sendable {
                     results[index] = report.targetResult
                 }
             }
+            progress?(sofar)
         }
         return DispatchSummary(
             result: NotificationResult(notificationID: notificationID, selection: selection, counts: counts, targets: results),
@@ -77,6 +82,12 @@ public final class Dispatcher: Sendable {
     public func shutdown() async {
         for provider in providers.values { await provider.shutdown() }
     }
+}
+
+/// How far a dispatch has got: targets answered so far, and how many of them were delivered.
+public struct DispatchProgress: Sendable, Hashable {
+    public var processed: Int
+    public var succeeded: Int
 }
 
 /// What a dispatch produced: the unified result, and the handle changes the services asked for.

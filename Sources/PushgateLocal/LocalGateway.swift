@@ -20,6 +20,7 @@ public struct LocalGateway: Sendable {
     public let client: CurlHTTPClient
     public let store: SQLiteRegistrationStore
     let dispatcher: Dispatcher
+    let sandboxBridge: SandboxBridge?
     let services: ServiceGroup
     let serverTask: Task<Void, any Error>
 
@@ -35,8 +36,11 @@ public struct LocalGateway: Sendable {
         let dispatcher = Dispatcher(providers: providers)
         let store = try await SQLiteRegistrationStore.open(path: directory + "/pushgate.sqlite")
         let gateway = Gateway(app: app, store: store, dispatcher: dispatcher)
+        let console = loaded.configuration.console
+        let sandboxBridge = try console.sandboxControl.map(SandboxBridge.init(controlURL:))
         let router = GatewayHTTP.router(
-            gateway: gateway, authenticator: Authenticator(configuration: loaded.configuration.auth), maximumBodyBytes: 65536)
+            gateway: gateway, authenticator: Authenticator(configuration: loaded.configuration.auth), maximumBodyBytes: 65536,
+            console: console, sandbox: sandboxBridge)
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
         let application = Application(
             router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
@@ -48,8 +52,7 @@ public struct LocalGateway: Sendable {
         return LocalGateway(
             sandbox: sandbox, directory: directory, baseURL: "http://127.0.0.1:\(port)",
             client: try CurlHTTPClient(configuration: .init(httpVersion: .http1, maximumConnectionsPerHost: 4)), store: store,
-            dispatcher: dispatcher,
-            services: services, serverTask: serverTask)
+            dispatcher: dispatcher, sandboxBridge: sandboxBridge, services: services, serverTask: serverTask)
     }
 
     /// Stops the gateway gracefully, then the sandbox, and removes the folder.
@@ -58,6 +61,7 @@ public struct LocalGateway: Sendable {
         _ = try? await serverTask.value
         await client.shutdown()
         await dispatcher.shutdown()
+        await sandboxBridge?.shutdown()
         try? await sandbox.shutdown()
         try? FileManager.default.removeItem(atPath: directory)
     }

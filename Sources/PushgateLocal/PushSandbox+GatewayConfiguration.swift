@@ -11,7 +11,8 @@ extension PushSandbox {
             apnsTeamID: credentials.apnsTeamID,
             fcmEndpoint: endpoints.fcm, gcmEndpoint: endpoints.gcm, wnsTokenEndpoint: endpoints.wnsToken,
             wnsClientID: credentials.wnsClientID,
-            wnsChannelHost: endpoints.wnsChannelHost, files: files, listenerPort: listenerPort
+            wnsChannelHost: endpoints.wnsChannelHost, files: files, listenerPort: listenerPort,
+            sandboxControl: endpoints.control
         ).write(to: directory)
     }
 }

@@ -143,6 +143,33 @@ public final class Gateway: Sendable {
         }
     }
 
+    /// `GET /api/registrations`: the user's own registrations (an admin's: everyone's), optionally
+    /// only those matching a tag expression, ordered by id, at most `limit`.
+    public func registrations(user: AuthenticatedUser, tagExpression: String?, limit: Int) async throws(GatewayError) -> [Registration] {
+        var expression: TagExpression?
+        if let text = tagExpression, !text.isEmpty {
+            do { expression = try TagExpression(parsing: text) } catch { throw .badRequest("tags: \(error.description)") }
+        }
+        guard (1...1000).contains(limit) else { throw .badRequest("limit must be between 1 and 1000, not \(limit)") }
+        if !user.isAdmin {
+            let own: TagExpression
+            do { own = .tag(try Tag.username(user.name)) } catch { return [] }
+            expression = expression.map { .and(own, $0) } ?? own
+        }
+        var found: [Registration] = []
+        do {
+            for try await batch in store.registrations(
+                matching: expression, platforms: .all, app: appID, batchSize: min(limit, 500), now: now())
+            {
+                found += batch.filter { user.isAdmin || $0.owner == user.name }
+                if found.count >= limit { break }
+            }
+        } catch {
+            throw GatewayError(503, "the registration store is unavailable")
+        }
+        return Array(found.prefix(limit))
+    }
+
     static func storeFailure(_ error: StoreError) -> GatewayError {
         switch error.kind {
         case .gone: GatewayError.gone(error.message)
@@ -180,21 +207,27 @@ public final class Gateway: Sendable {
     /// Secure push: stores the message for the recipient (`to_tag`) and pushes only its id with the
     /// `secure` templates (`secureId` property).
     public func sendSecure(_ request: SendRequest, user: AuthenticatedUser) async throws(GatewayError) -> SendOutcome {
+        try await deliver(try await prepareSecure(request, user: user))
+    }
+
+    /// Validates a secure send, stores its message, and renders the id-only payloads.
+    public func prepareSecure(_ request: SendRequest, user: AuthenticatedUser) async throws(GatewayError) -> PreparedSend {
         guard let recipient = request.toTag, !recipient.isEmpty else {
             throw .badRequest("to_tag is required for secure push (the one user who may read the message)")
         }
         let properties = try Self.properties(from: request.body)
         let id = UUID().uuidString.lowercased()
+        let body = Array(#"{"message":"","secureId":"\#(id)"}"#.utf8)
+        // Validate and render before storing, so that a refused send leaves nothing behind.
+        var prepared = try prepare(
+            SendRequest(pns: request.pns, toTag: recipient, tagExpression: nil, body: body), user: user, purpose: "secure")
         let created = now()
         let message = SecureMessage(
             id: id, app: appID, recipient: recipient, sender: user.name, payload: properties["message"] ?? "", createdAt: created,
             expiresAt: created.adding(seconds: secureMessageLifetime))
         do { try await store.storeSecureMessage(message) } catch { throw Self.storeFailure(error) }
-        let body = Array(#"{"message":"","secureId":"\#(id)"}"#.utf8)
-        var outcome = try await send(
-            SendRequest(pns: request.pns, toTag: recipient, tagExpression: nil, body: body), user: user, purpose: "secure")
-        outcome.secureID = id
-        return outcome
+        prepared.secureID = id
+        return prepared
     }
 
     /// `GET /api/notifications/{id}`: the payload, only for its recipient and before it expires.
@@ -207,9 +240,24 @@ public final class Gateway: Sendable {
         return message
     }
 
+    /// A validated send: payloads rendered once per platform, ready to dispatch.
+    public struct PreparedSend: Sendable {
+        var selection: PlatformSelection
+        var expression: TagExpression
+        var payloads: [Platform: RenderedNotification]
+        /// Set for secure sends.
+        var secureID: String?
+    }
+
     /// `POST /api/notifications?pns=…&to_tag=…`.
     public func send(_ request: SendRequest, user: AuthenticatedUser, purpose: String = "notify") async throws(GatewayError) -> SendOutcome
     {
+        try await deliver(try prepare(request, user: user, purpose: purpose))
+    }
+
+    /// Validates a send and renders its payloads; throws the error the caller deserves before
+    /// anything is sent.
+    public func prepare(_ request: SendRequest, user: AuthenticatedUser, purpose: String = "notify") throws(GatewayError) -> PreparedSend {
         guard let pns = request.pns, !pns.isEmpty else {
             throw .badRequest("pns is required: apns, fcm, gcm, wns, all or a comma-separated list")
         }
@@ -236,9 +284,20 @@ public final class Gateway: Sendable {
                 throw GatewayError(error.httpStatusCode, "\(platform): \(error.description)")
             }
         }
+        return PreparedSend(selection: selection, expression: expression, payloads: payloads)
+    }
+
+    /// Dispatches a prepared send to every matching registration, applies what the services said
+    /// about handles, and reports. `progress` is called after each batch of targets.
+    public func deliver(
+        _ prepared: PreparedSend, progress: (@Sendable (DispatchProgress) -> Void)? = nil
+    ) async throws(GatewayError)
+        -> SendOutcome
+    {
         let notificationID = UUID().uuidString.lowercased()
         let sendTime = now()
-        let stream = store.registrations(matching: expression, platforms: selection, app: appID, batchSize: 500, now: sendTime)
+        let stream = store.registrations(
+            matching: prepared.expression, platforms: prepared.selection, app: appID, batchSize: 500, now: sendTime)
         let storeFailed = StoreFailureFlag()
         let targets = AsyncStream<[DispatchTarget]> { continuation in
             let task = Task {
@@ -253,7 +312,9 @@ public final class Gateway: Sendable {
             }
             continuation.onTermination = { _ in task.cancel() }
         }
-        let summary = await dispatcher.dispatch(notificationID: notificationID, selection: selection, payloads: payloads, targets: targets)
+        let summary = await dispatcher.dispatch(
+            notificationID: notificationID, selection: prepared.selection, payloads: prepared.payloads, targets: targets,
+            progress: progress)
         if storeFailed.isSet { throw GatewayError(503, "the registration store is unavailable") }
         if !summary.handleUpdates.isEmpty {
             let changes = summary.handleUpdates.map {
@@ -267,7 +328,7 @@ public final class Gateway: Sendable {
         case .abandoned: status = 503
         default: status = 200
         }
-        return SendOutcome(result: summary.result, status: status)
+        return SendOutcome(result: summary.result, status: status, secureID: prepared.secureID)
     }
 
     /// The template properties from a send body: a JSON string is the message; a JSON object gives

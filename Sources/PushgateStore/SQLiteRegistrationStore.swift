@@ -162,13 +162,7 @@ public final class SQLiteRegistrationStore: RegistrationStore, SecureMessageStor
     }
 
     public func upsert(_ registration: Registration, now: Timestamp) async throws(StoreError) {
-        let template: String? = try registration.template.map { template throws(StoreError) in
-            do {
-                return String(decoding: try JSONEncoder().encode(template), as: UTF8.self)
-            } catch {
-                throw StoreError(.storage, "cannot encode the registration template")
-            }
-        }
+        let template = try Self.encodedTemplate(registration)
         try await run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) in
                 let app = SQLiteValue.text(registration.app.rawValue)
@@ -178,27 +172,59 @@ public final class SQLiteRegistrationStore: RegistrationStore, SecureMessageStor
                     let reserved = try connection.prepare("SELECT 1 FROM reserved_ids WHERE app = ? AND id = ? AND expires_at > ?")
                         .bind([app, id, .real(now.secondsSinceEpoch)]).step()
                     guard reserved else { throw StoreError.gone(registration.id) }
-                    try connection.prepare("DELETE FROM reserved_ids WHERE app = ? AND id = ?").bind([app, id]).run()
                 }
-                try connection.prepare(
-                    """
-                    INSERT INTO registrations (app, id, platform, handle, owner, template, expires_at, created_at, updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (app, id) DO UPDATE SET platform = excluded.platform, handle = excluded.handle, owner = excluded.owner,
-                        template = excluded.template, expires_at = excluded.expires_at, updated_at = excluded.updated_at
-                    """
-                ).bind([
-                    app, id, .text(registration.platform.rawValue), .text(registration.handle.value), .text(registration.owner),
-                    template.map(SQLiteValue.text) ?? .null, registration.expiresAt.map { .real($0.secondsSinceEpoch) } ?? .null,
-                    .real(now.secondsSinceEpoch), .real(now.secondsSinceEpoch),
-                ]).run()
-                try connection.prepare("DELETE FROM registration_tags WHERE app = ? AND id = ?").bind([app, id]).run()
-                for tag in registration.tags {
-                    try connection.prepare("INSERT INTO registration_tags (app, tag, id) VALUES (?, ?, ?)").bind([
-                        app, .text(tag.rawValue), id,
-                    ]).run()
+                try Self.write(registration, template: template, now: now, connection: connection)
+            }
+        }
+    }
+
+    public func restore(_ registrations: [Registration], now: Timestamp) async throws(StoreError) {
+        var templates: [String?] = []
+        for registration in registrations { templates.append(try Self.encodedTemplate(registration)) }
+        try await run { [templates] connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) in
+                for (registration, template) in zip(registrations, templates) {
+                    try Self.write(registration, template: template, now: now, connection: connection)
                 }
             }
+        }
+    }
+
+    private static func encodedTemplate(_ registration: Registration) throws(StoreError) -> String? {
+        try registration.template.map { template throws(StoreError) in
+            do {
+                return String(decoding: try JSONEncoder().encode(template), as: UTF8.self)
+            } catch {
+                throw StoreError(.storage, "cannot encode the template of registration \(registration.id)")
+            }
+        }
+    }
+
+    /// Inserts or replaces `registration` and its tags, consuming its reservation; inside a transaction.
+    private static func write(
+        _ registration: Registration, template: String?, now: Timestamp, connection: SQLiteConnection
+    )
+        throws(StoreError)
+    {
+        let app = SQLiteValue.text(registration.app.rawValue)
+        let id = SQLiteValue.text(registration.id.rawValue)
+        try connection.prepare("DELETE FROM reserved_ids WHERE app = ? AND id = ?").bind([app, id]).run()
+        try connection.prepare(
+            """
+            INSERT INTO registrations (app, id, platform, handle, owner, template, expires_at, created_at, updated_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (app, id) DO UPDATE SET platform = excluded.platform, handle = excluded.handle, owner = excluded.owner,
+                template = excluded.template, expires_at = excluded.expires_at, updated_at = excluded.updated_at
+            """
+        ).bind([
+            app, id, .text(registration.platform.rawValue), .text(registration.handle.value), .text(registration.owner),
+            template.map(SQLiteValue.text) ?? .null, registration.expiresAt.map { .real($0.secondsSinceEpoch) } ?? .null,
+            .real(now.secondsSinceEpoch), .real(now.secondsSinceEpoch),
+        ]).run()
+        try connection.prepare("DELETE FROM registration_tags WHERE app = ? AND id = ?").bind([app, id]).run()
+        for tag in registration.tags {
+            try connection.prepare("INSERT INTO registration_tags (app, tag, id) VALUES (?, ?, ?)").bind([app, .text(tag.rawValue), id])
+                .run()
         }
     }
 
@@ -222,7 +248,7 @@ public final class SQLiteRegistrationStore: RegistrationStore, SecureMessageStor
     }
 
     public func registrations(
-        matching expression: TagExpression, platforms: PlatformSelection, app: AppID, batchSize: Int, now: Timestamp
+        matching expression: TagExpression?, platforms: PlatformSelection, app: AppID, batchSize: Int, now: Timestamp
     ) -> AsyncThrowingStream<[Registration], any Error> {
         let query = TagQuery(expression: expression, platforms: platforms, app: app, now: now)
         let batch = max(1, batchSize)

@@ -7,7 +7,8 @@ import Pushgate
 /// also driven by the tag index `(app, tag, id)`, so its cost follows the number of matching
 /// registrations rather than the size of the app.
 struct TagQuery: Sendable {
-    let expression: TagExpression
+    /// nil: every registration.
+    let expression: TagExpression?
     let platforms: PlatformSelection
     let app: AppID
     let now: Timestamp
@@ -18,12 +19,12 @@ struct TagQuery: Sendable {
         let platformList = platforms.platforms
         sql += " AND r.platform IN (\(Array(repeating: "?", count: platformList.count).joined(separator: ",")))"
         values += platformList.map { .text($0.rawValue) }
-        if let required = Self.requiredTags(expression) {
+        if let expression, let required = Self.requiredTags(expression) {
             sql +=
                 " AND r.id IN (SELECT t.id FROM registration_tags t WHERE t.app = r.app AND t.tag IN (\(Array(repeating: "?", count: required.count).joined(separator: ","))))"
             values += required.map { .text($0.rawValue) }
         }
-        sql += " AND " + Self.condition(expression, values: &values)
+        if let expression { sql += " AND " + Self.condition(expression, values: &values) }
         sql += " ORDER BY r.id LIMIT ?"
         values.append(.integer(Int64(limit)))
         let statement = try connection.prepare(sql)

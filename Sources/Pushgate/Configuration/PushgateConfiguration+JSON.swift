@@ -42,6 +42,18 @@ extension PushgateConfiguration {
             auth = try decodeAuth(&object)
         }
 
+        var console = ConsoleConfiguration()
+        if var object = try reader.object("console") {
+            console.enabled = try object.bool("enabled") ?? console.enabled
+            if let control = try object.string("sandboxControl") {
+                guard control.hasPrefix("http://") || control.hasPrefix("https://") else {
+                    throw object.error("expected an http:// or https:// URL", key: "sandboxControl")
+                }
+                console.sandboxControl = control
+            }
+            try object.finish(expected: ["enabled", "sandboxControl"])
+        }
+
         guard var appsReader = try reader.object("apps") else {
             throw reader.error("missing required key 'apps' (an object of apps by name, for example {\"default\": {…}})")
         }
@@ -56,8 +68,8 @@ extension PushgateConfiguration {
         }
         if apps.isEmpty { throw appsReader.error("configure at least one app, for example \"default\"") }
 
-        try reader.finish(expected: ["listener", "store", "auth", "apps"])
-        return PushgateConfiguration(listener: listener, store: store, auth: auth, apps: apps)
+        try reader.finish(expected: ["listener", "store", "auth", "console", "apps"])
+        return PushgateConfiguration(listener: listener, store: store, auth: auth, console: console, apps: apps)
     }
 
     private static func decodeAuth(_ object: inout JSONObjectReader) throws(ConfigurationError) -> AuthConfiguration {

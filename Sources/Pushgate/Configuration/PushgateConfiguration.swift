@@ -6,16 +6,18 @@ public struct PushgateConfiguration: Sendable, Hashable {
     public var listener: ListenerConfiguration
     public var store: StoreConfiguration
     public var auth: AuthConfiguration
+    public var console: ConsoleConfiguration
     /// Apps by name, in the order they were configured.
     public var apps: [AppConfiguration]
 
     public init(
         listener: ListenerConfiguration = .init(), store: StoreConfiguration = .init(), auth: AuthConfiguration = .init(),
-        apps: [AppConfiguration]
+        console: ConsoleConfiguration = .init(), apps: [AppConfiguration]
     ) {
         self.listener = listener
         self.store = store
         self.auth = auth
+        self.console = console
         self.apps = apps
     }
 
@@ -38,6 +40,20 @@ public struct ListenerConfiguration: Sendable, Hashable {
         self.host = host
         self.port = port
         self.maximumBodyBytes = maximumBodyBytes
+    }
+}
+
+/// The web console (`/console`): a static page over the same authenticated API.
+public struct ConsoleConfiguration: Sendable, Hashable {
+    /// Whether the gateway serves the console. Default on (it adds no capability beyond the API).
+    public var enabled: Bool
+    /// The control API of a push-service sandbox (`http://127.0.0.1:…`). When set, the console can
+    /// create sandbox devices and show what each received; never set it in production.
+    public var sandboxControl: String?
+
+    public init(enabled: Bool = true, sandboxControl: String? = nil) {
+        self.enabled = enabled
+        self.sandboxControl = sandboxControl
     }
 }
 

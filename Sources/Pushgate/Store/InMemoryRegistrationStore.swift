@@ -29,6 +29,13 @@ public actor InMemoryRegistrationStore: RegistrationStore {
         registrations[app, default: [:]][registration.id] = registration
     }
 
+    public func restore(_ registrations: [Registration], now: Timestamp) throws(StoreError) {
+        for registration in registrations {
+            reserved[registration.app]?[registration.id] = nil
+            self.registrations[registration.app, default: [:]][registration.id] = registration
+        }
+    }
+
     public func registration(id: RegistrationID, app: AppID) throws(StoreError) -> Registration? { registrations[app]?[id] }
 
     public func delete(id: RegistrationID, app: AppID) throws(StoreError) -> Bool {
@@ -37,12 +44,12 @@ public actor InMemoryRegistrationStore: RegistrationStore {
     }
 
     public nonisolated func registrations(
-        matching expression: TagExpression, platforms: PlatformSelection, app: AppID, batchSize: Int, now: Timestamp
+        matching expression: TagExpression?, platforms: PlatformSelection, app: AppID, batchSize: Int, now: Timestamp
     ) -> AsyncThrowingStream<[Registration], any Error> {
         AsyncThrowingStream { continuation in
             Task {
                 let all = await self.snapshot(app: app).filter {
-                    platforms.contains($0.platform) && !$0.isExpired(at: now) && expression.matches($0.tags)
+                    platforms.contains($0.platform) && !$0.isExpired(at: now) && (expression?.matches($0.tags) ?? true)
                 }
                 for start in stride(from: 0, to: all.count, by: max(1, batchSize)) {
                     continuation.yield(Array(all[start..<min(start + batchSize, all.count)]))

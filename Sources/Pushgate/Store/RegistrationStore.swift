@@ -11,12 +11,15 @@ public protocol RegistrationStore: Sendable {
     func registration(id: RegistrationID, app: AppID) async throws(StoreError) -> Registration?
     /// Deletes a registration; false when there was none.
     func delete(id: RegistrationID, app: AppID) async throws(StoreError) -> Bool
-    /// Registrations on `platforms` whose tags satisfy `expression`, in batches of at most
-    /// `batchSize` (never all at once).
+    /// Registrations on `platforms` whose tags satisfy `expression` (every one when nil), ordered
+    /// by id, in batches of at most `batchSize` (never all at once). Expired ones are left out.
     func registrations(
-        matching expression: TagExpression, platforms: PlatformSelection, app: AppID, batchSize: Int, now: Timestamp
+        matching expression: TagExpression?, platforms: PlatformSelection, app: AppID, batchSize: Int, now: Timestamp
     )
         -> AsyncThrowingStream<[Registration], any Error>
+    /// Writes `registrations` as they are, keeping their ids (no reservation needed): restoring an
+    /// export. All or nothing: when one cannot be written, none is.
+    func restore(_ registrations: [Registration], now: Timestamp) async throws(StoreError)
     /// Applies what the push services said about handles: removes gone ones (recording when, which
     /// handle and why) and replaces canonical ones.
     func apply(_ changes: [StoredHandleChange], app: AppID, now: Timestamp) async throws(StoreError)

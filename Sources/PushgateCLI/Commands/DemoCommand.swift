@@ -63,6 +63,8 @@ struct DemoCommand: AsyncParsableCommand {
         if keepRunning {
             out.line("")
             out.line("Still running (Ctrl-C to stop). Try:")
+            out.line("  web console: \(environment.baseURL)/console  (sign in as alice/alice)")
+            out.line("  pushgate send --server \(environment.baseURL) --user bob:bob --to-tag alice 'Hi'")
             out.line("  curl -u bob:bob -H 'Content-Type: application/json' -d '\"hi\"' \\")
             out.line("    '\(environment.baseURL)/api/notifications?pns=all&to_tag=alice'")
             out.line("  sandbox control API: \(environment.sandbox.endpoints.control)/devices")

@@ -54,8 +54,14 @@ struct ServeCommand: AsyncParsableCommand {
         }
         logger.info("users: \(configuration.auth.users.count) configured, admins: \(configuration.auth.admins.joined(separator: ", "))")
 
+        let sandboxBridge = try configuration.console.sandboxControl.map(SandboxBridge.init(controlURL:))
+        if configuration.console.enabled { logger.info("web console: /console") }
+        if let sandboxBridge {
+            logger.warning("sandbox mode: the console can create devices on the sandbox at \(sandboxBridge.controlURL)")
+        }
         let router = GatewayHTTP.router(
-            gateway: gateway, authenticator: Authenticator(configuration: configuration.auth), maximumBodyBytes: listener.maximumBodyBytes)
+            gateway: gateway, authenticator: Authenticator(configuration: configuration.auth), maximumBodyBytes: listener.maximumBodyBytes,
+            console: configuration.console, sandbox: sandboxBridge)
         let application = Application(
             router: router, configuration: .init(address: .hostname(listener.host, port: port ?? listener.port)),
             onServerRunning: { channel in
@@ -63,6 +69,7 @@ struct ServeCommand: AsyncParsableCommand {
             }, logger: logger)
         try await application.runService(gracefulShutdownSignals: [.sigterm, .sigint])
         await dispatcher.shutdown()
+        await sandboxBridge?.shutdown()
         logger.info("stopped")
     }
 

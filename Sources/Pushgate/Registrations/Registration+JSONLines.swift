@@ -1,0 +1,124 @@
+/// Registrations as JSON lines, one object per line: the format of `pushgate registrations export`
+/// and `import`.
+///
+/// ```
+/// {"id":"3f2a…","platform":"apns","handle":"a1b2…","tags":["username:alice"],"owner":"alice"}
+/// ```
+///
+/// `expiresAt` (seconds since the epoch) and `template` (`{"name", "body", "headers"}`) appear
+/// when set. Handles are written in full: an export is a backup and holds device secrets.
+extension Registration {
+    /// The registration as one JSON line (no newline).
+    public var jsonLine: String {
+        var out: [UInt8] = []
+        out.append(contentsOf: #"{"id":"#.utf8)
+        Escaping.appendJSONString(id.rawValue, to: &out)
+        out.append(contentsOf: #","platform":"#.utf8)
+        Escaping.appendJSONString(platform.rawValue, to: &out)
+        out.append(contentsOf: #","handle":"#.utf8)
+        Escaping.appendJSONString(handle.value, to: &out)
+        out.append(contentsOf: #","tags":["#.utf8)
+        for (index, tag) in tags.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            Escaping.appendJSONString(tag.rawValue, to: &out)
+        }
+        out.append(contentsOf: #"],"owner":"#.utf8)
+        Escaping.appendJSONString(owner, to: &out)
+        if let expiresAt {
+            out.append(contentsOf: #","expiresAt":"#.utf8)
+            out.append(contentsOf: String(expiresAt.secondsSinceEpoch).utf8)
+        }
+        if let template {
+            out.append(contentsOf: #","template":{"body":"#.utf8)
+            Escaping.appendJSONString(template.body, to: &out)
+            out.append(contentsOf: #","headers":{"#.utf8)
+            for (index, header) in template.headers.sorted(by: { $0.key < $1.key }).enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                Escaping.appendJSONString(header.key, to: &out)
+                out.append(UInt8(ascii: ":"))
+                Escaping.appendJSONString(header.value, to: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+            if let name = template.name {
+                out.append(contentsOf: #","name":"#.utf8)
+                Escaping.appendJSONString(name, to: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+        out.append(UInt8(ascii: "}"))
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Parses one JSON line of an export for `app`, validating the handle with `handles` and every
+    /// tag. Errors name the field (and, for bad JSON, the column).
+    public init(jsonLine line: String, app: AppID, handles: HandlePolicy) throws(RegistrationLineError) {
+        let root: JSONValue
+        do { root = try JSONParser.parse(line) } catch {
+            throw RegistrationLineError("invalid JSON at column \(error.location.column): \(error.reason)")
+        }
+        guard let members = root.objectMembers else { throw RegistrationLineError("expected a JSON object, found \(root.typeDescription)") }
+        let known: Set<String> = ["id", "platform", "handle", "tags", "owner", "expiresAt", "template"]
+        if let unknown = members.first(where: { !known.contains($0.key) }) {
+            throw RegistrationLineError("unknown field '\(unknown.key)' (known: \(known.sorted().joined(separator: ", ")))")
+        }
+        func string(_ key: String) throws(RegistrationLineError) -> String {
+            guard let value = root[key] else { throw RegistrationLineError("'\(key)' is required") }
+            guard let text = value.stringValue else {
+                throw RegistrationLineError("'\(key)' must be a string, found \(value.typeDescription)")
+            }
+            return text
+        }
+        let idText = try string("id")
+        let id: RegistrationID
+        do { id = try RegistrationID(idText) } catch { throw RegistrationLineError("'id': \(error)") }
+        let platformText = try string("platform")
+        guard let platform = Platform(rawValue: platformText) else {
+            throw RegistrationLineError("'platform': '\(platformText)' is not one of apns, fcm, gcm, wns")
+        }
+        let handleText = try string("handle")
+        let handle: DeviceHandle
+        do { handle = try handles.validate(handleText, for: platform) } catch { throw RegistrationLineError("'handle': \(error)") }
+        let owner = try string("owner")
+        guard !owner.isEmpty else { throw RegistrationLineError("'owner' must not be empty") }
+        var tags: [Tag] = []
+        if let value = root["tags"] {
+            guard let elements = value.arrayElements else { throw RegistrationLineError("'tags' must be an array of strings") }
+            for (index, element) in elements.enumerated() {
+                guard let text = element.stringValue else { throw RegistrationLineError("'tags'[\(index)] must be a string") }
+                do { tags.append(try Tag(text)) } catch { throw RegistrationLineError("'tags'[\(index)]: \(error)") }
+            }
+        }
+        var expiresAt: Timestamp?
+        if let value = root["expiresAt"], value.kind != .null {
+            guard case .number(let text) = value.kind, let seconds = Double(text) else {
+                throw RegistrationLineError("'expiresAt' must be a number (seconds since the epoch)")
+            }
+            expiresAt = Timestamp(secondsSinceEpoch: seconds)
+        }
+        var template: RegistrationTemplate?
+        if let value = root["template"], value.kind != .null {
+            guard value.objectMembers != nil, let body = value["body"]?.stringValue else {
+                throw RegistrationLineError("'template' must be an object with a string 'body'")
+            }
+            var headers: [String: String] = [:]
+            for member in value["headers"]?.objectMembers ?? [] {
+                guard let headerValue = member.value.stringValue else {
+                    throw RegistrationLineError("'template'.'headers'.'\(member.key)' must be a string")
+                }
+                headers[member.key] = headerValue
+            }
+            template = RegistrationTemplate(name: value["name"]?.stringValue, body: body, headers: headers)
+        }
+        do {
+            self = try Registration(app: app, id: id, handle: handle, tags: tags, template: template, expiresAt: expiresAt, owner: owner)
+        } catch {
+            throw RegistrationLineError("'tags': \(error)")
+        }
+    }
+}
+
+/// A line of a registrations export could not be read; says what is wrong with it.
+public struct RegistrationLineError: Error, Hashable, Sendable, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}

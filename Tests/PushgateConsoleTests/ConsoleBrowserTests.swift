@@ -1,0 +1,121 @@
+import Foundation
+import PushgateLocal
+import Testing
+
+/// Whether a browser test may be skipped: not when `PUSHGATE_REQUIRE_BROWSER=1` (the README's test
+/// command sets it, after installing Chromium).
+private let browserAvailable =
+    HeadlessChromium.executable != nil || ProcessInfo.processInfo.environment["PUSHGATE_REQUIRE_BROWSER"] == "1"
+
+/// The web console in a real browser: headless Chromium against a local gateway and sandbox.
+@Suite(.enabled(if: browserAvailable, "Chromium is not installed (apt-get install chromium)"), .serialized)
+struct ConsoleBrowserTests {
+    static let screenshotDirectory =
+        ProcessInfo.processInfo.environment["PUSHGATE_SCREENSHOT_DIR"]
+        ?? URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+        + "/.build/console-test"
+
+    @Test func aUserRegistersDevicesAnotherSendsAndTheResultsAndInboxesAreShown() async throws {
+        let gateway = try await LocalGateway.start()
+        let browser = try await HeadlessChromium.launch()
+        do {
+            try await browser.navigate(gateway.baseURL + "/console")
+            try await signIn(browser, "alice")
+
+            // alice registers one sandbox device per platform, the way the tutorial client does.
+            for (count, platform) in ["apns", "fcm", "gcm", "wns"].enumerated() {
+                try await browser.evaluate("document.getElementById('sandbox-platform').value = '\(platform)'")
+                try await browser.click("sandbox-register-button")
+                try await browser.waitFor(
+                    "document.querySelectorAll('#registrations tbody tr[data-registration]').length === \(count + 1)",
+                    what: "registration \(count + 1) (\(platform)) in the list")
+            }
+            #expect(try await browser.text(of: "registrations-status").hasPrefix("Registered sandbox wns device "))
+            let stored = try await gateway.call("GET", "/api/registrations", user: "alice")
+            #expect(stored.bodyText.components(separatedBy: "\"username:alice\"").count - 1 == 4)
+
+            // bob sends to alice on every platform and sees one delivery per platform.
+            try await browser.click("signout")
+            try await browser.waitFor("!document.getElementById('login').hidden", what: "the sign-in form after signing out")
+            try await signIn(browser, "bob")
+            try await browser.fill("send-to", "alice")
+            try await browser.fill("send-message", "Hello from a <b>browser</b> & test")
+            try await browser.click("send-button")
+            try await browser.waitFor("!document.getElementById('results').hidden", what: "the send results")
+            #expect(try await browser.text(of: "send-status") == "4 delivered, 0 failed")
+            let platformRows = try await browser.evaluate(
+                "[...document.querySelectorAll('#platform-results tbody tr')].map(r => [...r.cells].map(c => c.textContent))")
+            let rows = try #require(platformRows as? [[String]])
+            #expect(rows.map { $0[0] } == ["apns", "fcm", "gcm", "wns"])
+            #expect(rows.allSatisfy { $0[1] == "1" && $0[2] == "1" && $0[3] == "Success 1" })
+            let outcomes = try await browser.evaluate(
+                "[...document.querySelectorAll('#device-results tbody tr')].map(r => r.dataset.outcome)")
+            #expect(outcomes as? [String] == ["Success", "Success", "Success", "Success"])
+            // The message is text, never markup.
+            #expect(try await browser.evaluate("document.querySelectorAll('b').length") as? Int == 0)
+            // bob has no registrations of his own.
+            #expect(try await browser.text(of: "registrations-status") == "No registrations yet: register a sandbox device.")
+            try await saveScreenshot(browser, "console-send.png")
+
+            // alice sees what each of her devices received.
+            try await browser.click("signout")
+            try await browser.waitFor("!document.getElementById('login').hidden", what: "the sign-in form")
+            try await signIn(browser, "alice")
+            try await browser.waitFor(
+                "document.querySelectorAll('#registrations .inbox').length === 4", what: "one received notification in each of 4 inboxes")
+            let inboxes = try #require(
+                try await browser.evaluate("[...document.querySelectorAll('#registrations .inbox')].map(e => e.textContent)") as? [String])
+            #expect(inboxes.count == 4)
+            #expect(inboxes.allSatisfy { $0.contains("Hello from a <b>browser</b> & test") || $0.contains("&lt;b&gt;browser&lt;/b&gt;") })
+
+            try await saveScreenshot(browser, "console-inboxes.png")
+        } catch {
+            await browser.close()
+            await gateway.stop()
+            throw error
+        }
+        await browser.close()
+        await gateway.stop()
+    }
+
+    @Test func aWrongPasswordIsRefusedOnThePageWithoutABrowserDialog() async throws {
+        let gateway = try await LocalGateway.start()
+        let browser = try await HeadlessChromium.launch()
+        do {
+            try await browser.navigate(gateway.baseURL + "/console")
+            try await browser.fill("login-user", "alice")
+            try await browser.fill("login-password", "not-alice")
+            try await browser.click("login-button")
+            try await browser.waitFor("document.getElementById('login-status').textContent !== ''", what: "the sign-in error")
+            #expect(try await browser.text(of: "login-status") == "Sign-in failed: wrong user name or password")
+            #expect(try await browser.evaluate("document.getElementById('app').hidden") as? Bool == true)
+            #expect(try await browser.evaluate("sessionStorage.getItem('pushgate.credentials')") == nil)
+        } catch {
+            await browser.close()
+            await gateway.stop()
+            throw error
+        }
+        await browser.close()
+        await gateway.stop()
+    }
+
+    /// Saves a PNG of the page into ``screenshotDirectory``.
+    private func saveScreenshot(_ browser: HeadlessChromium, _ name: String) async throws {
+        try FileManager.default.createDirectory(atPath: Self.screenshotDirectory, withIntermediateDirectories: true)
+        let path = Self.screenshotDirectory + "/" + name
+        let png = try await browser.screenshot()
+        #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47]))
+        try png.write(to: URL(fileURLWithPath: path))
+        print("console screenshot: \(path)")
+    }
+
+    private func signIn(_ browser: HeadlessChromium, _ user: String) async throws {
+        try await browser.fill("login-user", user)
+        try await browser.fill("login-password", user)
+        try await browser.click("login-button")
+        try await browser.waitFor(
+            "!document.getElementById('app').hidden && document.getElementById('registrations-status').textContent !== ''",
+            what: "\(user) signed in with the registrations loaded")
+        #expect(try await browser.text(of: "who") == "Signed in as \(user)")
+    }
+}
