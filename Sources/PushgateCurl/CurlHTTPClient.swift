@@ -51,14 +51,16 @@ public final class CurlHTTPClient: @unchecked Sendable {
     ///
     /// - Throws: ``CurlError`` for transport failures (connect, TLS, timeout, reset, GOAWAY), and
     ///   a `.local` error when the client is shut down or the task is cancelled.
-    public func execute(_ request: CurlRequest) async throws(CurlError) -> CurlResponse {
+    /// `onBody`, when given, sees each piece of the response body as it arrives (on the loop
+    /// thread: keep it short), for streamed answers; the response still carries the whole body.
+    public func execute(_ request: CurlRequest, onBody: (@Sendable ([UInt8]) -> Void)? = nil) async throws(CurlError) -> CurlResponse {
         let id = shared.withLock { state -> UInt64 in
             defer { state.nextID += 1 }
             return state.nextID
         }
         let result: Result<CurlResponse, CurlError> = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Result<CurlResponse, CurlError>, Never>) in
-                let transfer = Transfer(id: id, request: request, continuation: continuation)
+                let transfer = Transfer(id: id, request: request, onBody: onBody, continuation: continuation)
                 // Wake the loop only when the queue goes from empty to non-empty: a busy loop drains
                 // the queue on its next turn anyway, and every wakeup is a syscall.
                 let (accepted, wake) = shared.withLock { state -> (Bool, Bool) in

@@ -9,6 +9,8 @@ import Foundation
 final class Transfer: @unchecked Sendable {
     let id: UInt64
     let request: CurlRequest
+    /// Called on the loop thread with each piece of the response body as it arrives.
+    let onBody: (@Sendable ([UInt8]) -> Void)?
     private var continuation: CheckedContinuation<Result<CurlResponse, CurlError>, Never>?
     private(set) var easy: UnsafeMutableRawPointer?
     private var headerList: UnsafeMutablePointer<curl_slist>?
@@ -20,9 +22,13 @@ final class Transfer: @unchecked Sendable {
     /// `PUSHGATE_CURL_VERBOSE=1` makes curl print its protocol trace to stderr (diagnostics only).
     static let verbose = ProcessInfo.processInfo.environment["PUSHGATE_CURL_VERBOSE"] == "1"
 
-    init(id: UInt64, request: CurlRequest, continuation: CheckedContinuation<Result<CurlResponse, CurlError>, Never>) {
+    init(
+        id: UInt64, request: CurlRequest, onBody: (@Sendable ([UInt8]) -> Void)? = nil,
+        continuation: CheckedContinuation<Result<CurlResponse, CurlError>, Never>
+    ) {
         self.id = id
         self.request = request
+        self.onBody = onBody
         self.continuation = continuation
     }
 
@@ -180,7 +186,9 @@ private let transferWriteCallback: @convention(c) (UnsafeMutablePointer<CChar>?,
     let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
     let length = size * count
     data.withMemoryRebound(to: UInt8.self, capacity: length) { bytes in
-        transfer.responseBody.append(contentsOf: UnsafeBufferPointer(start: bytes, count: length))
+        let chunk = UnsafeBufferPointer(start: bytes, count: length)
+        transfer.responseBody.append(contentsOf: chunk)
+        transfer.onBody?(Array(chunk))
     }
     return length
 }

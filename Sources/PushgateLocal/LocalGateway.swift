@@ -70,9 +70,9 @@ public struct LocalGateway: Sendable {
     /// password = name unless given; none when `user` is nil), JSON content type.
     public func call(
         _ method: String, _ path: String, user: String?, password: String? = nil, body: String = "",
-        contentType: String = "application/json; charset=utf-8", accept: String? = nil
+        contentType: String = "application/json; charset=utf-8", accept: String? = nil, headers extra: [(name: String, value: String)] = []
     ) async throws -> CurlResponse {
-        var headers: [(name: String, value: String)] = [("Content-Type", contentType)]
+        var headers: [(name: String, value: String)] = [("Content-Type", contentType)] + extra
         if let user {
             headers.append(("Authorization", "Basic " + Data("\(user):\(password ?? user)".utf8).base64EncodedString()))
         }

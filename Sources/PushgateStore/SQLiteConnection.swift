@@ -9,6 +9,8 @@ import Pushgate
 final class SQLiteConnection: @unchecked Sendable {
     private let database: OpaquePointer
     private var statements: [String: SQLiteStatement] = [:]
+    /// Cached statements handed out since the last ``releaseStatements()``.
+    private var inUse: [SQLiteStatement] = []
 
     init(path: String) throws(StoreError) {
         var handle: OpaquePointer?
@@ -46,6 +48,7 @@ final class SQLiteConnection: @unchecked Sendable {
     func prepare(_ sql: String) throws(StoreError) -> SQLiteStatement {
         if let cached = statements[sql] {
             cached.reset()
+            inUse.append(cached)
             return cached
         }
         var handle: OpaquePointer?
@@ -53,8 +56,20 @@ final class SQLiteConnection: @unchecked Sendable {
             throw error("cannot prepare \(sql.prefix(60))")
         }
         let statement = SQLiteStatement(handle: handle, connection: self)
-        if statements.count < 64 { statements[sql] = statement }
+        if statements.count < 64 {
+            statements[sql] = statement
+            inUse.append(statement)
+        }
         return statement
+    }
+
+    /// Resets every cached statement used since the last call. A statement left on a row keeps
+    /// its read transaction open: this connection would go on reading an old snapshot and could
+    /// no longer write once another connection (another process) has written. Call after every
+    /// operation.
+    func releaseStatements() {
+        for statement in inUse { statement.reset() }
+        inUse.removeAll(keepingCapacity: true)
     }
 
     /// Runs `body` in an immediate transaction: committed if it returns, rolled back if it throws.

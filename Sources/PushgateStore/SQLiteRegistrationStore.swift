@@ -89,6 +89,7 @@ public final class SQLiteRegistrationStore: RegistrationStore, SecureMessageStor
                     let connection = try SQLiteConnection(path: path)
                     try connection.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")
                     try migrate(connection)
+                    connection.releaseStatements()
                     continuation.resume(returning: .success(connection))
                 } catch {
                     continuation.resume(returning: .failure(error))
@@ -122,6 +123,7 @@ public final class SQLiteRegistrationStore: RegistrationStore, SecureMessageStor
         let connection = self.connection
         let result: Result<T, StoreError> = await withCheckedContinuation { continuation in
             queue.async {
+                defer { connection.releaseStatements() }
                 do throws(StoreError) {
                     continuation.resume(returning: .success(try body(connection)))
                 } catch {

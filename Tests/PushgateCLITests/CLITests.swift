@@ -24,6 +24,16 @@ struct PushgateProcess {
         var stderr: String
     }
 
+    /// Runs the binary on a thread of its own: an async test must never block one of the few
+    /// cooperative threads while the process it waits for needs this process's gateway to answer.
+    static func run(_ arguments: [String], in directory: String = repositoryRoot) async throws -> Result {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                continuation.resume(with: Swift.Result { try run(arguments, in: directory) as Result })
+            }.start()
+        }
+    }
+
     static func run(_ arguments: [String], in directory: String = repositoryRoot) throws -> Result {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
@@ -140,7 +150,7 @@ struct PushgateProcess {
         #expect(banner.contains("Pushgate sandbox running"))
         #expect(banner.contains("APNs      https://127.0.0.1:"))
 
-        let check = try PushgateProcess.run(["templates", "check", "--secrets", "--config", folder + "/config.json"])
+        let check = try await PushgateProcess.run(["templates", "check", "--secrets", "--config", folder + "/config.json"])
         #expect(check.status == 0, "\(check.stderr)")
         #expect(check.stdout.contains("ok  secret fcm.serviceAccount"))
 
@@ -174,7 +184,7 @@ struct PushgateProcess {
         do {
             let device = await local.sandbox.createDevice(.apns)
             _ = try await local.register(device, user: "alice")
-            let sent = try PushgateProcess.run([
+            let sent = try await PushgateProcess.run([
                 "send", "--server", local.baseURL, "--user", "bob:bob", "--pns", "apns", "--to-tag", "alice", "Hi from the CLI",
             ])
             #expect(sent.status == 0, "\(sent.stderr)")
@@ -182,22 +192,24 @@ struct PushgateProcess {
             #expect(sent.stdout.contains("state Completed: 1 delivered, 0 failed"))
             #expect(await local.sandbox.state.inbox(deviceID: device.id).last?.payload == #"{"aps":{"alert":"From bob: Hi from the CLI"}}"#)
 
-            let asJSON = try PushgateProcess.run([
+            let asJSON = try await PushgateProcess.run([
                 "send", "--server", local.baseURL, "--user", "bob:bob", "--to-tag", "alice", "--json", "x",
             ])
             #expect(try JSONParser.parse(Array(asJSON.stdout.utf8))["success"]?.kind == .number("1"))
-            let asXML = try PushgateProcess.run(["send", "--server", local.baseURL, "--user", "bob:bob", "--to-tag", "alice", "--xml", "x"])
+            let asXML = try await PushgateProcess.run([
+                "send", "--server", local.baseURL, "--user", "bob:bob", "--to-tag", "alice", "--xml", "x",
+            ])
             #expect(asXML.stdout.contains("<NotificationOutcome"))
 
-            let nobody = try PushgateProcess.run(["send", "--server", local.baseURL, "--user", "bob:bob", "--to-tag", "nobody", "x"])
+            let nobody = try await PushgateProcess.run(["send", "--server", local.baseURL, "--user", "bob:bob", "--to-tag", "nobody", "x"])
             #expect(nobody.status == 1)
             #expect(nobody.stdout.contains("NoTargetFound"))
 
-            let wrong = try PushgateProcess.run(["send", "--server", local.baseURL, "--user", "bob:nope", "--to-tag", "alice", "x"])
+            let wrong = try await PushgateProcess.run(["send", "--server", local.baseURL, "--user", "bob:nope", "--to-tag", "alice", "x"])
             #expect(wrong.status == 2)
             #expect(wrong.stderr.contains("refused the credentials for 'bob' (401)"))
 
-            let unknown = try PushgateProcess.run([
+            let unknown = try await PushgateProcess.run([
                 "send", "--server", local.baseURL, "--user", "bob:bob", "--pns", "mpns", "--to-tag", "alice", "x",
             ])
             #expect(unknown.status != 0)
@@ -218,5 +230,110 @@ struct PushgateProcess {
         #expect(noUser.stderr.contains("--user"))
         let noTarget = try PushgateProcess.run(["send", "--user", "bob:bob", "x"])
         #expect(noTarget.stderr.contains("give --to-tag (a user name) or --tags"))
+    }
+}
+
+@Suite struct RegistrationsCommandTests {
+    @Test func listShowDeleteExportAndImportWorkOnTheStoreOfARunningGateway() async throws {
+        let local = try await LocalGateway.start()
+        do {
+            let config = local.directory + "/config.json"
+            var ids: [String] = []
+            for platform in Platform.allCases {
+                ids.append(try await local.register(await local.sandbox.createDevice(platform), user: "alice", tags: ["news"]))
+            }
+            ids.append(try await local.register(await local.sandbox.createDevice(.apns), user: "bob"))
+
+            let all = try await PushgateProcess.run(["registrations", "list", "--config", config])
+            #expect(all.status == 0, "\(all.stderr)")
+            #expect(all.stdout.hasSuffix("5 registrations\n"))
+            for id in ids { #expect(all.stdout.contains(id)) }
+            let news = try await PushgateProcess.run([
+                "registrations", "list", "--config", config, "--tags", "news && !username:bob", "--pns", "apns,wns",
+            ])
+            #expect(news.stdout.hasSuffix("2 registrations\n"), "\(news.stdout)")
+            let limited = try await PushgateProcess.run(["registrations", "list", "--config", config, "--limit", "2"])
+            #expect(limited.stdout.hasSuffix("2 shown; more match (raise --limit, or export)\n"))
+
+            let shown = try await PushgateProcess.run(["registrations", "show", "--config", config, ids[0]])
+            let registration = try Registration(
+                jsonLine: shown.stdout.trimmingCharacters(in: .newlines), app: .default,
+                handles: HandlePolicy(wnsChannelHosts: ["127.0.0.1"]))
+            #expect(registration.id.rawValue == ids[0] && registration.owner == "alice")
+
+            // Export, delete two, import the export: everything is back, ids unchanged.
+            let exportPath = local.directory + "/export.jsonl"
+            let exported = try await PushgateProcess.run(["registrations", "export", "--config", config, "--output", exportPath])
+            #expect(exported.status == 0 && exported.stderr.contains("exported 5 registrations"))
+            #expect((try FileManager.default.attributesOfItem(atPath: exportPath)[.posixPermissions] as? Int) == 0o600)
+            let deleted = try await PushgateProcess.run(["registrations", "delete", "--config", config, ids[0], ids[4]])
+            #expect(deleted.status == 0 && deleted.stdout.contains("deleted \(ids[4])"))
+            #expect(try await local.store.registration(id: try RegistrationID(ids[0]), app: .default) == nil)
+            let again = try await PushgateProcess.run(["registrations", "delete", "--config", config, ids[0]])
+            #expect(again.status == 1 && again.stderr.contains("not found: \(ids[0])"))
+            let imported = try await PushgateProcess.run(["registrations", "import", "--config", config, exportPath])
+            #expect(imported.stdout == "imported 5 registrations into app default\n", "\(imported.stderr)")
+            #expect(try await local.store.registration(id: try RegistrationID(ids[0]), app: .default)?.owner == "alice")
+            // The restored device still receives: the gateway finds it by tag.
+            let sent = try await local.call("POST", "/api/notifications?pns=all&to_tag=bob", user: "alice", body: #""back""#)
+            #expect(sent.status == 200 && sent.bodyText.contains(#""success":1"#))
+
+            // One bad line: every error is named by line, and nothing is written.
+            var lines = try String(contentsOfFile: exportPath, encoding: .utf8).split(separator: "\n").map(String.init)
+            lines[1] = lines[1].replacingOccurrences(of: #""platform":""#, with: #""platform":"x"#)
+            lines.append(#"{"id":"00000000000000000000000000000001","platform":"apns","handle":"zz","owner":"eve"}"#)
+            try (lines.joined(separator: "\n") + "\n").write(toFile: exportPath, atomically: true, encoding: .utf8)
+            try await local.store.restore([], now: Timestamp(secondsSinceEpoch: 0))
+            _ = try await PushgateProcess.run(["registrations", "delete", "--config", config, ids[1]])
+            let refused = try await PushgateProcess.run(["registrations", "import", "--config", config, exportPath])
+            #expect(refused.status == 1)
+            #expect(refused.stderr.contains("\(exportPath):2: 'platform': 'x"))
+            #expect(refused.stderr.contains("\(exportPath):6: 'handle': APNs device token has an invalid character 'z' at position 1"))
+            #expect(refused.stderr.contains("nothing imported: 2 invalid lines"))
+            #expect(try await local.store.registration(id: try RegistrationID(ids[1]), app: .default) == nil)
+            let dry = try await PushgateProcess.run(["registrations", "import", "--config", config, "--dry-run", exportPath])
+            #expect(dry.status == 1)
+
+            let badExpression = try await PushgateProcess.run(["registrations", "list", "--config", config, "--tags", "a &&"])
+            #expect(badExpression.status != 0 && badExpression.stderr.contains("tag expression"))
+            let badID = try await PushgateProcess.run(["registrations", "show", "--config", config, "not-an-id!"])
+            #expect(badID.status == 1 && badID.stderr.contains("not-an-id!"))
+        } catch {
+            await local.stop()
+            throw error
+        }
+        await local.stop()
+    }
+}
+
+@Suite struct SendProgressTests {
+    @Test func sendShowsProgressLinesWhileAFanOutRuns() async throws {
+        let local = try await LocalGateway.start()
+        do {
+            var registrations: [Registration] = []
+            for _ in 0..<600 {
+                let device = await local.sandbox.createDevice(.gcm)
+                registrations.append(
+                    try Registration(
+                        id: .random(), handle: DeviceHandle(uncheckedPlatform: .gcm, value: device.handle), tags: [try .username("dave")],
+                        owner: "dave"))
+            }
+            try await local.store.restore(registrations, now: Timestamp(secondsSinceEpoch: Date().timeIntervalSince1970))
+            let sent = try await PushgateProcess.run([
+                "send", "--server", local.baseURL, "--user", "bob:bob", "--to-tag", "dave", "--progress", "Hello, 600 devices",
+            ])
+            #expect(sent.status == 0, "\(sent.stderr)")
+            #expect(sent.stderr.contains("500 devices answered, 500 delivered"))
+            #expect(sent.stderr.contains("600 devices answered, 600 delivered"))
+            #expect(sent.stdout.contains("state Completed: 600 delivered, 0 failed"))
+            let quiet = try await PushgateProcess.run([
+                "send", "--server", local.baseURL, "--user", "bob:bob", "--to-tag", "dave", "--no-progress", "x",
+            ])
+            #expect(quiet.status == 0 && !quiet.stderr.contains("answered"))
+        } catch {
+            await local.stop()
+            throw error
+        }
+        await local.stop()
     }
 }

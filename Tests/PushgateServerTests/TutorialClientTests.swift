@@ -22,9 +22,10 @@ struct GatewayFixture {
 
     func call(
         _ method: String, _ path: String, user: String? = "alice", password: String? = nil, body: String = "",
-        contentType: String = "application/json", accept: String? = nil
+        contentType: String = "application/json", accept: String? = nil, headers: [(name: String, value: String)] = []
     ) async throws -> CurlResponse {
-        try await local.call(method, path, user: user, password: password, body: body, contentType: contentType, accept: accept)
+        try await local.call(
+            method, path, user: user, password: password, body: body, contentType: contentType, accept: accept, headers: headers)
     }
 
     func register(_ device: SandboxDevice, user: String, tags: [String] = []) async throws -> String {

@@ -46,6 +46,40 @@ func collect(_ stream: AsyncThrowingStream<[Registration], any Error>) async thr
 
 @Suite struct RegistrationStoreTests {
     @Test(arguments: StoreKind.allCases)
+    func restoreKeepsIDsWithoutReservationsAndListingWithoutAnExpressionReturnsEveryLiveRegistration(kind: StoreKind) async throws {
+        let (store, path) = try await kind.make()
+        defer { cleanUp(path) }
+        let ids = (0..<7).map { _ in RegistrationID.random() }.sorted()
+        var restored = try ids.enumerated().map { index, id in
+            try registration(id, index.isMultiple(of: 2) ? .apns : .fcm, tags: ["username:u\(index)"], owner: "u\(index)")
+        }
+        restored[6].expiresAt = start.adding(seconds: -1)
+        restored[5].template = RegistrationTemplate(
+            name: "custom", body: #"{"aps":{"alert":"$(message)"}}"#, headers: ["apns-priority": "5"])
+        try await store.restore(restored, now: start)
+        // Every id was written as given, with its template, though none was ever reserved.
+        for original in restored {
+            #expect(try await store.registration(id: original.id, app: .default) == original)
+        }
+        // nil expression: all live ones (the expired one is left out), ordered by id, in batches.
+        let all = try await collect(store.registrations(matching: nil, platforms: .all, app: .default, batchSize: 4, now: start))
+        #expect(all.map(\.count) == [4, 2])
+        #expect(all.flatMap { $0 }.map(\.id) == Array(ids.prefix(6)))
+        let fcm = try await collect(
+            store.registrations(matching: nil, platforms: try PlatformSelection(parsing: "fcm"), app: .default, batchSize: 10, now: start))
+        #expect(fcm.flatMap { $0 }.map(\.id) == [ids[1], ids[3], ids[5]])
+        // Restoring again replaces (an import over an existing store), it does not duplicate.
+        var changed = restored[0]
+        try changed.setTags([try Tag("username:u0"), try Tag("vip")])
+        try await store.restore([changed], now: start)
+        #expect(try await store.registration(id: ids[0], app: .default)?.tags.map(\.rawValue) == ["username:u0", "vip"])
+        #expect(
+            try await collect(
+                store.registrations(matching: .tag(try Tag("vip")), platforms: .all, app: .default, batchSize: 10, now: start)
+            ).flatMap { $0 }.map(\.id) == [ids[0]])
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func registrationsAreCreatedFromReservedIDsReadAndReplaced(kind: StoreKind) async throws {
         let (store, path) = try await kind.make()
         defer { cleanUp(path) }
@@ -209,6 +243,29 @@ func collect(_ stream: AsyncThrowingStream<[Registration], any Error>) async thr
 }
 
 @Suite struct SQLiteStoreTests {
+    /// Two connections to one file, as a gateway and `pushgate registrations` in another process:
+    /// each sees the other's writes at once and can still write after them.
+    @Test func twoConnectionsSeeEachOthersWritesAndKeepWriting() async throws {
+        let path = NSTemporaryDirectory() + "pushgate-store-\(UUID().uuidString).sqlite"
+        defer { cleanUp(path) }
+        let gateway = try await SQLiteRegistrationStore.open(path: path)
+        let operator_ = try await SQLiteRegistrationStore.open(path: path)
+        let ids = (0..<3).map { _ in RegistrationID.random() }
+        try await gateway.restore(try ids.map { try registration($0, tags: ["username:alice"]) }, now: start)
+        // Reads that stop on a row (a lookup by id, the schema version) must not pin a snapshot.
+        #expect(try await gateway.registration(id: ids[0], app: .default) != nil)
+        #expect(try await gateway.schemaVersion() == 2)
+        #expect(try await gateway.registrationIDs(handle: "h-\(ids[1].rawValue)", app: .default) == [ids[1]])
+        #expect(try await operator_.delete(id: ids[0], app: .default))
+        #expect(try await gateway.registration(id: ids[0], app: .default) == nil)
+        let reserved = try await gateway.createRegistrationID(app: .default, now: start)
+        try await gateway.upsert(try registration(reserved, tags: ["username:bob"]), now: start)
+        #expect(try await operator_.registration(id: reserved, app: .default)?.owner == "alice")
+        try await operator_.restore([try registration(ids[1], tags: ["vip"])], now: start)
+        #expect(try await gateway.registration(id: ids[1], app: .default)?.tags.map(\.rawValue) == ["vip"])
+        #expect(try await gateway.delete(id: ids[2], app: .default))
+    }
+
     @Test func dataSurvivesReopeningAndTheSchemaIsVersioned() async throws {
         let path = NSTemporaryDirectory() + "pushgate-store-\(UUID().uuidString).sqlite"
         defer { cleanUp(path) }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Pushgate
 import PushgateCurl
+import Synchronization
 
 /// `pushgate send`: sends through a running gateway and prints what every push service said.
 struct SendCommand: AsyncParsableCommand {
@@ -42,6 +43,11 @@ struct SendCommand: AsyncParsableCommand {
     @Flag(help: "Print the gateway's XML result (NotificationOutcome).")
     var xml = false
 
+    @Flag(
+        inversion: .prefixedNo,
+        help: "Show how many devices have answered while a long fan-out runs (default: when standard error is a terminal).")
+    var progress: Bool?
+
     @Argument(help: "The message.")
     var message: String
 
@@ -66,23 +72,43 @@ struct SendCommand: AsyncParsableCommand {
         var headers: [(name: String, value: String)] = [
             ("Authorization", "Basic \(credentials)"), ("Content-Type", "application/json; charset=utf-8"),
         ]
+        let showProgress = !json && !xml && (progress ?? (isatty(STDERR_FILENO) == 1))
         if xml { headers.append(("Accept", "application/xml")) }
+        if showProgress { headers.append(("Accept", "application/x-ndjson")) }
         let client = try CurlHTTPClient(
             configuration: .init(httpVersion: .http1, connectTimeoutMilliseconds: 5000, totalTimeoutMilliseconds: 60_000))
         let url = server.trimmingCharacters(in: CharacterSet(charactersIn: "/")) + "/api/notifications?" + query
-        let status = await exchange(client, CurlRequest(method: "POST", url: url, headers: headers, body: Array(body.utf8)))
+        let status = await exchange(
+            client, CurlRequest(method: "POST", url: url, headers: headers, body: Array(body.utf8)),
+            progress: showProgress ? ProgressLine() : nil)
         await client.shutdown()
         if status != 0 { throw ExitCode(status) }
     }
 
     /// Sends and prints; returns the exit status.
-    private func exchange(_ client: CurlHTTPClient, _ request: CurlRequest) async -> Int32 {
-        let response: CurlResponse
+    private func exchange(_ client: CurlHTTPClient, _ request: CurlRequest, progress: ProgressLine?) async -> Int32 {
+        var response: CurlResponse
         do {
-            response = try await client.execute(request)
+            var onBody: (@Sendable ([UInt8]) -> Void)?
+            if let progress { onBody = { progress.receive($0) } }
+            response = try await client.execute(request, onBody: onBody)
         } catch {
+            progress?.end()
             printError("error: cannot reach the gateway at \(server): \(error.message)")
             return 3
+        }
+        progress?.end()
+        if response.header("Content-Type")?.hasPrefix("application/x-ndjson") == true {
+            // A streamed send: the last line is the result (or the error) with the send's own status.
+            let last = response.body.split(separator: UInt8(ascii: "\n")).last.map(Array.init) ?? []
+            guard let streamed = try? JSONDecoder().decode(StreamedSend.self, from: Data(last)) else {
+                printError("error: the gateway's streamed answer ended without a result")
+                return 1
+            }
+            var body = Array(last)
+            if let result = streamed.result, let encoded = try? JSONEncoder().encode(result) { body = Array(encoded) }
+            response = CurlResponse(status: streamed.status, headers: response.headers, body: body, httpVersion: response.httpVersion)
+            if let secureID = streamed.secureId { response.headers.append(("X-Pushgate-Secure-Id", secureID)) }
         }
         if xml || json { print(response.bodyText) }
         switch response.status {
@@ -128,4 +154,43 @@ struct SendCommand: AsyncParsableCommand {
     static func encode(_ text: String) -> String {
         text.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~"))) ?? text
     }
+}
+
+/// The `send` progress display: one line on standard error, rewritten as progress lines of a
+/// streamed send arrive ("1,500 devices answered, 1,498 delivered").
+final class ProgressLine: Sendable {
+    private let buffer = Mutex<[UInt8]>([])
+
+    /// Feeds a piece of the streamed body; draws the latest complete progress line.
+    func receive(_ bytes: [UInt8]) {
+        let lines: [[UInt8]] = buffer.withLock { buffer in
+            buffer += bytes
+            guard let end = buffer.lastIndex(of: UInt8(ascii: "\n")) else { return [] }
+            let complete = buffer[...end].split(separator: UInt8(ascii: "\n")).map(Array.init)
+            buffer.removeSubrange(...end)
+            return complete
+        }
+        for line in lines.reversed() {
+            guard let progress = (try? JSONParser.parse(line))?["progress"] else { continue }
+            func count(_ key: String) -> String {
+                guard case .number(let text)? = progress[key]?.kind, let value = Int(text) else { return "?" }
+                return value.formatted()
+            }
+            FileHandle.standardError.write(Data("\r\u{1B}[K\(count("processed")) devices answered, \(count("succeeded")) delivered".utf8))
+            return
+        }
+    }
+
+    /// Ends the progress line.
+    func end() {
+        FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
+    }
+}
+
+/// The last line of a streamed send.
+struct StreamedSend: Decodable {
+    var status: Int
+    var result: NotificationResult?
+    var error: String?
+    var secureId: String?
 }

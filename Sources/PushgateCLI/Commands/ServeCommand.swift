@@ -34,11 +34,8 @@ struct ServeCommand: AsyncParsableCommand {
         let secrets = SecretResolver(baseDirectory: loaded.baseDirectory)
 
         let providers = try await GatewayAssembly.providers(for: app, secrets: secrets)
-        let storePath: String
-        switch configuration.store.kind {
-        case .sqlite(let path): storePath = ConfigurationLoader.resolve(path, against: loaded.baseDirectory)
-        }
-        let store = try await SQLiteRegistrationStore.open(path: storePath)
+        let storePath = options.storePath(loaded)
+        let store = try await options.openStore(loaded)
         let dispatcher = Dispatcher(providers: providers)
         let gateway = Gateway(app: app, store: store, dispatcher: dispatcher)
 

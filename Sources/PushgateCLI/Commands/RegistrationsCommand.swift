@@ -1,0 +1,251 @@
+import ArgumentParser
+import Foundation
+import Pushgate
+import PushgateConfig
+import PushgateStore
+
+/// `pushgate registrations`: operator verbs over the configured store (safe beside a running
+/// gateway: SQLite in WAL mode, writes wait for each other).
+struct RegistrationsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "registrations",
+        abstract: "List, show, delete, export and import registrations in the configured store.",
+        discussion: """
+            Works on the store named by --config (default config.json), also while the gateway runs. \
+            Export and import use JSON lines, one registration per line, handles in full: keep exports private.
+            """,
+        subcommands: [List.self, Show.self, Delete.self, Export.self, Import.self])
+
+    /// Options that select registrations.
+    struct Selection: ParsableArguments {
+        @Option(help: "Only registrations whose tags satisfy this expression, e.g. 'username:alice' or 'news && !lang:fr'.")
+        var tags: String?
+
+        @Option(help: "Only these platforms: apns, fcm, gcm, wns, all, or a comma-separated list.")
+        var pns: String = "all"
+
+        func validate() throws {
+            if let tags { _ = try TagExpression(parsing: tags) }
+            _ = try PlatformSelection(parsing: pns)
+        }
+
+        func stream(
+            _ store: SQLiteRegistrationStore, app: AppID, batchSize: Int = 500
+        ) throws
+            -> AsyncThrowingStream<[Registration], any Error>
+        {
+            let expression = try tags.map { try TagExpression(parsing: $0) }
+            return store.registrations(
+                matching: expression, platforms: try PlatformSelection(parsing: pns), app: app, batchSize: batchSize, now: .now)
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List registrations (handles masked), ordered by id.")
+
+        @OptionGroup var options: ConfigOptions
+        @OptionGroup var selection: Selection
+
+        @Option(help: "Show at most this many.")
+        var limit: Int = 100
+
+        func validate() throws {
+            guard limit > 0 else { throw ValidationError("--limit must be at least 1") }
+        }
+
+        func run() async throws {
+            let (store, app) = try await options.openStore()
+            var shown = 0
+            var more = false
+            print("id                                platform  handle             owner       tags")
+            listing: for try await batch in try selection.stream(store, app: app, batchSize: min(limit + 1, 500)) {
+                for registration in batch {
+                    if shown == limit {
+                        more = true
+                        break listing
+                    }
+                    let platform = registration.platform.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)
+                    let handle = DemoOutput.clip(registration.handle.masked, 18).padding(toLength: 18, withPad: " ", startingAt: 0)
+                    let owner = registration.owner.padding(toLength: 11, withPad: " ", startingAt: 0)
+                    print(
+                        "\(registration.id.rawValue)  \(platform) \(handle) \(owner) \(registration.tags.map(\.rawValue).joined(separator: ","))"
+                    )
+                    shown += 1
+                }
+            }
+            print(more ? "\(shown) shown; more match (raise --limit, or export)" : "\(shown) registration\(shown == 1 ? "" : "s")")
+        }
+    }
+
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show one registration in full (as its JSON line).")
+
+        @OptionGroup var options: ConfigOptions
+
+        @Argument(help: "The registration id.")
+        var id: String
+
+        func run() async throws {
+            let registrationID: RegistrationID
+            do { registrationID = try RegistrationID(id) } catch { throw CLIError(error.description) }
+            let (store, app) = try await options.openStore()
+            guard let registration = try await store.registration(id: registrationID, app: app) else {
+                throw CLIError("no registration \(id) in app \(app)")
+            }
+            print(registration.jsonLine)
+        }
+    }
+
+    struct Delete: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Delete registrations by id.")
+
+        @OptionGroup var options: ConfigOptions
+
+        @Argument(help: "The registration ids.")
+        var ids: [String]
+
+        func validate() throws {
+            guard !ids.isEmpty else { throw ValidationError("give at least one registration id") }
+            for id in ids { _ = try RegistrationID(id) }
+        }
+
+        func run() async throws {
+            let (store, app) = try await options.openStore()
+            var missing: [String] = []
+            for id in ids {
+                if try await store.delete(id: try RegistrationID(id), app: app) {
+                    print("deleted \(id)")
+                } else {
+                    missing.append(id)
+                }
+            }
+            if !missing.isEmpty { throw CLIError("not found: \(missing.joined(separator: ", "))") }
+        }
+    }
+
+    struct Export: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Write registrations as JSON lines (full handles) to standard output or a file.")
+
+        @OptionGroup var options: ConfigOptions
+        @OptionGroup var selection: Selection
+
+        @Option(name: .shortAndLong, help: "Write to this file (created with mode 0600) instead of standard output.")
+        var output: String?
+
+        func run() async throws {
+            let (store, app) = try await options.openStore()
+            let handle: FileHandle
+            if let output {
+                guard FileManager.default.createFile(atPath: output, contents: nil, attributes: [.posixPermissions: 0o600]),
+                    let file = FileHandle(forWritingAtPath: output)
+                else { throw CLIError("cannot create \(output)") }
+                handle = file
+            } else {
+                handle = FileHandle.standardOutput
+            }
+            var count = 0
+            for try await batch in try selection.stream(store, app: app) {
+                var chunk = ""
+                for registration in batch { chunk += registration.jsonLine + "\n" }
+                try handle.write(contentsOf: Data(chunk.utf8))
+                count += batch.count
+            }
+            if let output {
+                try handle.close()
+                printError("exported \(count) registration\(count == 1 ? "" : "s") to \(output)")
+            }
+        }
+    }
+
+    struct Import: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Read registrations from JSON lines (an export) and write them, keeping their ids.",
+            discussion: """
+                Every line is validated first (handles against the app's rules, tags, ids); if any is wrong, the \
+                errors are listed by line number and nothing is written. Existing registrations with the same id \
+                are replaced.
+                """)
+
+        @OptionGroup var options: ConfigOptions
+
+        @Argument(help: "The file to read, or - for standard input.")
+        var file: String
+
+        @Flag(help: "Validate only; write nothing.")
+        var dryRun = false
+
+        func run() async throws {
+            let loaded = try options.load()
+            let app = try options.selectedApp(in: loaded)
+            let text: String
+            if file == "-" {
+                text = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+            } else {
+                guard let data = FileManager.default.contents(atPath: file) else { throw CLIError("cannot read \(file)") }
+                text = String(decoding: data, as: UTF8.self)
+            }
+            var registrations: [Registration] = []
+            var errors: [String] = []
+            for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                let trimmed = line.trimmingCharacters(in: .whitespaces)
+                if trimmed.isEmpty { continue }
+                do {
+                    registrations.append(try Registration(jsonLine: trimmed, app: app.id, handles: app.configuration.handles))
+                } catch {
+                    errors.append("\(file == "-" ? "stdin" : file):\(index + 1): \(error.description)")
+                }
+            }
+            if !errors.isEmpty {
+                for error in errors.prefix(20) { printError("error: \(error)") }
+                if errors.count > 20 { printError("error: … and \(errors.count - 20) more") }
+                throw CLIError("nothing imported: \(errors.count) invalid line\(errors.count == 1 ? "" : "s")")
+            }
+            if dryRun {
+                print("\(registrations.count) registration\(registrations.count == 1 ? "" : "s") valid; nothing written (--dry-run)")
+                return
+            }
+            let store = try await options.openStore(loaded)
+            var written = 0
+            for start in stride(from: 0, to: registrations.count, by: 5000) {
+                let chunk = Array(registrations[start..<min(start + 5000, registrations.count)])
+                do {
+                    try await store.restore(chunk, now: .now)
+                } catch {
+                    throw CLIError("import stopped after \(written) of \(registrations.count) registrations: \(error.description)")
+                }
+                written += chunk.count
+            }
+            print("imported \(written) registration\(written == 1 ? "" : "s") into app \(app.id)")
+        }
+    }
+}
+
+extension ConfigOptions {
+    /// Opens the store the configuration names, for the selected app.
+    func openStore() async throws -> (SQLiteRegistrationStore, AppID) {
+        let loaded = try load()
+        let app = try selectedApp(in: loaded)
+        return (try await openStore(loaded), app.id)
+    }
+
+    func openStore(_ loaded: LoadedConfiguration) async throws -> SQLiteRegistrationStore {
+        do {
+            return try await SQLiteRegistrationStore.open(path: storePath(loaded))
+        } catch {
+            throw CLIError("cannot open the store \(storePath(loaded)): \(error.description)")
+        }
+    }
+
+    /// The SQLite file, resolved against the configuration's folder.
+    func storePath(_ loaded: LoadedConfiguration) -> String {
+        switch loaded.configuration.store.kind {
+        case .sqlite(let path): ConfigurationLoader.resolve(path, against: loaded.baseDirectory)
+        }
+    }
+}
+
+extension Timestamp {
+    /// The current time.
+    static var now: Timestamp { Timestamp(secondsSinceEpoch: Date().timeIntervalSince1970) }
+}

@@ -1,0 +1,128 @@
+import Foundation
+import PNSSandbox
+import Pushgate
+import PushgateCurl
+import Testing
+
+/// The API the web console uses beyond the tutorial's: who am I, my registrations, streamed sends,
+/// the sandbox bridge, and the page itself.
+@Suite struct ConsoleAPITests {
+    @Test func usersSeeOnlyTheirOwnRegistrationsAndFiltersAreChecked() async throws {
+        try await GatewayFixture.with { fixture in
+            let aliceDevices = [await fixture.sandbox.createDevice(.apns), await fixture.sandbox.createDevice(.wns)]
+            var aliceIDs: [String] = []
+            for device in aliceDevices { aliceIDs.append(try await fixture.register(device, user: "alice")) }
+            let bobDevice = await fixture.sandbox.createDevice(.fcm)
+            let bobID = try await fixture.register(bobDevice, user: "bob", tags: ["news"])
+
+            let me = try await fixture.call("GET", "/api/me")
+            #expect(me.status == 200)
+            #expect(me.bodyText == #"{"admin":false,"platforms":["apns","fcm","gcm","wns"],"sandbox":true,"user":"alice"}"#)
+
+            let alice = try JSONParser.parse(try await fixture.call("GET", "/api/registrations").body).arrayElements ?? []
+            #expect(alice.compactMap { $0["id"]?.stringValue } == aliceIDs.sorted())
+            // The owner sees the handles in full (they are the owner's own devices).
+            #expect(Set(alice.compactMap { $0["handle"]?.stringValue }) == Set(aliceDevices.map(\.handle)))
+            let bob = try await fixture.call("GET", "/api/registrations?tags=news", user: "bob")
+            #expect((try JSONParser.parse(bob.body).arrayElements ?? []).compactMap { $0["id"]?.stringValue } == [bobID])
+            // A tag of someone else's registration finds nothing for alice.
+            #expect(try await fixture.call("GET", "/api/registrations?tags=news").bodyText == "[]")
+            #expect(try await fixture.call("GET", "/api/registrations?limit=1").bodyText.components(separatedBy: "\"id\"").count == 2)
+
+            let badExpression = try await fixture.call("GET", "/api/registrations?tags=news%20%26%26%20(")
+            #expect(badExpression.status == 400)
+            #expect(badExpression.bodyText.contains("tags: ") && badExpression.bodyText.contains("position"))
+            #expect(
+                try await fixture.call("GET", "/api/registrations?limit=0").bodyText.contains("limit must be between 1 and 1000, not 0"))
+            #expect(try await fixture.call("GET", "/api/registrations?limit=ten").bodyText.contains("limit must be a number, not 'ten'"))
+            #expect(try await fixture.call("GET", "/api/registrations", user: nil).status == 401)
+        }
+    }
+
+    @Test func aStreamedSendReportsProgressAfterEveryBatchThenTheResult() async throws {
+        try await GatewayFixture.with { fixture in
+            // 1,100 devices written straight into the store (an import), registered to carol.
+            var registrations: [Registration] = []
+            for _ in 0..<1100 {
+                let device = await fixture.sandbox.createDevice(.fcm)
+                registrations.append(
+                    try Registration(
+                        id: .random(), handle: DeviceHandle(uncheckedPlatform: .fcm, value: device.handle), tags: [try .username("carol")],
+                        owner: "carol"))
+            }
+            try await fixture.store.restore(registrations, now: Timestamp(secondsSinceEpoch: Date().timeIntervalSince1970))
+
+            let response = try await fixture.call(
+                "POST", "/api/notifications?pns=all&to_tag=carol", user: "bob", body: #""Hello, all of you""#,
+                accept: "application/x-ndjson")
+            #expect(response.status == 200)
+            #expect(response.header("Content-Type")?.hasPrefix("application/x-ndjson") == true)
+            let lines = response.bodyText.split(separator: "\n").map { try? JSONParser.parse(String($0)) }
+            let progress = lines.compactMap { $0?["progress"] }.map { value -> Int in
+                if case .number(let text)? = value["processed"]?.kind { return Int(text) ?? -1 }
+                return -1
+            }
+            // One line per batch of 500 targets read from the store, counting up to every target.
+            #expect(progress == [500, 1000, 1100])
+            let last = try #require(lines.last ?? nil)
+            #expect(last["status"].map { $0.kind == .number("200") } == true)
+            #expect(last["result"]?["success"]?.kind == .number("1100"))
+            #expect(last["result"]?["failure"]?.kind == .number("0"))
+
+            // Refusals come before any streaming, as ordinary errors.
+            let refused = try await fixture.call(
+                "POST", "/api/notifications?pns=mpns&to_tag=carol", user: "bob", body: #""x""#, accept: "application/x-ndjson")
+            #expect(refused.status == 400)
+            #expect(refused.bodyText.contains("mpns"))
+            // Nobody to send to: the last line says 404.
+            let nobody = try await fixture.call(
+                "POST", "/api/notifications?pns=all&to_tag=nobody", user: "bob", body: #""x""#, accept: "application/x-ndjson")
+            #expect(nobody.status == 200)
+            #expect(nobody.bodyText.hasSuffix(#""status":404}"# + "\n"))
+        }
+    }
+
+    @Test func theConsolePageAndTheSandboxBridge() async throws {
+        try await GatewayFixture.with { fixture in
+            let page = try await fixture.call("GET", "/console", user: nil)
+            #expect(page.status == 200)
+            #expect(page.header("Content-Type") == "text/html; charset=utf-8")
+            #expect(page.header("Content-Security-Policy")?.contains("default-src 'self'") == true)
+            #expect(page.bodyText.contains("<title>Pushgate console</title>"))
+            let root = try await fixture.call("GET", "/", user: nil)
+            #expect(root.status == 302 && root.header("Location") == "/console")
+
+            // Refused logins: a challenge for HTTP clients, none for scripts (no browser dialog).
+            let plain = try await fixture.call("GET", "/api/me", user: "alice", password: "wrong")
+            #expect(plain.status == 401 && plain.header("WWW-Authenticate")?.hasPrefix("Basic") == true)
+            let script = try await fixture.call(
+                "GET", "/api/me", user: "alice", password: "wrong", headers: [("X-Requested-With", "XMLHttpRequest")])
+            #expect(script.status == 401 && script.header("WWW-Authenticate") == nil)
+            #expect(script.bodyText.contains("wrong user name or password"))
+
+            let created = try await fixture.call("POST", "/api/sandbox/devices", body: #"{"platform":"gcm"}"#)
+            #expect(created.status == 201)
+            let device = try JSONDecoder().decode(SandboxDevice.self, from: Data(created.body))
+            #expect(device.platform == .gcm)
+            _ = try await fixture.register(device, user: "alice")
+            _ = try await fixture.call("POST", "/api/notifications?pns=gcm&to_tag=alice", user: "bob", body: #""ping""#)
+            let inbox = try await fixture.call("GET", "/api/sandbox/devices/\(device.id)/inbox")
+            #expect(inbox.status == 200)
+            let received = try JSONDecoder().decode([ReceivedNotification].self, from: Data(inbox.body))
+            #expect(received.count == 1 && received[0].payload.contains("ping"))
+            let listed = try await fixture.call("GET", "/api/sandbox/devices")
+            #expect(listed.bodyText.contains(device.handle))
+            let uninstalled = try await fixture.call("POST", "/api/sandbox/devices/\(device.id)/uninstall")
+            #expect(uninstalled.status == 200 && uninstalled.bodyText.contains(#""status":"uninstalled""#))
+
+            let badPlatform = try await fixture.call("POST", "/api/sandbox/devices", body: #"{"platform":"mpns"}"#)
+            #expect(badPlatform.status == 400 && badPlatform.bodyText.contains("apns|fcm|gcm|wns"))
+            let badID = try await fixture.call("GET", "/api/sandbox/devices/..%2Fstats/inbox")
+            #expect(badID.status == 400 && badID.bodyText.contains("is not a sandbox device id"))
+            let badAction = try await fixture.call("POST", "/api/sandbox/devices/\(device.id)/explode")
+            #expect(badAction.status == 404 && badAction.bodyText.contains("no device action 'explode'"))
+            #expect(try await fixture.call("GET", "/api/sandbox/devices/unknown-9/inbox").status == 404)
+            #expect(try await fixture.call("GET", "/api/sandbox/devices", user: nil).status == 401)
+        }
+    }
+}
