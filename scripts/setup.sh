@@ -2,7 +2,8 @@
 # Installs the system packages Pushgate builds and tests against, on Debian 12 (bookworm) with the
 # Swift toolchain already present. Safe to run again: it installs only what is missing.
 #
-#   scripts/setup.sh
+#   scripts/setup.sh             # what building and running Pushgate needs
+#   scripts/setup.sh --browser   # also headless Chromium, for the web console's browser test
 #
 # libcurl comes from Debian's bookworm-backports (8.x): bookworm's libcurl 7.88 sends
 # RST_STREAM after every completed HTTP/2 stream, and hardened HTTP/2 servers (nghttp2's and
@@ -19,6 +20,12 @@ packages=(
   libsqlite3-dev       # embedded registration store
   ca-certificates
 )
+if [ "${1:-}" = "--browser" ]; then
+  packages+=(
+    chromium             # the web console's browser test drives it headless (DevTools over a pipe)
+    fonts-dejavu-core    # so its screenshots have readable text
+  )
+fi
 minimum_curl="8.0"
 
 sudo_cmd=()

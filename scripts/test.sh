@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh Debian 12 machine with only the Swift toolchain:
 # installs missing system packages, builds with no warnings allowed in our own code, checks
-# formatting, and runs every test.
+# formatting, and runs every test, the web console's headless-Chromium test included (its
+# screenshots land in .build/console-test/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/setup.sh
+scripts/setup.sh --browser
 
 echo "== build"
 log=$(mktemp)
@@ -27,4 +28,4 @@ if ! swift format lint --strict --recursive Package.swift Sources Tests Benchmar
 fi
 
 echo "== test"
-swift test --skip-build --parallel
+PUSHGATE_REQUIRE_BROWSER=1 swift test --skip-build --parallel
