@@ -76,7 +76,7 @@ public enum GatewayHTTP {
                     status: .ok,
                     headers: [
                         .contentType: "text/html; charset=utf-8", .cacheControl: "no-store",
-                        .contentSecurityPolicy: "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:",
+                        .contentSecurityPolicy: ConsolePage.contentSecurityPolicy,
                     ],
                     body: .init(byteBuffer: ByteBuffer(string: ConsolePage.html)))
             }

@@ -87,7 +87,9 @@ import Testing
             let page = try await fixture.call("GET", "/console", user: nil)
             #expect(page.status == 200)
             #expect(page.header("Content-Type") == "text/html; charset=utf-8")
-            #expect(page.header("Content-Security-Policy")?.contains("default-src 'self'") == true)
+            let policy = try #require(page.header("Content-Security-Policy"))
+            #expect(
+                policy.contains("default-src 'self'") && policy.contains("script-src 'sha256-") && !policy.contains("script-src 'unsafe"))
             #expect(page.bodyText.contains("<title>Pushgate console</title>"))
             let root = try await fixture.call("GET", "/", user: nil)
             #expect(root.status == 302 && root.header("Location") == "/console")

@@ -69,6 +69,7 @@ struct DemoCommand: AsyncParsableCommand {
             out.line("    '\(environment.baseURL)/api/notifications?pns=all&to_tag=alice'")
             out.line("  sandbox control API: \(environment.sandbox.endpoints.control)/devices")
             out.line("  gateway config: \(environment.directory)/config.json")
+            out.line("  pushgate registrations list --config \(environment.directory)/config.json")
             await waitForInterrupt(environment)
         }
         await environment.stop()
