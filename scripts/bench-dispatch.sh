@@ -49,5 +49,16 @@ pg_out=$("$bin" bench dispatch --url "https://127.0.0.1:$port" --ca-file "$work/
 echo "$pg_out"
 pg_rate=$(echo "$pg_out" | sed -nE 's/.* = ([0-9]+) notifications\/s/\1/p')
 
+# The libcurl floor: the same requests from plain C on libcurl, one loop thread per pool, no Pushgate.
+compiler=$(command -v clang || command -v cc || true)
+floor_rate=""
+if [ -n "$compiler" ]; then
+  "$compiler" -O2 -o "$work/curl_floor" Benchmarks/CurlFloor/curl_floor.c -lcurl -lpthread
+  echo "== libcurl alone (C): $count requests, $pools thread(s) x 1 connection, $streams streams each"
+  floor_out=$("$work/curl_floor" "https://127.0.0.1:$port/3/device/$token" "$work/cert.pem" "$count" "$streams" "$pools")
+  echo "$floor_out"
+  floor_rate=$(echo "$floor_out" | sed -nE 's/.* = ([0-9]+) requests\/s.*/\1/p')
+fi
+
 ratio=$(awk -v a="$pg_rate" -v b="$h2_rate" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }')
-echo "== result: h2load ${h2_rate} req/s, pushgate ${pg_rate} notifications/s, ratio ${ratio}"
+echo "== result: h2load ${h2_rate} req/s, libcurl alone ${floor_rate:-n/a} req/s, pushgate ${pg_rate} notifications/s, ratio to h2load ${ratio}"
