@@ -60,7 +60,7 @@ public final class CurlHTTPClient: @unchecked Sendable {
         }
         let result: Result<CurlResponse, CurlError> = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Result<CurlResponse, CurlError>, Never>) in
-                let transfer = Transfer(id: id, request: request, onBody: onBody, continuation: continuation)
+                let transfer = Transfer(id: id, request: request, onBody: onBody, completion: .single(continuation))
                 // Wake the loop only when the queue goes from empty to non-empty: a busy loop drains
                 // the queue on its next turn anyway, and every wakeup is a syscall.
                 let (accepted, wake) = shared.withLock { state -> (Bool, Bool) in
@@ -79,6 +79,39 @@ public final class CurlHTTPClient: @unchecked Sendable {
             curl_multi_wakeup(multi)
         }
         return try result.get()
+    }
+
+    /// Sends every request at once (one submission, one wakeup of the loop) and returns the answers
+    /// in order when the last is in. The way to send a fan-out: no task or continuation per request.
+    public func execute(batch requests: [CurlRequest]) async -> [Result<CurlResponse, CurlError>] {
+        guard !requests.isEmpty else { return [] }
+        let count = UInt64(requests.count)
+        let firstID = shared.withLock { state -> UInt64 in
+            defer { state.nextID += count }
+            return state.nextID
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<[Result<CurlResponse, CurlError>], Never>) in
+                let collector = BatchCollector(count: requests.count, continuation: continuation)
+                let transfers = requests.enumerated().map { index, request in
+                    Transfer(id: firstID + UInt64(index), request: request, completion: .batch(collector, index: index))
+                }
+                let (accepted, wake) = shared.withLock { state -> (Bool, Bool) in
+                    guard !state.isShutdown else { return (false, false) }
+                    let wasEmpty = state.submissions.isEmpty
+                    state.submissions.append(contentsOf: transfers)
+                    return (true, wasEmpty)
+                }
+                if !accepted {
+                    for transfer in transfers { transfer.finish(.failure(CurlError.shutDown)) }
+                } else if wake {
+                    curl_multi_wakeup(multi)
+                }
+            }
+        } onCancel: {
+            shared.withLock { $0.cancellations.append(contentsOf: firstID..<(firstID + count)) }
+            curl_multi_wakeup(multi)
+        }
     }
 
     /// Stops accepting requests, fails every request still in flight with a shutdown error (each
@@ -148,23 +181,33 @@ public final class CurlHTTPClient: @unchecked Sendable {
                 waiting.removeFirst(waitingHead)
                 waitingHead = 0
             }
-            for id in cancellations {
-                guard let transfer = active.removeValue(forKey: id), let easy = transfer.easy else {
-                    // Not started yet: waiting here, or still in the shared queue.
-                    if let index = waiting[waitingHead...].firstIndex(where: { $0.id == id }) {
-                        waiting.remove(at: index).finish(.failure(CurlError.cancelled))
+            if !cancellations.isEmpty {
+                // A cancelled batch names many ids: one pass over what waits, not one per id.
+                var notStarted = Set<UInt64>()
+                for id in cancellations {
+                    guard let transfer = active.removeValue(forKey: id), let easy = transfer.easy else {
+                        notStarted.insert(id)
+                        continue
                     }
-                    shared.withLock { state in
-                        if let index = state.submissions.firstIndex(where: { $0.id == id }) {
-                            state.submissions.remove(at: index).finish(.failure(CurlError.cancelled))
-                        }
-                    }
-                    continue
+                    byHandle[easy] = nil
+                    curl_multi_remove_handle(multi, easy)
+                    transfer.finish(.failure(CurlError.cancelled))
+                    transfer.cleanUp(returning: recycle)
                 }
-                byHandle[easy] = nil
-                curl_multi_remove_handle(multi, easy)
-                transfer.finish(.failure(CurlError.cancelled))
-                transfer.cleanUp(returning: recycle)
+                if !notStarted.isEmpty {
+                    // Not started yet: waiting here, or still in the shared queue.
+                    let waitingCancelled = waiting[waitingHead...].filter { notStarted.contains($0.id) }
+                    if !waitingCancelled.isEmpty {
+                        waiting = waiting[waitingHead...].filter { !notStarted.contains($0.id) }
+                        waitingHead = 0
+                    }
+                    let queuedCancelled = shared.withLock { state in
+                        let found = state.submissions.filter { notStarted.contains($0.id) }
+                        if !found.isEmpty { state.submissions.removeAll { notStarted.contains($0.id) } }
+                        return found
+                    }
+                    for transfer in waitingCancelled + queuedCancelled { transfer.finish(.failure(CurlError.cancelled)) }
+                }
             }
             if isShutdown {
                 for (_, transfer) in active {

@@ -1,5 +1,6 @@
 internal import CCurl
 import Foundation
+import Synchronization
 
 /// One request in flight: its easy handle, header list, body and response buffers.
 ///
@@ -11,7 +12,12 @@ final class Transfer: @unchecked Sendable {
     let request: CurlRequest
     /// Called on the loop thread with each piece of the response body as it arrives.
     let onBody: (@Sendable ([UInt8]) -> Void)?
-    private var continuation: CheckedContinuation<Result<CurlResponse, CurlError>, Never>?
+    /// Who waits for the answer: one caller, or a batch (the caller resumed once all are in).
+    enum Completion {
+        case single(CheckedContinuation<Result<CurlResponse, CurlError>, Never>)
+        case batch(BatchCollector, index: Int)
+    }
+    private var completion: Completion?
     private(set) var easy: UnsafeMutableRawPointer?
     private var headerList: UnsafeMutablePointer<curl_slist>?
     private var bodyCopy: UnsafeMutableBufferPointer<UInt8>?
@@ -22,20 +28,21 @@ final class Transfer: @unchecked Sendable {
     /// `PUSHGATE_CURL_VERBOSE=1` makes curl print its protocol trace to stderr (diagnostics only).
     static let verbose = ProcessInfo.processInfo.environment["PUSHGATE_CURL_VERBOSE"] == "1"
 
-    init(
-        id: UInt64, request: CurlRequest, onBody: (@Sendable ([UInt8]) -> Void)? = nil,
-        continuation: CheckedContinuation<Result<CurlResponse, CurlError>, Never>
-    ) {
+    init(id: UInt64, request: CurlRequest, onBody: (@Sendable ([UInt8]) -> Void)? = nil, completion: Completion) {
         self.id = id
         self.request = request
         self.onBody = onBody
-        self.continuation = continuation
+        self.completion = completion
     }
 
     func finish(_ result: Result<CurlResponse, CurlError>) {
-        let continuation = self.continuation
-        self.continuation = nil
-        continuation?.resume(returning: result)
+        let completion = self.completion
+        self.completion = nil
+        switch completion {
+        case .single(let continuation): continuation.resume(returning: result)
+        case .batch(let collector, let index): collector.deliver(result, at: index)
+        case nil: break
+        }
     }
 
     /// Configures a pooled easy handle for this request (only what differs per request; the
@@ -177,6 +184,36 @@ final class Transfer: @unchecked Sendable {
         let name = String(decoding: UnsafeBufferPointer(rebasing: bytes[..<colon]), as: UTF8.self)
         let value = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self)
         responseHeaders.append((name: name, value: value))
+    }
+}
+
+/// Collects the answers of a batch and resumes its caller once, when the last one is in (from
+/// whichever thread delivers it).
+final class BatchCollector: Sendable {
+    private struct State {
+        var results: [Result<CurlResponse, CurlError>?]
+        var remaining: Int
+        var continuation: CheckedContinuation<[Result<CurlResponse, CurlError>], Never>?
+    }
+
+    private let state: Mutex<State>
+
+    init(count: Int, continuation: CheckedContinuation<[Result<CurlResponse, CurlError>], Never>) {
+        state = Mutex(State(results: Array(repeating: nil, count: count), remaining: count, continuation: continuation))
+    }
+
+    /// Records the answer at `index` (the first one wins); the last answer resumes the caller.
+    func deliver(_ result: Result<CurlResponse, CurlError>, at index: Int) {
+        let finished = state.withLock {
+            state -> (CheckedContinuation<[Result<CurlResponse, CurlError>], Never>, [Result<CurlResponse, CurlError>])? in
+            guard state.results[index] == nil else { return nil }
+            state.results[index] = result
+            state.remaining -= 1
+            guard state.remaining == 0, let continuation = state.continuation else { return nil }
+            state.continuation = nil
+            return (continuation, state.results.map { $0! })
+        }
+        if let (continuation, results) = finished { continuation.resume(returning: results) }
     }
 }
 

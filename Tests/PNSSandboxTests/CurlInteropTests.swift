@@ -52,4 +52,71 @@ import Testing
         await client.shutdown()
         try await fixture.stop()
     }
+
+    /// A batch: one submission, answers in request order whatever the order they arrive in, each
+    /// its own (success, service refusal, transport failure).
+    @Test func aBatchAnswersEveryRequestInOrder() async throws {
+        let fixture = try await SandboxFixture.start()
+        let client = try fixture.client(streams: 10)
+        let jwt = try await fixture.providerToken()
+        var devices: [SandboxDevice] = []
+        for _ in 0..<300 { devices.append(await fixture.sandbox.createDevice(.apns)) }
+        // The first device answers late, so later requests finish first.
+        await fixture.sandbox.state.addFault(SandboxFault(service: .apns, handle: devices[0].handle, action: .delay(milliseconds: 300)))
+        await fixture.sandbox.state.setStatus(.uninstalled, deviceID: devices[7].id)
+        var requests = devices.enumerated().map {
+            fixture.apnsRequest(token: $0.element.handle, jwt: jwt, payload: #"{"aps":{"alert":"n\#($0.offset)"}}"#)
+        }
+        requests[5].url = "https://127.0.0.1:1/3/device/\(devices[5].handle)"  // nothing listens there
+        let results = await client.execute(batch: requests)
+        #expect(results.count == 300)
+        #expect((try? results[0].get().status) == 200)
+        #expect((try? results[7].get().status) == 410)
+        if case .failure(let error) = results[5] {
+            #expect(error.kind == .connect)
+        } else {
+            Issue.record("request 5 should fail to connect")
+        }
+        #expect(results.enumerated().filter { ![5, 7].contains($0.offset) }.allSatisfy { (try? $0.element.get().status) == 200 })
+        // In order: each answered request went to its own device.
+        for index in [0, 1, 150, 299] {
+            #expect(await fixture.sandbox.state.inbox(deviceID: devices[index].id).first?.payload == #"{"aps":{"alert":"n\#(index)"}}"#)
+        }
+        #expect(await client.execute(batch: []).isEmpty)
+        await client.shutdown()
+        try await fixture.stop()
+    }
+
+    /// Cancelling the task of a batch fails what has not been answered as cancelled, once each;
+    /// shutting the client down with a batch waiting resumes its caller once.
+    @Test func aCancelledOrShutDownBatchResumesItsCallerOnce() async throws {
+        let fixture = try await SandboxFixture.start()
+        let client = try fixture.client(streams: 2)
+        let jwt = try await fixture.providerToken()
+        let device = await fixture.sandbox.createDevice(.apns)
+        await fixture.sandbox.state.addFault(SandboxFault(service: .apns, action: .delay(milliseconds: 200), count: 1000))
+        let requests = (0..<200).map { _ in fixture.apnsRequest(token: device.handle, jwt: jwt) }
+        let task = Task { await client.execute(batch: requests) }
+        try await Task.sleep(for: .milliseconds(100))
+        task.cancel()
+        let cancelled = await task.value
+        #expect(cancelled.count == 200)
+        let failures = cancelled.compactMap { result -> CurlError? in
+            if case .failure(let error) = result { return error }
+            return nil
+        }
+        #expect(failures.count >= 190 && failures.allSatisfy { $0 == CurlError.cancelled })
+
+        let waiting = Task { await client.execute(batch: requests) }
+        try await Task.sleep(for: .milliseconds(100))
+        await client.shutdown()
+        let shutDown = await waiting.value
+        #expect(shutDown.count == 200)
+        #expect(shutDown.allSatisfy { if case .failure(let error) = $0 { error == CurlError.shutDown } else { false } })
+        #expect(
+            await client.execute(batch: requests).allSatisfy {
+                if case .failure(let error) = $0 { error == CurlError.shutDown } else { false }
+            })
+        try await fixture.stop()
+    }
 }

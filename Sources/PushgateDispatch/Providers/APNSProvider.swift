@@ -25,12 +25,9 @@ public final class APNSProvider: PushProvider {
     }
 
     public func deliver(_ notification: RenderedNotification, to targets: [DispatchTarget]) async -> [DeliveryReport] {
-        await boundedConcurrentMap(targets, limit: maximumInFlight) { target in await self.deliver(notification, to: target) }
-    }
-
-    private func deliver(_ notification: RenderedNotification, to target: DispatchTarget) async -> DeliveryReport {
-        let credential: ((Bool, String?) async -> CredentialOutcome)? = tokens.map { tokens in
-            { refresh, previous in
+        var credential: (@Sendable (Bool, String?) async -> CredentialOutcome)?
+        if let tokens {
+            credential = { refresh, previous in
                 do {
                     return .issued(try await (refresh && previous != nil ? tokens.refresh(after: previous!) : tokens.token()))
                 } catch {
@@ -38,13 +35,15 @@ public final class APNSProvider: PushProvider {
                 }
             }
         }
-        return await retry.deliver(
-            to: target, transport: transport, credential: credential,
-            request: { token in
+        let endpoint = endpoint
+        let topic = topic
+        return await retry.deliverAll(
+            to: targets, transport: transport, credential: credential,
+            request: { target, token in
                 APNSWire.request(
                     endpoint: endpoint, deviceToken: target.handle.value, notification: notification, topic: topic, providerToken: token)
             },
-            classify: APNSWire.classify)
+            classify: APNSWire.classify, maximumInFlight: maximumInFlight)
     }
 
     public func shutdown() async { await transport.shutdown() }

@@ -31,18 +31,16 @@ public final class FCMProvider: PushProvider {
     public var tokenManager: OAuthTokenManager { tokens }
 
     public func deliver(_ notification: RenderedNotification, to targets: [DispatchTarget]) async -> [DeliveryReport] {
-        await boundedConcurrentMap(targets, limit: maximumInFlight) { target in await self.deliver(notification, to: target) }
-    }
-
-    private func deliver(_ notification: RenderedNotification, to target: DispatchTarget) async -> DeliveryReport {
-        await retry.deliver(
-            to: target, transport: transport, credential: OAuthFailure.credential(tokens),
-            request: { accessToken in
+        let endpoint = endpoint
+        let projectID = account.projectID
+        return await retry.deliverAll(
+            to: targets, transport: transport, credential: OAuthFailure.credential(tokens),
+            request: { target, accessToken in
                 FCMWire.request(
-                    endpoint: endpoint, projectID: account.projectID, token: target.handle.value, notification: notification,
+                    endpoint: endpoint, projectID: projectID, token: target.handle.value, notification: notification,
                     accessToken: accessToken ?? "")
             },
-            classify: FCMWire.classify)
+            classify: FCMWire.classify, maximumInFlight: maximumInFlight)
     }
 
     public func shutdown() async { await transport.shutdown() }
@@ -51,7 +49,7 @@ public final class FCMProvider: PushProvider {
 /// The verdict when no access token could be had.
 enum OAuthFailure {
     /// A credential source for ``RetryingDelivery/deliver(to:transport:credential:request:classify:)``.
-    static func credential(_ tokens: OAuthTokenManager) -> (Bool, String?) async -> CredentialOutcome {
+    static func credential(_ tokens: OAuthTokenManager) -> @Sendable (Bool, String?) async -> CredentialOutcome {
         { refresh, previous in
             do {
                 return .issued(try await (refresh && previous != nil ? tokens.refresh(after: previous!) : tokens.token()))

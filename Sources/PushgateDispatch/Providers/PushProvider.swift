@@ -50,12 +50,31 @@ struct RetryingDelivery {
 
     /// - Parameter attempt: sends once; `refreshCredentials` is true right after the state machine
     ///   asked for a credential refresh.
+    ///   - resuming: a delivery whose first attempt went out in a batch: its state machine, what
+    ///     it decided, and that first verdict.
     func run(
+        resuming: FirstAttempt? = nil, started: ContinuousClock.Instant = .now,
         _ attempt: (_ refreshCredentials: Bool) async -> DeliveryVerdict
     ) async -> (verdict: DeliveryVerdict, attempts: Int, milliseconds: Double) {
-        let started = ContinuousClock.now
-        var machine = RetryStateMachine(policy: policy, startedAt: clock.now())
+        var machine: RetryStateMachine
         var refresh = false
+        if let resuming {
+            machine = resuming.machine
+            switch resuming.action {
+            case .finish:
+                return (resuming.verdict, machine.attempts, Self.milliseconds(since: started))
+            case .refreshCredentialsAndRetry:
+                refresh = true
+            case .retry(let delay):
+                do {
+                    try await clock.sleep(seconds: delay)
+                } catch {
+                    return (resuming.verdict, machine.attempts, Self.milliseconds(since: started))
+                }
+            }
+        } else {
+            machine = RetryStateMachine(policy: policy, startedAt: clock.now())
+        }
         while true {
             let verdict = await attempt(refresh)
             refresh = false
@@ -81,10 +100,11 @@ struct RetryingDelivery {
         to target: DispatchTarget, transport: any PushTransport,
         credential: ((_ refresh: Bool, _ previous: String?) async -> CredentialOutcome)?,
         request: (_ credential: String?) -> PushHTTPRequest,
-        classify: (PushHTTPResponse, Double) -> DeliveryVerdict
+        classify: (PushHTTPResponse, Double) -> DeliveryVerdict,
+        resuming: FirstAttempt? = nil, started: ContinuousClock.Instant = .now
     ) async -> DeliveryReport {
-        var previous: String?
-        let (verdict, attempts, milliseconds) = await run { refresh in
+        var previous = resuming?.credential
+        let (verdict, attempts, milliseconds) = await run(resuming: resuming, started: started) { refresh in
             var current: String?
             if let credential {
                 switch await credential(refresh, previous) {
@@ -100,6 +120,77 @@ struct RetryingDelivery {
             }
         }
         return DeliveryReport(target: target, verdict: verdict, attempts: attempts, latencyMilliseconds: milliseconds)
+    }
+
+    /// The state a batched first attempt leaves a delivery in.
+    struct FirstAttempt: Sendable {
+        var machine: RetryStateMachine
+        var action: RetryStateMachine.Action
+        var verdict: DeliveryVerdict
+        /// The credential the first attempt used (refreshed after it, if the service refused it).
+        var credential: String?
+    }
+
+    /// Delivers to every target: the first attempts all go out as one batch (``PushTransport/executeAll(_:)``,
+    /// no task per target); the few that need more (a retry, a refreshed credential) continue one
+    /// by one, at most `maximumInFlight` at once, with the same retry rules as ``deliver(to:transport:credential:request:classify:resuming:started:)``.
+    func deliverAll(
+        to targets: [DispatchTarget], transport: any PushTransport,
+        credential: (@Sendable (_ refresh: Bool, _ previous: String?) async -> CredentialOutcome)?,
+        request: @escaping @Sendable (_ target: DispatchTarget, _ credential: String?) -> PushHTTPRequest,
+        classify: @escaping @Sendable (PushHTTPResponse, Double) -> DeliveryVerdict,
+        maximumInFlight: Int
+    ) async -> [DeliveryReport] {
+        guard !targets.isEmpty else { return [] }
+        let started = ContinuousClock.now
+        let startedAt = clock.now()
+        var issued: String?
+        var verdicts: [DeliveryVerdict]
+        switch await credential?(false, nil) {
+        case .refused(let verdict)?:
+            verdicts = Array(repeating: verdict, count: targets.count)
+        case .issued(let value)?:
+            issued = value
+            verdicts = []
+        case nil:
+            verdicts = []
+        }
+        if verdicts.isEmpty {
+            let token = issued
+            let answers = await transport.executeAll(targets.map { request($0, token) })
+            let now = clock.now()
+            verdicts = answers.map { answer in
+                switch answer {
+                case .success(let response): classify(response, now)
+                case .failure(let error): .transportFailure(error.failure, detail: error.detail)
+                }
+            }
+        }
+        var reports = [DeliveryReport?](repeating: nil, count: targets.count)
+        var pending: [(index: Int, first: FirstAttempt)] = []
+        let now = clock.now()
+        let milliseconds = Self.milliseconds(since: started)
+        for (index, verdict) in verdicts.enumerated() {
+            var machine = RetryStateMachine(policy: policy, startedAt: startedAt)
+            let action = machine.record(verdict, now: now)
+            if action == .finish {
+                reports[index] = DeliveryReport(
+                    target: targets[index], verdict: verdict, attempts: machine.attempts, latencyMilliseconds: milliseconds)
+            } else {
+                pending.append((index, FirstAttempt(machine: machine, action: action, verdict: verdict, credential: issued)))
+            }
+        }
+        if !pending.isEmpty {
+            let retry = self
+            let followUps = await boundedConcurrentMap(pending, limit: maximumInFlight) { item in
+                let target = targets[item.index]
+                return await retry.deliver(
+                    to: target, transport: transport, credential: credential, request: { request(target, $0) }, classify: classify,
+                    resuming: item.first, started: started)
+            }
+            for (item, report) in zip(pending, followUps) { reports[item.index] = report }
+        }
+        return reports.map { $0! }
     }
 
     static func milliseconds(since start: ContinuousClock.Instant) -> Double {

@@ -27,23 +27,27 @@ public final class WNSProvider: PushProvider {
     public var tokenManager: OAuthTokenManager { tokens }
 
     public func deliver(_ notification: RenderedNotification, to targets: [DispatchTarget]) async -> [DeliveryReport] {
-        await boundedConcurrentMap(targets, limit: maximumInFlight) { target in await self.deliver(notification, to: target) }
-    }
-
-    private func deliver(_ notification: RenderedNotification, to target: DispatchTarget) async -> DeliveryReport {
-        do {
-            _ = try handles.validate(target.handle.value, for: .wns)
-        } catch {
-            return DeliveryReport(
-                target: target, verdict: DeliveryVerdict(outcome: .badChannel, reason: error.description), attempts: 0,
-                latencyMilliseconds: 0)
+        // The allow-list first: a channel URI on any other host is never contacted.
+        var reports = [DeliveryReport?](repeating: nil, count: targets.count)
+        var allowed: [(index: Int, target: DispatchTarget)] = []
+        for (index, target) in targets.enumerated() {
+            do {
+                _ = try handles.validate(target.handle.value, for: .wns)
+                allowed.append((index, target))
+            } catch {
+                reports[index] = DeliveryReport(
+                    target: target, verdict: DeliveryVerdict(outcome: .badChannel, reason: error.description), attempts: 0,
+                    latencyMilliseconds: 0)
+            }
         }
-        return await retry.deliver(
-            to: target, transport: transport, credential: OAuthFailure.credential(tokens),
-            request: { accessToken in
+        let delivered = await retry.deliverAll(
+            to: allowed.map(\.target), transport: transport, credential: OAuthFailure.credential(tokens),
+            request: { target, accessToken in
                 WNSWire.request(channelURI: target.handle.value, notification: notification, accessToken: accessToken ?? "")
             },
-            classify: WNSWire.classify)
+            classify: WNSWire.classify, maximumInFlight: maximumInFlight)
+        for (item, report) in zip(allowed, delivered) { reports[item.index] = report }
+        return reports.map { $0! }
     }
 
     public func shutdown() async { await transport.shutdown() }

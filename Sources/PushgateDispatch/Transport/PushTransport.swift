@@ -5,7 +5,22 @@ import Synchronization
 /// Sends HTTP requests to a push service. The seam between providers and the network.
 public protocol PushTransport: Sendable {
     func execute(_ request: PushHTTPRequest) async throws(PushTransportError) -> PushHTTPResponse
+    /// Sends every request and returns the answers in order. A fan-out's first attempts go out
+    /// this way; the default sends them one by one (at most 1,000 at once).
+    func executeAll(_ requests: [PushHTTPRequest]) async -> [Result<PushHTTPResponse, PushTransportError>]
     func shutdown() async
+}
+
+extension PushTransport {
+    public func executeAll(_ requests: [PushHTTPRequest]) async -> [Result<PushHTTPResponse, PushTransportError>] {
+        await boundedConcurrentMap(requests, limit: 1000) { request in
+            do throws(PushTransportError) {
+                return .success(try await self.execute(request))
+            } catch {
+                return .failure(error)
+            }
+        }
+    }
 }
 
 /// A request got no answer.
@@ -37,22 +52,52 @@ public final class CurlPushTransport: PushTransport {
     public func execute(_ request: PushHTTPRequest) async throws(PushTransportError) -> PushHTTPResponse {
         let client = clients.count == 1 ? clients[0] : clients[next.wrappingAdd(1, ordering: .relaxed).oldValue % clients.count]
         do {
-            let response = try await client.execute(
-                CurlRequest(
-                    method: request.method, url: request.url, headers: request.headers.map { ($0.name, $0.value) }, body: request.body))
-            return PushHTTPResponse(
-                status: response.status, headers: response.headers.map { HTTPHeader(name: $0.name, value: $0.value) }, body: response.body)
+            return Self.response(try await client.execute(Self.request(request)))
         } catch {
-            let failure: TransportFailure
-            switch error.kind {
-            case .connect: failure = .connect
-            case .tls: failure = .tls
-            case .timeout: failure = .timeout
-            case .connectionLost: failure = .connectionLost
-            case .local: failure = error == CurlError.shutDown || error == CurlError.cancelled ? .cancelled : .local
-            }
-            throw PushTransportError(failure: failure, detail: error.message)
+            throw Self.error(error)
         }
+    }
+
+    /// One submission per pool: the requests are split into as many contiguous parts as there are
+    /// pools, each sent as a batch.
+    public func executeAll(_ requests: [PushHTTPRequest]) async -> [Result<PushHTTPResponse, PushTransportError>] {
+        guard !requests.isEmpty else { return [] }
+        let clients = self.clients
+        let parts = min(clients.count, requests.count)
+        let size = (requests.count + parts - 1) / parts
+        let first = next.wrappingAdd(1, ordering: .relaxed).oldValue
+        let answers = await withTaskGroup(of: (Int, [Result<CurlResponse, CurlError>]).self) { group in
+            for part in 0..<parts {
+                let slice = requests[(part * size)..<min((part + 1) * size, requests.count)].map(Self.request)
+                let client = clients[(first + part) % clients.count]
+                group.addTask { (part, await client.execute(batch: slice)) }
+            }
+            var byPart = [[Result<CurlResponse, CurlError>]](repeating: [], count: parts)
+            for await (part, results) in group { byPart[part] = results }
+            return byPart.flatMap { $0 }
+        }
+        return answers.map { answer in answer.map(Self.response).mapError(Self.error) }
+    }
+
+    static func request(_ request: PushHTTPRequest) -> CurlRequest {
+        CurlRequest(method: request.method, url: request.url, headers: request.headers.map { ($0.name, $0.value) }, body: request.body)
+    }
+
+    static func response(_ response: CurlResponse) -> PushHTTPResponse {
+        PushHTTPResponse(
+            status: response.status, headers: response.headers.map { HTTPHeader(name: $0.name, value: $0.value) }, body: response.body)
+    }
+
+    static func error(_ error: CurlError) -> PushTransportError {
+        let failure: TransportFailure
+        switch error.kind {
+        case .connect: failure = .connect
+        case .tls: failure = .tls
+        case .timeout: failure = .timeout
+        case .connectionLost: failure = .connectionLost
+        case .local: failure = error == CurlError.shutDown || error == CurlError.cancelled ? .cancelled : .local
+        }
+        return PushTransportError(failure: failure, detail: error.message)
     }
 
     public func shutdown() async {
