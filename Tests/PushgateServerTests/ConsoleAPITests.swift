@@ -1,7 +1,10 @@
 import Foundation
 import PNSSandbox
 import Pushgate
+import PushgateConfig
 import PushgateCurl
+import PushgateDispatch
+import PushgateServer
 import Testing
 
 /// The API the web console uses beyond the tutorial's: who am I, my registrations, streamed sends,
@@ -126,5 +129,39 @@ import Testing
             #expect(try await fixture.call("GET", "/api/sandbox/devices/unknown-9/inbox").status == 404)
             #expect(try await fixture.call("GET", "/api/sandbox/devices", user: nil).status == 401)
         }
+    }
+}
+
+/// `Gateway.registrations` without HTTP: an admin sees everyone's; a user only their own.
+@Suite struct RegistrationListingTests {
+    @Test func anAdminSeesEveryRegistrationAndAUserOnlyTheirOwn() async throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let loaded = try ConfigurationLoader.load(file: root.appendingPathComponent("config.json").path)
+        let store = InMemoryRegistrationStore()
+        let gateway = Gateway(app: loaded.defaultApp, store: store, dispatcher: Dispatcher(providers: []))
+        let owners = ["alice", "bob", "alice", "carol"]
+        var registrations: [Registration] = []
+        for (index, owner) in owners.enumerated() {
+            registrations.append(
+                try Registration(
+                    id: .random(), handle: DeviceHandle(uncheckedPlatform: .apns, value: String(repeating: "\(index)", count: 64)),
+                    tags: [try .username(owner)] + (index == 3 ? [try Tag("vip")] : []), owner: owner))
+        }
+        // alice's tag on a registration bob owns (an admin registered it for her) is not hers to list.
+        registrations.append(
+            try Registration(
+                id: .random(), handle: DeviceHandle(uncheckedPlatform: .fcm, value: String(repeating: "f", count: 40)),
+                tags: [try .username("alice")], owner: "bob"))
+        try await store.restore(registrations, now: Timestamp(secondsSinceEpoch: 0))
+
+        let admin = AuthenticatedUser(name: "root", isAdmin: true)
+        #expect(try await gateway.registrations(user: admin, tagExpression: nil, limit: 100).count == 5)
+        #expect(try await gateway.registrations(user: admin, tagExpression: "vip", limit: 100).map(\.owner) == ["carol"])
+        #expect(try await gateway.registrations(user: admin, tagExpression: nil, limit: 2).count == 2)
+        let alice = try await gateway.registrations(user: AuthenticatedUser(name: "alice", isAdmin: false), tagExpression: nil, limit: 100)
+        #expect(alice.count == 2 && alice.allSatisfy { $0.owner == "alice" })
+        #expect(
+            try await gateway.registrations(user: AuthenticatedUser(name: "dave", isAdmin: false), tagExpression: nil, limit: 100).isEmpty)
+        await #expect(throws: GatewayError.self) { try await gateway.registrations(user: admin, tagExpression: "a &&", limit: 10) }
     }
 }
