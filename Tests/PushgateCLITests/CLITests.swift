@@ -1,6 +1,7 @@
 import Foundation
 import Pushgate
 import PushgateLocal
+import Synchronization
 import Testing
 
 /// Runs the built `pushgate` binary, as a user would.
@@ -131,22 +132,9 @@ struct PushgateProcess {
     @Test func runsUntilSIGTERMAndWritesAConfigurationThatChecksClean() async throws {
         let folder = NSTemporaryDirectory() + "pushgate-sandbox-cli-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: PushgateProcess.executable)
-        process.arguments = ["sandbox", "--dir", folder]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = Pipe()
-        try process.run()
-
-        // Wait for the banner (the sandbox writes it once every listener is up).
-        var banner = ""
-        let deadline = ContinuousClock.now + .seconds(30)
-        while !banner.contains("gateway"), ContinuousClock.now < deadline {
-            let chunk = out.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            banner += String(decoding: chunk, as: UTF8.self)
-        }
+        let sandbox = try RunningProcess(["sandbox", "--dir", folder])
+        // The banner is written once every listener is up.
+        let banner = try await sandbox.waitFor("gateway   ")
         #expect(banner.contains("Pushgate sandbox running"))
         #expect(banner.contains("APNs      https://127.0.0.1:"))
 
@@ -154,11 +142,8 @@ struct PushgateProcess {
         #expect(check.status == 0, "\(check.stderr)")
         #expect(check.stdout.contains("ok  secret fcm.serviceAccount"))
 
-        process.terminate()  // SIGTERM
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
-        let rest = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(rest.contains("sandbox stopped"))
+        #expect(try await sandbox.terminate() == 0)
+        #expect(sandbox.text.contains("sandbox stopped"))
     }
 }
 
@@ -335,5 +320,94 @@ struct PushgateProcess {
             throw error
         }
         await local.stop()
+    }
+}
+
+/// A started process whose output is collected on threads of its own (never blocking the
+/// cooperative pool), with waits that poll.
+final class RunningProcess: @unchecked Sendable {
+    let process = Process()
+    private let output = Mutex("")
+
+    init(_ arguments: [String]) throws {
+        process.executableURL = URL(fileURLWithPath: PushgateProcess.executable)
+        process.arguments = arguments
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        for pipe in [out, err] {
+            Thread { [self] in
+                while true {
+                    let chunk = pipe.fileHandleForReading.availableData
+                    if chunk.isEmpty { break }
+                    self.output.withLock { $0 += String(decoding: chunk, as: UTF8.self) }
+                }
+            }.start()
+        }
+    }
+
+    /// Everything written so far, stdout and stderr interleaved.
+    var text: String { output.withLock { $0 } }
+
+    /// Waits until the output contains `needle`; the output so far when it does.
+    func waitFor(_ needle: String, seconds: Double = 30) async throws -> String {
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while ContinuousClock.now < deadline {
+            let text = self.text
+            if text.contains(needle) { return text }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        Issue.record("timed out waiting for '\(needle)'; output so far:\n\(text)")
+        throw CancellationError()
+    }
+
+    /// SIGTERM, then the exit status (after at most `seconds`).
+    func terminate(seconds: Double = 20) async throws -> Int32 {
+        process.terminate()
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        try await Task.sleep(for: .milliseconds(100))  // the reader threads drain the pipes
+        return process.terminationStatus
+    }
+}
+
+@Suite struct ServeCommandTests {
+    /// `pushgate serve` on the configuration `pushgate sandbox` writes: a clear start-up log without
+    /// secrets, the API answering, and a graceful stop on SIGTERM.
+    @Test func servesTheSandboxConfigurationLogsNoSecretsAndStopsOnSIGTERM() async throws {
+        let folder = NSTemporaryDirectory() + "pushgate-serve-cli-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let sandbox = try RunningProcess(["sandbox", "--dir", folder, "--gateway-port", "0"])
+        _ = try await sandbox.waitFor("gateway   ")
+        let serve = try RunningProcess(["serve", "--config", folder + "/config.json", "--port", "0"])
+        let log = try await serve.waitFor("listening on http://127.0.0.1:")
+        let port = try #require(
+            log.components(separatedBy: "listening on http://127.0.0.1:").last?.prefix(while: \.isNumber).description)
+        let server = "http://127.0.0.1:\(port)"
+
+        let nobody = try await PushgateProcess.run(["send", "--server", server, "--user", "bob:bob", "--to-tag", "nobody", "hello"])
+        #expect(nobody.status == 1, "\(nobody.stderr)")
+        #expect(nobody.stdout.contains("NoTargetFound"))
+        let wrong = try await PushgateProcess.run(["send", "--server", server, "--user", "bob:nope", "--to-tag", "alice", "hello"])
+        #expect(wrong.status == 2)
+
+        #expect(try await serve.terminate() == 0)
+        #expect(try await sandbox.terminate() == 0)
+        let text = serve.text
+        for expected in [
+            "store: SQLite", "(schema 2)", "service APNs: https://127.0.0.1:", "service WNS: https://127.0.0.1:", "web console: /console",
+            "sandbox mode", "DEMO AUTHENTICATION IS ON", "stopped",
+        ] {
+            #expect(text.contains(expected), "missing '\(expected)' in:\n\(text)")
+        }
+        // No secret the sandbox wrote appears in the log.
+        for file in ["gcm-server-key.txt", "wns-client-secret.txt"] {
+            let secret = try String(contentsOfFile: folder + "/" + file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(!secret.isEmpty && !text.contains(secret), "\(file) leaked")
+        }
+        #expect(!text.contains("PRIVATE KEY"))
     }
 }
