@@ -48,37 +48,31 @@ struct RetryingDelivery {
     let policy: RetryPolicy
     let clock: any DispatchClock
 
-    /// - Parameter attempt: sends once; `refreshCredentials` is true right after the state machine
-    ///   asked for a credential refresh.
+    /// - Parameters:
     ///   - resuming: a delivery whose first attempt went out in a batch: its state machine, what
     ///     it decided, and that first verdict.
+    ///   - attempt: sends once; `refreshCredentials` is true right after the state machine asked
+    ///     for a credential refresh.
     func run(
         resuming: FirstAttempt? = nil, started: ContinuousClock.Instant = .now,
         _ attempt: (_ refreshCredentials: Bool) async -> DeliveryVerdict
     ) async -> (verdict: DeliveryVerdict, attempts: Int, milliseconds: Double) {
-        var machine: RetryStateMachine
+        var machine = resuming?.machine ?? RetryStateMachine(policy: policy, startedAt: clock.now())
+        // A resumed delivery starts from what its batched first attempt decided.
+        var decided = resuming.map { (verdict: $0.verdict, action: $0.action) }
         var refresh = false
-        if let resuming {
-            machine = resuming.machine
-            switch resuming.action {
-            case .finish:
-                return (resuming.verdict, machine.attempts, Self.milliseconds(since: started))
-            case .refreshCredentialsAndRetry:
-                refresh = true
-            case .retry(let delay):
-                do {
-                    try await clock.sleep(seconds: delay)
-                } catch {
-                    return (resuming.verdict, machine.attempts, Self.milliseconds(since: started))
-                }
-            }
-        } else {
-            machine = RetryStateMachine(policy: policy, startedAt: clock.now())
-        }
         while true {
-            let verdict = await attempt(refresh)
+            let verdict: DeliveryVerdict
+            let action: RetryStateMachine.Action
+            if let first = decided {
+                (verdict, action) = first
+                decided = nil
+            } else {
+                verdict = await attempt(refresh)
+                action = machine.record(verdict, now: clock.now())
+            }
             refresh = false
-            switch machine.record(verdict, now: clock.now()) {
+            switch action {
             case .finish:
                 return (verdict, machine.attempts, Self.milliseconds(since: started))
             case .refreshCredentialsAndRetry:
@@ -113,11 +107,13 @@ struct RetryingDelivery {
                 }
                 previous = current
             }
+            let answer: Result<PushHTTPResponse, PushTransportError>
             do throws(PushTransportError) {
-                return classify(try await transport.execute(request(current)), clock.now())
+                answer = .success(try await transport.execute(request(current)))
             } catch {
-                return .transportFailure(error.failure, detail: error.detail)
+                answer = .failure(error)
             }
+            return Self.verdict(answer, classify: classify, now: clock.now())
         }
         return DeliveryReport(target: target, verdict: verdict, attempts: attempts, latencyMilliseconds: milliseconds)
     }
@@ -145,30 +141,25 @@ struct RetryingDelivery {
         let started = ContinuousClock.now
         let startedAt = clock.now()
         var issued: String?
-        var verdicts: [DeliveryVerdict]
+        var refused: DeliveryVerdict?
         switch await credential?(false, nil) {
-        case .refused(let verdict)?:
-            verdicts = Array(repeating: verdict, count: targets.count)
-        case .issued(let value)?:
-            issued = value
-            verdicts = []
-        case nil:
-            verdicts = []
+        case .issued(let value)?: issued = value
+        case .refused(let verdict)?: refused = verdict
+        case nil: break
         }
-        if verdicts.isEmpty {
+        let verdicts: [DeliveryVerdict]
+        let now: Double
+        if let refused {
+            verdicts = Array(repeating: refused, count: targets.count)
+            now = clock.now()
+        } else {
             let token = issued
             let answers = await transport.executeAll(targets.map { request($0, token) })
-            let now = clock.now()
-            verdicts = answers.map { answer in
-                switch answer {
-                case .success(let response): classify(response, now)
-                case .failure(let error): .transportFailure(error.failure, detail: error.detail)
-                }
-            }
+            now = clock.now()
+            verdicts = answers.map { Self.verdict($0, classify: classify, now: now) }
         }
         var reports = [DeliveryReport?](repeating: nil, count: targets.count)
         var pending: [(index: Int, first: FirstAttempt)] = []
-        let now = clock.now()
         let milliseconds = Self.milliseconds(since: started)
         for (index, verdict) in verdicts.enumerated() {
             var machine = RetryStateMachine(policy: policy, startedAt: startedAt)
@@ -191,6 +182,16 @@ struct RetryingDelivery {
             for (item, report) in zip(pending, followUps) { reports[item.index] = report }
         }
         return reports.map { $0! }
+    }
+
+    /// The verdict on one answer: the service's, classified, or the transport failure.
+    static func verdict(
+        _ answer: Result<PushHTTPResponse, PushTransportError>, classify: (PushHTTPResponse, Double) -> DeliveryVerdict, now: Double
+    ) -> DeliveryVerdict {
+        switch answer {
+        case .success(let response): classify(response, now)
+        case .failure(let error): .transportFailure(error.failure, detail: error.detail)
+        }
     }
 
     static func milliseconds(since start: ContinuousClock.Instant) -> Double {
