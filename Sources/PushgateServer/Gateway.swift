@@ -113,12 +113,8 @@ public final class Gateway: Sendable {
                 throw GatewayError.forbidden("registration \(id) belongs to another user")
             }
             try await store.upsert(registration, now: now())
-        } catch let error as GatewayError {
-            throw error
-        } catch let error as StoreError {
-            throw Self.storeFailure(error)
         } catch {
-            throw GatewayError(500, "store failure")
+            throw Self.failure(error)
         }
     }
 
@@ -134,12 +130,8 @@ public final class Gateway: Sendable {
                 throw GatewayError.forbidden("registration \(id) belongs to another user")
             }
             _ = try await store.delete(id: id, app: appID)
-        } catch let error as GatewayError {
-            throw error
-        } catch let error as StoreError {
-            throw Self.storeFailure(error)
         } catch {
-            throw GatewayError(500, "store failure")
+            throw Self.failure(error)
         }
     }
 
@@ -168,6 +160,15 @@ public final class Gateway: Sendable {
             throw GatewayError(503, "the registration store is unavailable")
         }
         return Array(found.prefix(limit))
+    }
+
+    /// A refusal stays itself; a store error becomes its answer; anything else is a 500.
+    static func failure(_ error: any Error) -> GatewayError {
+        switch error {
+        case let error as GatewayError: error
+        case let error as StoreError: storeFailure(error)
+        default: GatewayError(500, "store failure")
+        }
     }
 
     static func storeFailure(_ error: StoreError) -> GatewayError {

@@ -16,10 +16,7 @@ struct ConsoleBrowserTests {
         + "/.build/console-test"
 
     @Test func aUserRegistersDevicesAnotherSendsAndTheResultsAndInboxesAreShown() async throws {
-        let gateway = try await LocalGateway.start()
-        let browser = try await HeadlessChromium.launch()
-        do {
-            try await browser.navigate(gateway.baseURL + "/console")
+        try await withConsole { gateway, browser in
             try await signIn(browser, "alice")
 
             // alice registers one sandbox device per platform, the way the tutorial client does.
@@ -69,20 +66,11 @@ struct ConsoleBrowserTests {
             #expect(inboxes.allSatisfy { $0.contains("Hello from a <b>browser</b> & test") || $0.contains("&lt;b&gt;browser&lt;/b&gt;") })
 
             try await saveScreenshot(browser, "console-inboxes.png")
-        } catch {
-            await browser.close()
-            await gateway.stop()
-            throw error
         }
-        await browser.close()
-        await gateway.stop()
     }
 
     @Test func aWrongPasswordIsRefusedOnThePageWithoutABrowserDialog() async throws {
-        let gateway = try await LocalGateway.start()
-        let browser = try await HeadlessChromium.launch()
-        do {
-            try await browser.navigate(gateway.baseURL + "/console")
+        try await withConsole { _, browser in
             try await browser.fill("login-user", "alice")
             try await browser.fill("login-password", "not-alice")
             try await browser.click("login-button")
@@ -90,6 +78,20 @@ struct ConsoleBrowserTests {
             #expect(try await browser.text(of: "login-status") == "Sign-in failed: wrong user name or password")
             #expect(try await browser.evaluate("document.getElementById('app').hidden") as? Bool == true)
             #expect(try await browser.evaluate("sessionStorage.getItem('pushgate.credentials')") == nil)
+        }
+    }
+
+    /// A local gateway and sandbox, a browser on its console page; both always stopped.
+    private func withConsole(_ body: (LocalGateway, HeadlessChromium) async throws -> Void) async throws {
+        let gateway = try await LocalGateway.start()
+        let browser: HeadlessChromium
+        do { browser = try await HeadlessChromium.launch() } catch {
+            await gateway.stop()
+            throw error
+        }
+        do {
+            try await browser.navigate(gateway.baseURL + "/console")
+            try await body(gateway, browser)
         } catch {
             await browser.close()
             await gateway.stop()

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Pushgate
 import PushgateConfig
+import PushgateStore
 
 /// Options shared by commands that read `config.json`.
 struct ConfigOptions: ParsableArguments {
@@ -27,6 +28,30 @@ struct ConfigOptions: ParsableArguments {
                 "app '\(name)' is not configured in \(config) (configured: \(loaded.apps.map(\.id.rawValue).joined(separator: ", ")))")
         }
         return found
+    }
+}
+
+extension ConfigOptions {
+    /// Opens the store the configuration names, for the selected app.
+    func openStore() async throws -> (SQLiteRegistrationStore, AppID) {
+        let loaded = try load()
+        let app = try selectedApp(in: loaded)
+        return (try await openStore(loaded), app.id)
+    }
+
+    func openStore(_ loaded: LoadedConfiguration) async throws -> SQLiteRegistrationStore {
+        do {
+            return try await SQLiteRegistrationStore.open(path: storePath(loaded))
+        } catch {
+            throw CLIError("cannot open the store \(storePath(loaded)): \(error.description)")
+        }
+    }
+
+    /// The SQLite file, resolved against the configuration's folder.
+    func storePath(_ loaded: LoadedConfiguration) -> String {
+        switch loaded.configuration.store.kind {
+        case .sqlite(let path): ConfigurationLoader.resolve(path, against: loaded.baseDirectory)
+        }
     }
 }
 

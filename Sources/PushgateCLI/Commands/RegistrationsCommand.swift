@@ -221,30 +221,6 @@ struct RegistrationsCommand: AsyncParsableCommand {
     }
 }
 
-extension ConfigOptions {
-    /// Opens the store the configuration names, for the selected app.
-    func openStore() async throws -> (SQLiteRegistrationStore, AppID) {
-        let loaded = try load()
-        let app = try selectedApp(in: loaded)
-        return (try await openStore(loaded), app.id)
-    }
-
-    func openStore(_ loaded: LoadedConfiguration) async throws -> SQLiteRegistrationStore {
-        do {
-            return try await SQLiteRegistrationStore.open(path: storePath(loaded))
-        } catch {
-            throw CLIError("cannot open the store \(storePath(loaded)): \(error.description)")
-        }
-    }
-
-    /// The SQLite file, resolved against the configuration's folder.
-    func storePath(_ loaded: LoadedConfiguration) -> String {
-        switch loaded.configuration.store.kind {
-        case .sqlite(let path): ConfigurationLoader.resolve(path, against: loaded.baseDirectory)
-        }
-    }
-}
-
 extension Timestamp {
     /// The current time.
     static var now: Timestamp { Timestamp(secondsSinceEpoch: Date().timeIntervalSince1970) }
