@@ -99,6 +99,12 @@ public struct LoadedConfiguration: Sendable {
     }
 
     public func app(_ id: AppID) -> LoadedApp? { apps.first(where: { $0.id == id }) }
+
+    /// The same apps and templates with other instance-wide settings (listener, limits, auth);
+    /// the apps are kept as loaded.
+    public func replacing(_ configuration: PushgateConfiguration) -> LoadedConfiguration {
+        LoadedConfiguration(configuration: configuration, apps: apps, baseDirectory: baseDirectory)
+    }
 }
 
 /// One app with its templates compiled, by purpose and platform.

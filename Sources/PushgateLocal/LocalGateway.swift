@@ -19,49 +19,43 @@ public struct LocalGateway: Sendable {
     public let baseURL: String
     public let client: CurlHTTPClient
     public let store: SQLiteRegistrationStore
-    let dispatcher: Dispatcher
-    let sandboxBridge: SandboxBridge?
+    public let server: GatewayServer
     let services: ServiceGroup
     let serverTask: Task<Void, any Error>
 
-    /// Starts both. `retryPolicy` applies to every provider.
-    public static func start(retryPolicy: RetryPolicy = RetryPolicy()) async throws -> LocalGateway {
+    /// Starts both. `retryPolicy` applies to every provider; `adjust` may change the generated
+    /// configuration (limits, timeouts) before the gateway is assembled.
+    public static func start(
+        retryPolicy: RetryPolicy = RetryPolicy(), adjust: @Sendable (inout PushgateConfiguration) -> Void = { _ in }
+    ) async throws -> LocalGateway {
         let sandbox = try await PushSandbox.start()
         let directory = NSTemporaryDirectory() + "pushgate-demo-" + UUID().uuidString.prefix(8)
         let configPath = try sandbox.writeGatewayConfiguration(to: directory, listenerPort: 0)
-        let loaded = try ConfigurationLoader.load(file: configPath)
-        let app = loaded.defaultApp
-        let providers = try await GatewayAssembly.providers(
-            for: app, secrets: SecretResolver(baseDirectory: directory), policy: retryPolicy)
-        let dispatcher = Dispatcher(providers: providers)
+        var loaded = try ConfigurationLoader.load(file: configPath)
+        var configuration = loaded.configuration
+        adjust(&configuration)
+        loaded = loaded.replacing(configuration)
         let store = try await SQLiteRegistrationStore.open(path: directory + "/pushgate.sqlite")
-        let gateway = Gateway(app: app, store: store, dispatcher: dispatcher)
-        let console = loaded.configuration.console
-        let sandboxBridge = try console.sandboxControl.map(SandboxBridge.init(controlURL:))
-        let router = GatewayHTTP.router(
-            gateway: gateway, authenticator: Authenticator(configuration: loaded.configuration.auth), maximumBodyBytes: 65536,
-            console: console, sandbox: sandboxBridge)
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
-        let application = Application(
-            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-            onServerRunning: { channel in portContinuation.yield(channel.localAddress?.port ?? 0) })
-        let services = ServiceGroup(configuration: .init(services: [.init(service: application)], logger: Logger(label: "pushgate.demo")))
+        let server = try await GatewayServer.assemble(
+            configuration: loaded, app: loaded.defaultApp, store: store, policy: retryPolicy, port: 0,
+            logger: Logger(label: "pushgate.local"), onListening: { portContinuation.yield($0) })
+        let services = server.serviceGroup()
         let serverTask = Task { try await services.run() }
         var iterator = ports.makeAsyncIterator()
         let port = await iterator.next() ?? 0
         return LocalGateway(
             sandbox: sandbox, directory: directory, baseURL: "http://127.0.0.1:\(port)",
             client: try CurlHTTPClient(configuration: .init(httpVersion: .http1, maximumConnectionsPerHost: 4)), store: store,
-            dispatcher: dispatcher, sandboxBridge: sandboxBridge, services: services, serverTask: serverTask)
+            server: server, services: services, serverTask: serverTask)
     }
 
-    /// Stops the gateway gracefully, then the sandbox, and removes the folder.
+    /// Stops the gateway gracefully (its curl pools and sandbox bridge close with it), then the
+    /// sandbox, and removes the folder.
     public func stop() async {
         await services.triggerGracefulShutdown()
         _ = try? await serverTask.value
         await client.shutdown()
-        await dispatcher.shutdown()
-        await sandboxBridge?.shutdown()
         try? await sandbox.shutdown()
         try? FileManager.default.removeItem(atPath: directory)
     }

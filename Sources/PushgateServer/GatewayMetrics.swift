@@ -8,6 +8,7 @@ import Pushgate
 public final class GatewayMetrics: Sendable {
     public let registry = PrometheusCollectorRegistry()
     private let inFlight: Gauge
+    private let handleUpdatesFailedCounter: Counter
 
     static let latencyBuckets: [Duration] = [
         .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
@@ -18,6 +19,10 @@ public final class GatewayMetrics: Sendable {
         inFlight = registry.makeGauge(
             descriptor: MetricNameDescriptor(
                 namespace: "pushgate", metricName: "http_requests_in_flight", unitName: "", helpText: "HTTP requests being served"))
+        handleUpdatesFailedCounter = registry.makeCounter(
+            descriptor: MetricNameDescriptor(
+                namespace: "pushgate", metricName: "handle_updates_failed", unitName: "total",
+                helpText: "Handle removals and replacements the store could not apply"))
     }
 
     func requestStarted() { inFlight.increment() }
@@ -73,6 +78,11 @@ public final class GatewayMetrics: Sendable {
                 ).increment()
             }
         }
+    }
+
+    /// Counts handle changes (removals, replacements) the store could not apply.
+    func handleUpdatesFailed(_ count: Int) {
+        handleUpdatesFailedCounter.increment(by: Int64(count))
     }
 
     /// The Prometheus text exposition.

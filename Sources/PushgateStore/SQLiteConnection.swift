@@ -2,6 +2,10 @@ internal import CSQLite
 import Foundation
 import Pushgate
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// One SQLite database connection with a prepared-statement cache.
 ///
 /// Invariant (why `@unchecked Sendable`): it is used only on its owner's serial queue
@@ -13,6 +17,10 @@ final class SQLiteConnection: @unchecked Sendable {
     private var inUse: [SQLiteStatement] = []
 
     init(path: String) throws(StoreError) {
+        // Registrations hold device handles and secure messages: readable by the owner only.
+        // SQLite gives the -wal and -shm files the mode of the database file.
+        let descriptor = Glibc.open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
+        if descriptor >= 0 { Glibc.close(descriptor) }
         var handle: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let code = sqlite3_open_v2(path, &handle, flags, nil)
@@ -149,6 +157,10 @@ final class SQLiteStatement: @unchecked Sendable {
     }
 
     func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
+
+    /// Virtual-machine steps this statement has run since the last call (the count is then
+    /// zeroed): SQLite's own count of the work a query did, independent of the machine's speed.
+    func takeVirtualMachineSteps() -> Int { Int(sqlite3_stmt_status(handle, Int32(SQLITE_STMTSTATUS_VM_STEP), 1)) }
 
     func double(_ column: Int32) -> Double? {
         sqlite3_column_type(handle, column) == SQLITE_NULL ? nil : sqlite3_column_double(handle, column)

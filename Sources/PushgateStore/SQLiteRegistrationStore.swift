@@ -72,6 +72,12 @@ public final class SQLiteRegistrationStore: RegistrationStore, SecureMessageStor
         ) WITHOUT ROWID;
         CREATE INDEX secure_messages_by_expiry ON secure_messages (expires_at);
         """,
+        // Reservations belong to the user who made them, so each user's can be capped.
+        """
+        ALTER TABLE reserved_ids ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+        CREATE INDEX reserved_ids_by_owner ON reserved_ids (app, owner, expires_at);
+        CREATE INDEX reserved_ids_by_expiry ON reserved_ids (app, expires_at);
+        """,
     ]
 
     private init(connection: SQLiteConnection, queue: DispatchQueue, reservationLifetime: Double) {
@@ -136,7 +142,11 @@ public final class SQLiteRegistrationStore: RegistrationStore, SecureMessageStor
 
     // MARK: RegistrationStore
 
-    public func createRegistrationID(app: AppID, now: Timestamp) async throws(StoreError) -> RegistrationID {
+    public func createRegistrationID(
+        app: AppID, owner: String, maximumReserved: Int, now: Timestamp
+    ) async throws(StoreError)
+        -> RegistrationID
+    {
         let id = RegistrationID.random()
         let expiry = now.secondsSinceEpoch + reservationLifetime
         try await run { connection throws(StoreError) in
@@ -144,8 +154,12 @@ public final class SQLiteRegistrationStore: RegistrationStore, SecureMessageStor
                 try connection.prepare("DELETE FROM reserved_ids WHERE app = ? AND expires_at <= ?").bind([
                     .text(app.rawValue), .real(now.secondsSinceEpoch),
                 ]).run()
-                try connection.prepare("INSERT INTO reserved_ids (app, id, expires_at) VALUES (?, ?, ?)")
-                    .bind([.text(app.rawValue), .text(id.rawValue), .real(expiry)]).run()
+                let count = try connection.prepare(
+                    "SELECT count(*) FROM (SELECT 1 FROM reserved_ids WHERE app = ? AND owner = ? LIMIT ?)")
+                try count.bind([.text(app.rawValue), .text(owner), .integer(Int64(min(maximumReserved, Int(Int32.max))))])
+                if try count.step(), count.int64(0) >= maximumReserved { throw StoreError.tooManyReservations(maximumReserved) }
+                try connection.prepare("INSERT INTO reserved_ids (app, id, expires_at, owner) VALUES (?, ?, ?, ?)")
+                    .bind([.text(app.rawValue), .text(id.rawValue), .real(expiry), .text(owner)]).run()
             }
         }
         return id
@@ -252,12 +266,16 @@ public final class SQLiteRegistrationStore: RegistrationStore, SecureMessageStor
     public func registrations(
         matching expression: TagExpression?, platforms: PlatformSelection, app: AppID, batchSize: Int, now: Timestamp
     ) -> AsyncThrowingStream<[Registration], any Error> {
-        let query = TagQuery(expression: expression, platforms: platforms, app: app, now: now)
         let batch = max(1, batchSize)
         return AsyncThrowingStream { continuation in
             let task = Task {
                 var after = ""
                 do {
+                    let query = try await self.run { connection throws(StoreError) in
+                        try TagQuery(expression: expression, platforms: platforms, app: app, now: now) { (tag) throws(StoreError) in
+                            try TagQuery.count(tag, app: app, connection: connection)
+                        }
+                    }
                     while !Task.isCancelled {
                         let cursor = after
                         let page = try await self.run { connection throws(StoreError) in
@@ -275,6 +293,32 @@ public final class SQLiteRegistrationStore: RegistrationStore, SecureMessageStor
                 }
             }
             continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    /// One page of an audience query as the send path runs it, with SQLite's count of the work it
+    /// took and its query plan: how tests show that a page's cost does not grow with the audience.
+    func explainPage(
+        matching expression: TagExpression?, platforms: PlatformSelection, app: AppID, after: String, limit: Int, now: Timestamp
+    ) async throws(StoreError) -> (ids: [RegistrationID], virtualMachineSteps: Int, plan: [String]) {
+        try await run { connection throws(StoreError) in
+            let query = try TagQuery(expression: expression, platforms: platforms, app: app, now: now) { (tag) throws(StoreError) in
+                try TagQuery.count(tag, app: app, connection: connection)
+            }
+            let (sql, values) = query.sql(after: after, limit: limit)
+            let statement = try connection.prepare(sql)
+            try statement.bind(values)
+            _ = statement.takeVirtualMachineSteps()
+            var ids: [RegistrationID] = []
+            while try statement.step() {
+                if let text = statement.text(0), let id = try? RegistrationID(text) { ids.append(id) }
+            }
+            let steps = statement.takeVirtualMachineSteps()
+            let explain = try connection.prepare("EXPLAIN QUERY PLAN " + sql)
+            try explain.bind(values)
+            var plan: [String] = []
+            while try explain.step() { plan.append(explain.text(3) ?? "") }
+            return (ids, steps, plan)
         }
     }
 

@@ -1,32 +1,82 @@
 import Pushgate
 
-/// A tag expression as SQL over `registrations r`, with keyset pagination by id.
+/// A tag expression as SQL over `registrations r`, paged by id (keyset pagination), at a cost per
+/// page that follows the page size, not the size of the audience.
 ///
-/// Each tag becomes `EXISTS (… registration_tags …)` (an index lookup on `(app, id, tag)`). When
-/// every match must carry one of a set of tags (`a && (b || c)` → any match has `a`), the query is
-/// also driven by the tag index `(app, tag, id)`, so its cost follows the number of matching
-/// registrations rather than the size of the app.
+/// The walk is driven from an index:
+/// - when every match carries one of a set of tags (`a`, `a || b`, `a && (b || c)`), each of
+///   those tags is walked in the tag index `(app, tag, id)` from the cursor, every arm stopping
+///   after `limit` matches, and the arms are merged by id (a `UNION` of at most 20 ordered walks);
+///   for `a && b` the side with fewer registrations drives (counted once per query, capped at
+///   ``cardinalityCap``), and the other side is checked per row;
+/// - otherwise (`!a`, a platform-only send, no expression) the registrations' primary key
+///   `(app, id)` is walked with the condition checked per row.
+/// The rest of the expression is checked per row with `EXISTS` lookups on `(app, id, tag)`. No
+/// list subquery is built, correlated or not (wave 1's `id IN (SELECT …)` was rebuilt for every
+/// page and made a broadcast quadratic in its audience).
 struct TagQuery: Sendable {
     /// nil: every registration.
     let expression: TagExpression?
     let platforms: PlatformSelection
     let app: AppID
     let now: Timestamp
+    /// Tags to walk in the tag index (the driver), or nil to walk the registrations.
+    let driver: [Tag]?
+
+    /// Counting a tag's registrations stops here: enough to tell a rare tag from a common one.
+    static let cardinalityCap = 10_000
+
+    /// Plans the query: `count` tells how many registrations carry a tag (at most ``cardinalityCap``).
+    init(
+        expression: TagExpression?, platforms: PlatformSelection, app: AppID, now: Timestamp,
+        count: (Tag) throws(StoreError) -> Int
+    ) throws(StoreError) {
+        self.expression = expression
+        self.platforms = platforms
+        self.app = app
+        self.now = now
+        var counts: [Tag: Int] = [:]
+        func cardinality(_ tag: Tag) throws(StoreError) -> Int {
+            if let known = counts[tag] { return known }
+            let value = try count(tag)
+            counts[tag] = value
+            return value
+        }
+        driver = try expression.flatMap { (expression) throws(StoreError) -> [Tag]? in
+            try Self.requiredTags(expression, cardinality: cardinality)?.tags
+        }
+    }
+
+    /// A query of the registrations' ids after `after`, at most `limit`, ordered by id.
+    func sql(after: String, limit: Int) -> (sql: String, values: [SQLiteValue]) {
+        var filter = " AND (r.expires_at IS NULL OR r.expires_at > ?)"
+        var filterValues: [SQLiteValue] = [.real(now.secondsSinceEpoch)]
+        let platformList = platforms.platforms
+        if platformList.count < Platform.allCases.count {
+            filter += " AND r.platform IN (\(Array(repeating: "?", count: platformList.count).joined(separator: ",")))"
+            filterValues += platformList.map { .text($0.rawValue) }
+        }
+        if let expression { filter += " AND " + Self.condition(expression, values: &filterValues) }
+
+        guard let driver, !driver.isEmpty else {
+            let sql = "SELECT r.id FROM registrations r WHERE r.app = ? AND r.id > ?\(filter) ORDER BY r.id LIMIT ?"
+            return (sql, [.text(app.rawValue), .text(after)] + filterValues + [.integer(Int64(limit))])
+        }
+        // One ordered walk of the tag index per driving tag, each stopping after `limit` matches.
+        let arm =
+            "SELECT * FROM (SELECT t.id AS id FROM registration_tags t JOIN registrations r ON r.app = t.app AND r.id = t.id"
+            + " WHERE t.app = ? AND t.tag = ? AND t.id > ?\(filter) ORDER BY t.id LIMIT ?)"
+        var values: [SQLiteValue] = []
+        for tag in driver {
+            values += [.text(app.rawValue), .text(tag.rawValue), .text(after)] + filterValues + [.integer(Int64(limit))]
+        }
+        if driver.count == 1 { return (arm, values) }
+        let sql = "SELECT id FROM (" + Array(repeating: arm, count: driver.count).joined(separator: " UNION ") + ") ORDER BY id LIMIT ?"
+        return (sql, values + [.integer(Int64(limit))])
+    }
 
     func ids(after: String, limit: Int, connection: SQLiteConnection) throws(StoreError) -> [RegistrationID] {
-        var values: [SQLiteValue] = [.text(app.rawValue), .text(after), .real(now.secondsSinceEpoch)]
-        var sql = "SELECT r.id FROM registrations r WHERE r.app = ? AND r.id > ? AND (r.expires_at IS NULL OR r.expires_at > ?)"
-        let platformList = platforms.platforms
-        sql += " AND r.platform IN (\(Array(repeating: "?", count: platformList.count).joined(separator: ",")))"
-        values += platformList.map { .text($0.rawValue) }
-        if let expression, let required = Self.requiredTags(expression) {
-            sql +=
-                " AND r.id IN (SELECT t.id FROM registration_tags t WHERE t.app = r.app AND t.tag IN (\(Array(repeating: "?", count: required.count).joined(separator: ","))))"
-            values += required.map { .text($0.rawValue) }
-        }
-        if let expression { sql += " AND " + Self.condition(expression, values: &values) }
-        sql += " ORDER BY r.id LIMIT ?"
-        values.append(.integer(Int64(limit)))
+        let (sql, values) = sql(after: after, limit: limit)
         let statement = try connection.prepare(sql)
         try statement.bind(values)
         var ids: [RegistrationID] = []
@@ -34,6 +84,15 @@ struct TagQuery: Sendable {
             if let text = statement.text(0), let id = try? RegistrationID(text) { ids.append(id) }
         }
         return ids
+    }
+
+    /// How many registrations of `app` carry `tag`, counted in the tag index up to ``cardinalityCap``.
+    static func count(_ tag: Tag, app: AppID, connection: SQLiteConnection) throws(StoreError) -> Int {
+        let statement = try connection.prepare(
+            "SELECT count(*) FROM (SELECT 1 FROM registration_tags WHERE app = ? AND tag = ? LIMIT ?)")
+        try statement.bind([.text(app.rawValue), .text(tag.rawValue), .integer(Int64(cardinalityCap))])
+        guard try statement.step() else { return 0 }
+        return Int(statement.int64(0))
     }
 
     static func condition(_ expression: TagExpression, values: inout [SQLiteValue]) -> String {
@@ -50,17 +109,24 @@ struct TagQuery: Sendable {
         }
     }
 
-    /// Tags of which every match carries at least one, or nil when there is no such set (`!a`).
-    static func requiredTags(_ expression: TagExpression) -> [Tag]? {
+    /// Tags of which every match carries at least one, with the registrations they cover
+    /// (an upper bound), or nil when there is no such set (`!a`). For `a && b` the cheaper side.
+    static func requiredTags(
+        _ expression: TagExpression, cardinality: (Tag) throws(StoreError) -> Int
+    ) throws(StoreError) -> (tags: [Tag], cost: Int)? {
         switch expression {
-        case .tag(let tag): return [tag]
-        case .not: return nil
+        case .tag(let tag):
+            return ([tag], try cardinality(tag))
+        case .not:
+            return nil
         case .or(let lhs, let rhs):
-            guard let left = requiredTags(lhs), let right = requiredTags(rhs) else { return nil }
-            return Array(Set(left + right)).sorted()
+            guard let left = try requiredTags(lhs, cardinality: cardinality), let right = try requiredTags(rhs, cardinality: cardinality)
+            else { return nil }
+            let tags = Array(Set(left.tags + right.tags)).sorted()
+            return (tags, left.cost + right.cost)
         case .and(let lhs, let rhs):
-            switch (requiredTags(lhs), requiredTags(rhs)) {
-            case (let left?, let right?): return left.count <= right.count ? left : right
+            switch (try requiredTags(lhs, cardinality: cardinality), try requiredTags(rhs, cardinality: cardinality)) {
+            case (let left?, let right?): return left.cost <= right.cost ? left : right
             case (let left?, nil): return left
             case (nil, let right?): return right
             case (nil, nil): return nil

@@ -1,8 +1,9 @@
 import Foundation
 import Pushgate
-import PushgateServer
 import Synchronization
 import Testing
+
+@testable import PushgateServer
 
 @Suite struct AuthenticationTests {
     func basic(_ user: String, _ password: String) -> String { "Basic " + Data("\(user):\(password)".utf8).base64EncodedString() }
@@ -36,15 +37,84 @@ import Testing
         #expect(await demo.authenticate(basic("bob", "bobby")) == .refused)
     }
 
-    @Test func repeatedFailuresAreRateLimitedForAMinute() async throws {
+    @Test func repeatedFailuresBackOffPerAddressAndUserWithAWayBack() async throws {
         let clock = Mutex<Double>(1000)
         let authenticator = Authenticator(configuration: AuthConfiguration(demoPasswordEqualsName: true), now: { clock.withLock { $0 } })
-        for _ in 0..<Authenticator.maximumFailures {
-            #expect(await authenticator.authenticate(basic("eve", "guess")) == .refused)
+        for _ in 0..<LoginThrottle.freeFailures {
+            #expect(await authenticator.authenticate(basic("eve", "guess"), from: "10.0.0.66") == .refused)
         }
-        #expect(await authenticator.authenticate(basic("eve", "eve")) == .rateLimited)
-        #expect(await authenticator.authenticate(basic("alice", "alice")) == .user(AuthenticatedUser(name: "alice", isAdmin: false)))
+        // The guessing address backs off, even with the right password...
+        #expect(await authenticator.authenticate(basic("eve", "eve"), from: "10.0.0.66") == .rateLimited(retryAfterSeconds: 1))
+        // ...but the same user from another address is not locked out, nor another user.
+        #expect(
+            await authenticator.authenticate(basic("eve", "eve"), from: "10.0.0.7") == .user(AuthenticatedUser(name: "eve", isAdmin: false))
+        )
+        #expect(
+            await authenticator.authenticate(basic("alice", "alice"), from: "10.0.0.66")
+                == .user(AuthenticatedUser(name: "alice", isAdmin: false)))
+        // Each further failure doubles the wait, up to a minute.
+        clock.withLock { $0 += 1.5 }
+        #expect(await authenticator.authenticate(basic("eve", "guess"), from: "10.0.0.66") == .refused)
+        #expect(await authenticator.authenticate(basic("eve", "guess"), from: "10.0.0.66") == .rateLimited(retryAfterSeconds: 2))
+        // The way back: after the wait, the right password works.
         clock.withLock { $0 += 61 }
-        #expect(await authenticator.authenticate(basic("eve", "eve")) == .user(AuthenticatedUser(name: "eve", isAdmin: false)))
+        #expect(
+            await authenticator.authenticate(basic("eve", "eve"), from: "10.0.0.66")
+                == .user(AuthenticatedUser(name: "eve", isAdmin: false)))
+    }
+
+    @Test func concurrentGuessesCannotSlipPastTheLimit() async throws {
+        let hash = try PasswordHash.make(password: "right", iterations: 20_000)
+        let authenticator = Authenticator(configuration: AuthConfiguration(users: [UserCredential(name: "carol", passwordHash: hash)]))
+        let verdicts = await withTaskGroup(of: Authenticator.Verdict.self) { group in
+            for index in 0..<200 {
+                group.addTask { await authenticator.authenticate(self.basic("carol", "guess\(index)"), from: "10.0.0.9") }
+            }
+            return await group.reduce(into: [Authenticator.Verdict]()) { $0.append($1) }
+        }
+        // Checks in flight count as failures: at most the free allowance was ever checked.
+        #expect(verdicts.filter { $0 == .refused }.count <= LoginThrottle.freeFailures)
+        #expect(verdicts.filter { if case .rateLimited = $0 { true } else { false } }.count >= 200 - LoginThrottle.freeFailures)
+        #expect(!verdicts.contains { if case .user = $0 { true } else { false } })
+    }
+
+    @Test func twoHundredThousandRandomUserNamesKeepTheTablesBounded() async throws {
+        let authenticator = Authenticator(configuration: AuthConfiguration(demoPasswordEqualsName: true), tableCapacity: 10_000)
+        for index in 0..<200_000 {
+            _ = await authenticator.authenticate(basic("user-\(index)", "wrong"), from: "10.1.\(index % 250).\(index % 199)")
+        }
+        #expect(await authenticator.rememberedEntries <= 2 * 10_000)
+        // Verified credentials are bounded the same way (the demo rule accepts any name).
+        for index in 0..<30_000 { _ = await authenticator.authenticate(basic("ok-\(index)", "ok-\(index)"), from: "10.2.0.1") }
+        #expect(await authenticator.rememberedEntries <= 3 * 10_000)
+    }
+
+    @Test func malformedAuthorizationHeadersAreMissingCredentials() async throws {
+        let authenticator = Authenticator(configuration: AuthConfiguration(demoPasswordEqualsName: true))
+        #expect(await authenticator.authenticate("Basic " + Data("no-colon".utf8).base64EncodedString()) == .missing)
+        #expect(await authenticator.authenticate("Basic %%%not-base64%%%") == .missing)
+        #expect(await authenticator.authenticate("Basic " + String(repeating: "QUFB", count: 16_384)) == .missing)
+        #expect(await authenticator.authenticate("Basic " + Data(":nouser".utf8).base64EncodedString()) == .missing)
+        #expect(await authenticator.authenticate("Basic " + Data([0xFF, 0x3A, 0x41]).base64EncodedString()) == .missing)
+    }
+
+    /// An unknown name costs the same PBKDF2 check as a known name with a wrong password.
+    @Test func unknownUsersTakeAsLongAsKnownOnes() async throws {
+        let hash = try PasswordHash.make(password: "pw", iterations: 100_000)
+        let authenticator = Authenticator(configuration: AuthConfiguration(users: [UserCredential(name: "dave", passwordHash: hash)]))
+        _ = await authenticator.authenticate(basic("warm-up", "x"), from: "10.3.0.1")
+        var known: [Duration] = []
+        var unknown: [Duration] = []
+        let clock = ContinuousClock()
+        for round in 0..<4 {
+            known.append(
+                await clock.measure { _ = await authenticator.authenticate(basic("dave", "wrong\(round)"), from: "10.3.1.\(round)") })
+            unknown.append(
+                await clock.measure { _ = await authenticator.authenticate(basic("nobody\(round)", "x"), from: "10.3.2.\(round)") })
+        }
+        let knownMedian = known.sorted()[2]
+        let unknownMedian = unknown.sorted()[2]
+        // Wave 1: 2-3 ms unknown against 122-169 ms known. Now both are one PBKDF2 check.
+        #expect(unknownMedian * 3 > knownMedian, "unknown \(unknown), known \(known)")
     }
 }

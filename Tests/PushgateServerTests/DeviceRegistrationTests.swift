@@ -26,7 +26,7 @@ import Testing
                 performing: { try Gateway.DeviceRegistration(json: Array(body.utf8)) },
                 throws: { error in
                     let error = error as! GatewayError
-                    return error.status == 400 && error.message.contains(message)
+                    return error.code == 400 && error.message.contains(message)
                 })
         }
     }

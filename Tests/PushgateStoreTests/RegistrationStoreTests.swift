@@ -254,7 +254,7 @@ func collect(_ stream: AsyncThrowingStream<[Registration], any Error>) async thr
         try await gateway.restore(try ids.map { try registration($0, tags: ["username:alice"]) }, now: start)
         // Reads that stop on a row (a lookup by id, the schema version) must not pin a snapshot.
         #expect(try await gateway.registration(id: ids[0], app: .default) != nil)
-        #expect(try await gateway.schemaVersion() == 2)
+        #expect(try await gateway.schemaVersion() == 3)
         #expect(try await gateway.registrationIDs(handle: "h-\(ids[1].rawValue)", app: .default) == [ids[1]])
         #expect(try await operator_.delete(id: ids[0], app: .default))
         #expect(try await gateway.registration(id: ids[0], app: .default) == nil)
@@ -272,11 +272,11 @@ func collect(_ stream: AsyncThrowingStream<[Registration], any Error>) async thr
         var store: SQLiteRegistrationStore? = try await SQLiteRegistrationStore.open(path: path)
         let id = try await store!.createRegistrationID(app: .default, now: start)
         try await store!.upsert(try registration(id, tags: ["username:alice"]), now: start)
-        #expect(try await store!.schemaVersion() == 2)
+        #expect(try await store!.schemaVersion() == 3)
         store = nil
         let reopened = try await SQLiteRegistrationStore.open(path: path)
         #expect(try await reopened.registration(id: id, app: .default)?.tags.map(\.rawValue) == ["username:alice"])
-        #expect(try await reopened.schemaVersion() == 2)
+        #expect(try await reopened.schemaVersion() == 3)
     }
 
     @Test func anUnreadableFileIsAClearError() async throws {
@@ -303,5 +303,35 @@ func collect(_ stream: AsyncThrowingStream<[Registration], any Error>) async thr
                 now: start))
         #expect(batches.flatMap { $0 }.count == 8)
         #expect(batches.flatMap { $0 }.allSatisfy { $0.tags.contains(try! Tag("all")) })
+    }
+
+    @Test func theDatabaseAndItsJournalAreReadableByTheOwnerOnly() async throws {
+        let path = NSTemporaryDirectory() + "pushgate-store-\(UUID().uuidString).sqlite"
+        defer { cleanUp(path) }
+        let store = try await SQLiteRegistrationStore.open(path: path)
+        let id = try await store.createRegistrationID(app: .default, now: start)
+        try await store.upsert(try registration(id, tags: ["a"]), now: start)
+        for file in [path, path + "-wal"] {
+            let mode = try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int
+            #expect(mode == 0o600, "\(file): \(String(mode ?? 0, radix: 8))")
+        }
+    }
+}
+
+@Suite struct ReservationLimitTests {
+    @Test(arguments: StoreKind.allCases) func eachUserHoldsAtMostTheConfiguredUnusedIDs(kind: StoreKind) async throws {
+        let (store, path) = try await kind.make()
+        defer { cleanUp(path) }
+        var ids: [RegistrationID] = []
+        for _ in 0..<3 { ids.append(try await store.createRegistrationID(app: .default, owner: "mallory", maximumReserved: 3, now: start)) }
+        await #expect(throws: StoreError.tooManyReservations(3)) {
+            try await store.createRegistrationID(app: .default, owner: "mallory", maximumReserved: 3, now: start)
+        }
+        // Other users are not affected; using a reservation frees its place.
+        _ = try await store.createRegistrationID(app: .default, owner: "alice", maximumReserved: 3, now: start)
+        try await store.upsert(try registration(ids[0], tags: ["a"], owner: "mallory"), now: start)
+        _ = try await store.createRegistrationID(app: .default, owner: "mallory", maximumReserved: 3, now: start)
+        // Expired reservations do not count.
+        _ = try await store.createRegistrationID(app: .default, owner: "mallory", maximumReserved: 3, now: start.adding(seconds: 7200))
     }
 }

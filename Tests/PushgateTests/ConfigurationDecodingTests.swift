@@ -39,7 +39,7 @@ import Testing
             }
             """
         expectError(
-            text, path: "$.listener.prot", contains: "unknown key 'prot'; expected one of: host, port, maxBodyBytes (did you mean 'port'?)",
+            text, path: "$.listener.prot", contains: "unknown key 'prot'; expected one of: host, port, maxBodyBytes, headerTimeoutSeconds",
             line: 2)
         expectError(
             #"{"apps": {"default": {"templates": {"notify": {}}, "servces": {}}}}"#, path: "$.apps.default.servces",

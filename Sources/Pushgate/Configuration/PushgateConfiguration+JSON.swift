@@ -25,7 +25,25 @@ extension PushgateConfiguration {
             listener.host = try object.string("host") ?? listener.host
             listener.port = try object.int("port", in: 0...65535) ?? listener.port
             listener.maximumBodyBytes = try object.int("maxBodyBytes", in: 1024...(64 << 20)) ?? listener.maximumBodyBytes
-            try object.finish(expected: ["host", "port", "maxBodyBytes"])
+            listener.headerTimeoutSeconds = try object.int("headerTimeoutSeconds", in: 1...3600) ?? listener.headerTimeoutSeconds
+            listener.bodyTimeoutSeconds = try object.int("bodyTimeoutSeconds", in: 1...3600) ?? listener.bodyTimeoutSeconds
+            listener.idleTimeoutSeconds = try object.int("idleTimeoutSeconds", in: 1...86400) ?? listener.idleTimeoutSeconds
+            listener.maximumConnections = try object.int("maxConnections", in: 1...1_000_000) ?? listener.maximumConnections
+            listener.shutdownDeadlineSeconds =
+                try object.int("shutdownDeadlineSeconds", in: 0...3600) ?? listener.shutdownDeadlineSeconds
+            try object.finish(expected: [
+                "host", "port", "maxBodyBytes", "headerTimeoutSeconds", "bodyTimeoutSeconds", "idleTimeoutSeconds", "maxConnections",
+                "shutdownDeadlineSeconds",
+            ])
+        }
+
+        var limits = LimitsConfiguration()
+        if var object = try reader.object("limits") {
+            limits.maximumReservationsPerUser =
+                try object.int("maxReservationsPerUser", in: 1...1_000_000) ?? limits.maximumReservationsPerUser
+            limits.maximumSecurePayloadBytes =
+                try object.int("maxSecurePayloadBytes", in: 1...(1 << 20)) ?? limits.maximumSecurePayloadBytes
+            try object.finish(expected: ["maxReservationsPerUser", "maxSecurePayloadBytes"])
         }
 
         var store = StoreConfiguration()
@@ -68,8 +86,8 @@ extension PushgateConfiguration {
         }
         if apps.isEmpty { throw appsReader.error("configure at least one app, for example \"default\"") }
 
-        try reader.finish(expected: ["listener", "store", "auth", "console", "apps"])
-        return PushgateConfiguration(listener: listener, store: store, auth: auth, console: console, apps: apps)
+        try reader.finish(expected: ["listener", "store", "auth", "console", "limits", "apps"])
+        return PushgateConfiguration(listener: listener, store: store, auth: auth, console: console, limits: limits, apps: apps)
     }
 
     private static func decodeAuth(_ object: inout JSONObjectReader) throws(ConfigurationError) -> AuthConfiguration {

@@ -7,13 +7,15 @@ public struct PushgateConfiguration: Sendable, Hashable {
     public var store: StoreConfiguration
     public var auth: AuthConfiguration
     public var console: ConsoleConfiguration
+    public var limits: LimitsConfiguration
     /// Apps by name, in the order they were configured.
     public var apps: [AppConfiguration]
 
     public init(
         listener: ListenerConfiguration = .init(), store: StoreConfiguration = .init(), auth: AuthConfiguration = .init(),
-        console: ConsoleConfiguration = .init(), apps: [AppConfiguration]
+        console: ConsoleConfiguration = .init(), limits: LimitsConfiguration = .init(), apps: [AppConfiguration]
     ) {
+        self.limits = limits
         self.listener = listener
         self.store = store
         self.auth = auth
@@ -35,11 +37,48 @@ public struct ListenerConfiguration: Sendable, Hashable {
     public var port: Int
     /// Largest request body accepted, in bytes. Default 64 KiB.
     public var maximumBodyBytes: Int
+    /// A connection whose request head has not fully arrived this many seconds after the
+    /// connection opened (or after the previous response) is closed. Default 10.
+    public var headerTimeoutSeconds: Int
+    /// A request body that stalls this long between two reads is cut off (the connection is
+    /// closed). Default 30.
+    public var bodyTimeoutSeconds: Int
+    /// A keep-alive connection with no request for this long is closed. Default 60.
+    public var idleTimeoutSeconds: Int
+    /// Open connections at most. When full, a new connection displaces the oldest one that has
+    /// not yet sent a complete request head (so a flood of slow clients cannot starve real
+    /// ones); when every connection is busy with a request, the new one is closed. Default 4096.
+    public var maximumConnections: Int
+    /// On SIGTERM or SIGINT: stop accepting, let requests in flight finish for this long, then
+    /// cancel the rest (they answer 503) and exit. Default 10.
+    public var shutdownDeadlineSeconds: Int
 
-    public init(host: String = "127.0.0.1", port: Int = 8080, maximumBodyBytes: Int = 65536) {
+    public init(
+        host: String = "127.0.0.1", port: Int = 8080, maximumBodyBytes: Int = 65536, headerTimeoutSeconds: Int = 10,
+        bodyTimeoutSeconds: Int = 30, idleTimeoutSeconds: Int = 60, maximumConnections: Int = 4096, shutdownDeadlineSeconds: Int = 10
+    ) {
         self.host = host
         self.port = port
         self.maximumBodyBytes = maximumBodyBytes
+        self.headerTimeoutSeconds = headerTimeoutSeconds
+        self.bodyTimeoutSeconds = bodyTimeoutSeconds
+        self.idleTimeoutSeconds = idleTimeoutSeconds
+        self.maximumConnections = maximumConnections
+        self.shutdownDeadlineSeconds = shutdownDeadlineSeconds
+    }
+}
+
+/// Per-user and per-request limits of the API.
+public struct LimitsConfiguration: Sendable, Hashable {
+    /// Registration ids a user may hold reserved (created by `POST /api/register` and not yet
+    /// used by a `PUT`) at once. Default 100.
+    public var maximumReservationsPerUser: Int
+    /// Largest secure-push message stored for its recipient, in UTF-8 bytes. Default 16 KiB.
+    public var maximumSecurePayloadBytes: Int
+
+    public init(maximumReservationsPerUser: Int = 100, maximumSecurePayloadBytes: Int = 16384) {
+        self.maximumReservationsPerUser = maximumReservationsPerUser
+        self.maximumSecurePayloadBytes = maximumSecurePayloadBytes
     }
 }
 

@@ -5,6 +5,9 @@ public struct NotificationResult: Sendable, Hashable, Codable {
     public var state: NotificationState
     public var platforms: [PlatformSummary]
     public var targets: [TargetResult]
+    /// Set when the send stopped before every target was attempted (the store failed, or the
+    /// gateway shut down): what happened, and that the counts cover only the targets reached.
+    public var error: String?
 
     public init(notificationID: String, state: NotificationState, platforms: [PlatformSummary] = [], targets: [TargetResult] = []) {
         self.notificationID = notificationID
@@ -49,7 +52,7 @@ public struct NotificationResult: Sendable, Hashable, Codable {
     public var omittedTargetCount: Int { max(0, platforms.reduce(0) { $0 + $1.total } - targets.count) }
 
     enum CodingKeys: String, CodingKey {
-        case notificationID = "notificationId", state, success, failure, platforms, targets, omittedTargets
+        case notificationID = "notificationId", state, success, failure, platforms, targets, omittedTargets, error
     }
 
     public init(from decoder: any Decoder) throws {
@@ -58,6 +61,7 @@ public struct NotificationResult: Sendable, Hashable, Codable {
         state = try container.decode(NotificationState.self, forKey: .state)
         platforms = try container.decode([PlatformSummary].self, forKey: .platforms)
         targets = try container.decode([TargetResult].self, forKey: .targets)
+        error = try container.decodeIfPresent(String.self, forKey: .error)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -69,6 +73,7 @@ public struct NotificationResult: Sendable, Hashable, Codable {
         try container.encode(platforms, forKey: .platforms)
         try container.encode(targets, forKey: .targets)
         if omittedTargetCount > 0 { try container.encode(omittedTargetCount, forKey: .omittedTargets) }
+        try container.encodeIfPresent(error, forKey: .error)
     }
 }
 

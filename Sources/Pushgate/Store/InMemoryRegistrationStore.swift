@@ -3,16 +3,23 @@
 public actor InMemoryRegistrationStore: RegistrationStore {
     /// How long a created but unused registration id stays valid, in seconds. Default one day.
     public let reservationLifetime: Double
-    private var reserved: [AppID: [RegistrationID: Timestamp]] = [:]
+    private var reserved: [AppID: [RegistrationID: (expiry: Timestamp, owner: String)]] = [:]
     private var registrations: [AppID: [RegistrationID: Registration]] = [:]
     private var removalLog: [AppID: [HandleRemoval]] = [:]
     private var secureMessages: [AppID: [String: SecureMessage]] = [:]
 
     public init(reservationLifetime: Double = 86400) { self.reservationLifetime = reservationLifetime }
 
-    public func createRegistrationID(app: AppID, now: Timestamp) throws(StoreError) -> RegistrationID {
+    public func createRegistrationID(
+        app: AppID, owner: String, maximumReserved: Int, now: Timestamp
+    ) throws(StoreError)
+        -> RegistrationID
+    {
+        reserved[app] = reserved[app]?.filter { now < $0.value.expiry }
+        let held = reserved[app]?.values.count(where: { $0.owner == owner }) ?? 0
+        if held >= maximumReserved { throw StoreError.tooManyReservations(maximumReserved) }
         let id = RegistrationID.random()
-        reserved[app, default: [:]][id] = now.adding(seconds: reservationLifetime)
+        reserved[app, default: [:]][id] = (now.adding(seconds: reservationLifetime), owner)
         return id
     }
 
@@ -23,7 +30,7 @@ public actor InMemoryRegistrationStore: RegistrationStore {
     public func upsert(_ registration: Registration, now: Timestamp) throws(StoreError) {
         let app = registration.app
         if registrations[app]?[registration.id] == nil {
-            guard let expiry = reserved[app]?[registration.id], now < expiry else { throw .gone(registration.id) }
+            guard let expiry = reserved[app]?[registration.id]?.expiry, now < expiry else { throw .gone(registration.id) }
             reserved[app]?[registration.id] = nil
         }
         registrations[app, default: [:]][registration.id] = registration

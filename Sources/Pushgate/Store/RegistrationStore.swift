@@ -1,8 +1,13 @@
 /// Where registrations live. The gateway's only persistence seam; ``InMemoryRegistrationStore``
 /// and the SQLite store implement it.
 public protocol RegistrationStore: Sendable {
-    /// A new registration id, reserved until it is used or expires (`POST /api/register`).
-    func createRegistrationID(app: AppID, now: Timestamp) async throws(StoreError) -> RegistrationID
+    /// A new registration id, reserved for `owner` until it is used or expires
+    /// (`POST /api/register`). Fails with `.limitReached` when `owner` already holds
+    /// `maximumReserved` unused reservations.
+    func createRegistrationID(
+        app: AppID, owner: String, maximumReserved: Int, now: Timestamp
+    ) async throws(StoreError)
+        -> RegistrationID
     /// Ids of registrations holding `handle` (`POST /api/register?handle=`).
     func registrationIDs(handle: String, app: AppID) async throws(StoreError) -> [RegistrationID]
     /// Creates or replaces a registration. Fails with `.gone` when the id was never issued or has
@@ -25,6 +30,13 @@ public protocol RegistrationStore: Sendable {
     func apply(_ changes: [StoredHandleChange], app: AppID, now: Timestamp) async throws(StoreError)
     /// The recorded removals, newest first.
     func removals(app: AppID, limit: Int) async throws(StoreError) -> [HandleRemoval]
+}
+
+extension RegistrationStore {
+    /// A new registration id with no per-owner cap (tools and tests).
+    public func createRegistrationID(app: AppID, now: Timestamp) async throws(StoreError) -> RegistrationID {
+        try await createRegistrationID(app: app, owner: "", maximumReserved: .max, now: now)
+    }
 }
 
 /// A handle change to store: remove the registration, or replace its handle.
@@ -70,6 +82,8 @@ public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
         case gone
         /// The storage failed (disk, corruption, locking).
         case storage
+        /// A per-user limit was reached (HTTP 429).
+        case limitReached
     }
 
     public let kind: Kind
@@ -81,6 +95,12 @@ public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
     }
 
     public static func gone(_ id: RegistrationID) -> StoreError { StoreError(.gone, "registration \(id) is unknown or has expired") }
+
+    public static func tooManyReservations(_ limit: Int) -> StoreError {
+        StoreError(
+            .limitReached,
+            "too many unused registration ids: at most \(limit) per user; use one (PUT /api/register/{id}) or wait until they expire")
+    }
 
     public var description: String { message }
 }

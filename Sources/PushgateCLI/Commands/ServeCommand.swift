@@ -27,17 +27,18 @@ struct ServeCommand: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "pushgate")
+        FatalSignalLog.install()
+        FileDescriptorLimit.raiseToHardLimit()
         let loaded = try options.load()
         let app = try options.selectedApp(in: loaded)
         let configuration = loaded.configuration
         let listener = configuration.listener
-        let secrets = SecretResolver(baseDirectory: loaded.baseDirectory)
 
-        let providers = try await GatewayAssembly.providers(for: app, secrets: secrets)
         let storePath = options.storePath(loaded)
         let store = try await options.openStore(loaded)
-        let dispatcher = Dispatcher(providers: providers)
-        let gateway = Gateway(app: app, store: store, dispatcher: dispatcher)
+        let server = try await GatewayServer.assemble(
+            configuration: loaded, app: app, store: store, port: port, logger: logger,
+            onListening: { port in logger.info("listening on http://\(listener.host):\(port)") })
 
         let schema = try await store.schemaVersion()
         logger.info("store: SQLite \(storePath) (schema \(schema))")
@@ -50,23 +51,14 @@ struct ServeCommand: AsyncParsableCommand {
             )
         }
         logger.info("users: \(configuration.auth.users.count) configured, admins: \(configuration.auth.admins.joined(separator: ", "))")
-
-        let sandboxBridge = try configuration.console.sandboxControl.map(SandboxBridge.init(controlURL:))
         if configuration.console.enabled { logger.info("web console: /console") }
-        if let sandboxBridge {
-            logger.warning("sandbox mode: the console can create devices on the sandbox at \(sandboxBridge.controlURL)")
+        if let bridge = server.sandboxBridge {
+            logger.warning("sandbox mode: the console can create devices on the sandbox at \(bridge.controlURL)")
         }
-        let router = GatewayHTTP.router(
-            gateway: gateway, authenticator: Authenticator(configuration: configuration.auth), maximumBodyBytes: listener.maximumBodyBytes,
-            console: configuration.console, sandbox: sandboxBridge)
-        let application = Application(
-            router: router, configuration: .init(address: .hostname(listener.host, port: port ?? listener.port)),
-            onServerRunning: { channel in
-                logger.info("listening on http://\(listener.host):\(channel.localAddress?.port ?? 0)")
-            }, logger: logger)
-        try await application.runService(gracefulShutdownSignals: [.sigterm, .sigint])
-        await dispatcher.shutdown()
-        await sandboxBridge?.shutdown()
+        logger.info(
+            "limits: \(listener.maximumConnections) connections, header timeout \(listener.headerTimeoutSeconds) s, body timeout \(listener.bodyTimeoutSeconds) s, idle timeout \(listener.idleTimeoutSeconds) s, shutdown deadline \(listener.shutdownDeadlineSeconds) s"
+        )
+        try await server.serviceGroup(signals: [.sigterm, .sigint]).run()
         logger.info("stopped")
     }
 

@@ -17,8 +17,10 @@ public struct AuthenticatedUser: Sendable, Hashable {
 /// configured, for demos — the tutorials' "password equals user name" rule.
 ///
 /// Successful verifications are remembered for a few minutes (the tutorial client sends its Basic
-/// header on every call, and each PBKDF2 check costs tens of milliseconds); repeated failures for a
-/// user are refused for a minute.
+/// header on every call, and each PBKDF2 check costs tens of milliseconds); identical checks in
+/// flight are made once. Failures are throttled per (address, user) with backoff
+/// (``LoginThrottle``). An unknown user name costs a PBKDF2 check against a dummy hash, so the
+/// answer's timing does not tell which names exist. Every table is bounded.
 public actor Authenticator {
     public enum Verdict: Sendable, Equatable {
         case user(AuthenticatedUser)
@@ -26,8 +28,8 @@ public actor Authenticator {
         case missing
         /// Wrong user name or password.
         case refused
-        /// Too many failures for this user recently.
-        case rateLimited
+        /// Too many failures for this user from this address recently: try again after the delay.
+        case rateLimited(retryAfterSeconds: Int)
     }
 
     private let users: [String: String]
@@ -35,55 +37,88 @@ public actor Authenticator {
     private let demoPasswordEqualsName: Bool
     private let now: @Sendable () -> Double
     private var verified: [String: Double] = [:]
-    private var failures: [String: [Double]] = [:]
+    private var checks: [String: Task<Bool, Never>] = [:]
+    private var throttle: LoginThrottle
+    private var dummyHash: String?
+    private let tableCapacity: Int
 
     public static let cacheSeconds = 300.0
-    public static let failureWindowSeconds = 60.0
-    public static let maximumFailures = 10
+    /// Longest `Authorization` header looked at; longer ones are refused unread.
+    public static let maximumHeaderBytes = 4096
 
-    public init(configuration: AuthConfiguration, now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
+    public init(
+        configuration: AuthConfiguration, tableCapacity: Int = 10_000,
+        now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }
+    ) {
         users = Dictionary(configuration.users.map { ($0.name, $0.passwordHash) }, uniquingKeysWith: { first, _ in first })
         admins = Set(configuration.admins)
         demoPasswordEqualsName = configuration.demoPasswordEqualsName
         self.now = now
+        self.tableCapacity = tableCapacity
+        throttle = LoginThrottle(capacity: tableCapacity)
     }
 
-    /// Checks an `Authorization` header value.
-    public func authenticate(_ header: String?) async -> Verdict {
-        guard let header, header.count > 6, header.prefix(6).lowercased() == "basic ",
+    /// Entries held in the verification cache and the throttle tables (bounded by the capacity).
+    public var rememberedEntries: Int { verified.count + throttle.count }
+
+    /// Checks an `Authorization` header value sent from `address`.
+    public func authenticate(_ header: String?, from address: String = "local") async -> Verdict {
+        guard let header, header.utf8.count <= Self.maximumHeaderBytes, header.count > 6, header.prefix(6).lowercased() == "basic ",
             let decoded = Data(base64Encoded: String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
             let credentials = String(data: decoded, encoding: .utf8), let colon = credentials.firstIndex(of: ":")
         else { return .missing }
         let name = String(credentials[..<colon])
         let password = String(credentials[credentials.index(after: colon)...])
         guard !name.isEmpty else { return .missing }
-        let time = now()
-        let recent = (failures[name] ?? []).filter { time - $0 < Self.failureWindowSeconds }
-        failures[name] = recent.isEmpty ? nil : recent
-        if recent.count >= Self.maximumFailures { return .rateLimited }
-
         let user = AuthenticatedUser(name: name, isAdmin: admins.contains(name))
         let cacheKey = SHA256.hash(data: Data("\(name)\u{0}\(password)".utf8)).map { String(format: "%02x", $0) }.joined()
+        let time = now()
         if let until = verified[cacheKey], time < until { return .user(user) }
 
-        let accepted: Bool
-        if let hash = users[name] {
-            accepted = await Self.verifyOffActor(password: password, hash: hash)
-        } else if demoPasswordEqualsName {
-            accepted = PasswordHash.constantTimeEqual(Array(name.utf8), Array(password.utf8))
-        } else {
-            accepted = false
+        // The same credentials already being checked: the same guess, answered once.
+        if let running = checks[cacheKey] { return await running.value ? .user(user) : .refused }
+
+        let key = LoginThrottle.Key(address: address, user: name)
+        if case .wait(let seconds) = throttle.begin(key, now: time) { return .rateLimited(retryAfterSeconds: seconds) }
+        let check = verification(name: name, password: password)
+        checks[cacheKey] = check
+        let accepted = await check.value
+        checks[cacheKey] = nil
+        let settled = now()
+        throttle.finish(key, succeeded: accepted, now: settled)
+        guard accepted else { return .refused }
+        if verified[cacheKey] == nil, verified.count >= tableCapacity {
+            verified = verified.filter { $0.value > settled }
+            if verified.count >= tableCapacity { verified.removeAll(keepingCapacity: true) }
         }
-        if accepted {
-            verified[cacheKey] = time + Self.cacheSeconds
-            return .user(user)
-        }
-        failures[name, default: []].append(time)
-        return .refused
+        verified[cacheKey] = settled + Self.cacheSeconds
+        return .user(user)
     }
 
-    /// PBKDF2 runs outside the actor so one slow check does not hold up other requests.
-    nonisolated static func verifyOffActor(password: String, hash: String) async -> Bool {
-        await Task.detached { PasswordHash.verify(password: password, encoded: hash) }.value
+    /// The password check, off the actor: PBKDF2 against the user's hash, or against a dummy hash
+    /// of the same cost when the name is unknown (so both take as long).
+    private func verification(name: String, password: String) -> Task<Bool, Never> {
+        if let hash = users[name] {
+            return Task.detached { PasswordHash.verify(password: password, encoded: hash) }
+        }
+        if demoPasswordEqualsName {
+            let accepted = PasswordHash.constantTimeEqual(Array(name.utf8), Array(password.utf8))
+            return Task { accepted }
+        }
+        let dummy = dummyHashForUnknownUsers()
+        return Task.detached {
+            _ = PasswordHash.verify(password: password, encoded: dummy)
+            return false
+        }
+    }
+
+    /// A hash with the iterations of the configured users' (the first one's), made once.
+    private func dummyHashForUnknownUsers() -> String {
+        if let dummyHash { return dummyHash }
+        let iterations =
+            users.values.first.flatMap { Int($0.split(separator: "$").dropFirst().first ?? "") } ?? PasswordHash.defaultIterations
+        let made = (try? PasswordHash.make(password: UUID().uuidString, iterations: iterations)) ?? ""
+        dummyHash = made
+        return made
     }
 }

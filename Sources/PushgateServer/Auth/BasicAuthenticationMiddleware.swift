@@ -1,0 +1,39 @@
+import HTTPTypes
+import Hummingbird
+
+/// Basic authentication for every `/api` route.
+struct BasicAuthenticationMiddleware: RouterMiddleware {
+    typealias Context = GatewayContext
+    static let requestedWith = HTTPField.Name("X-Requested-With")!
+    let authenticator: Authenticator
+
+    func handle(
+        _ request: Request, context: GatewayContext, next: (Request, GatewayContext) async throws -> Response
+    ) async throws -> Response {
+        // Script clients (the web console) say so, and get no challenge: a browser would answer it with its own password dialog.
+        let challenge = request.headers[Self.requestedWith] == nil
+        switch await authenticator.authenticate(request.headers[.authorization], from: context.remoteAddress) {
+        case .user(let user):
+            var context = context
+            context.user = user
+            return try await next(request, context)
+        case .missing:
+            return Self.refusal(
+                GatewayError(401, "authentication required: send Authorization: Basic base64(user:password)"), challenge: challenge)
+        case .refused:
+            return Self.refusal(GatewayError(401, "wrong user name or password"), challenge: challenge)
+        case .rateLimited(let seconds):
+            return Self.refusal(
+                GatewayError(
+                    429, "too many failed logins for this user from this address; try again in \(seconds) s", retryAfterSeconds: seconds),
+                challenge: false)
+        }
+    }
+
+    static func refusal(_ error: GatewayError, challenge: Bool) -> Response {
+        var response = GatewayHTTP.encoded(error.code, ErrorBody(error: error.message, status: error.code))
+        if let seconds = error.retryAfterSeconds { response.headers[.retryAfter] = String(seconds) }
+        if challenge { response.headers[.wwwAuthenticate] = #"Basic realm="pushgate", charset="UTF-8""# }
+        return response
+    }
+}

@@ -1,0 +1,108 @@
+/// Failed-login throttling, as a value: per (address, user) with exponential backoff, plus a
+/// looser limit per address, in tables of bounded size.
+///
+/// - A guess from one address never blocks the same user from another address: a real user is
+///   never locked out by someone else's guesses unless they share an address, and then only for
+///   the backoff (at most ``maximumBackoffSeconds``), never for good.
+/// - Checks in flight count as failures until they are decided (``begin(_:now:)`` reserves,
+///   ``finish(_:succeeded:now:)`` settles), so concurrent guesses cannot slip past the limit.
+/// - Each table holds at most `capacity` entries: when full, expired entries and then the least
+///   recently seen half are dropped, so a stream of random user names keeps memory flat. An
+///   attacker who floods names to push its own entry out meets the per-address limit instead.
+struct LoginThrottle: Sendable {
+    struct Key: Hashable, Sendable {
+        var address: String
+        var user: String
+    }
+
+    struct Record: Sendable {
+        var failures = 0
+        var pending = 0
+        var lastFailure = 0.0
+        var lastSeen = 0.0
+    }
+
+    /// What to do with an attempt.
+    enum Decision: Equatable, Sendable {
+        case proceed
+        case wait(seconds: Int)
+    }
+
+    /// Failures per (address, user) before backoff starts.
+    static let freeFailures = 5
+    /// Failures per address (any user) before that address backs off.
+    static let freeAddressFailures = 100
+    static let maximumBackoffSeconds = 60.0
+    /// A record with no failure for this long is forgotten.
+    static let memorySeconds = 900.0
+
+    let capacity: Int
+    private(set) var byUser: [Key: Record] = [:]
+    private(set) var byAddress: [String: Record] = [:]
+
+    init(capacity: Int = 10_000) { self.capacity = max(2, capacity) }
+
+    var count: Int { byUser.count + byAddress.count }
+
+    /// Whether `key` may try now; reserves a pending check when it may.
+    mutating func begin(_ key: Key, now: Double) -> Decision {
+        let user = byUser[key] ?? Record()
+        let address = byAddress[key.address] ?? Record()
+        let userWait = Self.wait(user, free: Self.freeFailures, now: now)
+        let addressWait = Self.wait(address, free: Self.freeAddressFailures, now: now)
+        if let wait = [userWait, addressWait].compactMap({ $0 }).max() { return .wait(seconds: max(1, Int(wait.rounded(.up)))) }
+        Self.touch(&byUser, key, capacity: capacity, now: now) { $0.pending += 1 }
+        Self.touch(&byAddress, key.address, capacity: capacity, now: now) { $0.pending += 1 }
+        return .proceed
+    }
+
+    /// Settles a check reserved by ``begin(_:now:)``.
+    mutating func finish(_ key: Key, succeeded: Bool, now: Double) {
+        Self.touch(&byAddress, key.address, capacity: capacity, now: now) { record in
+            record.pending = max(0, record.pending - 1)
+            if !succeeded {
+                record.failures += 1
+                record.lastFailure = now
+            }
+        }
+        if succeeded {
+            byUser[key] = nil
+            return
+        }
+        Self.touch(&byUser, key, capacity: capacity, now: now) { record in
+            record.pending = max(0, record.pending - 1)
+            record.failures += 1
+            record.lastFailure = now
+        }
+    }
+
+    /// Seconds to wait, or nil. Pending checks count as failures (they may be).
+    static func wait(_ record: Record, free: Int, now: Double) -> Double? {
+        let failures = now - record.lastFailure > memorySeconds ? 0 : record.failures
+        if failures + record.pending < free { return nil }
+        if failures < free { return 1 }  // only pending checks over the limit: wait for them
+        let backoff = min(maximumBackoffSeconds, Double(1 << min(failures - free, 16)))
+        let remaining = record.lastFailure + backoff - now
+        return remaining > 0 ? remaining : nil
+    }
+
+    static func touch<K: Hashable>(_ table: inout [K: Record], _ key: K, capacity: Int, now: Double, _ change: (inout Record) -> Void) {
+        if table[key] == nil, table.count >= capacity { shrink(&table, capacity: capacity, now: now) }
+        var record = table[key] ?? Record()
+        if now - record.lastFailure > memorySeconds, record.pending == 0 { record.failures = 0 }
+        change(&record)
+        record.lastSeen = now
+        table[key] = record
+    }
+
+    /// Drops forgotten records, then the least recently seen half of the rest (records with
+    /// checks in flight stay).
+    static func shrink<K: Hashable>(_ table: inout [K: Record], capacity: Int, now: Double) {
+        table = table.filter { $0.value.pending > 0 || now - $0.value.lastFailure <= memorySeconds }
+        guard table.count >= capacity else { return }
+        let keep = table.sorted { $0.value.lastSeen > $1.value.lastSeen }.prefix(capacity / 2)
+        var kept = Dictionary(uniqueKeysWithValues: keep.map { ($0.key, $0.value) })
+        for (key, record) in table where record.pending > 0 { kept[key] = record }
+        table = kept
+    }
+}

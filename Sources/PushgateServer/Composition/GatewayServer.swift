@@ -1,0 +1,101 @@
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import Pushgate
+import PushgateConfig
+import PushgateDispatch
+import ServiceLifecycle
+import UnixSignals
+
+/// The composition root: one place that assembles a running gateway from its configuration —
+/// providers (curl pools and token managers), dispatcher, gateway, authenticator, router, the
+/// HTTP listener with its connection limits — as ServiceLifecycle services in one `ServiceGroup`.
+/// `pushgate serve`, `pushgate demo` (through `LocalGateway`) and the tests all start it here.
+///
+/// Shutdown (SIGTERM/SIGINT, or ``ServiceGroup/triggerGracefulShutdown()``) runs in reverse
+/// order of ``services``: the listener stops accepting and lets requests in flight finish for
+/// `listener.shutdownDeadlineSeconds`; past the deadline they are cancelled (a send then answers
+/// 503 with what it reached); then the sandbox bridge and the curl pools close.
+///
+/// ```swift
+/// let server = try await GatewayServer.assemble(configuration: loaded, app: app, store: store)
+/// try await server.serviceGroup(signals: [.sigterm, .sigint]).run()
+/// ```
+public struct GatewayServer: Sendable {
+    public let gateway: Gateway
+    public let dispatcher: Dispatcher
+    public let connections: ConnectionRegistry
+    public let metrics: GatewayMetrics
+    public let sandboxBridge: SandboxBridge?
+    let application: Application<RouterResponder<GatewayContext>>
+    let listener: ListenerConfiguration
+    let logger: Logger
+
+    /// Builds every part; nothing listens until the service group runs. `onListening` gets the
+    /// bound port.
+    public static func assemble(
+        configuration loaded: LoadedConfiguration, app: LoadedApp, store: any RegistrationStore & SecureMessageStore,
+        policy: RetryPolicy = RetryPolicy(), port: Int? = nil, logger: Logger = Logger(label: "pushgate"),
+        onListening: @escaping @Sendable (Int) -> Void = { _ in }
+    ) async throws -> GatewayServer {
+        let configuration = loaded.configuration
+        let listener = configuration.listener
+        let providers = try await GatewayAssembly.providers(
+            for: app, secrets: SecretResolver(baseDirectory: loaded.baseDirectory), policy: policy)
+        let dispatcher = Dispatcher(providers: providers)
+        let metrics = GatewayMetrics()
+        let gateway = Gateway(
+            app: app, store: store, dispatcher: dispatcher, limits: configuration.limits, metrics: metrics,
+            logger: Logger(label: "pushgate.gateway"))
+        let sandboxBridge = try configuration.console.sandboxControl.map(SandboxBridge.init(controlURL:))
+        let router = GatewayHTTP.router(
+            gateway: gateway, authenticator: Authenticator(configuration: configuration.auth), maximumBodyBytes: listener.maximumBodyBytes,
+            metrics: metrics, console: configuration.console, sandbox: sandboxBridge)
+        let connections = ConnectionRegistry(
+            limits: ConnectionLimits(
+                headerTimeout: .seconds(Int64(listener.headerTimeoutSeconds)), bodyTimeout: .seconds(Int64(listener.bodyTimeoutSeconds)),
+                idleTimeout: .seconds(Int64(listener.idleTimeoutSeconds)), maximumConnections: listener.maximumConnections))
+        let application = Application(
+            responder: router.buildResponder(),
+            server: .http1(
+                configuration: .init(
+                    additionalChannelHandlers: [ConnectionGuard(registry: connections)],
+                    idleTimeout: .seconds(Int64(listener.idleTimeoutSeconds)))),
+            configuration: .init(address: .hostname(listener.host, port: port ?? listener.port), serverName: nil),
+            onServerRunning: { channel in onListening(channel.localAddress?.port ?? 0) },
+            logger: logger)
+        return GatewayServer(
+            gateway: gateway, dispatcher: dispatcher, connections: connections, metrics: metrics, sandboxBridge: sandboxBridge,
+            application: application, listener: listener, logger: logger)
+    }
+
+    /// The services in start order; shutdown runs the other way round.
+    public var services: [any Service] {
+        var services: [any Service] = [ShutdownAction(label: "curl pools") { await dispatcher.shutdown() }]
+        if let sandboxBridge { services.append(ShutdownAction(label: "sandbox bridge") { await sandboxBridge.shutdown() }) }
+        services.append(application)
+        return services
+    }
+
+    /// One group with the shutdown deadline of the configuration: requests in flight get
+    /// `shutdownDeadlineSeconds`, cancelled work then gets 5 seconds more.
+    public func serviceGroup(signals: [UnixSignal] = []) -> ServiceGroup {
+        var configuration = ServiceGroupConfiguration(
+            services: services.map { .init(service: $0) }, gracefulShutdownSignals: signals, logger: logger)
+        configuration.maximumGracefulShutdownDuration = Duration.seconds(listener.shutdownDeadlineSeconds)
+        configuration.maximumCancellationDuration = Duration.seconds(5)
+        return ServiceGroup(configuration: configuration)
+    }
+}
+
+/// A service that does nothing until shutdown, then runs `action` (closing what it owns).
+struct ShutdownAction: Service {
+    let label: String
+    let action: @Sendable () async -> Void
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        await action()
+    }
+}

@@ -1,0 +1,175 @@
+import Pushgate
+
+extension Gateway {
+    /// `POST /api/register?handle=H`: the id of the caller's own registration with handle H (the
+    /// caller's other registrations of H are deleted), or a fresh id reserved for the caller.
+    ///
+    /// Another user's registration of H is neither disclosed nor deleted: the caller gets a fresh
+    /// id, and its `PUT` with H is then refused with 409 while the other registration exists.
+    public func createRegistrationID(handle: String?, user: AuthenticatedUser) async throws(GatewayError) -> RegistrationID {
+        if let handle, !handle.isEmpty {
+            guard handle.utf8.count <= Self.maximumHandleQueryBytes else {
+                throw .badRequest("handle is longer than \(Self.maximumHandleQueryBytes) bytes")
+            }
+            var own = try await ownRegistrationIDs(handle: handle, user: user)
+            if own.isEmpty, handle.allSatisfy(\.isHexDigit) {
+                own = try await ownRegistrationIDs(handle: handle.lowercased(), user: user)
+            }
+            if let first = own.first {
+                for duplicate in own.dropFirst() {
+                    _ = try await stored { () throws(StoreError) in try await store.delete(id: duplicate, app: appID) }
+                }
+                return first
+            }
+        }
+        let owner = user.name
+        let limit = limits.maximumReservationsPerUser
+        let time = now()
+        return try await stored { () throws(StoreError) in
+            try await store.createRegistrationID(app: appID, owner: owner, maximumReserved: limit, now: time)
+        }
+    }
+
+    /// No platform's handle is longer (WNS channel URIs are the longest, at most 2,048 bytes).
+    static let maximumHandleQueryBytes = 4096
+
+    /// Ids of `user`'s registrations holding `handle`.
+    func ownRegistrationIDs(handle: String, user: AuthenticatedUser) async throws(GatewayError) -> [RegistrationID] {
+        let ids = try await stored { () throws(StoreError) in try await store.registrationIDs(handle: handle, app: appID) }
+        var own: [RegistrationID] = []
+        for id in ids {
+            let registration = try await stored { () throws(StoreError) in try await store.registration(id: id, app: appID) }
+            if registration?.owner == user.name { own.append(id) }
+        }
+        return own
+    }
+
+    /// The body of `PUT /api/register/{id}`: `{"Platform", "Handle", "Tags"}` (any key case).
+    public struct DeviceRegistration: Sendable, Hashable {
+        public var platform: String
+        public var handle: String
+        public var tags: [String]
+
+        /// Tags one registration may carry (Notification Hubs allows 60).
+        public static let maximumTags = 60
+
+        public init(platform: String, handle: String, tags: [String]) {
+            self.platform = platform
+            self.handle = handle
+            self.tags = tags
+        }
+
+        /// Parses the JSON body; errors name the offending field.
+        public init(json bytes: [UInt8]) throws(GatewayError) {
+            let root: JSONValue
+            do { root = try JSONParser.parse(bytes) } catch { throw .badRequest("body: \(error.description)") }
+            guard let members = root.objectMembers else { throw .badRequest("body must be a JSON object with Platform, Handle and Tags") }
+            func field(_ name: String) -> JSONValue? { members.first(where: { $0.key.lowercased() == name })?.value }
+            guard let platform = field("platform")?.stringValue else {
+                throw .badRequest("\"Platform\" is required (apns, fcm, gcm or wns)")
+            }
+            guard let handle = field("handle")?.stringValue else {
+                throw .badRequest("\"Handle\" is required (the device token or channel URI)")
+            }
+            var tags: [String] = []
+            if let value = field("tags"), value.kind != .null {
+                guard let elements = value.arrayElements else { throw .badRequest("\"Tags\" must be an array of strings") }
+                guard elements.count <= Self.maximumTags else {
+                    throw .badRequest("\"Tags\" has \(elements.count) tags; a registration carries at most \(Self.maximumTags)")
+                }
+                for (index, element) in elements.enumerated() {
+                    guard let tag = element.stringValue else { throw .badRequest("\"Tags\"[\(index)] must be a string") }
+                    tags.append(tag)
+                }
+            }
+            self.init(platform: platform, handle: handle, tags: tags)
+        }
+    }
+
+    /// `PUT /api/register/{id}`: creates or updates the registration, adding `username:<user>`.
+    public func upsertRegistration(id text: String, _ input: DeviceRegistration, user: AuthenticatedUser) async throws(GatewayError) {
+        let id = try Self.registrationID(text)
+        guard let platform = Platform(rawValue: input.platform.lowercased()) else {
+            throw .badRequest("Platform '\(input.platform)' is not supported; use apns, fcm, gcm or wns")
+        }
+        let handle: DeviceHandle
+        do { handle = try app.configuration.handles.validate(input.handle, for: platform) } catch {
+            throw .badRequest("Handle: \(error.description)")
+        }
+        guard input.tags.count <= DeviceRegistration.maximumTags else {
+            throw .badRequest("\"Tags\" has \(input.tags.count) tags; a registration carries at most \(DeviceRegistration.maximumTags)")
+        }
+        var tags: [Tag] = []
+        for (index, text) in input.tags.enumerated() {
+            do { tags.append(try Tag(text)) } catch { throw .badRequest("\"Tags\"[\(index)]: \(error.description)") }
+            if text.hasPrefix("username:"), text != "username:\(user.name)", !user.isAdmin {
+                throw .forbidden("\"Tags\"[\(index)]: tag '\(text)' belongs to another user; the server adds username:\(user.name)")
+            }
+        }
+        do { tags.append(try Tag.username(user.name)) } catch { throw .badRequest("user name cannot be a tag: \(error.description)") }
+        let registration: Registration
+        do {
+            registration = try Registration(app: appID, id: id, handle: handle, tags: tags, owner: user.name)
+        } catch {
+            throw .badRequest(error.description)
+        }
+        let existing = try await stored { () throws(StoreError) in try await store.registration(id: id, app: appID) }
+        if let existing, existing.owner != user.name, !user.isAdmin {
+            throw .forbidden("registration \(id) belongs to another user")
+        }
+        if !user.isAdmin {
+            let holders = try await stored { () throws(StoreError) in try await store.registrationIDs(handle: handle.value, app: appID) }
+            for holder in holders where holder != id {
+                let other = try await stored { () throws(StoreError) in try await store.registration(id: holder, app: appID) }
+                if let other, other.owner != user.name {
+                    throw GatewayError(
+                        409,
+                        "Handle: this device is registered by another user; that registration must be deleted (DELETE /api/register/{id}) first"
+                    )
+                }
+            }
+        }
+        let time = now()
+        try await stored { () throws(StoreError) in try await store.upsert(registration, now: time) }
+    }
+
+    /// `DELETE /api/register/{id}`: only the owner or an admin.
+    public func deleteRegistration(id text: String, user: AuthenticatedUser) async throws(GatewayError) {
+        let id = try Self.registrationID(text)
+        let existing = try await stored { () throws(StoreError) in try await store.registration(id: id, app: appID) }
+        guard let existing else { throw .notFound("registration \(id) not found") }
+        guard existing.owner == user.name || user.isAdmin else { throw .forbidden("registration \(id) belongs to another user") }
+        _ = try await stored { () throws(StoreError) in try await store.delete(id: id, app: appID) }
+    }
+
+    /// `GET /api/registrations`: the user's own registrations (an admin's: everyone's), optionally
+    /// only those matching a tag expression, ordered by id, at most `limit`.
+    public func registrations(user: AuthenticatedUser, tagExpression: String?, limit: Int) async throws(GatewayError) -> [Registration] {
+        var expression: TagExpression?
+        if let text = tagExpression, !text.isEmpty {
+            do { expression = try TagExpression(parsing: text) } catch { throw .badRequest("tags: \(error.description)") }
+        }
+        guard (1...1000).contains(limit) else { throw .badRequest("limit must be between 1 and 1000, not \(limit)") }
+        if !user.isAdmin {
+            let own: TagExpression
+            do { own = .tag(try Tag.username(user.name)) } catch { return [] }
+            expression = expression.map { .and(own, $0) } ?? own
+        }
+        var found: [Registration] = []
+        do {
+            for try await batch in store.registrations(
+                matching: expression, platforms: .all, app: appID, batchSize: min(limit, 500), now: now())
+            {
+                found += batch.filter { user.isAdmin || $0.owner == user.name }
+                if found.count >= limit { break }
+            }
+        } catch {
+            throw GatewayError(503, "the registration store is unavailable")
+        }
+        return Array(found.prefix(limit))
+    }
+
+    static func registrationID(_ text: String) throws(GatewayError) -> RegistrationID {
+        do { return try RegistrationID(text) } catch { throw .badRequest(error.description) }
+    }
+}

@@ -1,0 +1,244 @@
+import Foundation
+import Pushgate
+import PushgateDispatch
+import Synchronization
+
+extension Gateway {
+    /// What a send request asks for.
+    public struct SendRequest: Sendable {
+        public var pns: String?
+        public var toTag: String?
+        /// A tag expression instead of `to_tag` (`tags=` query parameter).
+        public var tagExpression: String?
+        /// The body: a JSON string (the message) or a JSON object of properties with `message`.
+        public var body: [UInt8]
+
+        public init(pns: String?, toTag: String?, tagExpression: String? = nil, body: [UInt8]) {
+            self.pns = pns
+            self.toTag = toTag
+            self.tagExpression = tagExpression
+            self.body = body
+        }
+    }
+
+    /// The result and the HTTP status it deserves (200 processed, 404 no target, 503 nothing
+    /// reachable or the send cut short).
+    public struct SendOutcome: Sendable {
+        public var result: NotificationResult
+        public var status: Int
+        /// For secure sends: the id the recipient redeems with `GET /api/notifications/{id}`.
+        public var secureID: String?
+    }
+
+    /// A validated send: payloads rendered once per platform, ready to dispatch.
+    public struct PreparedSend: Sendable {
+        var selection: PlatformSelection
+        var expression: TagExpression
+        var payloads: [Platform: RenderedNotification]
+        /// Set for secure sends.
+        var secureID: String?
+    }
+
+    /// Secure push: stores the message for the recipient (`to_tag`) and pushes only its id with the
+    /// `secure` templates (`secureId` property).
+    public func sendSecure(_ request: SendRequest, user: AuthenticatedUser) async throws(GatewayError) -> SendOutcome {
+        await deliver(try await prepareSecure(request, user: user))
+    }
+
+    /// Validates a secure send, stores its message, and renders the id-only payloads. Nothing is
+    /// stored when the send is refused or when no registration matches.
+    public func prepareSecure(_ request: SendRequest, user: AuthenticatedUser) async throws(GatewayError) -> PreparedSend {
+        guard let recipient = request.toTag, !recipient.isEmpty else {
+            throw .badRequest("to_tag is required for secure push (the one user who may read the message)")
+        }
+        let properties = try Self.properties(from: request.body)
+        let payload = properties["message"] ?? ""
+        guard payload.utf8.count <= limits.maximumSecurePayloadBytes else {
+            throw GatewayError(
+                413, "message: a secure message is \(payload.utf8.count) bytes; at most \(limits.maximumSecurePayloadBytes) are stored")
+        }
+        let id = UUID().uuidString.lowercased()
+        let body = Array(#"{"message":"","secureId":"\#(id)"}"#.utf8)
+        // Validate and render before storing, so that a refused send leaves nothing behind.
+        var prepared = try prepare(
+            SendRequest(pns: request.pns, toTag: recipient, tagExpression: nil, body: body), user: user, purpose: "secure")
+        let created = now()
+        guard try await hasTargets(prepared, at: created) else {
+            return prepared  // delivered to nobody: 404, and no message stored
+        }
+        let message = SecureMessage(
+            id: id, app: appID, recipient: recipient, sender: user.name, payload: payload, createdAt: created,
+            expiresAt: created.adding(seconds: secureMessageLifetime))
+        try await stored { () throws(StoreError) in try await store.storeSecureMessage(message) }
+        prepared.secureID = id
+        return prepared
+    }
+
+    /// Whether any registration matches a prepared send.
+    func hasTargets(_ prepared: PreparedSend, at time: Timestamp) async throws(GatewayError) -> Bool {
+        do {
+            for try await batch in store.registrations(
+                matching: prepared.expression, platforms: prepared.selection, app: appID, batchSize: 1, now: time)
+            where !batch.isEmpty {
+                return true
+            }
+            return false
+        } catch {
+            throw GatewayError(503, "the registration store is unavailable")
+        }
+    }
+
+    /// `GET /api/notifications/{id}`: the payload, only for its recipient and before it expires.
+    public func readSecure(id: String, user: AuthenticatedUser) async throws(GatewayError) -> SecureMessage {
+        let time = now()
+        let message = try await stored { () throws(StoreError) in
+            try await store.readSecureMessage(id: id, app: appID, recipient: user.name, now: time)
+        }
+        guard let message else { throw .notFound("no notification \(id) for \(user.name)") }
+        return message
+    }
+
+    /// `POST /api/notifications?pns=…&to_tag=…`.
+    public func send(_ request: SendRequest, user: AuthenticatedUser, purpose: String = "notify") async throws(GatewayError) -> SendOutcome
+    {
+        await deliver(try prepare(request, user: user, purpose: purpose))
+    }
+
+    /// Validates a send and renders its payloads; throws the error the caller deserves before
+    /// anything is sent.
+    public func prepare(_ request: SendRequest, user: AuthenticatedUser, purpose: String = "notify") throws(GatewayError) -> PreparedSend {
+        guard let pns = request.pns, !pns.isEmpty else {
+            throw .badRequest("pns is required: apns, fcm, gcm, wns, all or a comma-separated list")
+        }
+        let selection: PlatformSelection
+        do { selection = try PlatformSelection(parsing: pns) } catch { throw .badRequest("pns: \(error.description)") }
+        let expression: TagExpression
+        if let text = request.tagExpression, !text.isEmpty {
+            do { expression = try TagExpression(parsing: text) } catch { throw .badRequest("tags: \(error.description)") }
+        } else if let toTag = request.toTag, !toTag.isEmpty {
+            do { expression = .tag(try Tag.username(toTag)) } catch { throw .badRequest("to_tag: \(error.description)") }
+        } else {
+            throw .badRequest("to_tag is required (the recipient's user name), or tags= with a tag expression")
+        }
+        var properties = try Self.properties(from: request.body)
+        properties["user"] = user.name
+
+        guard let templates = app.templates[purpose] else { throw GatewayError(500, "no \(purpose) templates are configured") }
+        var payloads: [Platform: RenderedNotification] = [:]
+        for platform in selection.platforms {
+            guard let template = templates[platform] else { continue }
+            do {
+                payloads[platform] = try template.render(properties)
+            } catch {
+                throw GatewayError(error.httpStatusCode, "\(platform): \(error.description)")
+            }
+        }
+        return PreparedSend(selection: selection, expression: expression, payloads: payloads)
+    }
+
+    /// Dispatches a prepared send to every matching registration, applies what the services said
+    /// about handles, and reports. `progress` is called after each batch of targets.
+    ///
+    /// A send cut short — the store failed while listing targets, or the request was cancelled
+    /// (shutdown past its deadline) — still reports every target it reached, with the result's
+    /// `error` saying why it stopped, and answers 503.
+    public func deliver(_ prepared: PreparedSend, progress: (@Sendable (DispatchProgress) -> Void)? = nil) async -> SendOutcome {
+        let notificationID = UUID().uuidString.lowercased()
+        let sendTime = now()
+        let stream = store.registrations(
+            matching: prepared.expression, platforms: prepared.selection, app: appID, batchSize: 500, now: sendTime)
+        let storeFailure = StoreFailure()
+        let targets = AsyncStream<[DispatchTarget]> { continuation in
+            let task = Task {
+                do {
+                    for try await batch in stream {
+                        continuation.yield(batch.map { DispatchTarget(registrationID: $0.id, handle: $0.handle) })
+                    }
+                } catch {
+                    storeFailure.record(error)
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+        var summary = await dispatcher.dispatch(
+            notificationID: notificationID, selection: prepared.selection, payloads: prepared.payloads, targets: targets,
+            progress: progress)
+        await applyHandleUpdates(summary.handleUpdates, notificationID: notificationID)
+
+        var status: Int
+        switch summary.result.state {
+        case .noTargetFound: status = 404
+        case .abandoned: status = 503
+        default: status = 200
+        }
+        let reached = summary.result.platforms.reduce(0) { $0 + $1.total }
+        if let failure = storeFailure.message {
+            logger.error(
+                "send stopped: the registration store failed while listing targets",
+                metadata: ["notification": "\(notificationID)", "reached": "\(reached)", "error": "\(failure)"])
+            summary.result.error =
+                "the registration store failed while listing targets; \(reached) targets were reached, the rest were not sent"
+            status = 503
+        } else if Task.isCancelled {
+            logger.warning("send cancelled (shutdown)", metadata: ["notification": "\(notificationID)", "reached": "\(reached)"])
+            summary.result.state = .cancelled
+            summary.result.error = "the gateway is shutting down; \(reached) targets were reached, the rest were not sent"
+            status = 503
+        }
+        return SendOutcome(result: summary.result, status: status, secureID: prepared.secureID)
+    }
+
+    /// Removes gone handles and replaces canonical ones. A store failure here loses no delivery:
+    /// it is logged and counted (`pushgate_handle_updates_failed_total`), and the devices are
+    /// pruned on a later send instead.
+    func applyHandleUpdates(_ updates: [HandleUpdate], notificationID: String) async {
+        guard !updates.isEmpty else { return }
+        let changes = updates.map {
+            StoredHandleChange(registrationID: $0.target.registrationID, change: $0.change, outcome: $0.outcome, reason: $0.reason)
+        }
+        do {
+            try await store.apply(changes, app: appID, now: now())
+        } catch {
+            metrics.handleUpdatesFailed(changes.count)
+            logger.error(
+                "could not apply handle changes the push services asked for",
+                metadata: ["notification": "\(notificationID)", "changes": "\(changes.count)", "error": "\(error)"])
+        }
+    }
+
+    /// The template properties from a send body: a JSON string is the message; a JSON object gives
+    /// properties (string, number or boolean values) and must contain `message`.
+    static func properties(from body: [UInt8]) throws(GatewayError) -> TemplateProperties {
+        let value: JSONValue
+        do { value = try JSONParser.parse(body) } catch { throw .badRequest("body: \(error.description)") }
+        switch value.kind {
+        case .string(let message):
+            return ["message": message]
+        case .object(let members):
+            var properties = TemplateProperties()
+            for member in members {
+                guard member.key.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }), !member.key.isEmpty else {
+                    throw .badRequest("property name '\(member.key)' must be letters, digits and _")
+                }
+                switch member.value.kind {
+                case .string(let text): properties[member.key] = text
+                case .number(let text): properties[member.key] = text
+                case .bool(let flag): properties[member.key] = flag ? "true" : "false"
+                default: throw .badRequest("property '\(member.key)' must be a string, number or boolean")
+                }
+            }
+            guard properties["message"] != nil else { throw .badRequest("the body object must contain \"message\"") }
+            return properties
+        default:
+            throw .badRequest("body must be a JSON string (the message) or an object of properties")
+        }
+    }
+}
+
+/// Set once from the task listing a send's targets when the store fails.
+final class StoreFailure: Sendable {
+    private let failure = Mutex<String?>(nil)
+    func record(_ error: any Error) { failure.withLock { $0 = String(describing: error) } }
+    var message: String? { failure.withLock { $0 } }
+}

@@ -1,0 +1,193 @@
+import Foundation
+import HTTPTypes
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTPTypes
+
+/// Limits of the HTTP listener against slow and numerous clients (slowloris).
+public struct ConnectionLimits: Sendable, Hashable {
+    /// A request head must be complete this long after the connection opened or the previous
+    /// response ended.
+    public var headerTimeout: TimeAmount
+    /// A request body may pause this long between two reads.
+    public var bodyTimeout: TimeAmount
+    /// A keep-alive connection with no request for this long is closed.
+    public var idleTimeout: TimeAmount
+    /// Open connections at most.
+    public var maximumConnections: Int
+
+    public init(headerTimeout: TimeAmount, bodyTimeout: TimeAmount, idleTimeout: TimeAmount, maximumConnections: Int) {
+        self.headerTimeout = headerTimeout
+        self.bodyTimeout = bodyTimeout
+        self.idleTimeout = idleTimeout
+        self.maximumConnections = maximumConnections
+    }
+}
+
+/// The open connections of one listener, shared by every connection's ``ConnectionGuard``.
+///
+/// When full, a new connection displaces the oldest one still waiting for its first request head
+/// (the signature of a slowloris client), so a flood of slow clients cannot keep real ones —
+/// or `/healthz` — out; when every connection is busy with a request, the new one is closed.
+public final class ConnectionRegistry: Sendable {
+    struct Entry {
+        var channel: any Channel
+        var sequence: Int
+        var waitingForFirstHead: Bool
+    }
+
+    struct State {
+        var entries: [ObjectIdentifier: Entry] = [:]
+        var sequence = 0
+        var displaced = 0
+        var refused = 0
+        var timedOut = 0
+    }
+
+    public let limits: ConnectionLimits
+    private let state = NIOLockedValueBox(State())
+
+    public init(limits: ConnectionLimits) { self.limits = limits }
+
+    /// Connections open now.
+    public var count: Int { state.withLockedValue { $0.entries.count } }
+    /// Connections closed to make room, refused, or closed by a timeout, since start.
+    public var closedCounts: (displaced: Int, refused: Int, timedOut: Int) {
+        state.withLockedValue { ($0.displaced, $0.refused, $0.timedOut) }
+    }
+
+    /// Registers `channel`; false when it must be closed because the listener is full of busy
+    /// connections. May close another, slow, connection to make room.
+    func admit(_ channel: any Channel) -> Bool {
+        enum Admission {
+            case admitted(displacing: (any Channel)?)
+            case refused
+        }
+        let admission = state.withLockedValue { state -> Admission in
+            var victim: (any Channel)?
+            if state.entries.count >= limits.maximumConnections {
+                let waiting = state.entries.filter { $0.value.waitingForFirstHead }
+                guard let oldest = waiting.min(by: { $0.value.sequence < $1.value.sequence }) else {
+                    state.refused += 1
+                    return .refused
+                }
+                state.entries[oldest.key] = nil
+                state.displaced += 1
+                victim = oldest.value.channel
+            }
+            state.sequence += 1
+            state.entries[ObjectIdentifier(channel)] = Entry(channel: channel, sequence: state.sequence, waitingForFirstHead: true)
+            return .admitted(displacing: victim)
+        }
+        switch admission {
+        case .refused:
+            return false
+        case .admitted(let victim):
+            victim?.close(promise: nil)
+            return true
+        }
+    }
+
+    func headReceived(_ channel: any Channel) {
+        state.withLockedValue { $0.entries[ObjectIdentifier(channel)]?.waitingForFirstHead = false }
+    }
+
+    func timedOut() { state.withLockedValue { $0.timedOut += 1 } }
+
+    func remove(_ channel: any Channel) {
+        state.withLockedValue { _ = $0.entries.removeValue(forKey: ObjectIdentifier(channel)) }
+    }
+}
+
+/// Per connection, after HTTP decoding: closes a connection whose request head does not arrive
+/// in time or whose body stalls, and takes part in the listener's connection cap.
+///
+/// Runs on its channel's event loop only (NIO's handler contract), hence `@unchecked Sendable`
+/// for the timer closures, which are scheduled on that same loop.
+final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler, @unchecked Sendable {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    private enum Phase {
+        /// Waiting for a request head: the first (header timeout) or the next (idle timeout).
+        case awaitingHead
+        case readingBody
+        /// The request is complete; its response is being produced.
+        case responding
+    }
+
+    private let registry: ConnectionRegistry
+    private var phase = Phase.awaitingHead
+    private var timer: Scheduled<Void>?
+    private var admitted = false
+
+    init(registry: ConnectionRegistry) { self.registry = registry }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        guard context.channel.isActive else { return }
+        start(context)
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        start(context)
+        context.fireChannelActive()
+    }
+
+    private func start(_ context: ChannelHandlerContext) {
+        guard !admitted else { return }
+        admitted = true
+        guard registry.admit(context.channel) else {
+            context.close(promise: nil)
+            return
+        }
+        arm(context, after: registry.limits.headerTimeout)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        timer?.cancel()
+        registry.remove(context.channel)
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        timer?.cancel()
+        registry.remove(context.channel)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head:
+            registry.headReceived(context.channel)
+            phase = .readingBody
+            arm(context, after: registry.limits.bodyTimeout)
+        case .body:
+            if phase == .readingBody { arm(context, after: registry.limits.bodyTimeout) }
+        case .end:
+            phase = .responding
+            timer?.cancel()
+            timer = nil
+        }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .end = unwrapOutboundIn(data), phase == .responding {
+            phase = .awaitingHead
+            arm(context, after: registry.limits.idleTimeout)
+        }
+        context.write(data, promise: promise)
+    }
+
+    private func arm(_ context: ChannelHandlerContext, after delay: TimeAmount) {
+        timer?.cancel()
+        let channel = context.channel
+        let registry = self.registry
+        timer = context.eventLoop.scheduleTask(in: delay) {
+            registry.timedOut()
+            channel.close(promise: nil)
+        }
+    }
+}

@@ -1,0 +1,285 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import Pushgate
+import PushgateDispatch
+import PushgateXML
+
+/// Builds the Hummingbird router serving the tutorials' app-backend API.
+///
+/// Handlers throw ``GatewayError`` for every refusal (it is an `HTTPResponseError`); answers are
+/// `Codable` values encoded by ``encoded(_:_:)``.
+public enum GatewayHTTP {
+    /// The header carrying a secure send's id in the response.
+    public static let secureIDHeader = HTTPField.Name("X-Pushgate-Secure-Id")!
+
+    /// The media type of a streamed send: progress lines, then the result line.
+    public static let progressMediaType = "application/x-ndjson"
+
+    /// The router with every route; `maximumBodyBytes` bounds request bodies. The web console is
+    /// served when `console.enabled`; its sandbox routes only with a `sandbox` bridge.
+    public static func router(
+        gateway: Gateway, authenticator: Authenticator, maximumBodyBytes: Int, metrics: GatewayMetrics? = nil,
+        console: ConsoleConfiguration = ConsoleConfiguration(enabled: false), sandbox: SandboxBridge? = nil
+    ) -> Router<GatewayContext> {
+        let metrics = metrics ?? gateway.metrics
+        let router = Router(context: GatewayContext.self)
+        router.add(middleware: MetricsMiddleware(metrics: metrics))
+        router.get("metrics") { _, _ in
+            Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition())))
+        }
+        router.get("healthz") { _, _ in
+            Response(status: .ok, headers: [.contentType: "text/plain"], body: .init(byteBuffer: ByteBuffer(string: "ok\n")))
+        }
+
+        if console.enabled {
+            router.get("console") { _, _ in
+                Response(
+                    status: .ok,
+                    headers: [
+                        .contentType: "text/html; charset=utf-8", .cacheControl: "no-store",
+                        .contentSecurityPolicy: ConsolePage.contentSecurityPolicy,
+                    ],
+                    body: .init(byteBuffer: ByteBuffer(string: ConsolePage.html)))
+            }
+            router.get("/") { _, _ in Response(status: .found, headers: [.location: "/console"]) }
+        }
+
+        let api = router.group("api").add(middleware: BasicAuthenticationMiddleware(authenticator: authenticator))
+
+        api.get("me") { _, context in
+            let user = try context.authenticatedUser()
+            return encoded(
+                200,
+                MeBody(
+                    admin: user.isAdmin, platforms: gateway.app.configuration.services.configuredPlatforms.map(\.rawValue),
+                    sandbox: sandbox != nil, user: user.name))
+        }
+        api.get("registrations") { request, context in
+            let user = try context.authenticatedUser()
+            let query = request.uri.queryParameters
+            let limitText = query.get("limit") ?? "100"
+            guard let limit = Int(limitText) else { throw GatewayError.badRequest("limit must be a number, not '\(limitText)'") }
+            let found = try await gateway.registrations(user: user, tagExpression: query.get("tags"), limit: limit)
+            return json(200, "[" + found.map(\.jsonLine).joined(separator: ",") + "]")
+        }
+
+        api.post("register") { request, context in
+            let user = try context.authenticatedUser()
+            let id = try await gateway.createRegistrationID(handle: request.uri.queryParameters.get("handle"), user: user)
+            return encoded(200, id.rawValue)
+        }
+        api.put("register/:id") { request, context in
+            let user = try context.authenticatedUser()
+            let id = context.parameters.get("id") ?? ""
+            let body = try await collectJSON(request, limit: maximumBodyBytes)
+            try await gateway.upsertRegistration(id: id, try Gateway.DeviceRegistration(json: body), user: user)
+            return Response(status: .ok)
+        }
+        api.delete("register/:id") { _, context in
+            let user = try context.authenticatedUser()
+            try await gateway.deleteRegistration(id: context.parameters.get("id") ?? "", user: user)
+            return Response(status: .ok)
+        }
+        api.post("notifications") { request, context in
+            let user = try context.authenticatedUser()
+            let body = try await collectJSON(request, limit: maximumBodyBytes)
+            let query = request.uri.queryParameters
+            let sendRequest = Gateway.SendRequest(
+                pns: query.get("pns"), toTag: query.get("to_tag"), tagExpression: query.get("tags"), body: body)
+            let secure = ["true", "1"].contains(query.get("secure")?.lowercased() ?? "")
+            let prepared = try await secure ? gateway.prepareSecure(sendRequest, user: user) : gateway.prepare(sendRequest, user: user)
+            let accept = (request.headers[.accept] ?? "").lowercased()
+            if accept.contains(progressMediaType) {
+                return streamed(prepared, gateway: gateway, metrics: metrics, logger: context.logger)
+            }
+            let outcome = await deliverToCompletion(prepared, gateway: gateway)
+            metrics.sent(outcome.result)
+            if accept.contains("xml") {
+                return Response(
+                    status: .init(code: outcome.status), headers: [.contentType: "application/xml; charset=utf-8"],
+                    body: .init(byteBuffer: ByteBuffer(bytes: outcome.result.xmlDocument())))
+            }
+            var response = encoded(outcome.status, outcome.result)
+            if let secureID = outcome.secureID { response.headers[secureIDHeader] = secureID }
+            return response
+        }
+        api.get("notifications/:id") { _, context in
+            let user = try context.authenticatedUser()
+            let message = try await gateway.readSecure(id: context.parameters.get("id") ?? "", user: user)
+            return encoded(200, SecureMessageBody(id: message.id, payload: message.payload, read: message.read))
+        }
+        if let sandbox { addSandboxRoutes(to: api, sandbox) }
+        return router
+    }
+
+    /// `/api/sandbox/devices…`: the sandbox's devices and inboxes, for the console.
+    static func addSandboxRoutes(to api: RouterGroup<GatewayContext>, _ sandbox: SandboxBridge) {
+        api.get("sandbox/devices") { _, _ in forwarded(await sandbox.forward("GET", "/devices")) }
+        api.post("sandbox/devices") { request, _ in
+            let body = try await collectJSON(request, limit: 1024)
+            guard let platform = (try? JSONParser.parse(body))?["platform"]?.stringValue, Platform(rawValue: platform) != nil else {
+                throw GatewayError.badRequest(#"body must be {"platform": "apns|fcm|gcm|wns"}"#)
+            }
+            return forwarded(await sandbox.forward("POST", "/devices", body: Array(#"{"platform":"\#(platform)"}"#.utf8)))
+        }
+        api.get("sandbox/devices/:id/inbox") { _, context in
+            let id = context.parameters.get("id") ?? ""
+            guard SandboxBridge.isDeviceID(id) else { throw GatewayError.badRequest("'\(id)' is not a sandbox device id") }
+            return forwarded(await sandbox.forward("GET", "/devices/\(id)/inbox"))
+        }
+        api.post("sandbox/devices/:id/:action") { _, context in
+            let id = context.parameters.get("id") ?? ""
+            let action = context.parameters.get("action") ?? ""
+            guard SandboxBridge.isDeviceID(id) else { throw GatewayError.badRequest("'\(id)' is not a sandbox device id") }
+            guard SandboxBridge.actions.contains(action) else {
+                throw GatewayError.notFound("no device action '\(action)' (\(SandboxBridge.actions.sorted().joined(separator: ", ")))")
+            }
+            return forwarded(await sandbox.forward("POST", "/devices/\(id)/\(action)"))
+        }
+    }
+
+    static func forwarded(_ answer: (status: Int, body: String)) -> Response { json(answer.status, answer.body) }
+
+    /// Runs a send to its end even when the client goes away (a disconnect does not cancel it);
+    /// cancelling the request itself (shutdown past its deadline) cancels the send, which then
+    /// reports what it reached.
+    static func deliverToCompletion(
+        _ prepared: Gateway.PreparedSend, gateway: Gateway, progress: (@Sendable (DispatchProgress) -> Void)? = nil
+    ) async -> Gateway.SendOutcome {
+        let delivery = Task { await gateway.deliver(prepared, progress: progress) }
+        return await withTaskCancellationHandler {
+            await delivery.value
+        } onCancel: {
+            delivery.cancel()
+        }
+    }
+
+    /// A send answered as it goes: a `{"progress": {"processed", "succeeded"}}` line after each
+    /// batch of targets, then `{"status", "result", "secureId"}`. The HTTP status is 200 once
+    /// streaming starts; the last line carries the send's own status.
+    ///
+    /// A client that disconnects does not stop the send: it carries on to its end, and its
+    /// outcomes go to the metrics and the log, as for a non-streamed send.
+    static func streamed(_ prepared: Gateway.PreparedSend, gateway: Gateway, metrics: GatewayMetrics, logger: Logger) -> Response {
+        Response(
+            status: .ok, headers: [.contentType: "\(progressMediaType); charset=utf-8", .cacheControl: "no-store"],
+            body: ResponseBody { writer in
+                // Progress is cumulative: a slow reader skips lines rather than buffering them all.
+                let (lines, continuation) = AsyncStream.makeStream(of: DispatchProgressLine.self, bufferingPolicy: .bufferingNewest(8))
+                async let delivered: Gateway.SendOutcome = {
+                    defer { continuation.finish() }
+                    return await deliverToCompletion(prepared, gateway: gateway) {
+                        continuation.yield(DispatchProgressLine(processed: $0.processed, succeeded: $0.succeeded))
+                    }
+                }()
+                var connected = true
+                for await line in lines {
+                    guard connected else { continue }
+                    do { try await writer.write(encodedLine(ProgressBody(progress: line))) } catch { connected = false }
+                    if Task.isCancelled { break }
+                }
+                let outcome = await delivered
+                metrics.sent(outcome.result)
+                guard connected else {
+                    logger.notice(
+                        "streamed send finished after its client disconnected",
+                        metadata: [
+                            "notification": "\(outcome.result.notificationID)", "succeeded": "\(outcome.result.successCount)",
+                            "failed": "\(outcome.result.failureCount)",
+                        ])
+                    return
+                }
+                try await writer.write(
+                    encodedLine(StreamedResultBody(result: outcome.result, status: outcome.status, secureId: outcome.secureID)))
+                try await writer.finish(nil)
+            })
+    }
+
+    /// The request body, at most `limit` bytes, when it is declared JSON (or not declared).
+    static func collectJSON(_ request: Request, limit: Int) async throws(GatewayError) -> [UInt8] {
+        if let type = request.headers[.contentType] {
+            let mediaType = type.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+            guard mediaType == "application/json" || mediaType.hasSuffix("+json") else {
+                throw GatewayError(415, "Content-Type: expected application/json, not '\(type.prefix(100))'")
+            }
+        }
+        var request = request
+        do {
+            let buffer = try await request.collectBody(upTo: limit)
+            return Array(buffer.readableBytesView)
+        } catch let error as HTTPError where error.status == .contentTooLarge {
+            throw GatewayError(413, "request body is larger than \(limit) bytes")
+        } catch is NIOTooManyBytesError {
+            throw GatewayError(413, "request body is larger than \(limit) bytes")
+        } catch {
+            throw GatewayError(400, "the request body could not be read: \(error)")
+        }
+    }
+
+    static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
+
+    /// A JSON answer.
+    static func encoded(_ status: Int, _ value: some Encodable) -> Response {
+        let bytes = (try? encoder.encode(value)) ?? Data(#"{"error":"internal error: the answer could not be encoded","status":500}"#.utf8)
+        return Response(
+            status: .init(code: status), headers: [.contentType: "application/json; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+
+    /// One line of a streamed answer.
+    static func encodedLine(_ value: some Encodable) -> ByteBuffer {
+        var buffer = ByteBuffer(bytes: (try? encoder.encode(value)) ?? Data("{}".utf8))
+        buffer.writeString("\n")
+        return buffer
+    }
+
+    static func json(_ status: Int, _ text: String) -> Response {
+        Response(
+            status: .init(code: status), headers: [.contentType: "application/json; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+}
+
+/// `GET /api/me`.
+struct MeBody: Codable, Sendable {
+    var admin: Bool
+    var platforms: [String]
+    var sandbox: Bool
+    var user: String
+}
+
+/// `GET /api/notifications/{id}`: the tutorial client reads `Payload`.
+struct SecureMessageBody: Codable, Sendable {
+    var id: String
+    var payload: String
+    var read: Bool
+
+    enum CodingKeys: String, CodingKey {
+        case id = "Id", payload = "Payload", read = "Read"
+    }
+}
+
+/// How far a streamed send has got.
+struct DispatchProgressLine: Codable, Sendable {
+    var processed: Int
+    var succeeded: Int
+}
+
+struct ProgressBody: Codable, Sendable {
+    var progress: DispatchProgressLine
+}
+
+struct StreamedResultBody: Encodable, Sendable {
+    var result: NotificationResult
+    var status: Int
+    var secureId: String?
+}

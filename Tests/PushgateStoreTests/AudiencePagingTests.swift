@@ -1,0 +1,87 @@
+import Foundation
+import Pushgate
+import Testing
+
+@testable import PushgateStore
+
+/// A page of an audience costs the same whatever the audience: measured in SQLite's own
+/// virtual-machine steps (not seconds, which this shared machine cannot keep steady).
+@Suite struct AudiencePagingTests {
+    /// `common` on the first `common` registrations (ids in order), `username:u<k>` on every
+    /// registration for k = index % 1000, and `rare` on every 5,000th.
+    static func fill(_ store: SQLiteRegistrationStore, count: Int, common: Int) async throws {
+        var batch: [Registration] = []
+        for index in 0..<count {
+            let id = try RegistrationID(String(format: "r%08d", index))
+            var tags = ["username:u\(index % 1000)"]
+            if index < common { tags.append("common") }
+            if index % 5000 == 0 { tags.append("rare") }
+            batch.append(try registration(id, index % 3 == 0 ? .fcm : .apns, tags: tags, owner: "u\(index % 1000)"))
+            if batch.count == 20_000 {
+                try await store.restore(batch, now: start)
+                batch.removeAll(keepingCapacity: true)
+            }
+        }
+        try await store.restore(batch, now: start)
+    }
+
+    /// The steps of the page that starts halfway through the audience.
+    static func middlePageSteps(_ store: SQLiteRegistrationStore, _ expression: String, audience: Int) async throws -> Int {
+        let after = String(format: "r%08d", audience / 2)
+        let page = try await store.explainPage(
+            matching: try TagExpression(parsing: expression), platforms: .all, app: .default, after: after, limit: 500, now: start)
+        #expect(page.ids.count == 500)
+        return page.virtualMachineSteps
+    }
+
+    @Test func aPageOfACommonTagCostsTheSameAt10000And200000Matches() async throws {
+        let small = NSTemporaryDirectory() + "pushgate-paging-\(UUID().uuidString).sqlite"
+        let large = NSTemporaryDirectory() + "pushgate-paging-\(UUID().uuidString).sqlite"
+        defer {
+            cleanUp(small)
+            cleanUp(large)
+        }
+        let smallStore = try await SQLiteRegistrationStore.open(path: small)
+        let largeStore = try await SQLiteRegistrationStore.open(path: large)
+        try await Self.fill(smallStore, count: 200_000, common: 10_000)
+        try await Self.fill(largeStore, count: 200_000, common: 200_000)
+
+        for expression in ["common", "common || rare", "common && !rare"] {
+            let few = try await Self.middlePageSteps(smallStore, expression, audience: 10_000)
+            let many = try await Self.middlePageSteps(largeStore, expression, audience: 200_000)
+            // Wave 1's list subquery made the large page cost ~20 times the small one.
+            #expect(Double(many) < Double(few) * 1.5, "\(expression): \(few) steps at 10,000 matches, \(many) at 200,000")
+        }
+    }
+
+    @Test func audienceQueriesWalkAnIndexWithoutListSubqueries() async throws {
+        let path = NSTemporaryDirectory() + "pushgate-paging-\(UUID().uuidString).sqlite"
+        defer { cleanUp(path) }
+        let store = try await SQLiteRegistrationStore.open(path: path)
+        try await Self.fill(store, count: 20_000, common: 20_000)
+        for expression in ["common", "common || rare", "username:u7 || username:u8 || rare"] {
+            let page = try await store.explainPage(
+                matching: try TagExpression(parsing: expression), platforms: .all, app: .default, after: "", limit: 500, now: start)
+            let plan = page.plan.joined(separator: "\n")
+            #expect(!plan.contains("LIST SUBQUERY"), "\(expression):\n\(plan)")
+            #expect(plan.contains("SEARCH t USING PRIMARY KEY (app=? AND tag=? AND id>?)"), "\(expression):\n\(plan)")
+        }
+    }
+
+    /// `username:u && rare` must be driven by the rare tag, whichever side it is written on.
+    @Test func aConjunctionIsDrivenByItsSmallerSide() async throws {
+        let path = NSTemporaryDirectory() + "pushgate-paging-\(UUID().uuidString).sqlite"
+        defer { cleanUp(path) }
+        let store = try await SQLiteRegistrationStore.open(path: path)
+        try await Self.fill(store, count: 100_000, common: 100_000)
+        var steps: [Int] = []
+        for expression in ["common && rare", "rare && common"] {
+            let page = try await store.explainPage(
+                matching: try TagExpression(parsing: expression), platforms: .all, app: .default, after: "", limit: 500, now: start)
+            #expect(page.ids.count == 20)
+            steps.append(page.virtualMachineSteps)
+        }
+        // Walking `common` would visit 100,000 index entries; walking `rare` visits 20.
+        #expect(steps.allSatisfy { $0 < 5_000 }, "steps: \(steps)")
+    }
+}
