@@ -17,6 +17,8 @@ public struct LocalGateway: Sendable {
     public let sandbox: PushSandbox
     public let directory: String
     public let baseURL: String
+    /// The port the gateway listens on (127.0.0.1).
+    public var port: Int { Int(baseURL.split(separator: ":").last ?? "") ?? 0 }
     public let client: CurlHTTPClient
     public let store: SQLiteRegistrationStore
     public let server: GatewayServer

@@ -391,6 +391,15 @@ public final class SQLiteRegistrationStore: RegistrationStore, SecureMessageStor
         }
     }
 
+    /// Secure messages stored for `app` (expired ones included until pruned): for tests.
+    func secureMessageCount(app: AppID) async throws(StoreError) -> Int {
+        try await run { connection throws(StoreError) in
+            let statement = try connection.prepare("SELECT count(*) FROM secure_messages WHERE app = ?")
+            try statement.bind([.text(app.rawValue)])
+            return try statement.step() ? Int(statement.int64(0)) : 0
+        }
+    }
+
     public func readSecureMessage(id: String, app: AppID, recipient: String, now: Timestamp) async throws(StoreError) -> SecureMessage? {
         try await run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> SecureMessage? in

@@ -123,6 +123,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler, @unc
     private var phase = Phase.awaitingHead
     private var timer: Scheduled<Void>?
     private var admitted = false
+    private var closeAfterResponse = false
 
     init(registry: ConnectionRegistry) { self.registry = registry }
 
@@ -174,11 +175,25 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler, @unc
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data), phase == .responding {
+        switch unwrapOutboundIn(data) {
+        case .head(var head) where phase == .readingBody:
+            // Answered before the request body ended (413, 401, …): the rest of the body is not
+            // read — Hummingbird would drain it, however large — the connection closes instead.
+            closeAfterResponse = true
+            head.headerFields[.connection] = "close"
+            context.write(wrapOutboundOut(.head(head)), promise: promise)
+        case .end where closeAfterResponse:
+            let written = promise ?? context.eventLoop.makePromise()
+            context.writeAndFlush(data, promise: written)
+            let channel = context.channel
+            written.futureResult.whenComplete { _ in channel.close(promise: nil) }
+        case .end where phase == .responding:
             phase = .awaitingHead
             arm(context, after: registry.limits.idleTimeout)
+            context.write(data, promise: promise)
+        default:
+            context.write(data, promise: promise)
         }
-        context.write(data, promise: promise)
     }
 
     private func arm(_ context: ChannelHandlerContext, after delay: TimeAmount) {
