@@ -150,7 +150,9 @@ let package = Package(
             ]
         ),
         .testTarget(name: "PushgateConfigTests", dependencies: ["Pushgate", "PushgateConfig"]),
-        .testTarget(name: "PushgateCLITests", dependencies: ["PushgateCLI", "PushgateLocal", "PNSSandbox"]),
+        .testTarget(
+            name: "PushgateCLITests",
+            dependencies: ["PushgateCLI", "PushgateLocal", "PNSSandbox", "PushgateStore", "PushgateCurl", "Pushgate"]),
         .testTarget(name: "PushgateConsoleTests", dependencies: ["PushgateLocal", "PNSSandbox", "Pushgate"]),
     ],
     swiftLanguageModes: [.v6]

@@ -26,7 +26,12 @@ public final class Dispatcher: Sendable {
         var results: [TargetResult] = []
         var counts: [Platform: [Outcome: Int]] = [:]
         var handleUpdates: [HandleUpdate] = []
+        // Indices of listed successes, for a failure to take the place of once the list is full
+        // (a stack: each replacement is O(1), not a scan of the list).
+        var listedSuccesses: [Int] = []
         for await batch in targets {
+            // Cancelled (shutdown past its deadline): targets already listed are not attempted.
+            if Task.isCancelled { break }
             let byPlatform = Dictionary(grouping: batch.filter { selection.contains($0.handle.platform) }, by: \.handle.platform)
             let reports = await withTaskGroup(of: [DeliveryReport].self) { group in
                 for (platform, platformTargets) in byPlatform {
@@ -54,8 +59,9 @@ public final class Dispatcher: Sendable {
                         HandleUpdate(target: report.target, change: change, outcome: report.verdict.outcome, reason: report.verdict.reason))
                 }
                 if results.count < maximumReportedTargets {
+                    if report.verdict.outcome.isSuccess { listedSuccesses.append(results.count) }
                     results.append(report.targetResult)
-                } else if !report.verdict.outcome.isSuccess, let index = results.lastIndex(where: { $0.outcome.isSuccess }) {
+                } else if !report.verdict.outcome.isSuccess, let index = listedSuccesses.popLast() {
                     results[index] = report.targetResult
                 }
             }

@@ -1,6 +1,8 @@
 import Foundation
 import Pushgate
+import PushgateCurl
 import PushgateLocal
+import PushgateStore
 import Synchronization
 import Testing
 
@@ -363,6 +365,17 @@ final class RunningProcess: @unchecked Sendable {
         throw CancellationError()
     }
 
+    var isRunning: Bool { process.isRunning }
+
+    /// Waits for the process to exit by itself; its status.
+    func waitForExit(seconds: Double) async throws -> Int32 {
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        try await Task.sleep(for: .milliseconds(100))
+        return process.terminationStatus
+    }
+
     /// SIGTERM, then the exit status (after at most `seconds`).
     func terminate(seconds: Double = 20) async throws -> Int32 {
         process.terminate()
@@ -409,5 +422,63 @@ final class RunningProcess: @unchecked Sendable {
             #expect(!secret.isEmpty && !text.contains(secret), "\(file) leaked")
         }
         #expect(!text.contains("PRIVATE KEY"))
+    }
+
+    /// SIGTERM while a send to 20,000 devices is in flight (each push answered after 100 ms): the
+    /// gateway stops accepting, gives the send `listener.shutdownDeadlineSeconds` (2 here),
+    /// cancels it — its caller gets 503 with what was reached — closes the curl pools, exits 0.
+    @Test func sigtermDuringALargeSendExitsWithinTheShutdownDeadline() async throws {
+        let folder = NSTemporaryDirectory() + "pushgate-serve-deadline-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let sandbox = try RunningProcess(["sandbox", "--dir", folder, "--gateway-port", "0"])
+        _ = try await sandbox.waitFor("gateway   ")
+        let configPath = folder + "/config.json"
+        var config = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: configPath))) as? [String: Any])
+        var listener = config["listener"] as? [String: Any] ?? [:]
+        listener["shutdownDeadlineSeconds"] = 2
+        config["listener"] = listener
+        try JSONSerialization.data(withJSONObject: config).write(to: URL(fileURLWithPath: configPath))
+        let control = try #require((config["console"] as? [String: Any])?["sandboxControl"] as? String)
+        let storeFile = try #require(((config["store"] as? [String: Any])?["sqlite"] as? [String: Any])?["path"] as? String)
+
+        // 20,000 of carol's devices in the gateway's store, each push answered after 100 ms.
+        let store = try await SQLiteRegistrationStore.open(path: storeFile.hasPrefix("/") ? storeFile : folder + "/" + storeFile)
+        var registrations: [Registration] = []
+        for index in 0..<20_000 {
+            registrations.append(
+                try Registration(
+                    id: try RegistrationID(String(format: "d%07d", index)),
+                    handle: DeviceHandle(uncheckedPlatform: .apns, value: String(format: "%064x", index + 1)),
+                    tags: [try Tag("username:carol")], owner: "carol"))
+        }
+        try await store.restore(registrations, now: Timestamp(secondsSinceEpoch: Date().timeIntervalSince1970))
+        let client = try CurlHTTPClient(configuration: .init(httpVersion: .http1))
+        let scripted = try await client.execute(
+            CurlRequest(
+                method: "POST", url: control + "/faults", headers: [("Content-Type", "application/json")],
+                body: Array(#"{"service":"apns","count":1000000,"action":{"delay":{"milliseconds":100}}}"#.utf8)))
+        await client.shutdown()
+        #expect(scripted.status == 201)
+
+        let serve = try RunningProcess(["serve", "--config", configPath, "--port", "0"])
+        let log = try await serve.waitFor("listening on http://127.0.0.1:")
+        let port = try #require(log.components(separatedBy: "listening on http://127.0.0.1:").last?.prefix(while: \.isNumber).description)
+        let send = try RunningProcess([
+            "send", "--server", "http://127.0.0.1:\(port)", "--user", "bob:bob", "--pns", "apns", "--to-tag", "carol", "--json",
+            "hello",
+        ])
+        try await Task.sleep(for: .seconds(2))
+        #expect(serve.isRunning, "the send finished before SIGTERM: \(send.text.prefix(300))")
+        let started = ContinuousClock.now
+        let status = try await serve.terminate(seconds: 30)
+        let elapsed = ContinuousClock.now - started
+        #expect(status == 0, "\(serve.text.suffix(2000))")
+        // Deadline 2 s, then cancellation; wave 1 waited for the whole send (minutes).
+        #expect(elapsed < .seconds(9), "exit took \(elapsed)")
+        _ = try await send.waitForExit(seconds: 20)
+        #expect(send.text.contains("shutting down"), "\(send.text.prefix(600))")
+        #expect(serve.text.contains("stopped"))
+        #expect(try await sandbox.terminate() == 0)
     }
 }

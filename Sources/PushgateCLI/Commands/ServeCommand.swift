@@ -23,7 +23,7 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = .info
+            handler.logLevel = ProcessInfo.processInfo.environment["PUSHGATE_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
             return handler
         }
         let logger = Logger(label: "pushgate")

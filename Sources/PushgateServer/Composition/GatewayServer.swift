@@ -74,7 +74,9 @@ public struct GatewayServer: Sendable {
     public var services: [any Service] {
         var services: [any Service] = [ShutdownAction(label: "curl pools") { await dispatcher.shutdown() }]
         if let sandboxBridge { services.append(ShutdownAction(label: "sandbox bridge") { await sandboxBridge.shutdown() }) }
-        services.append(application)
+        services.append(
+            HTTPListenerService(
+                application: application, sends: gateway.inFlight, deadline: .seconds(listener.shutdownDeadlineSeconds), logger: logger))
         return services
     }
 
@@ -83,9 +85,35 @@ public struct GatewayServer: Sendable {
     public func serviceGroup(signals: [UnixSignal] = []) -> ServiceGroup {
         var configuration = ServiceGroupConfiguration(
             services: services.map { .init(service: $0) }, gracefulShutdownSignals: signals, logger: logger)
-        configuration.maximumGracefulShutdownDuration = Duration.seconds(listener.shutdownDeadlineSeconds)
+        // The backstop: ``HTTPListenerService`` cancels sends at the deadline, so this should not fire.
+        configuration.maximumGracefulShutdownDuration = Duration.seconds(listener.shutdownDeadlineSeconds + 5)
         configuration.maximumCancellationDuration = Duration.seconds(5)
         return ServiceGroup(configuration: configuration)
+    }
+}
+
+/// The HTTP listener. On shutdown it stops accepting at once and lets requests in flight
+/// finish; at `deadline` it cancels the sends still running, each of which then answers 503 with
+/// what it reached while its connection is still open.
+struct HTTPListenerService: Service {
+    let application: Application<RouterResponder<GatewayContext>>
+    let sends: InFlightSends
+    let deadline: Duration
+    let logger: Logger
+
+    func run() async throws {
+        let (sends, deadline, logger) = (self.sends, self.deadline, self.logger)
+        try await withGracefulShutdownHandler {
+            try await application.run()
+        } onGracefulShutdown: {
+            Task {
+                try? await Task.sleep(for: deadline)
+                let count = sends.count
+                guard count > 0 else { return }
+                logger.warning("shutdown deadline reached: cancelling \(count) sends in flight")
+                sends.cancelAll()
+            }
+        }
     }
 }
 

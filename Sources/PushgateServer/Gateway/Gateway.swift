@@ -3,6 +3,7 @@ import Logging
 import Pushgate
 import PushgateConfig
 import PushgateDispatch
+import Synchronization
 
 /// The app backend of the Notification Hubs tutorials, independent of HTTP: registrations with the
 /// tutorial's semantics (`Gateway+Registrations.swift`), and sends rendered per platform,
@@ -25,6 +26,8 @@ public final class Gateway: Sendable {
     let metrics: GatewayMetrics
     let logger: Logger
     let now: @Sendable () -> Timestamp
+    /// Sends being delivered, so that shutdown can cancel them at its deadline.
+    public let inFlight = InFlightSends()
 
     public init(
         app: LoadedApp, store: any RegistrationStore & SecureMessageStore, dispatcher: Dispatcher, secureMessageLifetime: Double = 86400,
@@ -60,5 +63,32 @@ public final class Gateway: Sendable {
         case .limitReached: GatewayError(429, error.message)
         case .storage: GatewayError(503, "the registration store is unavailable")
         }
+    }
+}
+
+/// The deliveries running now. At the shutdown deadline ``cancelAll()`` cancels them: each then
+/// answers its caller 503 with what it reached, while its connection is still open.
+public final class InFlightSends: Sendable {
+    private let tasks = Mutex<[UInt64: Task<Gateway.SendOutcome, Never>]>([:])
+    private let counter = Atomic<UInt64>(0)
+
+    /// Runs `delivery` to its end even when the caller goes away (a disconnect does not cancel
+    /// it); cancelling the caller, or ``cancelAll()``, cancels it.
+    func run(_ delivery: @escaping @Sendable () async -> Gateway.SendOutcome) async -> Gateway.SendOutcome {
+        let id = counter.add(1, ordering: .relaxed).newValue
+        let task = Task { await delivery() }
+        tasks.withLock { $0[id] = task }
+        defer { _ = tasks.withLock { $0.removeValue(forKey: id) } }
+        return await withTaskCancellationHandler {
+            await task.value
+        } onCancel: {
+            task.cancel()
+        }
+    }
+
+    public var count: Int { tasks.withLock { $0.count } }
+
+    public func cancelAll() {
+        for task in tasks.withLock({ Array($0.values) }) { task.cancel() }
     }
 }

@@ -151,12 +151,7 @@ public enum GatewayHTTP {
     static func deliverToCompletion(
         _ prepared: Gateway.PreparedSend, gateway: Gateway, progress: (@Sendable (DispatchProgress) -> Void)? = nil
     ) async -> Gateway.SendOutcome {
-        let delivery = Task { await gateway.deliver(prepared, progress: progress) }
-        return await withTaskCancellationHandler {
-            await delivery.value
-        } onCancel: {
-            delivery.cancel()
-        }
+        await gateway.inFlight.run { await gateway.deliver(prepared, progress: progress) }
     }
 
     /// A send answered as it goes: a `{"progress": {"processed", "succeeded"}}` line after each
