@@ -277,4 +277,72 @@ import Testing
             #expect(counted == 2_000)
         }
     }
+
+    /// 200 concurrent clients registering devices and sending to themselves, for
+    /// `PUSHGATE_SOAK_SECONDS` (default 10; the README's figure used 60): no 5xx, no crash,
+    /// `/healthz` answering throughout.
+    @Test func twoHundredConcurrentClientsMixingRegistrationsAndSends() async throws {
+        let seconds = Double(ProcessInfo.processInfo.environment["PUSHGATE_SOAK_SECONDS"] ?? "") ?? 10
+        try await Self.running { local in
+            let client = try CurlHTTPClient(configuration: .init(httpVersion: .http1, maximumConnectionsPerHost: 220))
+            let base = local.baseURL
+            let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+            var created: [String] = []
+            for _ in 0..<40 { created.append(await local.sandbox.createDevice(.apns).handle) }
+            let handles = created
+            func call(_ method: String, _ path: String, user: String, body: String = "") async -> Int {
+                let request = CurlRequest(
+                    method: method, url: base + path,
+                    headers: [
+                        ("Content-Type", "application/json"),
+                        ("Authorization", "Basic " + Data("\(user):\(user)".utf8).base64EncodedString()),
+                    ], body: Array(body.utf8))
+                return (try? await client.execute(request).status) ?? -1
+            }
+            let statuses = await withTaskGroup(of: [Int: Int].self) { group in
+                for worker in 0..<200 {
+                    group.addTask {
+                        var seen: [Int: Int] = [:]
+                        let user = "soak\(worker % 50)"
+                        var round = 0
+                        while ContinuousClock.now < deadline {
+                            round += 1
+                            if (worker + round) % 3 == 0 {
+                                seen[
+                                    await call("POST", "/api/notifications?pns=all&to_tag=\(user)", user: user, body: "\"hi \(round)\""),
+                                    default: 0] += 1
+                            } else {
+                                let handle = handles[(worker * 7 + round) % handles.count]
+                                let registration = try? await client.execute(
+                                    CurlRequest(
+                                        method: "POST", url: base + "/api/register",
+                                        headers: [("Authorization", "Basic " + Data("\(user):\(user)".utf8).base64EncodedString())]))
+                                seen[registration?.status ?? -1, default: 0] += 1
+                                if let id = registration.map({ String($0.bodyText.dropFirst().dropLast()) }), registration?.status == 200 {
+                                    let body = #"{"Platform":"apns","Handle":"\#(handle)","Tags":["soak"]}"#
+                                    seen[await call("PUT", "/api/register/\(id)", user: user, body: body), default: 0] += 1
+                                }
+                            }
+                        }
+                        return seen
+                    }
+                }
+                group.addTask {
+                    var seen: [Int: Int] = [:]
+                    while ContinuousClock.now < deadline {
+                        let status = (try? await client.execute(CurlRequest(method: "GET", url: base + "/healthz")).status) ?? -1
+                        seen[status == 200 ? 1200 : 1000 + status, default: 0] += 1
+                        try? await Task.sleep(for: .milliseconds(200))
+                    }
+                    return seen
+                }
+                return await group.reduce(into: [Int: Int]()) { total, part in total.merge(part, uniquingKeysWith: +) }
+            }
+            await client.shutdown()
+            #expect(statuses.keys.allSatisfy { $0 < 500 || $0 >= 1000 }, "\(statuses)")
+            #expect(statuses[-1] == nil, "transport failures: \(statuses)")
+            #expect(statuses.keys.filter { $0 >= 1000 } == [1200], "healthz: \(statuses)")
+            #expect((statuses[200] ?? 0) > 200, "\(statuses)")
+        }
+    }
 }
