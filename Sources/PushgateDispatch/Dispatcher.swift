@@ -1,3 +1,4 @@
+import Logging
 import Pushgate
 
 /// Fans one message out to its targets on every selected platform and gathers the unified result.
@@ -20,7 +21,7 @@ public final class Dispatcher: Sendable {
     public func dispatch(
         notificationID: String, selection: PlatformSelection, payloads: [Platform: RenderedNotification],
         targets: some AsyncSequence<[DispatchTarget], Never>, maximumReportedTargets: Int = 10_000,
-        progress: (@Sendable (DispatchProgress) -> Void)? = nil
+        progress: (@Sendable (DispatchProgress) -> Void)? = nil, logger: Logger = Logger(label: "pushgate.dispatch")
     ) async -> DispatchSummary {
         var sofar = DispatchProgress(processed: 0, succeeded: 0)
         var results: [TargetResult] = []
@@ -51,6 +52,17 @@ public final class Dispatcher: Sendable {
                 return await group.reduce(into: [DeliveryReport]()) { $0.append(contentsOf: $1) }
             }
             for report in reports {
+                if !report.verdict.outcome.isSuccess {
+                    // Handles are masked; reasons are the services' own words, never credentials.
+                    logger.debug(
+                        "delivery failed",
+                        metadata: [
+                            "registration": "\(report.target.registrationID)", "platform": "\(report.target.handle.platform)",
+                            "handle": "\(report.target.handle.masked)", "outcome": "\(report.verdict.outcome)",
+                            "status": "\(report.verdict.statusCode.map(String.init) ?? "-")", "reason": "\(report.verdict.reason ?? "-")",
+                            "attempts": "\(report.attempts)",
+                        ])
+                }
                 sofar.processed += 1
                 if report.verdict.outcome.isSuccess { sofar.succeeded += 1 }
                 counts[report.target.handle.platform, default: [:]][report.verdict.outcome, default: 0] += 1
@@ -66,6 +78,7 @@ public final class Dispatcher: Sendable {
                 }
             }
             progress?(sofar)
+            logger.trace("batch delivered", metadata: ["targets": "\(batch.count)", "processed": "\(sofar.processed)"])
         }
         return DispatchSummary(
             result: NotificationResult(notificationID: notificationID, selection: selection, counts: counts, targets: results),

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import Prometheus
 import Pushgate
+import Synchronization
 
 /// The gateway's Prometheus metrics, in a registry of its own (several gateways can live in one
 /// process, as in tests).
@@ -9,11 +10,22 @@ public final class GatewayMetrics: Sendable {
     public let registry = PrometheusCollectorRegistry()
     private let inFlight: Gauge
     private let handleUpdatesFailedCounter: Counter
+    private let sendDuration: DurationHistogram
+    /// Per platform and outcome, made once (the sets are closed).
+    private let deliveries: [Platform: [Outcome: Counter]]
+    private let retries: [Platform: Counter]
+    private let deliveryLatency: [Platform: DurationHistogram]
+    private let handleChanges: [Platform: [HandleAction: Counter]]
+    /// Per (route, method, status) and per route: made on first use, then looked up in this
+    /// process's own table rather than the registry's.
+    private let requestCounters = Mutex<[String: Counter]>([:])
+    private let requestDurations = Mutex<[String: DurationHistogram]>([:])
 
     static let latencyBuckets: [Duration] = [
         .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
         .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5), .seconds(10),
     ]
+    static let sendBuckets: [Duration] = latencyBuckets + [.seconds(30), .seconds(60), .seconds(300)]
 
     public init() {
         inFlight = registry.makeGauge(
@@ -23,62 +35,104 @@ public final class GatewayMetrics: Sendable {
             descriptor: MetricNameDescriptor(
                 namespace: "pushgate", metricName: "handle_updates_failed", unitName: "total",
                 helpText: "Handle removals and replacements the store could not apply"))
+        sendDuration = registry.makeDurationHistogram(
+            descriptor: MetricNameDescriptor(
+                namespace: "pushgate", metricName: "send_duration", unitName: "seconds",
+                helpText: "Time from a send's start to its last outcome"),
+            buckets: Self.sendBuckets)
+        var deliveries: [Platform: [Outcome: Counter]] = [:]
+        var retries: [Platform: Counter] = [:]
+        var latency: [Platform: DurationHistogram] = [:]
+        var handleChanges: [Platform: [HandleAction: Counter]] = [:]
+        for platform in Platform.allCases {
+            let label = [("platform", platform.rawValue)]
+            for outcome in Outcome.known {
+                deliveries[platform, default: [:]][outcome] = registry.makeCounter(
+                    descriptor: MetricNameDescriptor(
+                        namespace: "pushgate", metricName: "notifications", unitName: "total",
+                        helpText: "Deliveries by platform and outcome"),
+                    labels: label + [("outcome", outcome.rawValue)])
+            }
+            retries[platform] = registry.makeCounter(
+                descriptor: MetricNameDescriptor(
+                    namespace: "pushgate", metricName: "delivery_retries", unitName: "total", helpText: "Retried delivery attempts"),
+                labels: label)
+            latency[platform] = registry.makeDurationHistogram(
+                descriptor: MetricNameDescriptor(
+                    namespace: "pushgate", metricName: "delivery_latency", unitName: "seconds",
+                    helpText: "Time to a push service's final answer"),
+                labels: label, buckets: Self.latencyBuckets)
+            for action in HandleAction.allCases {
+                handleChanges[platform, default: [:]][action] = registry.makeCounter(
+                    descriptor: MetricNameDescriptor(
+                        namespace: "pushgate", metricName: "handles_\(action.rawValue)", unitName: "total",
+                        helpText: "Stored handles changed because of a push service's answer"),
+                    labels: label)
+            }
+        }
+        self.deliveries = deliveries
+        self.retries = retries
+        self.deliveryLatency = latency
+        self.handleChanges = handleChanges
     }
 
     func requestStarted() { inFlight.increment() }
 
     func requestFinished(route: String, method: String, status: Int, duration: Duration) {
         inFlight.decrement()
-        registry.makeCounter(
-            descriptor: MetricNameDescriptor(
-                namespace: "pushgate", metricName: "http_requests", unitName: "total", helpText: "HTTP requests served"),
-            labels: [("route", route), ("method", method), ("status", String(status))]
-        ).increment()
-        registry.makeDurationHistogram(
-            descriptor: MetricNameDescriptor(
-                namespace: "pushgate", metricName: "http_request_duration", unitName: "seconds", helpText: "HTTP request durations"),
-            labels: [("route", route)], buckets: Self.latencyBuckets
-        ).recordNanoseconds(Int64(duration.components.seconds) * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
+        let key = "\(route) \(method) \(status)"
+        let counter = requestCounters.withLock { counters in
+            if let counter = counters[key] { return counter }
+            let counter = registry.makeCounter(
+                descriptor: MetricNameDescriptor(
+                    namespace: "pushgate", metricName: "http_requests", unitName: "total", helpText: "HTTP requests served"),
+                labels: [("route", route), ("method", method), ("status", String(status))])
+            counters[key] = counter
+            return counter
+        }
+        counter.increment()
+        let histogram = requestDurations.withLock { histograms in
+            if let histogram = histograms[route] { return histogram }
+            let histogram = registry.makeDurationHistogram(
+                descriptor: MetricNameDescriptor(
+                    namespace: "pushgate", metricName: "http_request_duration", unitName: "seconds", helpText: "HTTP request durations"),
+                labels: [("route", route)], buckets: Self.latencyBuckets)
+            histograms[route] = histogram
+            return histogram
+        }
+        histogram.record(duration)
     }
 
     /// Counts a send's outcomes (every target), retries, delivery latencies (listed targets) and
     /// handle changes.
     func sent(_ result: NotificationResult) {
         for summary in result.platforms {
-            for (outcome, count) in summary.counts {
-                registry.makeCounter(
-                    descriptor: MetricNameDescriptor(
-                        namespace: "pushgate", metricName: "notifications", unitName: "total",
-                        helpText: "Deliveries by platform and outcome"),
-                    labels: [("platform", summary.platform.rawValue), ("outcome", outcome.rawValue)]
-                ).increment(by: Int64(count))
-            }
+            for (outcome, count) in summary.counts { deliveryCounter(summary.platform, outcome).increment(by: Int64(count)) }
         }
         for target in result.targets {
-            let platform = [("platform", target.platform.rawValue)]
-            if target.attempts > 1 {
-                registry.makeCounter(
-                    descriptor: MetricNameDescriptor(
-                        namespace: "pushgate", metricName: "delivery_retries", unitName: "total", helpText: "Retried delivery attempts"),
-                    labels: platform
-                ).increment(by: Int64(target.attempts - 1))
-            }
-            registry.makeDurationHistogram(
-                descriptor: MetricNameDescriptor(
-                    namespace: "pushgate", metricName: "delivery_latency", unitName: "seconds",
-                    helpText: "Time to a push service's final answer"),
-                labels: platform, buckets: Self.latencyBuckets
-            ).recordNanoseconds(Int64(target.latencyMilliseconds * 1_000_000))
-            if let action = target.handleAction {
-                registry.makeCounter(
-                    descriptor: MetricNameDescriptor(
-                        namespace: "pushgate", metricName: "handles_\(action.rawValue)", unitName: "total",
-                        helpText: "Stored handles changed because of a push service's answer"),
-                    labels: platform
-                ).increment()
-            }
+            if target.attempts > 1 { retries[target.platform]?.increment(by: Int64(target.attempts - 1)) }
+            deliveryLatency[target.platform]?.recordNanoseconds(Int64(target.latencyMilliseconds * 1_000_000))
+            if let action = target.handleAction { handleChanges[target.platform]?[action]?.increment() }
         }
     }
+
+    /// The counter of one platform and outcome: made at start for the known outcomes.
+    private func deliveryCounter(_ platform: Platform, _ outcome: Outcome) -> Counter {
+        if let counter = deliveries[platform]?[outcome] { return counter }
+        return requestCounters.withLock { counters in
+            let key = "notifications \(platform.rawValue) \(outcome.rawValue)"
+            if let counter = counters[key] { return counter }
+            let counter = registry.makeCounter(
+                descriptor: MetricNameDescriptor(
+                    namespace: "pushgate", metricName: "notifications", unitName: "total", helpText: "Deliveries by platform and outcome"),
+                labels: [("platform", platform.rawValue), ("outcome", outcome.rawValue)])
+            counters[key] = counter
+            return counter
+        }
+    }
+
+    /// Records how long a send took, from its start to its last outcome.
+    func sendFinished(duration: Duration) { sendDuration.record(duration) }
 
     /// Counts handle changes (removals, replacements) the store could not apply.
     func handleUpdatesFailed(_ count: Int) {

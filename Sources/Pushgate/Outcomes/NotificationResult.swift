@@ -184,7 +184,7 @@ public struct TargetResult: Sendable, Hashable, Codable {
 }
 
 /// A change to a stored handle made because of a push service's answer.
-public enum HandleAction: String, Sendable, Hashable, Codable {
+public enum HandleAction: String, Sendable, Hashable, Codable, CaseIterable {
     /// The service said the handle is gone; the registration was deleted.
     case removed
     /// The service returned a canonical handle (legacy GCM); the stored handle was replaced.

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Pushgate
 import PushgateDispatch
 import Synchronization
@@ -142,8 +143,13 @@ extension Gateway {
     /// A send cut short — the store failed while listing targets, or the request was cancelled
     /// (shutdown past its deadline) — still reports every target it reached, with the result's
     /// `error` saying why it stopped, and answers 503.
-    public func deliver(_ prepared: PreparedSend, progress: (@Sendable (DispatchProgress) -> Void)? = nil) async -> SendOutcome {
+    public func deliver(
+        _ prepared: PreparedSend, progress: (@Sendable (DispatchProgress) -> Void)? = nil, logger requestLogger: Logger? = nil
+    ) async -> SendOutcome {
         let notificationID = UUID().uuidString.lowercased()
+        var logger = requestLogger ?? self.logger
+        logger[metadataKey: "notification"] = "\(notificationID)"
+        let started = ContinuousClock.now
         let sendTime = now()
         let stream = store.registrations(
             matching: prepared.expression, platforms: prepared.selection, app: appID, batchSize: 500, now: sendTime)
@@ -163,8 +169,8 @@ extension Gateway {
         }
         var summary = await dispatcher.dispatch(
             notificationID: notificationID, selection: prepared.selection, payloads: prepared.payloads, targets: targets,
-            progress: progress)
-        await applyHandleUpdates(summary.handleUpdates, notificationID: notificationID)
+            progress: progress, logger: logger)
+        await applyHandleUpdates(summary.handleUpdates, logger: logger)
 
         var status: Int
         switch summary.result.state {
@@ -176,23 +182,31 @@ extension Gateway {
         if let failure = storeFailure.message {
             logger.error(
                 "send stopped: the registration store failed while listing targets",
-                metadata: ["notification": "\(notificationID)", "reached": "\(reached)", "error": "\(failure)"])
+                metadata: ["reached": "\(reached)", "error": "\(failure)"])
             summary.result.error =
                 "the registration store failed while listing targets; \(reached) targets were reached, the rest were not sent"
             status = 503
         } else if Task.isCancelled {
-            logger.warning("send cancelled (shutdown)", metadata: ["notification": "\(notificationID)", "reached": "\(reached)"])
+            logger.warning("send cancelled (shutdown)", metadata: ["reached": "\(reached)"])
             summary.result.state = .cancelled
             summary.result.error = "the gateway is shutting down; \(reached) targets were reached, the rest were not sent"
             status = 503
         }
+        let duration = ContinuousClock.now - started
+        metrics.sendFinished(duration: duration)
+        logger.info(
+            "send finished",
+            metadata: [
+                "state": "\(summary.result.state)", "succeeded": "\(summary.result.successCount)",
+                "failed": "\(summary.result.failureCount)", "status": "\(status)", "duration": "\(duration)",
+            ])
         return SendOutcome(result: summary.result, status: status, secureID: prepared.secureID)
     }
 
     /// Removes gone handles and replaces canonical ones. A store failure here loses no delivery:
     /// it is logged and counted (`pushgate_handle_updates_failed_total`), and the devices are
     /// pruned on a later send instead.
-    func applyHandleUpdates(_ updates: [HandleUpdate], notificationID: String) async {
+    func applyHandleUpdates(_ updates: [HandleUpdate], logger: Logger) async {
         guard !updates.isEmpty else { return }
         let changes = updates.map {
             StoredHandleChange(registrationID: $0.target.registrationID, change: $0.change, outcome: $0.outcome, reason: $0.reason)
@@ -203,7 +217,7 @@ extension Gateway {
             metrics.handleUpdatesFailed(changes.count)
             logger.error(
                 "could not apply handle changes the push services asked for",
-                metadata: ["notification": "\(notificationID)", "changes": "\(changes.count)", "error": "\(error)"])
+                metadata: ["changes": "\(changes.count)", "error": "\(error)"])
         }
     }
 

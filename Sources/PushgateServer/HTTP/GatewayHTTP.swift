@@ -97,7 +97,7 @@ public enum GatewayHTTP {
             if accept.contains(progressMediaType) {
                 return streamed(prepared, gateway: gateway, metrics: metrics, logger: context.logger)
             }
-            let outcome = await deliverToCompletion(prepared, gateway: gateway)
+            let outcome = await deliverToCompletion(prepared, gateway: gateway, logger: context.logger)
             metrics.sent(outcome.result)
             if accept.contains("xml") {
                 return Response(
@@ -149,9 +149,9 @@ public enum GatewayHTTP {
     /// cancelling the request itself (shutdown past its deadline) cancels the send, which then
     /// reports what it reached.
     static func deliverToCompletion(
-        _ prepared: Gateway.PreparedSend, gateway: Gateway, progress: (@Sendable (DispatchProgress) -> Void)? = nil
+        _ prepared: Gateway.PreparedSend, gateway: Gateway, logger: Logger, progress: (@Sendable (DispatchProgress) -> Void)? = nil
     ) async -> Gateway.SendOutcome {
-        await gateway.inFlight.run { await gateway.deliver(prepared, progress: progress) }
+        await gateway.inFlight.run { await gateway.deliver(prepared, progress: progress, logger: logger) }
     }
 
     /// A send answered as it goes: a `{"progress": {"processed", "succeeded"}}` line after each
@@ -168,7 +168,7 @@ public enum GatewayHTTP {
                 let (lines, continuation) = AsyncStream.makeStream(of: DispatchProgressLine.self, bufferingPolicy: .bufferingNewest(8))
                 async let delivered: Gateway.SendOutcome = {
                     defer { continuation.finish() }
-                    return await deliverToCompletion(prepared, gateway: gateway) {
+                    return await deliverToCompletion(prepared, gateway: gateway, logger: logger) {
                         continuation.yield(DispatchProgressLine(processed: $0.processed, succeeded: $0.succeeded))
                     }
                 }()
