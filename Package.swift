@@ -77,7 +77,8 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            resources: [.embedInCode("Console/console.html")]
         ),
         // The sandbox and a gateway against it on this machine: `pushgate demo` and the tests.
         .target(

@@ -12,73 +12,11 @@ import Pushgate
 /// let store = try await SQLiteRegistrationStore.open(path: "pushgate.sqlite")
 /// let id = try await store.createRegistrationID(app: .default, now: now)
 /// ```
-public final class SQLiteRegistrationStore: RegistrationStore, SecureMessageStore {
+public final class SQLiteRegistrationStore: RegistrationStore {
     /// How long a created but unused registration id stays valid, in seconds.
     public let reservationLifetime: Double
-    private let connection: SQLiteConnection
+    let connection: SQLiteConnection
     private let queue: DispatchQueue
-
-    /// Schema migrations; index + 1 is the version each one produces.
-    static let migrations: [String] = [
-        """
-        CREATE TABLE registrations (
-            app TEXT NOT NULL,
-            id TEXT NOT NULL,
-            platform TEXT NOT NULL,
-            handle TEXT NOT NULL,
-            owner TEXT NOT NULL,
-            template TEXT,
-            expires_at REAL,
-            created_at REAL NOT NULL,
-            updated_at REAL NOT NULL,
-            PRIMARY KEY (app, id)
-        ) WITHOUT ROWID;
-        CREATE INDEX registrations_by_handle ON registrations (app, handle);
-        CREATE TABLE registration_tags (
-            app TEXT NOT NULL,
-            tag TEXT NOT NULL,
-            id TEXT NOT NULL,
-            PRIMARY KEY (app, tag, id)
-        ) WITHOUT ROWID;
-        CREATE INDEX registration_tags_by_id ON registration_tags (app, id, tag);
-        CREATE TABLE reserved_ids (
-            app TEXT NOT NULL,
-            id TEXT NOT NULL,
-            expires_at REAL NOT NULL,
-            PRIMARY KEY (app, id)
-        ) WITHOUT ROWID;
-        CREATE TABLE handle_removals (
-            sequence INTEGER PRIMARY KEY AUTOINCREMENT,
-            app TEXT NOT NULL,
-            id TEXT NOT NULL,
-            platform TEXT NOT NULL,
-            handle TEXT NOT NULL,
-            outcome TEXT NOT NULL,
-            reason TEXT,
-            removed_at REAL NOT NULL
-        );
-        """,
-        """
-        CREATE TABLE secure_messages (
-            app TEXT NOT NULL,
-            id TEXT NOT NULL,
-            recipient TEXT NOT NULL,
-            sender TEXT NOT NULL,
-            payload TEXT NOT NULL,
-            created_at REAL NOT NULL,
-            expires_at REAL NOT NULL,
-            read INTEGER NOT NULL DEFAULT 0,
-            PRIMARY KEY (app, id)
-        ) WITHOUT ROWID;
-        CREATE INDEX secure_messages_by_expiry ON secure_messages (expires_at);
-        """,
-        // Reservations belong to the user who made them, so each user's can be capped.
-        """
-        ALTER TABLE reserved_ids ADD COLUMN owner TEXT NOT NULL DEFAULT '';
-        CREATE INDEX reserved_ids_by_owner ON reserved_ids (app, owner, expires_at);
-        CREATE INDEX reserved_ids_by_expiry ON reserved_ids (app, expires_at);
-        """,
-    ]
 
     private init(connection: SQLiteConnection, queue: DispatchQueue, reservationLifetime: Double) {
         self.connection = connection
@@ -105,27 +43,13 @@ public final class SQLiteRegistrationStore: RegistrationStore, SecureMessageStor
         return SQLiteRegistrationStore(connection: try result.get(), queue: queue, reservationLifetime: reservationLifetime)
     }
 
-    static func migrate(_ connection: SQLiteConnection) throws(StoreError) {
-        let current = try connection.userVersion
-        guard current <= migrations.count else {
-            throw StoreError(
-                .storage, "the database has schema version \(current), newer than this Pushgate understands (\(migrations.count))")
-        }
-        for version in current..<migrations.count {
-            try connection.transaction { () throws(StoreError) in
-                try connection.execute(migrations[version])
-                try connection.execute("PRAGMA user_version = \(version + 1)")
-            }
-        }
-    }
-
     /// The schema version of the open database.
     public func schemaVersion() async throws(StoreError) -> Int {
         try await run { connection throws(StoreError) in try connection.userVersion }
     }
 
     /// Runs `body` with the connection on the store's queue.
-    private func run<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws(StoreError) -> T) async throws(StoreError) -> T {
+    func run<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws(StoreError) -> T) async throws(StoreError) -> T {
         let connection = self.connection
         let result: Result<T, StoreError> = await withCheckedContinuation { continuation in
             queue.async {
@@ -370,55 +294,6 @@ public final class SQLiteRegistrationStore: RegistrationStore, SecureMessageStor
                         reason: statement.text(4), removedAt: Timestamp(secondsSinceEpoch: statement.double(5) ?? 0)))
             }
             return result
-        }
-    }
-
-    // MARK: Secure messages
-
-    public func storeSecureMessage(_ message: SecureMessage) async throws(StoreError) {
-        try await run { connection throws(StoreError) in
-            try connection.transaction { () throws(StoreError) in
-                try connection.prepare("DELETE FROM secure_messages WHERE expires_at <= ?").bind([
-                    .real(message.createdAt.secondsSinceEpoch)
-                ]).run()
-                try connection.prepare(
-                    "INSERT INTO secure_messages (app, id, recipient, sender, payload, created_at, expires_at, read) VALUES (?, ?, ?, ?, ?, ?, ?, 0)"
-                ).bind([
-                    .text(message.app.rawValue), .text(message.id), .text(message.recipient), .text(message.sender), .text(message.payload),
-                    .real(message.createdAt.secondsSinceEpoch), .real(message.expiresAt.secondsSinceEpoch),
-                ]).run()
-            }
-        }
-    }
-
-    /// Secure messages stored for `app` (expired ones included until pruned): for tests.
-    func secureMessageCount(app: AppID) async throws(StoreError) -> Int {
-        try await run { connection throws(StoreError) in
-            let statement = try connection.prepare("SELECT count(*) FROM secure_messages WHERE app = ?")
-            try statement.bind([.text(app.rawValue)])
-            return try statement.step() ? Int(statement.int64(0)) : 0
-        }
-    }
-
-    public func readSecureMessage(id: String, app: AppID, recipient: String, now: Timestamp) async throws(StoreError) -> SecureMessage? {
-        try await run { connection throws(StoreError) in
-            try connection.transaction { () throws(StoreError) -> SecureMessage? in
-                let values: [SQLiteValue] = [.text(app.rawValue), .text(id), .text(recipient), .real(now.secondsSinceEpoch)]
-                let statement = try connection.prepare(
-                    "SELECT sender, payload, created_at, expires_at, read FROM secure_messages WHERE app = ? AND id = ? AND recipient = ? AND expires_at > ?"
-                )
-                try statement.bind(values)
-                guard try statement.step() else { return nil }
-                let message = SecureMessage(
-                    id: id, app: app, recipient: recipient, sender: statement.text(0) ?? "", payload: statement.text(1) ?? "",
-                    createdAt: Timestamp(secondsSinceEpoch: statement.double(2) ?? 0),
-                    expiresAt: Timestamp(secondsSinceEpoch: statement.double(3) ?? 0),
-                    read: statement.int64(4) != 0)
-                try connection.prepare("UPDATE secure_messages SET read = 1 WHERE app = ? AND id = ?").bind([
-                    .text(app.rawValue), .text(id),
-                ]).run()
-                return message
-            }
         }
     }
 

@@ -1,0 +1,81 @@
+import Pushgate
+
+/// The versioned schema: each migration runs once, in its own transaction, and records its
+/// version in `PRAGMA user_version`.
+extension SQLiteRegistrationStore {
+    /// Schema migrations; index + 1 is the version each one produces.
+    static let migrations: [String] = [
+        """
+        CREATE TABLE registrations (
+            app TEXT NOT NULL,
+            id TEXT NOT NULL,
+            platform TEXT NOT NULL,
+            handle TEXT NOT NULL,
+            owner TEXT NOT NULL,
+            template TEXT,
+            expires_at REAL,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            PRIMARY KEY (app, id)
+        ) WITHOUT ROWID;
+        CREATE INDEX registrations_by_handle ON registrations (app, handle);
+        CREATE TABLE registration_tags (
+            app TEXT NOT NULL,
+            tag TEXT NOT NULL,
+            id TEXT NOT NULL,
+            PRIMARY KEY (app, tag, id)
+        ) WITHOUT ROWID;
+        CREATE INDEX registration_tags_by_id ON registration_tags (app, id, tag);
+        CREATE TABLE reserved_ids (
+            app TEXT NOT NULL,
+            id TEXT NOT NULL,
+            expires_at REAL NOT NULL,
+            PRIMARY KEY (app, id)
+        ) WITHOUT ROWID;
+        CREATE TABLE handle_removals (
+            sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+            app TEXT NOT NULL,
+            id TEXT NOT NULL,
+            platform TEXT NOT NULL,
+            handle TEXT NOT NULL,
+            outcome TEXT NOT NULL,
+            reason TEXT,
+            removed_at REAL NOT NULL
+        );
+        """,
+        """
+        CREATE TABLE secure_messages (
+            app TEXT NOT NULL,
+            id TEXT NOT NULL,
+            recipient TEXT NOT NULL,
+            sender TEXT NOT NULL,
+            payload TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            expires_at REAL NOT NULL,
+            read INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (app, id)
+        ) WITHOUT ROWID;
+        CREATE INDEX secure_messages_by_expiry ON secure_messages (expires_at);
+        """,
+        // Reservations belong to the user who made them, so each user's can be capped.
+        """
+        ALTER TABLE reserved_ids ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+        CREATE INDEX reserved_ids_by_owner ON reserved_ids (app, owner, expires_at);
+        CREATE INDEX reserved_ids_by_expiry ON reserved_ids (app, expires_at);
+        """,
+    ]
+
+    static func migrate(_ connection: SQLiteConnection) throws(StoreError) {
+        let current = try connection.userVersion
+        guard current <= migrations.count else {
+            throw StoreError(
+                .storage, "the database has schema version \(current), newer than this Pushgate understands (\(migrations.count))")
+        }
+        for version in current..<migrations.count {
+            try connection.transaction { () throws(StoreError) in
+                try connection.execute(migrations[version])
+                try connection.execute("PRAGMA user_version = \(version + 1)")
+            }
+        }
+    }
+}
