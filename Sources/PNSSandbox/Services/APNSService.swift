@@ -111,7 +111,7 @@ struct APNSService: SandboxHTTPResponder {
 
         // Payload.
         if request.body.isEmpty { return reject(400, "PayloadEmpty", apnsID: apnsID) }
-        let limit = pushType == "voip" ? PayloadLimit.apnsVoIPBytes : Platform.apns.maximumPayloadBytes
+        let limit = pushType == "voip" ? ServiceLimits.apnsVoIPPayloadBytes : ServiceLimits.apnsPayloadBytes
         if request.body.count > limit { return reject(413, "PayloadTooLarge", apnsID: apnsID) }
         guard let payload = try? JSONParser.parse(request.body), payload.objectMembers != nil else {
             return reject(400, SandboxAssumptions.apnsInvalidJSONReason, apnsID: apnsID)

@@ -34,7 +34,7 @@ extension GoogleService {
             return .text(400, "Missing \"to\" or \"registration_ids\" field")
         }
         if let data = root["data"], data.objectMembers == nil { return .text(400, "\"data\" field must be a JSON array") }
-        let tooBig = request.body.count - tokens.reduce(0) { $0 + $1.utf8.count } > Platform.gcm.maximumPayloadBytes
+        let tooBig = request.body.count - tokens.reduce(0) { $0 + $1.utf8.count } > ServiceLimits.gcmPayloadBytes
         var results: [String] = []
         var success = 0
         var canonical = 0

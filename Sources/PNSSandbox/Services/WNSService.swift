@@ -91,7 +91,7 @@ struct WNSService: SandboxHTTPResponder {
         if let status = request.header("X-WNS-RequestForStatus"), !["true", "false"].contains(status) {
             return reject(400, "X-WNS-RequestForStatus must be true or false")
         }
-        if request.body.count > Platform.wns.maximumPayloadBytes { return reject(413, "The notification payload exceeds 5000 bytes") }
+        if request.body.count > ServiceLimits.wnsPayloadBytes { return reject(413, "The notification payload exceeds 5000 bytes") }
         if let expected = Self.rootElements[type] {
             do {
                 let root = try XMLPayload.rootElementName(of: request.body)
