@@ -281,6 +281,18 @@ struct PushgateProcess {
             let dry = try await PushgateProcess.run(["registrations", "import", "--config", config, "--dry-run", exportPath])
             #expect(dry.status == 1)
 
+            // A repeated id, a byte that is not UTF-8, a 2 MiB line: each named, nothing written.
+            let good = try String(contentsOfFile: exportPath, encoding: .utf8).split(separator: "\n").map(String.init)[0]
+            var hostile = Data((good + "\n" + good + "\n").utf8)
+            hostile.append(contentsOf: Array(#"{"id":"0000000000000000000000000000000f","owner":"a"#.utf8) + [0xFF] + Array("\"}\n".utf8))
+            hostile.append(Data(String(repeating: "x", count: 2 << 20).utf8) + Data("\n".utf8))
+            try hostile.write(to: URL(fileURLWithPath: exportPath))
+            let hostileImport = try await PushgateProcess.run(["registrations", "import", "--config", config, exportPath])
+            #expect(hostileImport.status == 1)
+            #expect(hostileImport.stderr.contains("\(exportPath):2: id:") && hostileImport.stderr.contains("is a duplicate of line 1"))
+            #expect(hostileImport.stderr.contains("\(exportPath):3:52: invalid UTF-8: byte 0xFF"), "\(hostileImport.stderr)")
+            #expect(hostileImport.stderr.contains("\(exportPath):4: the line is 2097152 bytes; at most 1048576 are read"))
+
             let badExpression = try await PushgateProcess.run(["registrations", "list", "--config", config, "--tags", "a &&"])
             #expect(badExpression.status != 0 && badExpression.stderr.contains("tag expression"))
             let badID = try await PushgateProcess.run(["registrations", "show", "--config", config, "not-an-id!"])

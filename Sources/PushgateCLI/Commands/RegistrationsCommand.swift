@@ -162,9 +162,9 @@ struct RegistrationsCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Read registrations from JSON lines (an export) and write them, keeping their ids.",
             discussion: """
-                Every line is validated first (handles against the app's rules, tags, ids); if any is wrong, the \
-                errors are listed by line number and nothing is written. Existing registrations with the same id \
-                are replaced.
+                Every line is validated first (handles against the app's rules, tags, ids, UTF-8; no id twice; \
+                lines of at most 1 MiB); if any is wrong, the errors are listed by line number and nothing is \
+                written. Existing registrations with the same id are replaced.
                 """)
 
         @OptionGroup var options: ConfigOptions
@@ -175,25 +175,46 @@ struct RegistrationsCommand: AsyncParsableCommand {
         @Flag(help: "Validate only; write nothing.")
         var dryRun = false
 
+        /// Longest line read; a registration's line is a few KB at most.
+        static let maximumLineBytes = 1 << 20
+
         func run() async throws {
             let loaded = try options.load()
             let app = try options.selectedApp(in: loaded)
-            let text: String
+            let name = file == "-" ? "stdin" : file
+            let input: FileHandle
             if file == "-" {
-                text = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+                input = FileHandle.standardInput
             } else {
-                guard let data = FileManager.default.contents(atPath: file) else { throw CLIError("cannot read \(file)") }
-                text = String(decoding: data, as: UTF8.self)
+                guard let opened = FileHandle(forReadingAtPath: file) else { throw CLIError("cannot read \(file)") }
+                input = opened
             }
             var registrations: [Registration] = []
             var errors: [String] = []
-            for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-                let trimmed = line.trimmingCharacters(in: .whitespaces)
-                if trimmed.isEmpty { continue }
-                do {
-                    registrations.append(try Registration(jsonLine: trimmed, app: app.id, handles: app.configuration.handles))
-                } catch {
-                    errors.append("\(file == "-" ? "stdin" : file):\(index + 1): \(error.description)")
+            var firstLineOfID: [RegistrationID: Int] = [:]
+            for line in JSONLinesReader(input, maximumLineBytes: Self.maximumLineBytes) {
+                let location = "\(name):\(line.number)"
+                switch line.content {
+                case .tooLong(let bytes):
+                    errors.append("\(location): the line is \(bytes) bytes; at most \(Self.maximumLineBytes) are read")
+                case .invalidUTF8(let offset, let byte):
+                    errors.append(
+                        "\(location):\(offset + 1): invalid UTF-8: byte 0x\(String(byte, radix: 16, uppercase: true)) at byte \(offset + 1)"
+                    )
+                case .text(let text):
+                    let trimmed = text.trimmingCharacters(in: .whitespaces)
+                    if trimmed.isEmpty { continue }
+                    do {
+                        let registration = try Registration(jsonLine: trimmed, app: app.id, handles: app.configuration.handles)
+                        if let first = firstLineOfID[registration.id] {
+                            errors.append("\(location): id: \(registration.id) is a duplicate of line \(first)")
+                        } else {
+                            firstLineOfID[registration.id] = line.number
+                            registrations.append(registration)
+                        }
+                    } catch {
+                        errors.append("\(location): \(error.description)")
+                    }
                 }
             }
             if !errors.isEmpty {
