@@ -345,4 +345,24 @@ import Testing
             #expect((statuses[200] ?? 0) > 200, "\(statuses)")
         }
     }
+
+    /// Wave 1: 3,000 '(' or 4,000 '!' in `tags=` killed the process (stack overflow).
+    @Test func hostileTagExpressionsAreRefusedAndTheGatewayKeepsServing() async throws {
+        try await Self.running { local in
+            for expression in [
+                String(repeating: "(", count: 3_000), String(repeating: "!", count: 4_000) + "a",
+                String(repeating: "!", count: 1_500) + "a",
+            ] {
+                let encoded = expression.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+                for path in ["/api/notifications?pns=apns&tags=\(encoded)", "/api/registrations?tags=\(encoded)"] {
+                    let method = path.hasPrefix("/api/notifications") ? "POST" : "GET"
+                    let response = try await local.call(method, path, user: "admin", body: method == "POST" ? "\"hi\"" : "")
+                    #expect(response.status == 400, "\(path.prefix(60)): \(response.bodyText.prefix(200))")
+                    #expect(response.bodyText.contains("tag expression"), "\(response.bodyText.prefix(200))")
+                }
+            }
+            let health = try await local.call("GET", "/healthz", user: nil)
+            #expect(health.status == 200)
+        }
+    }
 }

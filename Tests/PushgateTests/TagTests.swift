@@ -130,4 +130,28 @@ import Testing
             return error.position == position && error.description.contains(message)
         }
     }
+
+    /// Wave 1's recursive parser overflowed the stack (SIGSEGV) on 3,000 '(' or 4,000 '!'.
+    @Test(arguments: [
+        (String(repeating: "(", count: 3_000) + "a" + String(repeating: ")", count: 3_000), "is 6001 characters long; the limit is 4096"),
+        (String(repeating: "(", count: 2_000), "deeper than 32 levels at position 33"),
+        (String(repeating: "!", count: 4_000) + "a", "deeper than 32 levels at position 33"),
+        (String(repeating: "!", count: 33) + "a", "deeper than 32 levels at position 33"),
+        (String(repeating: "a || ", count: 30_000) + "a", "characters long; the limit is 4096"),
+        ((0..<25).map { "t\($0)" }.joined(separator: " && "), "has 21 tags; the limit is 20"),
+    ])
+    func hostileExpressionsAreRefusedBeforeTheyCanExhaustTheStack(text: String, message: String) {
+        #expect {
+            try TagExpression(parsing: text)
+        } throws: { error in
+            (error as! TagExpressionError).description.contains(message)
+        }
+    }
+
+    @Test func expressionsAtTheLimitsAreAccepted() throws {
+        let nested = String(repeating: "!", count: 31) + "(a)"
+        #expect(try TagExpression(parsing: nested).tags.count == 1)
+        let twenty = (0..<20).map { "t\($0)" }.joined(separator: " || ")
+        #expect(try TagExpression(parsing: twenty).tags.count == 20)
+    }
 }

@@ -1,6 +1,9 @@
 extension TagExpression {
     /// Parses a tag expression. Precedence: `!` binds tightest, then `&&`, then `||`.
     public init(parsing text: String) throws(TagExpressionError) {
+        // Checked before anything else: the cost of a refusal does not grow with the input.
+        let length = text.utf8.count
+        guard length <= Self.maximumLength else { throw TagExpressionError(.tooLong(length), position: Self.maximumLength + 1) }
         var parser = TagExpressionParser(text: text)
         let expression = try parser.parseExpression()
         parser.skipSpaces()
@@ -31,6 +34,10 @@ private struct TagExpressionParser {
 
     let characters: [Character]
     var index = 0
+    /// Open `(` and `!` around the current position.
+    var depth = 0
+    /// Tags read so far: past the largest limit the rest is not parsed.
+    var tagCount = 0
 
     init(text: String) { characters = Array(text) }
 
@@ -101,7 +108,19 @@ private struct TagExpressionParser {
     mutating func parseUnary() throws(TagExpressionError) -> TagExpression {
         skipSpaces()
         let start = position
-        switch next() {
+        let token = next()
+        switch token {
+        case .not, .open:
+            depth += 1
+            if depth > TagExpression.maximumNesting { throw TagExpressionError(.tooDeep, position: start) }
+        default:
+            break
+        }
+        defer {
+            if case .not = token { depth -= 1 }
+            if case .open = token { depth -= 1 }
+        }
+        switch token {
         case .not:
             return .not(try parseUnary())
         case .open:
@@ -113,6 +132,11 @@ private struct TagExpressionParser {
             }
             return inner
         case .tag(let text, let tagPosition):
+            tagCount += 1
+            if tagCount > TagExpression.maximumTagsOrOnly {
+                throw TagExpressionError(
+                    .tooManyTags(tagCount, limit: TagExpression.maximumTagsOrOnly, orOnly: true), position: tagPosition)
+            }
             do {
                 return .tag(try Tag(text))
             } catch {

@@ -18,6 +18,12 @@ public indirect enum TagExpression: Sendable, Hashable, CustomStringConvertible 
     public static let maximumTagsOrOnly = 20
     /// Most tags in an expression that uses `&&` or `!`.
     public static let maximumTags = 6
+    /// Longest expression text, in characters: 20 tags of Notification Hubs' longest (120
+    /// characters) with operators fit; anything longer is refused before it is parsed.
+    public static let maximumLength = 4096
+    /// Deepest nesting of `(` and `!`, so that parsing, matching and translating an expression
+    /// (all recursive) stay far from the stack's end whatever a client sends.
+    public static let maximumNesting = 32
 
     /// An expression that matches a registration carrying any of `tags` (how the tutorial's array of
     /// tags is sent).
@@ -96,6 +102,8 @@ public struct TagExpressionError: PushgateInputError, Hashable {
         case unbalancedParenthesis
         case invalidTag(TagError)
         case tooManyTags(Int, limit: Int, orOnly: Bool)
+        case tooLong(Int)
+        case tooDeep
     }
 
     let code: Code
@@ -117,6 +125,10 @@ public struct TagExpressionError: PushgateInputError, Hashable {
             return "tag expression: '(' at position \(position) is never closed"
         case .invalidTag(let error):
             return "tag expression: at position \(position): \(error.description)"
+        case .tooLong(let length):
+            return "tag expression is \(length) characters long; the limit is \(TagExpression.maximumLength)"
+        case .tooDeep:
+            return "tag expression nests '(' and '!' deeper than \(TagExpression.maximumNesting) levels at position \(position)"
         case .tooManyTags(let count, let limit, let orOnly):
             return "tag expression has \(count) tags; the limit is \(limit) "
                 + (orOnly ? "for expressions using only ||" : "for expressions using && or !")
