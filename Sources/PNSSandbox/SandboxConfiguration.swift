@@ -48,7 +48,7 @@ public struct SandboxEndpoints: Sendable, Hashable, Codable {
     public let googleToken: String
     /// WNS OAuth token endpoint (`…/accesstoken.srf`).
     public let wnsToken: String
-    /// The host channel URIs point at (`127.0.0.1`).
+    /// The host and port channel URIs point at (`127.0.0.1:PORT`): a gateway allow-lists exactly this.
     public let wnsChannelHost: String
     /// WNS base URL channel URIs start with.
     public let wns: String

@@ -245,7 +245,7 @@ struct PushgateProcess {
             let shown = try await PushgateProcess.run(["registrations", "show", "--config", config, ids[0]])
             let registration = try Registration(
                 jsonLine: shown.stdout.trimmingCharacters(in: .newlines), app: .default,
-                handles: HandlePolicy(wnsChannelHosts: ["127.0.0.1"]))
+                handles: HandlePolicy(wnsChannelHosts: [local.sandbox.endpoints.wnsChannelHost]))
             #expect(registration.id.rawValue == ids[0] && registration.owner == "alice")
 
             // Export, delete two, import the export: everything is back, ids unchanged.

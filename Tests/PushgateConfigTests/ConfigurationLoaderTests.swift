@@ -140,7 +140,7 @@ struct ConfigFolder: ~Copyable {
             apnsEndpoint: "https://127.0.0.1:9001", apnsTopic: "com.example.app", apnsKeyID: "ABCDEFGHIJ", apnsTeamID: "KLMNOPQRST",
             fcmEndpoint: "https://127.0.0.1:9002", gcmEndpoint: "https://127.0.0.1:9002/fcm/send",
             wnsTokenEndpoint: "https://127.0.0.1:9003/accesstoken.srf",
-            wnsClientID: "ms-app://s-1", wnsChannelHost: "127.0.0.1",
+            wnsClientID: "ms-app://s-1", wnsChannelHost: "127.0.0.1:9003",
             files: ["ca": folder.path + "/ca.pem", "apnsKey": folder.path + "/k.p8"]
         ).write(to: folder.path)
         let loaded = try ConfigurationLoader.load(file: path)
@@ -148,7 +148,7 @@ struct ConfigFolder: ~Copyable {
         #expect(app.services.apns?.endpoint == "https://127.0.0.1:9001")
         #expect(app.services.apns?.caFile == folder.path + "/ca.pem")
         #expect(app.services.configuredPlatforms == Platform.allCases)
-        #expect(app.handles.wnsChannelHosts.contains("127.0.0.1"))
+        #expect(app.handles.wnsChannelHosts.contains("127.0.0.1:9003"))
         #expect(loaded.configuration.auth.demoPasswordEqualsName)
         #expect(loaded.defaultApp.templates["secure"]?[.wns]?.header("X-WNS-Type") == "wns/raw")
     }

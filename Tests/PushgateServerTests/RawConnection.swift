@@ -61,6 +61,21 @@ final class RawConnection: @unchecked Sendable {
         return (String(decoding: received, as: UTF8.self), false)
     }
 
+    /// Reads until what arrived contains `needle`, the peer closes, or `timeout` passes.
+    func read(until needle: String, timeout: Double) -> String {
+        var received: [UInt8] = []
+        let deadline = Date().addingTimeInterval(timeout)
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while Date() < deadline, !String(decoding: received, as: UTF8.self).contains(needle) {
+            var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, 100) > 0 else { continue }
+            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            if count <= 0 { break }
+            received += buffer[0..<count]
+        }
+        return String(decoding: received, as: UTF8.self)
+    }
+
     /// Runs blocking socket work on a new thread.
     static func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in

@@ -3,7 +3,7 @@ import Testing
 @testable import Pushgate
 
 @Suite struct DeviceHandleTests {
-    let policy = HandlePolicy(wnsChannelHosts: ["*.notify.windows.com", "127.0.0.1"])
+    let policy = HandlePolicy(wnsChannelHosts: ["*.notify.windows.com", "127.0.0.1:8443"])
     let apnsToken = String(repeating: "A1b2", count: 16)
 
     @Test func apnsTokensAreHexAndCanonicallyLowerCase() throws {
@@ -52,6 +52,39 @@ import Testing
         #expect(throws: HandleError.self) { try policy.validate("https://db3.notify.windows.com@evil.com/", for: .wns) }
         #expect(throws: HandleError.self) { try policy.validate("https://db3.notify.windows.com /x", for: .wns) }
         #expect(throws: HandleError.self) { try policy.validate("https://127.0.0.1:port/", for: .wns) }
+    }
+
+    /// Wave 1 accepted these, and with `127.0.0.1` allow-listed opened TLS to any port.
+    @Test(arguments: [
+        ("https://db3.notify.windows.com:8443/?token=x", "'db3.notify.windows.com:8443' is not on the allow-list"),
+        ("https://127.0.0.1:22/", "'127.0.0.1:22' is not on the allow-list"),
+        ("https://127.0.0.1/", "'127.0.0.1' is not on the allow-list"),
+        ("https://169.254.169.254/latest/meta-data", "'169.254.169.254' is not on the allow-list"),
+        ("https://[::1]:8443/", "is not on the allow-list"),
+        ("https://1.2.3.4.notify.windows.com/", "no error"),
+        ("https://db3.notify.windows.com./", "not a plain DNS name"),
+        ("https://db3%2enotify.windows.com/", "not a plain DNS name"),
+        ("https://user:pw@db3.notify.windows.com/", "user information"),
+        ("https://db3.notify.windows.com/#frag", "fragment"),
+        ("https://db3.notify.windows.com:0/", "not a number from 1 to 65535"),
+        ("https://db3.notify.windows.com:443:1/", "is not host[:port]"),
+    ])
+    func wnsChannelsOffTheAllowListOrOddlyEncodedAreRefused(uri: String, message: String) {
+        let outcome: String
+        do {
+            _ = try policy.validate(uri, for: .wns)
+            outcome = "no error"
+        } catch {
+            outcome = error.description
+        }
+        #expect(outcome.contains(message), "\(uri): \(outcome)")
+    }
+
+    @Test func channelURIsAreStoredInCanonicalForm() throws {
+        #expect(
+            try policy.validate("HTTPS://DB3.Notify.Windows.COM:443/?token=AbC", for: .wns).value
+                == "https://db3.notify.windows.com/?token=AbC")
+        #expect(try policy.validate("https://127.0.0.1:8443/wns/1", for: .wns).value == "https://127.0.0.1:8443/wns/1")
     }
 
     @Test func maskingHidesTheSecretPart() {

@@ -117,8 +117,8 @@ extension PushgateConfiguration {
         var configuration = AppConfiguration(id: id)
         if var handles = try app.object("handles") {
             if let hosts = try handles.stringArray("wnsChannelHosts") {
-                for host in hosts where host.isEmpty || host.contains("/") || host.contains(" ") {
-                    throw handles.error("'\(host)' is not a host name or *.domain pattern", key: "wnsChannelHosts")
+                for host in hosts where host.isEmpty || host.contains("/") || host.contains(" ") || host.contains("@") {
+                    throw handles.error("'\(host)' is not a host name, host:port or *.domain pattern", key: "wnsChannelHosts")
                 }
                 configuration.handles.wnsChannelHosts = hosts
             }

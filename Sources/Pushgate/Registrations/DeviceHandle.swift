@@ -33,8 +33,10 @@ public struct DeviceHandle: Sendable, Hashable, CustomStringConvertible, Codable
 /// The rules a handle must pass before it is stored: what each push service accepts, and which WNS
 /// hosts the gateway will ever POST to (it must never call an arbitrary URL a device registered).
 public struct HandlePolicy: Sendable, Hashable {
-    /// Hosts a WNS channel URI may point at. `*.example.com` matches any subdomain; an entry matches
-    /// any port. Default: `*.notify.windows.com`.
+    /// Hosts a WNS channel URI may point at. `*.example.com` matches any subdomain by DNS name;
+    /// `host` matches that host exactly. Only port 443 is allowed unless an entry names another
+    /// explicitly (`127.0.0.1:8443`, as the local sandbox does); an IP address is allowed only
+    /// when an entry names it exactly. Default: `*.notify.windows.com`.
     public var wnsChannelHosts: [String]
 
     public static let apnsTokenHexLength = 64...200
@@ -97,23 +99,48 @@ public struct HandlePolicy: Sendable, Hashable {
         guard text.lowercased().hasPrefix("https://") else { throw HandleError(.notHTTPS, platform: .wns) }
         let afterScheme = text.dropFirst("https://".count)
         let authority = afterScheme.prefix(while: { $0 != "/" && $0 != "?" && $0 != "#" })
+        let rest = afterScheme.dropFirst(authority.count)
         if authority.contains("@") { throw HandleError(.userInfo, platform: .wns) }
-        let host: Substring
-        if authority.hasPrefix("[") {
-            guard let close = authority.firstIndex(of: "]") else { throw HandleError(.malformed("unclosed '[' in host"), platform: .wns) }
-            host = authority[authority.index(after: authority.startIndex)..<close]
-        } else {
-            host = authority.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-        }
+        if rest.contains("#") { throw HandleError(.malformed("a fragment ('#') has no place in a channel URI"), platform: .wns) }
+        if authority.hasPrefix("[") { throw HandleError(.hostNotAllowed(String(authority), allowed: wnsChannelHosts), platform: .wns) }
+        let parts = authority.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count <= 2 else { throw HandleError(.malformed("'\(authority)' is not host[:port]"), platform: .wns) }
+        let host = parts[0].lowercased()
         if host.isEmpty { throw HandleError(.malformed("no host"), platform: .wns) }
-        if let portText = authority.split(separator: ":").dropFirst().last, !authority.hasPrefix("["), Int(portText) == nil {
-            throw HandleError(.malformed("port '\(portText)' is not a number"), platform: .wns)
+        guard host.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "." }), !host.hasPrefix("."), !host.hasSuffix("."),
+            !host.contains("..")
+        else {
+            throw HandleError(.malformed("host '\(host)' is not a plain DNS name (no %-encoding, no trailing dot)"), platform: .wns)
         }
-        let lowered = host.lowercased()
-        guard wnsChannelHosts.contains(where: { Self.host(lowered, matches: $0.lowercased()) }) else {
-            throw HandleError(.hostNotAllowed(lowered, allowed: wnsChannelHosts), platform: .wns)
+        var port = 443
+        if parts.count == 2 {
+            guard let number = Int(parts[1]), (1...65535).contains(number), parts[1].allSatisfy(\.isNumber) else {
+                throw HandleError(.malformed("port '\(parts[1])' is not a number from 1 to 65535"), platform: .wns)
+            }
+            port = number
         }
-        return text
+        guard wnsChannelHosts.contains(where: { Self.host(host, port: port, matches: $0.lowercased()) }) else {
+            throw HandleError(.hostNotAllowed(port == 443 ? host : "\(host):\(port)", allowed: wnsChannelHosts), platform: .wns)
+        }
+        // Canonical form: lower-case scheme and host, no default port.
+        return "https://" + host + (port == 443 ? "" : ":\(port)") + rest
+    }
+
+    /// Whether `host` on `port` is allowed by one allow-list entry.
+    static func host(_ host: String, port: Int, matches entry: String) -> Bool {
+        var pattern = Substring(entry)
+        var allowedPort = 443
+        if let colon = entry.lastIndex(of: ":"), let number = Int(entry[entry.index(after: colon)...]) {
+            pattern = entry[..<colon]
+            allowedPort = number
+        }
+        guard port == allowedPort else { return false }
+        if pattern.hasPrefix("*.") {
+            // By DNS name only: an IP address never matches a wildcard.
+            if host.allSatisfy({ $0.isNumber || $0 == "." }) { return false }
+            return Self.host(host, matches: String(pattern))
+        }
+        return host == pattern
     }
 
     static func host(_ host: String, matches pattern: String) -> Bool {
