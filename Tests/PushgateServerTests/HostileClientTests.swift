@@ -57,6 +57,7 @@ import Testing
         try await Self.running(adjusting: {
             $0.listener.headerTimeoutSeconds = 1
             $0.listener.bodyTimeoutSeconds = 1
+            $0.listener.bodyDeadlineSeconds = 2
             $0.listener.idleTimeoutSeconds = 2
         }) { local in
             let port = local.port
@@ -86,6 +87,14 @@ import Testing
                     "PUT /api/register/x HTTP/1.1\r\nHost: pushgate\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"Platfo"
                 )
                 timed("stalled body", stalled)
+                // A body dripped one byte every 400 ms: each read is within the body timeout, the
+                // whole body is not within its deadline.
+                let drip = try? RawConnection(port: port)
+                drip?.send(
+                    "PUT /api/register/x HTTP/1.1\r\nHost: pushgate\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n")
+                let dripStarted = Date()
+                while Date().timeIntervalSince(dripStarted) < 6, drip?.send("{") == true { Thread.sleep(forTimeInterval: 0.4) }
+                results["dripped body"] = ("", true, Date().timeIntervalSince(dripStarted))
                 // A chunked body that stops after one chunk.
                 let chunked = try? RawConnection(port: port)
                 chunked?.send("POST /api/notifications HTTP/1.1\r\nHost: pushgate\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n\"hell\r\n")
@@ -97,6 +106,8 @@ import Testing
             #expect(idle.closed && idle.seconds < 4, "idle keep-alive closed after \(idle.seconds) s")
             let trickle = try #require(results["trickle"])
             #expect(trickle.closed && trickle.seconds < 3, "trickled head closed after \(trickle.seconds) s")
+            let dripped = try #require(results["dripped body"])
+            #expect(dripped.seconds < 4, "a dripped body was read for \(dripped.seconds) s")
             for name in ["stalled body", "stalled chunked body"] {
                 let result = try #require(results[name])
                 #expect(result.closed && result.seconds < 3, "\(name) closed after \(result.seconds) s")

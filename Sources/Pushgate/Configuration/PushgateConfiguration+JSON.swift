@@ -27,12 +27,14 @@ extension PushgateConfiguration {
             listener.maximumBodyBytes = try object.int("maxBodyBytes", in: 1024...(64 << 20)) ?? listener.maximumBodyBytes
             listener.headerTimeoutSeconds = try object.int("headerTimeoutSeconds", in: 1...3600) ?? listener.headerTimeoutSeconds
             listener.bodyTimeoutSeconds = try object.int("bodyTimeoutSeconds", in: 1...3600) ?? listener.bodyTimeoutSeconds
+            listener.bodyDeadlineSeconds = try object.int("bodyDeadlineSeconds", in: 1...86400) ?? listener.bodyDeadlineSeconds
             listener.idleTimeoutSeconds = try object.int("idleTimeoutSeconds", in: 1...86400) ?? listener.idleTimeoutSeconds
             listener.maximumConnections = try object.int("maxConnections", in: 1...1_000_000) ?? listener.maximumConnections
             listener.shutdownDeadlineSeconds =
                 try object.int("shutdownDeadlineSeconds", in: 0...3600) ?? listener.shutdownDeadlineSeconds
             try object.finish(expected: [
-                "host", "port", "maxBodyBytes", "headerTimeoutSeconds", "bodyTimeoutSeconds", "idleTimeoutSeconds", "maxConnections",
+                "host", "port", "maxBodyBytes", "headerTimeoutSeconds", "bodyTimeoutSeconds", "bodyDeadlineSeconds", "idleTimeoutSeconds",
+                "maxConnections",
                 "shutdownDeadlineSeconds",
             ])
         }

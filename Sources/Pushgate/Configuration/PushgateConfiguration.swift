@@ -43,6 +43,8 @@ public struct ListenerConfiguration: Sendable, Hashable {
     /// A request body that stalls this long between two reads is cut off (the connection is
     /// closed). Default 30.
     public var bodyTimeoutSeconds: Int
+    /// A whole request body must arrive within this long of its head. Default 60.
+    public var bodyDeadlineSeconds: Int
     /// A keep-alive connection with no request for this long is closed. Default 60.
     public var idleTimeoutSeconds: Int
     /// Open connections at most. When full, a new connection displaces the oldest one that has
@@ -55,13 +57,15 @@ public struct ListenerConfiguration: Sendable, Hashable {
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, maximumBodyBytes: Int = 65536, headerTimeoutSeconds: Int = 10,
-        bodyTimeoutSeconds: Int = 30, idleTimeoutSeconds: Int = 60, maximumConnections: Int = 4096, shutdownDeadlineSeconds: Int = 10
+        bodyTimeoutSeconds: Int = 30, bodyDeadlineSeconds: Int = 60, idleTimeoutSeconds: Int = 60, maximumConnections: Int = 4096,
+        shutdownDeadlineSeconds: Int = 10
     ) {
         self.host = host
         self.port = port
         self.maximumBodyBytes = maximumBodyBytes
         self.headerTimeoutSeconds = headerTimeoutSeconds
         self.bodyTimeoutSeconds = bodyTimeoutSeconds
+        self.bodyDeadlineSeconds = bodyDeadlineSeconds
         self.idleTimeoutSeconds = idleTimeoutSeconds
         self.maximumConnections = maximumConnections
         self.shutdownDeadlineSeconds = shutdownDeadlineSeconds

@@ -55,6 +55,7 @@ public struct GatewayServer: Sendable {
         let connections = ConnectionRegistry(
             limits: ConnectionLimits(
                 headerTimeout: .seconds(Int64(listener.headerTimeoutSeconds)), bodyTimeout: .seconds(Int64(listener.bodyTimeoutSeconds)),
+                bodyDeadline: .seconds(Int64(listener.bodyDeadlineSeconds)),
                 idleTimeout: .seconds(Int64(listener.idleTimeoutSeconds)), maximumConnections: listener.maximumConnections))
         let application = Application(
             responder: router.buildResponder(),

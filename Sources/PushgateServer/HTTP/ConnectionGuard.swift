@@ -12,14 +12,20 @@ public struct ConnectionLimits: Sendable, Hashable {
     public var headerTimeout: TimeAmount
     /// A request body may pause this long between two reads.
     public var bodyTimeout: TimeAmount
+    /// A whole request body must arrive within this long of its head (a body dripping one byte
+    /// just inside ``bodyTimeout`` would otherwise never end).
+    public var bodyDeadline: TimeAmount
     /// A keep-alive connection with no request for this long is closed.
     public var idleTimeout: TimeAmount
     /// Open connections at most.
     public var maximumConnections: Int
 
-    public init(headerTimeout: TimeAmount, bodyTimeout: TimeAmount, idleTimeout: TimeAmount, maximumConnections: Int) {
+    public init(
+        headerTimeout: TimeAmount, bodyTimeout: TimeAmount, bodyDeadline: TimeAmount, idleTimeout: TimeAmount, maximumConnections: Int
+    ) {
         self.headerTimeout = headerTimeout
         self.bodyTimeout = bodyTimeout
+        self.bodyDeadline = bodyDeadline
         self.idleTimeout = idleTimeout
         self.maximumConnections = maximumConnections
     }
@@ -122,6 +128,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler, @unc
     private let registry: ConnectionRegistry
     private var phase = Phase.awaitingHead
     private var timer: Scheduled<Void>?
+    private var bodyDeadlineTimer: Scheduled<Void>?
     private var admitted = false
     private var closeAfterResponse = false
 
@@ -149,12 +156,14 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler, @unc
 
     func channelInactive(context: ChannelHandlerContext) {
         timer?.cancel()
+        bodyDeadlineTimer?.cancel()
         registry.remove(context.channel)
         context.fireChannelInactive()
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
         timer?.cancel()
+        bodyDeadlineTimer?.cancel()
         registry.remove(context.channel)
     }
 
@@ -164,12 +173,16 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler, @unc
             registry.headReceived(context.channel)
             phase = .readingBody
             arm(context, after: registry.limits.bodyTimeout)
+            bodyDeadlineTimer?.cancel()
+            bodyDeadlineTimer = Self.schedule(context, after: registry.limits.bodyDeadline, registry: registry)
         case .body:
             if phase == .readingBody { arm(context, after: registry.limits.bodyTimeout) }
         case .end:
             phase = .responding
             timer?.cancel()
             timer = nil
+            bodyDeadlineTimer?.cancel()
+            bodyDeadlineTimer = nil
         }
         context.fireChannelRead(data)
     }
@@ -198,9 +211,13 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler, @unc
 
     private func arm(_ context: ChannelHandlerContext, after delay: TimeAmount) {
         timer?.cancel()
+        timer = Self.schedule(context, after: delay, registry: registry)
+    }
+
+    private static func schedule(_ context: ChannelHandlerContext, after delay: TimeAmount, registry: ConnectionRegistry) -> Scheduled<Void>
+    {
         let channel = context.channel
-        let registry = self.registry
-        timer = context.eventLoop.scheduleTask(in: delay) {
+        return context.eventLoop.scheduleTask(in: delay) {
             registry.timedOut()
             channel.close(promise: nil)
         }
