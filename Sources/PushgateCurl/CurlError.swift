@@ -41,11 +41,6 @@ public struct CurlError: Error, Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    /// A local error carrying `message` (for tests and wrappers).
-    public init(testFailure message: String) {
-        self.init(local: message)
-    }
-
     init(local message: String) {
         self.code = -1
         self.message = message

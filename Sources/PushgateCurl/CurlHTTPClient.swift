@@ -21,9 +21,15 @@ public final class CurlHTTPClient: @unchecked Sendable {
 
     private let multi: UnsafeMutableRawPointer
     private let shared = Mutex(SharedState())
-    private let stopped = Mutex<CheckedContinuation<Void, Never>?>(nil)
-    private let loopFinished = Mutex(false)
+    /// Whether the loop has freed everything, and the `shutdown()` callers waiting for it: every
+    /// caller is resumed exactly once, however many call at once.
+    private let stopping = Mutex(StopState())
     private var thread: Thread?
+
+    private struct StopState {
+        var finished = false
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
 
     private struct SharedState {
         var submissions: [Transfer] = []
@@ -117,12 +123,10 @@ public final class CurlHTTPClient: @unchecked Sendable {
     /// Stops accepting requests, fails every request still in flight with a shutdown error (each
     /// caller resumed exactly once), and waits for the loop thread to free every handle.
     public func shutdown() async {
-        let alreadyFinished = loopFinished.withLock { $0 }
-        if alreadyFinished { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let finished = loopFinished.withLock { finished -> Bool in
-                if !finished { stopped.withLock { $0 = continuation } }
-                return finished
+            let finished = stopping.withLock { state -> Bool in
+                if !state.finished { state.waiters.append(continuation) }
+                return state.finished
             }
             if finished {
                 continuation.resume()
@@ -169,7 +173,12 @@ public final class CurlHTTPClient: @unchecked Sendable {
                         handle = try Transfer.makeHandle(configuration: configuration)
                     }
                     let easy = try transfer.start(on: handle)
-                    curl_multi_add_handle(multi, easy)
+                    let added = curl_multi_add_handle(multi, easy)
+                    guard added == CURLM_OK else {
+                        // curl refused the transfer: its caller gets the typed error now rather
+                        // than waiting for ever for an answer that cannot come.
+                        throw CurlError(multi: added)
+                    }
                     active[transfer.id] = transfer
                     byHandle[easy] = transfer.id
                 } catch {
@@ -226,14 +235,12 @@ public final class CurlHTTPClient: @unchecked Sendable {
                 for easy in pool { curl_easy_cleanup(easy) }
                 pool.removeAll()
                 curl_multi_cleanup(multi)
-                let continuation = loopFinished.withLock { finished -> CheckedContinuation<Void, Never>? in
-                    finished = true
-                    return stopped.withLock { value in
-                        defer { value = nil }
-                        return value
-                    }
+                let waiters = stopping.withLock { state -> [CheckedContinuation<Void, Never>] in
+                    state.finished = true
+                    defer { state.waiters.removeAll() }
+                    return state.waiters
                 }
-                continuation?.resume()
+                for waiter in waiters { waiter.resume() }
                 return
             }
 

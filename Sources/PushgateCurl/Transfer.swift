@@ -21,7 +21,12 @@ final class Transfer: @unchecked Sendable {
     private(set) var easy: UnsafeMutableRawPointer?
     private var headerList: UnsafeMutablePointer<curl_slist>?
     private var bodyCopy: UnsafeMutableBufferPointer<UInt8>?
-    private var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+    /// libcurl's error text for this transfer (CURLOPT_ERRORBUFFER). Invariant: a stable
+    /// allocation owned by the transfer, handed to curl in ``start(on:)`` and taken back in
+    /// ``cleanUp(returning:)`` before the easy handle goes back to the pool, so curl never holds
+    /// it after this object is gone (an array's storage, as wave 1 passed, is only valid inside
+    /// `withUnsafeMutableBufferPointer` and may move).
+    private let errorBuffer: UnsafeMutablePointer<CChar>
     var responseBody: [UInt8] = []
     var responseHeaders: [(name: String, value: String)] = []
 
@@ -33,6 +38,12 @@ final class Transfer: @unchecked Sendable {
         self.request = request
         self.onBody = onBody
         self.completion = completion
+        errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+    }
+
+    deinit {
+        errorBuffer.deallocate()
     }
 
     func finish(_ result: Result<CurlResponse, CurlError>) {
@@ -63,10 +74,8 @@ final class Transfer: @unchecked Sendable {
             if code != CURLE_OK { throw CurlError(code) }
         }
         try set(CURLOPT_URL, request.url)
-        errorBuffer.withUnsafeMutableBufferPointer { buffer in
-            buffer[0] = 0
-            _ = pushgate_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, buffer.baseAddress)
-        }
+        errorBuffer[0] = 0
+        _ = pushgate_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, UnsafeMutableRawPointer(errorBuffer))
         switch request.method {
         case "GET":
             try set(CURLOPT_CUSTOMREQUEST, nil)
@@ -138,7 +147,7 @@ final class Transfer: @unchecked Sendable {
     func complete(code: CURLcode) {
         guard let easy else { return }
         guard code == CURLE_OK else {
-            let detail = errorBuffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+            let detail = String(cString: errorBuffer)
             finish(.failure(CurlError(code, detail: detail)))
             return
         }
@@ -159,6 +168,7 @@ final class Transfer: @unchecked Sendable {
     /// `curl_easy_cleanup` when nil). Loop thread only, after removal from the multi handle.
     func cleanUp(returning: ((UnsafeMutableRawPointer) -> Void)? = nil) {
         if let easy {
+            _ = pushgate_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, nil)
             if let returning { returning(easy) } else { curl_easy_cleanup(easy) }
         }
         easy = nil

@@ -2,10 +2,10 @@ import Foundation
 import JWTKit
 import Logging
 import Pushgate
-import PushgateCurl
 import Testing
 
 @testable import PNSSandbox
+@testable import PushgateCurl
 
 /// A running sandbox, its files in a temporary folder, and a libcurl client that trusts its CA.
 struct SandboxFixture {
@@ -127,7 +127,7 @@ extension SandboxFixture {
 }
 
 extension CurlError {
-    static func unexpected(_ message: String) -> CurlError { CurlError(testFailure: message) }
+    static func unexpected(_ message: String) -> CurlError { CurlError(local: message) }
 }
 
 extension CurlResponse {
