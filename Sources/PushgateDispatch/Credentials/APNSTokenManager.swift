@@ -14,6 +14,10 @@ public actor APNSTokenManager {
     private let keys: JWTKeyCollection
     private let clock: any DispatchClock
     private var current: (token: String, issuedAt: Double)?
+    /// The signing in progress: callers arriving meanwhile await it instead of signing again
+    /// (the actor is re-entrant at `await`, and each extra token would be one more update
+    /// APNs counts against `TooManyProviderTokenUpdates`).
+    private var inFlight: Task<String, any Error>?
     /// How many tokens were generated (diagnostics and tests).
     public private(set) var generatedCount = 0
 
@@ -44,9 +48,14 @@ public actor APNSTokenManager {
     }
 
     private func generate(now: Double) async throws -> String {
+        if let inFlight { return try await inFlight.value }
         let issuedAt = now.rounded(.down)
         let claims = ProviderClaims(iss: teamID, iat: IssuedAtClaim(value: Date(timeIntervalSince1970: issuedAt)))
-        let token = try await keys.sign(claims, kid: JWKIdentifier(string: keyID))
+        let (keys, keyID) = (self.keys, self.keyID)
+        let task = Task<String, any Error> { try await keys.sign(claims, kid: JWKIdentifier(string: keyID)) }
+        inFlight = task
+        defer { inFlight = nil }
+        let token = try await task.value
         current = (token, issuedAt)
         generatedCount += 1
         return token

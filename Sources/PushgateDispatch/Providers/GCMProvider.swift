@@ -63,7 +63,11 @@ public final class GCMProvider: PushProvider {
                 do {
                     try await clock.sleep(seconds: retryDelay)
                 } catch {
-                    for index in pending { final[index] = verdicts[0] }
+                    // Cancelled while waiting to retry: each pending target is abandoned on its
+                    // own account (wave 1 gave them verdicts[0], possibly another token's Success).
+                    for index in pending {
+                        final[index] = .transportFailure(.cancelled, detail: "cancelled while waiting to retry")
+                    }
                     pending = []
                 }
             }
