@@ -1,3 +1,5 @@
+import Pushgate
+
 /// How a ``PushSandbox`` runs. Ports default to 0: the operating system picks free ones.
 public struct SandboxConfiguration: Sendable {
     /// The address every listener binds to. Default `127.0.0.1`.
@@ -17,12 +19,12 @@ public struct SandboxConfiguration: Sendable {
     /// with load and is UNCONFIRMED).
     public var apnsMaximumConcurrentStreams: Int
     /// Where the sandbox reads the time.
-    public var clock: any SandboxClock
+    public var clock: any PushgateClock
 
     public init(
         host: String = "127.0.0.1", apnsPort: Int = 0, googlePort: Int = 0, wnsPort: Int = 0, controlPort: Int = 0,
         apnsTopic: String = "com.example.pushgate", fcmProjectID: String = "pushgate-sandbox",
-        apnsMaximumConcurrentStreams: Int = 1000, clock: any SandboxClock = SystemSandboxClock()
+        apnsMaximumConcurrentStreams: Int = 1000, clock: any PushgateClock = SystemClock()
     ) {
         self.host = host
         self.apnsPort = apnsPort

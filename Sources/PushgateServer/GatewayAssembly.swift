@@ -9,7 +9,7 @@ public enum GatewayAssembly {
     /// Providers for every configured service of `app`. Secrets are read through `secrets`;
     /// errors name the service and the secret's source, never its value.
     public static func providers(
-        for app: LoadedApp, secrets: SecretResolver, policy: RetryPolicy = RetryPolicy(), clock: any DispatchClock = SystemDispatchClock()
+        for app: LoadedApp, secrets: SecretResolver, policy: RetryPolicy = RetryPolicy(), clock: any PushgateClock = SystemClock()
     ) async throws -> [any PushProvider] {
         let services = app.configuration.services
         let baseDirectory = secrets.baseDirectory

@@ -50,7 +50,7 @@ import Testing
             #expect(reason(try await client.execute(fixture.apnsRequest(token: device.handle, jwt: wrongTeam))) == "InvalidProviderToken")
             #expect(reason(try await client.execute(fixture.apnsRequest(token: device.handle, jwt: "not.a.jwt"))) == "InvalidProviderToken")
 
-            let stale = try await fixture.providerToken(issuedAt: fixture.clock.now() - 3601)
+            let stale = try await fixture.providerToken(issuedAt: fixture.clock.now.secondsSinceEpoch - 3601)
             response = try await client.execute(fixture.apnsRequest(token: device.handle, jwt: stale))
             #expect(response.status == 403)
             #expect(reason(response) == "ExpiredProviderToken")
@@ -163,7 +163,7 @@ import Testing
             var response = try await client.execute(fixture.apnsRequest(token: uninstalled.handle, jwt: jwt))
             #expect(response.status == 410)
             #expect(reason(response) == "Unregistered")
-            #expect(response.json?["timestamp"]?.kind == .number(String(Int64(fixture.clock.now() * 1000))))
+            #expect(response.json?["timestamp"]?.kind == .number(String(Int64(fixture.clock.now.secondsSinceEpoch * 1000))))
 
             let expired = await fixture.sandbox.createDevice(.apns)
             await fixture.sandbox.state.setStatus(.expired, deviceID: expired.id)

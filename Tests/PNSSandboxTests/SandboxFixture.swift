@@ -12,10 +12,10 @@ struct SandboxFixture {
     let sandbox: PushSandbox
     let directory: String
     let files: [String: String]
-    let clock: ManualSandboxClock
+    let clock: ManualClock
 
     static func start(apnsMaximumConcurrentStreams: Int = 1000) async throws -> SandboxFixture {
-        let clock = ManualSandboxClock(now: Date().timeIntervalSince1970)
+        let clock = ManualClock()
         var logger = Logger(label: "test.sandbox")
         logger.logLevel = ProcessInfo.processInfo.environment["PUSHGATE_SANDBOX_DEBUG"] == "1" ? .debug : .warning
         let sandbox = try await PushSandbox.start(
@@ -41,7 +41,8 @@ struct SandboxFixture {
         let kid = JWKIdentifier(string: keyID ?? credentials.apnsKeyID)
         await keys.add(ecdsa: try ES256PrivateKey(pem: pem ?? credentials.apnsPrivateKeyPEM), kid: kid)
         let claims = APNSProviderClaims(
-            iss: teamID ?? credentials.apnsTeamID, iat: IssuedAtClaim(value: Date(timeIntervalSince1970: issuedAt ?? clock.now())))
+            iss: teamID ?? credentials.apnsTeamID,
+            iat: IssuedAtClaim(value: Date(timeIntervalSince1970: issuedAt ?? clock.now.secondsSinceEpoch)))
         return try await keys.sign(claims, kid: kid)
     }
 
@@ -89,7 +90,7 @@ extension SandboxFixture {
         let credentials = sandbox.credentials
         let keys = JWTKeyCollection()
         await keys.add(rsa: try Insecure.RSA.PrivateKey(pem: pem ?? credentials.fcmPrivateKeyPEM), digestAlgorithm: .sha256)
-        let now = Date(timeIntervalSince1970: clock.now())
+        let now = Date(timeIntervalSince1970: clock.now.secondsSinceEpoch)
         let claims = GoogleAssertionClaims(
             iss: issuer ?? credentials.fcmClientEmail, scope: scope, aud: audience ?? sandbox.endpoints.googleToken,
             iat: IssuedAtClaim(value: now), exp: ExpirationClaim(value: now.addingTimeInterval(lifetime)))

@@ -13,7 +13,7 @@ import Testing
         let credentials = try SandboxCredentials(topic: "com.example.app", projectID: "project")
         let manager = try await APNSTokenManager(
             keyID: credentials.apnsKeyID, teamID: credentials.apnsTeamID, privateKeyPEM: credentials.apnsPrivateKeyPEM,
-            clock: ManualDispatchClock())
+            clock: ManualClock())
         let tokens = try await withThrowingTaskGroup(of: String.self) { group in
             for _ in 0..<100 { group.addTask { try await manager.token() } }
             return try await group.reduce(into: Set<String>()) { $0.insert($1) }
@@ -40,7 +40,7 @@ import Testing
         }
         let provider = GCMProvider(
             endpoint: "https://fcm.example/fcm/send", serverKey: "key", transport: transport,
-            policy: RetryPolicy(maximumAttempts: 4, initialBackoffSeconds: 30, jitter: 0), clock: SystemDispatchClock())
+            policy: RetryPolicy(maximumAttempts: 4, initialBackoffSeconds: 30, jitter: 0), clock: SystemClock())
         let targets = try [1, 2].map {
             DispatchTarget(
                 registrationID: try RegistrationID(String(format: "%032x", $0)),

@@ -11,8 +11,8 @@ struct DispatchFixture {
     let sandbox: PushSandbox
     let directory: String
     let files: [String: String]
-    let clock: ManualDispatchClock
-    let sandboxClock: ManualSandboxClock
+    let clock: ManualClock
+    let sandboxClock: ManualClock
     let apns: APNSProvider
     let apnsTokens: APNSTokenManager
     let fcm: FCMProvider
@@ -23,11 +23,11 @@ struct DispatchFixture {
         policy: RetryPolicy = RetryPolicy(maximumAttempts: 3, initialBackoffSeconds: 0.05, jitter: 0)
     ) async throws -> DispatchFixture {
         let now = Date().timeIntervalSince1970
-        let sandboxClock = ManualSandboxClock(now: now)
+        let sandboxClock = ManualClock(secondsSinceEpoch: now)
         let sandbox = try await PushSandbox.start(configuration: SandboxConfiguration(clock: sandboxClock))
         let directory = NSTemporaryDirectory() + "pushgate-dispatch-" + UUID().uuidString
         let files = try sandbox.writeGatewayFiles(to: directory)
-        let clock = ManualDispatchClock(now: now)
+        let clock = ManualClock(secondsSinceEpoch: now)
         let credentials = sandbox.credentials
         let ca = files["ca"]
         func transport(_ version: CurlHTTPClientConfiguration.HTTPVersion, connections: Int = 1) throws -> CurlPushTransport {

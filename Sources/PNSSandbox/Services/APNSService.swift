@@ -127,14 +127,14 @@ struct APNSService: SandboxHTTPResponder {
         await state.deliver(
             ReceivedNotification(
                 platform: .apns, deviceID: device.id, messageID: apnsID, headers: kept,
-                payload: String(decoding: request.body, as: UTF8.self), receivedAt: state.clock.now()))
+                payload: String(decoding: request.body, as: UTF8.self), receivedAt: state.clock.now.secondsSinceEpoch))
         return SandboxHTTPResponse(status: 200, headers: [HTTPHeader(name: "apns-id", value: apnsID)])
     }
 
     /// Checks a provider token as APNs does: each distinct token is verified once and its verdict
     /// cached; an accepted token stays valid until its `iat` is an hour old.
     private func verifyProviderToken(_ jwt: String) async -> (status: Int, reason: String)? {
-        let now = state.clock.now()
+        let now = state.clock.now.secondsSinceEpoch
         if let cached = await state.providerTokenVerdict(jwt) {
             if let reason = cached { return (reason == "TooManyProviderTokenUpdates" ? 429 : 403, reason) }
             if let issuedAt = Self.issuedAt(jwt), now - issuedAt > SandboxAssumptions.apnsProviderTokenLifetimeSeconds {

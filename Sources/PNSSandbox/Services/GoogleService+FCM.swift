@@ -99,7 +99,7 @@ extension GoogleService {
                 ReceivedNotification(
                     platform: .fcm, deviceID: device.id, messageID: name,
                     headers: request.headers.filter { $0.name.lowercased() == "content-type" },
-                    payload: String(decoding: request.body, as: UTF8.self), receivedAt: state.clock.now()))
+                    payload: String(decoding: request.body, as: UTF8.self), receivedAt: state.clock.now.secondsSinceEpoch))
             return .json(200, #"{"name":"\#(name)"}"#)
         }
         return .json(200, #"{"name":"projects/\#(project)/messages/fake_message_id"}"#)

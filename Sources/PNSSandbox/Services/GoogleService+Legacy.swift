@@ -55,7 +55,7 @@ extension GoogleService {
                         ReceivedNotification(
                             platform: .gcm, deviceID: device.id, messageID: messageID,
                             headers: request.headers.filter { $0.name.lowercased() == "content-type" },
-                            payload: String(decoding: request.body, as: UTF8.self), receivedAt: state.clock.now()))
+                            payload: String(decoding: request.body, as: UTF8.self), receivedAt: state.clock.now.secondsSinceEpoch))
                     success += 1
                     if let replacement = device.canonicalHandle, replacement != token {
                         canonical += 1

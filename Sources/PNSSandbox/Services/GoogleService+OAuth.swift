@@ -27,7 +27,7 @@ extension GoogleService {
         } catch {
             return oauthError("invalid_grant", SandboxAssumptions.invalidGrantDescription)
         }
-        let now = state.clock.now()
+        let now = state.clock.now.secondsSinceEpoch
         let issuedAt = claims.iat.value.timeIntervalSince1970
         let expiresAt = claims.exp.value.timeIntervalSince1970
         guard claims.iss == credentials.fcmClientEmail else { return oauthError("invalid_grant", "Invalid issuer: \(claims.iss)") }

@@ -112,7 +112,7 @@ struct WNSService: SandboxHTTPResponder {
         await state.deliver(
             ReceivedNotification(
                 platform: .wns, deviceID: device.id, messageID: messageID, headers: kept,
-                payload: String(decoding: request.body, as: UTF8.self), receivedAt: state.clock.now()))
+                payload: String(decoding: request.body, as: UTF8.self), receivedAt: state.clock.now.secondsSinceEpoch))
         var headers = [
             HTTPHeader(name: "X-WNS-Status", value: "received"), HTTPHeader(name: "X-WNS-Msg-ID", value: messageID),
             HTTPHeader(name: "X-WNS-Debug-Trace", value: "SANDBOX\(Int.random(in: 1000...9999))"),

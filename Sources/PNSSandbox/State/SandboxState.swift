@@ -20,9 +20,9 @@ public actor SandboxState {
     /// Counts of requests answered per service and status, for tests and the control API.
     private(set) var answered: [String: Int] = [:]
 
-    let clock: any SandboxClock
+    let clock: any PushgateClock
 
-    init(clock: any SandboxClock) { self.clock = clock }
+    init(clock: any PushgateClock) { self.clock = clock }
 
     // MARK: Devices
 
@@ -50,7 +50,7 @@ public actor SandboxState {
     public func setStatus(_ status: SandboxDevice.Status, deviceID: String) -> SandboxDevice? {
         guard var device = devices[deviceID] else { return nil }
         device.status = status
-        device.goneAtMilliseconds = status == .active ? nil : Int64(clock.now() * 1000)
+        device.goneAtMilliseconds = status == .active ? nil : Int64(clock.now.secondsSinceEpoch * 1000)
         devices[deviceID] = device
         return device
     }
@@ -121,14 +121,14 @@ public actor SandboxState {
 
     func issueAccessToken(prefix: String, lifetime: Double) -> String {
         let token = prefix + SandboxCredentials.randomToken(64)
-        accessTokens[token] = clock.now() + lifetime
+        accessTokens[token] = clock.now.secondsSinceEpoch + lifetime
         return token
     }
 
     /// Whether `token` was issued here and has not expired.
     func isAccessTokenValid(_ token: String) -> Bool {
         guard let expiry = accessTokens[token] else { return false }
-        return clock.now() < expiry
+        return clock.now.secondsSinceEpoch < expiry
     }
 
     /// Forgets every access token (forces the gateway to refresh).

@@ -44,7 +44,7 @@ struct BenchCommand: AsyncParsableCommand {
                 configuration: .init(caFile: caFile, maximumConnectionsPerHost: connections, maximumStreamsPerConnection: streams),
                 pools: pools)
             let provider = APNSProvider(
-                endpoint: url, topic: "com.example.bench", tokens: nil, transport: transport, policy: .none, clock: SystemDispatchClock(),
+                endpoint: url, topic: "com.example.bench", tokens: nil, transport: transport, policy: .none, clock: SystemClock(),
                 maximumInFlight: pools * connections * streams * 2)
             let payload = try PlatformTemplate(
                 platform: .apns, template: try Template(json: #"{"aps":{"alert":"{'From ' + $(user) + ': ' + $(message)}"}}"#),

@@ -12,7 +12,7 @@ public actor APNSTokenManager {
     private let keyID: String
     private let teamID: String
     private let keys: JWTKeyCollection
-    private let clock: any DispatchClock
+    private let clock: any PushgateClock
     private var current: (token: String, issuedAt: Double)?
     /// The signing in progress: callers arriving meanwhile await it instead of signing again
     /// (the actor is re-entrant at `await`, and each extra token would be one more update
@@ -22,7 +22,7 @@ public actor APNSTokenManager {
     public private(set) var generatedCount = 0
 
     /// - Parameter privateKeyPEM: the `.p8` key (PKCS#8 PEM).
-    public init(keyID: String, teamID: String, privateKeyPEM: String, clock: any DispatchClock) async throws {
+    public init(keyID: String, teamID: String, privateKeyPEM: String, clock: any PushgateClock) async throws {
         self.keyID = keyID
         self.teamID = teamID
         self.clock = clock
@@ -32,7 +32,7 @@ public actor APNSTokenManager {
 
     /// The token to send now.
     public func token() async throws -> String {
-        let now = clock.now()
+        let now = clock.now.secondsSinceEpoch
         if let current, now - current.issuedAt < Self.refreshAge { return current.token }
         return try await generate(now: now)
     }
@@ -40,7 +40,7 @@ public actor APNSTokenManager {
     /// APNs refused `token` as expired or invalid: returns a fresh token, unless `token` was already
     /// replaced (another request refreshed first) or the current one is younger than 20 minutes.
     public func refresh(after token: String) async throws -> String {
-        let now = clock.now()
+        let now = clock.now.secondsSinceEpoch
         if let current {
             if current.token != token || now - current.issuedAt < Self.minimumRefreshInterval { return current.token }
         }

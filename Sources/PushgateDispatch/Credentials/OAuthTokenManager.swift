@@ -7,26 +7,26 @@ public actor OAuthTokenManager {
     public typealias Fetch = @Sendable () async throws -> (token: String, expiresIn: Double)
 
     private let fetch: Fetch
-    private let clock: any DispatchClock
+    private let clock: any PushgateClock
     private var current: (token: String, expiresAt: Double)?
     private var inFlight: Task<String, any Error>?
     /// How many tokens were fetched (diagnostics and tests).
     public private(set) var fetchCount = 0
 
-    public init(clock: any DispatchClock, fetch: @escaping Fetch) {
+    public init(clock: any PushgateClock, fetch: @escaping Fetch) {
         self.clock = clock
         self.fetch = fetch
     }
 
     /// A valid token: the cached one until a minute (or a tenth of its life) before it expires.
     public func token() async throws -> String {
-        if let current, clock.now() < current.expiresAt { return current.token }
+        if let current, clock.now.secondsSinceEpoch < current.expiresAt { return current.token }
         return try await fetchOnce()
     }
 
     /// The service refused `token`: fetch a new one unless another caller already did.
     public func refresh(after token: String) async throws -> String {
-        if let current, current.token != token, clock.now() < current.expiresAt { return current.token }
+        if let current, current.token != token, clock.now.secondsSinceEpoch < current.expiresAt { return current.token }
         current = nil
         return try await fetchOnce()
     }
@@ -46,7 +46,7 @@ public actor OAuthTokenManager {
 
     private func store(_ token: String, lifetime: Double) {
         let margin = min(60, lifetime / 10)
-        current = (token, clock.now() + lifetime - margin)
+        current = (token, clock.now.secondsSinceEpoch + lifetime - margin)
         fetchCount += 1
     }
 }

@@ -14,7 +14,7 @@ public final class APNSProvider: PushProvider {
     /// - Parameter tokens: nil for certificate authentication (the transport presents the certificate).
     public init(
         endpoint: String, topic: String, tokens: APNSTokenManager?, transport: any PushTransport, policy: RetryPolicy,
-        clock: any DispatchClock, maximumInFlight: Int = 1000
+        clock: any PushgateClock, maximumInFlight: Int = 1000
     ) {
         self.endpoint = endpoint
         self.topic = topic

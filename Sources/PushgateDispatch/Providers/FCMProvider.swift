@@ -12,7 +12,7 @@ public final class FCMProvider: PushProvider {
     private let maximumInFlight: Int
 
     public init(
-        endpoint: String, account: GoogleServiceAccount, transport: any PushTransport, policy: RetryPolicy, clock: any DispatchClock,
+        endpoint: String, account: GoogleServiceAccount, transport: any PushTransport, policy: RetryPolicy, clock: any PushgateClock,
         maximumInFlight: Int = 1000
     ) {
         self.endpoint = endpoint
@@ -21,7 +21,7 @@ public final class FCMProvider: PushProvider {
         self.retry = RetryingDelivery(policy: policy, clock: clock)
         self.maximumInFlight = maximumInFlight
         self.tokens = OAuthTokenManager(clock: clock) {
-            let assertion = try await account.assertion(now: clock.now())
+            let assertion = try await account.assertion(now: clock.now.secondsSinceEpoch)
             let response = try await transport.execute(OAuthWire.googleTokenRequest(tokenURI: account.tokenURI, assertion: assertion))
             return try OAuthWire.parseToken(response)
         }

@@ -8,12 +8,12 @@ public final class GCMProvider: PushProvider {
     private let serverKey: String
     private let transport: any PushTransport
     private let policy: RetryPolicy
-    private let clock: any DispatchClock
+    private let clock: any PushgateClock
     private let batchSize: Int
     private let maximumBatchesInFlight: Int
 
     public init(
-        endpoint: String, serverKey: String, transport: any PushTransport, policy: RetryPolicy, clock: any DispatchClock,
+        endpoint: String, serverKey: String, transport: any PushTransport, policy: RetryPolicy, clock: any PushgateClock,
         batchSize: Int = GCMWire.maximumBatch, maximumBatchesInFlight: Int = 8
     ) {
         self.endpoint = endpoint
@@ -34,7 +34,7 @@ public final class GCMProvider: PushProvider {
 
     private func deliver(_ notification: RenderedNotification, batch: [DispatchTarget]) async -> [DeliveryReport] {
         let started = ContinuousClock.now
-        var machines = batch.map { _ in RetryStateMachine(policy: policy, startedAt: clock.now()) }
+        var machines = batch.map { _ in RetryStateMachine(policy: policy, startedAt: clock.now.secondsSinceEpoch) }
         var final = [DeliveryVerdict?](repeating: nil, count: batch.count)
         var pending = Array(batch.indices)
         while !pending.isEmpty {
@@ -43,14 +43,14 @@ public final class GCMProvider: PushProvider {
             let verdicts: [DeliveryVerdict]
             do {
                 let response = try await transport.execute(request)
-                verdicts = GCMWire.classify(response, tokens: pending.map { batch[$0].handle.value }, now: clock.now())
+                verdicts = GCMWire.classify(response, tokens: pending.map { batch[$0].handle.value }, now: clock.now.secondsSinceEpoch)
             } catch {
                 verdicts = Array(repeating: .transportFailure(error.failure, detail: error.detail), count: pending.count)
             }
             var retryDelay = 0.0
             var again: [Int] = []
             for (index, verdict) in zip(pending, verdicts) {
-                switch machines[index].record(verdict, now: clock.now()) {
+                switch machines[index].record(verdict, now: clock.now.secondsSinceEpoch) {
                 case .retry(let delay):
                     retryDelay = max(retryDelay, delay)
                     again.append(index)
@@ -61,7 +61,7 @@ public final class GCMProvider: PushProvider {
             pending = again
             if !pending.isEmpty {
                 do {
-                    try await clock.sleep(seconds: retryDelay)
+                    try await clock.sleep(for: .seconds(retryDelay))
                 } catch {
                     // Cancelled while waiting to retry: each pending target is abandoned on its
                     // own account (wave 1 gave them verdicts[0], possibly another token's Success).

@@ -46,7 +46,7 @@ public protocol PushProvider: Sendable {
 /// The retry loop for one device: send, classify, and follow the ``RetryStateMachine``.
 struct RetryingDelivery {
     let policy: RetryPolicy
-    let clock: any DispatchClock
+    let clock: any PushgateClock
 
     /// - Parameters:
     ///   - resuming: a delivery whose first attempt went out in a batch: its state machine, what
@@ -57,7 +57,7 @@ struct RetryingDelivery {
         resuming: FirstAttempt? = nil, started: ContinuousClock.Instant = .now,
         _ attempt: (_ refreshCredentials: Bool) async -> DeliveryVerdict
     ) async -> (verdict: DeliveryVerdict, attempts: Int, milliseconds: Double) {
-        var machine = resuming?.machine ?? RetryStateMachine(policy: policy, startedAt: clock.now())
+        var machine = resuming?.machine ?? RetryStateMachine(policy: policy, startedAt: clock.now.secondsSinceEpoch)
         // A resumed delivery starts from what its batched first attempt decided.
         var decided = resuming.map { (verdict: $0.verdict, action: $0.action) }
         var refresh = false
@@ -69,7 +69,7 @@ struct RetryingDelivery {
                 decided = nil
             } else {
                 verdict = await attempt(refresh)
-                action = machine.record(verdict, now: clock.now())
+                action = machine.record(verdict, now: clock.now.secondsSinceEpoch)
             }
             refresh = false
             switch action {
@@ -79,7 +79,7 @@ struct RetryingDelivery {
                 refresh = true
             case .retry(let delay):
                 do {
-                    try await clock.sleep(seconds: delay)
+                    try await clock.sleep(for: .seconds(delay))
                 } catch {
                     return (verdict, machine.attempts, Self.milliseconds(since: started))
                 }
@@ -113,7 +113,7 @@ struct RetryingDelivery {
             } catch {
                 answer = .failure(error)
             }
-            return Self.verdict(answer, classify: classify, now: clock.now())
+            return Self.verdict(answer, classify: classify, now: clock.now.secondsSinceEpoch)
         }
         return DeliveryReport(target: target, verdict: verdict, attempts: attempts, latencyMilliseconds: milliseconds)
     }
@@ -139,7 +139,7 @@ struct RetryingDelivery {
     ) async -> [DeliveryReport] {
         guard !targets.isEmpty else { return [] }
         let started = ContinuousClock.now
-        let startedAt = clock.now()
+        let startedAt = clock.now.secondsSinceEpoch
         var issued: String?
         var refused: DeliveryVerdict?
         switch await credential?(false, nil) {
@@ -151,11 +151,11 @@ struct RetryingDelivery {
         let now: Double
         if let refused {
             verdicts = Array(repeating: refused, count: targets.count)
-            now = clock.now()
+            now = clock.now.secondsSinceEpoch
         } else {
             let token = issued
             let answers = await transport.executeAll(targets.map { request($0, token) })
-            now = clock.now()
+            now = clock.now.secondsSinceEpoch
             verdicts = answers.map { Self.verdict($0, classify: classify, now: now) }
         }
         var reports = [DeliveryReport?](repeating: nil, count: targets.count)

@@ -12,7 +12,7 @@ public final class WNSProvider: PushProvider {
 
     public init(
         tokenEndpoint: String, clientID: String, clientSecret: String, scope: String = "notify.windows.com", handles: HandlePolicy,
-        transport: any PushTransport, policy: RetryPolicy, clock: any DispatchClock, maximumInFlight: Int = 256
+        transport: any PushTransport, policy: RetryPolicy, clock: any PushgateClock, maximumInFlight: Int = 256
     ) {
         self.handles = handles
         self.transport = transport
