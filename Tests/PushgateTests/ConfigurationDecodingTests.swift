@@ -147,6 +147,24 @@ import Testing
         #expect(configuration.defaultApp == nil)
     }
 
+    @Test func wnsChannelHostEntriesAreCheckedAndAnIPAddressNeedsItsPort() throws {
+        func app(_ hosts: String) -> String {
+            #"{"apps": {"default": {"handles": {"wnsChannelHosts": "# + hosts + #"}, "templates": {"notify": {}}}}}"#
+        }
+        let allowed = try decode(app(#"["*.notify.windows.com", "127.0.0.1:9003", "[::1]:9003", "localhost:9003"]"#))
+        #expect(allowed.defaultApp?.handles.wnsChannelHosts == ["*.notify.windows.com", "127.0.0.1:9003", "[::1]:9003", "localhost:9003"])
+        expectError(
+            app(#"["*.notify.windows.com", "127.0.0.1"]"#), path: "$.apps.default.handles.wnsChannelHosts",
+            contains: "entry 1: '127.0.0.1' is an IP address: allow it explicitly with its port, as 127.0.0.1:PORT")
+        expectError(
+            app(#"["*.notify.windows.com:8443"]"#), path: "$.apps.default.handles.wnsChannelHosts",
+            contains: "entry 0: a *.domain pattern cannot name a port")
+        expectError(app(#"["*.com"]"#), path: "$.apps.default.handles.wnsChannelHosts", contains: "would allow a whole top-level domain")
+        expectError(app(#"["https://x.example.com/"]"#), path: "$.apps.default.handles.wnsChannelHosts", contains: "looks like a URL")
+        expectError(app(#"["x.example.com."]"#), path: "$.apps.default.handles.wnsChannelHosts", contains: "it ends with '.'")
+        expectError(app(#"["::1:9003"]"#), path: "$.apps.default.handles.wnsChannelHosts", contains: "is not a host name, host:port")
+    }
+
     @Test func templateFormatsAreInferred() {
         let file = TemplateConfiguration(source: .file("templates/a.XML"))
         #expect(file.resolvedFormat(for: .apns) == .xml)

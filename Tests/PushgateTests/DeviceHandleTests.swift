@@ -3,8 +3,19 @@ import Testing
 @testable import Pushgate
 
 @Suite struct DeviceHandleTests {
-    let policy = HandlePolicy(wnsChannelHosts: ["*.notify.windows.com", "127.0.0.1:8443"])
+    /// The sandbox's WNS emulator is allowed the way a gateway configured by `pushgate demo` allows
+    /// it: by naming its address and port exactly.
+    let policy = HandlePolicy(wnsChannelHosts: ["*.notify.windows.com", "127.0.0.1:8443", "[::1]:9443", "localhost:7443"])
     let apnsToken = String(repeating: "A1b2", count: 16)
+
+    func refusal(_ text: String, for platform: Platform, policy: HandlePolicy? = nil) -> String {
+        do {
+            let handle = try (policy ?? self.policy).validate(text, for: platform)
+            return "accepted as \(handle.value)"
+        } catch {
+            return error.description
+        }
+    }
 
     @Test func apnsTokensAreHexAndCanonicallyLowerCase() throws {
         #expect(try policy.validate(apnsToken, for: .apns).value == apnsToken.lowercased())
@@ -23,6 +34,21 @@ import Testing
         #expect(throws: HandleError.self) { try policy.validate("", for: .apns) }
     }
 
+    @Test func apnsTokensRefuseControlCharactersWideDigitsAndExcessLength() {
+        #expect(
+            refusal(String(apnsToken.dropLast()) + "\u{0}", for: .apns)
+                == "APNs device token has an invalid character U+0000 at position 64; expected hexadecimal digits")
+        #expect(refusal(String(apnsToken.dropLast()) + "\n", for: .apns).contains("invalid character U+000A at position 64"))
+        // Character.isHexDigit accepts the full-width digits; a token is ASCII.
+        #expect(refusal(String(apnsToken.dropLast()) + "\u{FF11}", for: .apns).contains("invalid character '１' at position 64"))
+        #expect(
+            refusal(String(repeating: "ab", count: 101), for: .apns)
+                == "APNs device token has length 202; expected an even number of hex digits, 64 to 200")
+        #expect(refusal(String(repeating: "ab", count: 100), for: .apns).hasPrefix("accepted"))
+        // Refused by its length before a character of it is looked at.
+        #expect(refusal(String(repeating: "\u{0}", count: 1_000_000), for: .apns).contains("has length 1000000"))
+    }
+
     @Test func fcmTokensUseTheirCharsetAndLength() throws {
         let token = "dGVzdA:APA91bH-" + String(repeating: "x_Y", count: 40)
         #expect(try policy.validate(token, for: .fcm).value == token)
@@ -34,6 +60,13 @@ import Testing
         }
         #expect(throws: HandleError.self) { try policy.validate("short", for: .gcm) }
         #expect(throws: HandleError.self) { try policy.validate(String(repeating: "a", count: 4097), for: .fcm) }
+        #expect(refusal(String(repeating: "a", count: 4096), for: .fcm).hasPrefix("accepted"))
+        #expect(
+            refusal(String(repeating: "a", count: 30) + "\u{7F}", for: .gcm)
+                == "GCM registration token has an invalid character U+007F at position 31; expected letters, digits and - _ : .")
+        #expect(
+            refusal(String(repeating: "a", count: 100_000), for: .fcm)
+                == "FCM registration token has length 100000; expected 20 to 4096 characters")
     }
 
     @Test func wnsChannelsMustBeHTTPSOnAnAllowedHost() throws {
@@ -49,42 +82,133 @@ import Testing
         // Suffix tricks and user info do not get past the allow-list.
         #expect(throws: HandleError.self) { try policy.validate("https://notify.windows.com.evil.com/", for: .wns) }
         #expect(throws: HandleError.self) { try policy.validate("https://evilnotify.windows.com/", for: .wns) }
+        #expect(throws: HandleError.self) { try policy.validate("https://notify.windows.com/", for: .wns) }
         #expect(throws: HandleError.self) { try policy.validate("https://db3.notify.windows.com@evil.com/", for: .wns) }
         #expect(throws: HandleError.self) { try policy.validate("https://db3.notify.windows.com /x", for: .wns) }
         #expect(throws: HandleError.self) { try policy.validate("https://127.0.0.1:port/", for: .wns) }
     }
 
-    /// Wave 1 accepted these, and with `127.0.0.1` allow-listed opened TLS to any port.
+    /// Wave 1 accepted most of these; with `127.0.0.1` allow-listed it would open TLS to any port
+    /// on this machine, and with a wildcard to any address a suffix trick could reach.
     @Test(arguments: [
-        ("https://db3.notify.windows.com:8443/?token=x", "'db3.notify.windows.com:8443' is not on the allow-list"),
-        ("https://127.0.0.1:22/", "'127.0.0.1:22' is not on the allow-list"),
-        ("https://127.0.0.1/", "'127.0.0.1' is not on the allow-list"),
-        ("https://169.254.169.254/latest/meta-data", "'169.254.169.254' is not on the allow-list"),
-        ("https://[::1]:8443/", "is not on the allow-list"),
-        ("https://1.2.3.4.notify.windows.com/", "no error"),
-        ("https://db3.notify.windows.com./", "not a plain DNS name"),
-        ("https://db3%2enotify.windows.com/", "not a plain DNS name"),
-        ("https://user:pw@db3.notify.windows.com/", "user information"),
-        ("https://db3.notify.windows.com/#frag", "fragment"),
-        ("https://db3.notify.windows.com:0/", "not a number from 1 to 65535"),
-        ("https://db3.notify.windows.com:443:1/", "is not host[:port]"),
+        ("ftp://db3.notify.windows.com/", "WNS channel URI must start with https://"),
+        ("http://db3.notify.windows.com/", "WNS channel URI must start with https://"),
+        ("https://user:pw@db3.notify.windows.com/", "WNS channel URI must not contain user information (user@host)"),
+        ("https://evil.com\\@db3.notify.windows.com/", "invalid character '\\' at position 17; expected a character allowed in a URI"),
+        ("https://db3.notify.windows.com/#frag", "WNS channel URI has a fragment ('#') at position 32; a channel URI has none"),
+        (
+            "https://db3.notify.windows.com:8443/?token=x",
+            "WNS channel URI port 8443 is not allowed: only 443, unless the allow-list names 'db3.notify.windows.com:8443'"
+        ),
+        ("https://localhost:8443/", "port 8443 is not allowed: only 443, unless the allow-list names 'localhost:8443'"),
+        ("https://localhost/", "host 'localhost' is not on the allow-list"),
+        ("https://127.0.0.1/", "WNS channel URI host '127.0.0.1' is an IP address; channel URIs must name a DNS host"),
+        ("https://127.0.0.1:443/", "host '127.0.0.1:443' is an IP address"),
+        ("https://127.0.0.1:22/", "host '127.0.0.1:22' is an IP address"),
+        ("https://169.254.169.254/latest/meta-data", "host '169.254.169.254' is an IP address"),
+        ("https://2130706433/", "host '2130706433' is an IP address"),
+        ("https://0x7f.1/", "host '0x7f.1' is an IP address"),
+        ("https://127.1:8443/", "host '127.1:8443' is an IP address"),
+        ("https://[::1]/", "host '[::1]' is an IP address"),
+        ("https://[::1]:8443/", "host '[::1]:8443' is an IP address"),
+        ("https://[::ffff:127.0.0.1]:9443/", "host '[::ffff:127.0.0.1]:9443' is an IP address"),
+        ("https://[::1/", "opens '[' but never closes it"),
+        ("https://[::1]x/", "is not [address]:port"),
+        ("https://db3.notify.windows.com./", "host 'db3.notify.windows.com.' is not a DNS name: it ends with '.'"),
+        ("https://db3..notify.windows.com/", "is not a DNS name: it has an empty label"),
+        ("https://.notify.windows.com/", "is not a DNS name: it has an empty label"),
+        ("https://db3%2enotify.windows.com/", "host 'db3%2enotify.windows.com' is not a DNS name: '%' is not a letter, digit or '-'"),
+        ("https://db3.notify.windows.com%2f.evil.com/", "is not a DNS name: '%' is not a letter, digit or '-'"),
+        ("https://db3_x.notify.windows.com/", "is not a DNS name: '_' is not a letter, digit or '-'"),
+        ("https://-db3.notify.windows.com/", "label '-db3' starts or ends with '-'"),
+        ("https://db3.notify.windows.com/%zz", "has a '%' at position 32 that is not followed by two hex digits"),
+        ("https://db3.notify.windows.com/%2", "has a '%' at position 32 that is not followed by two hex digits"),
+        ("https://db3.notify.windows.com:0/", "port '0' is not a number from 1 to 65535"),
+        ("https://db3.notify.windows.com:+443/", "port '+443' is not a number from 1 to 65535"),
+        ("https://db3.notify.windows.com:/", "port '' is not a number from 1 to 65535"),
+        ("https://db3.notify.windows.com:99999/", "port '99999' is not a number from 1 to 65535"),
+        ("https://db3.notify.windows.com:443:1/", "is malformed: 'db3.notify.windows.com:443:1' is not host:port"),
+        ("https:///x", "is malformed: no host after https://"),
+        ("https://:443/", "is malformed: no host before ':'"),
+        ("https://db3.notify.windows.com/\u{0}", "invalid character U+0000 at position 32"),
+        ("https://db3.notify.windows.com/\r\nHost: evil", "invalid character U+000D at position 32"),
+        ("https://db3.notify.windows.com/\u{7F}", "invalid character U+007F at position 32"),
+        ("https://db3.notify.windows.com/ x", "invalid character U+0020 at position 32"),
+        ("https://db3.notify.windows.com/é", "invalid character 'é' at position 32"),
+        ("https://dB3.nOtify.windows.cOm\u{2024}evil.com/", "invalid character '\u{2024}' at position 31"),
+        ("https://db3.notify.windows.com/\"x\"", "invalid character '\"' at position 32"),
+        ("https://db3.notify.windows.com/{x}", "invalid character '{' at position 32"),
+        ("", "WNS channel URI is empty"),
     ])
     func wnsChannelsOffTheAllowListOrOddlyEncodedAreRefused(uri: String, message: String) {
-        let outcome: String
-        do {
-            _ = try policy.validate(uri, for: .wns)
-            outcome = "no error"
-        } catch {
-            outcome = error.description
-        }
+        let outcome = refusal(uri, for: .wns)
         #expect(outcome.contains(message), "\(uri): \(outcome)")
     }
 
-    @Test func channelURIsAreStoredInCanonicalForm() throws {
-        #expect(
-            try policy.validate("HTTPS://DB3.Notify.Windows.COM:443/?token=AbC", for: .wns).value
-                == "https://db3.notify.windows.com/?token=AbC")
+    @Test func wnsChannelURIsAreRefusedPastTheirMaximumLength() {
+        let base = "https://db3.notify.windows.com/?token="
+        let longest = base + String(repeating: "A", count: HandlePolicy.channelURIMaximumLength - base.utf8.count)
+        #expect(refusal(longest, for: .wns).hasPrefix("accepted"))
+        #expect(refusal(longest + "A", for: .wns) == "WNS channel URI has length 2049; expected at most 2048 bytes")
+        #expect(refusal(base + String(repeating: "\u{0}", count: 1_000_000), for: .wns).contains("has length 1000038"))
+    }
+
+    @Test func anIPAddressOrAnotherPortIsAllowedOnlyWhereAnEntryNamesItWithItsPort() throws {
         #expect(try policy.validate("https://127.0.0.1:8443/wns/1", for: .wns).value == "https://127.0.0.1:8443/wns/1")
+        #expect(try policy.validate("https://[::1]:9443/wns/1", for: .wns).value == "https://[::1]:9443/wns/1")
+        #expect(try policy.validate("https://LOCALHOST:7443/wns/1", for: .wns).value == "https://localhost:7443/wns/1")
+        #expect(refusal("https://127.0.0.2:8443/", for: .wns).contains("host '127.0.0.2:8443' is an IP address"))
+        #expect(refusal("https://localhost:8443/", for: .wns).contains("port 8443 is not allowed"))
+        // A bare IP address, or a wildcard with a port, allows nothing.
+        let bare = HandlePolicy(wnsChannelHosts: ["127.0.0.1", "*.notify.windows.com:8443"])
+        #expect(refusal("https://127.0.0.1/", for: .wns, policy: bare).contains("is an IP address"))
+        #expect(refusal("https://127.0.0.1:8443/", for: .wns, policy: bare).contains("is an IP address"))
+        #expect(refusal("https://db3.notify.windows.com:8443/", for: .wns, policy: bare).contains("port 8443 is not allowed"))
+        #expect(refusal("https://db3.notify.windows.com/", for: .wns, policy: bare).contains("is not on the allow-list"))
+        // The default allows Microsoft's hosts, by name, on 443 only.
+        #expect(
+            refusal("https://wns2-bl2p.notify.windows.com/w/?token=BQYAAAB%2b", for: .wns, policy: HandlePolicy()).hasPrefix("accepted"))
+        #expect(refusal("https://127.0.0.1:8443/", for: .wns, policy: HandlePolicy()).contains("is an IP address"))
+    }
+
+    @Test func channelURIsAreStoredInCanonicalFormWhichValidatesToItself() throws {
+        let canonical = try policy.validate("HTTPS://DB3.Notify.Windows.COM:443/?token=AbC%2B", for: .wns).value
+        #expect(canonical == "https://db3.notify.windows.com/?token=AbC%2B")
+        #expect(try policy.validate(canonical, for: .wns).value == canonical)
+        #expect(try policy.validate("https://db3.notify.windows.com", for: .wns).value == "https://db3.notify.windows.com")
+        #expect(try policy.validate("https://db3.notify.windows.com?token=x", for: .wns).value == "https://db3.notify.windows.com?token=x")
+        #expect(try policy.validate("https://1.2.3.4.notify.windows.com/", for: .wns).value == "https://1.2.3.4.notify.windows.com/")
+    }
+
+    @Test(
+        arguments: [
+            ("*.notify.windows.com", nil),
+            ("DB3.notify.windows.com", nil),
+            ("localhost:8443", nil),
+            ("127.0.0.1:8443", nil),
+            ("[::1]:8443", nil),
+            ("127.0.0.1", "'127.0.0.1' is an IP address: allow it explicitly with its port, as 127.0.0.1:PORT"),
+            ("[::1]", "'[::1]' is an IP address: allow it explicitly with its port"),
+            ("::1:8443", "'::1:8443' is not a host name, host:port or *.domain pattern"),
+            ("127.000.0.1:8443", "not an IP address in canonical form"),
+            ("*.notify.windows.com:8443", "a *.domain pattern cannot name a port"),
+            ("*.com", "would allow a whole top-level domain"),
+            ("*.10.0.0.1", "is an IP address, not a domain"),
+            ("*", "'*' is not a DNS name"),
+            ("notify.windows.com.", "is not a DNS name: it ends with '.'"),
+            ("https://db3.notify.windows.com", "looks like a URL; an entry is a host name, host:port or *.domain pattern"),
+            ("user@db3.notify.windows.com", "is not a DNS name: '@' is not a letter, digit or '-'"),
+            ("db3.notify.windows.com:0", "port '0' is not a number from 1 to 65535"),
+            ("", "an entry is empty"),
+            ("a b", "U+0020 has no place in a host name"),
+        ] as [(String, String?)])
+    func allowListEntriesAreCheckedWhenTheyAreConfigured(entry: String, problem: String?) {
+        let found = HandlePolicy.wnsChannelHostProblem(entry)
+        if let problem {
+            #expect(found?.contains(problem) == true, "\(entry): \(found ?? "no problem")")
+        } else {
+            #expect(found == nil, "\(entry): \(found ?? "")")
+        }
     }
 
     @Test func maskingHidesTheSecretPart() {

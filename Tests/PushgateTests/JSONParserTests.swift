@@ -56,7 +56,7 @@ import Testing
             try JSONParser.parse(bytes)
         } throws: { error in
             let error = error as! JSONParseError
-            return error.reason == "invalid UTF-8 in string" && error.offset == 9
+            return error.reason == "invalid UTF-8 in string: byte 0xC3" && error.offset == 9
         }
     }
 

@@ -29,13 +29,13 @@ import Testing
 
     @Test func aRegistrationSurvivesTheRoundTripWithEveryField() throws {
         let original = try Registration(
-            id: id, handle: try policy.validate("https://db5.notify.windows.com/?token=A\"b\\c", for: .wns),
+            id: id, handle: try policy.validate("https://db5.notify.windows.com/?token=A%2Bb/c", for: .wns),
             tags: [try Tag("username:alice"), try Tag("lang:fr"), try Tag("news")],
             template: RegistrationTemplate(
                 name: "toast",
                 body: #"<toast><visual><binding template="ToastText01"><text id="1">$(message)</text></binding></visual></toast>"#,
                 headers: ["X-WNS-Type": "wns/toast", "X-WNS-TTL": "60"]),
-            expiresAt: Timestamp(secondsSinceEpoch: 1_900_000_000.25), owner: "alice \"admin\"")
+            expiresAt: Timestamp(secondsSinceEpoch: 1_900_000_000.25), owner: "alice \"admin\" \\ x")
         let text = original.jsonLine
         #expect(!text.contains("\n"))
         #expect(try Registration(jsonLine: text, app: .default, handles: policy) == original)
@@ -63,5 +63,90 @@ import Testing
         #expect(error(line(["owner": #""""#])) == "'owner' must not be empty")
         #expect(error(line(["expiresAt": #""tomorrow""#])) == "'expiresAt' must be a number (seconds since the epoch)")
         #expect(error(line(["template": #"{"headers":{}}"#])) == "'template' must be an object with a string 'body'")
+    }
+
+    @Test func invalidUTF8IsReportedWithTheByteAsItIsInTheFile() {
+        var bytes = Array(line().utf8)
+        bytes.insert(0xFF, at: 51)
+        #expect {
+            try Registration(jsonLine: bytes, app: .default, handles: policy)
+        } throws: { error in
+            let error = error as! RegistrationLineError
+            return error.description == "invalid UTF-8: byte 0xFF at byte 52" && error.column == 52
+        }
+        // A String decoded from the same bytes has already replaced 0xFF with U+FFFD (0xEF 0xBF 0xBD).
+        #expect(!error(String(decoding: bytes, as: UTF8.self)).contains("0xFF"))
+        // A truncated sequence is named by the byte that starts it.
+        var truncated = Array(line().utf8)
+        truncated.insert(contentsOf: [0xC3, 0x28], at: 10)
+        #expect(throws: RegistrationLineError(.invalidUTF8(byte: 0xC3, offset: 10))) {
+            try Registration(jsonLine: truncated, app: .default, handles: policy)
+        }
+    }
+}
+
+@Suite struct RegistrationImportTests {
+    let policy = HandlePolicy(wnsChannelHosts: ["*.notify.windows.com"])
+
+    func line(id: String = "0123456789abcdef0123456789abcdef", handle: String = String(repeating: "ab", count: 32)) -> [UInt8] {
+        Array(#"{"id":"\#(id)","platform":"apns","handle":"\#(handle)","tags":["username:alice"],"owner":"alice"}"#.utf8)
+    }
+
+    /// Runs the lines through an import of `backup.jsonl`: the registrations' ids, or the errors.
+    func run(_ lines: [[UInt8]]) -> (ids: [String], errors: [String]) {
+        var importer = RegistrationImport(source: "backup.jsonl", app: .default, handles: policy)
+        var ids: [String] = []
+        var errors: [String] = []
+        for (index, bytes) in lines.enumerated() {
+            do {
+                if let registration = try importer.registration(line: bytes, number: index + 1) { ids.append(registration.id.rawValue) }
+            } catch {
+                errors.append(error.description)
+            }
+        }
+        return (ids, errors)
+    }
+
+    @Test func anIDGivenTwiceIsRefusedNamingTheLineThatHadItFirst() {
+        let other = "fedcba9876543210fedcba9876543210"
+        let result = run([line(), Array("   \r".utf8), line(id: other), line(), [], line()])
+        #expect(result.ids == ["0123456789abcdef0123456789abcdef", other])
+        #expect(result.errors == ["backup.jsonl:4: id: duplicate of line 1", "backup.jsonl:6: id: duplicate of line 1"])
+    }
+
+    @Test func errorsNameTheFileTheLineAndTheColumnOrField() {
+        var bad = line()
+        bad.insert(0xFF, at: 51)
+        let result = run([line(handle: "abcd"), bad, line(id: "x/y")])
+        #expect(result.errors.count == 3)
+        #expect(
+            result.errors.prefix(2) == [
+                "backup.jsonl:1: 'handle': APNs device token has length 4; expected an even number of hex digits, 64 to 200",
+                "backup.jsonl:2:52: invalid UTF-8: byte 0xFF at byte 52",
+            ])
+        #expect(result.errors.last?.hasPrefix("backup.jsonl:3: 'id': ") == true)
+    }
+
+    @Test func linesAreAtMostOneMebibyteAndOneThatLongIsAccepted() {
+        let limit = RegistrationImport.maximumLineBytes
+        #expect(limit == 1_048_576)
+        let padded = line() + Array(repeating: UInt8(ascii: " "), count: limit - line().count)
+        #expect(padded.count == limit)
+        #expect(run([padded]).ids.count == 1)
+        #expect(
+            run([padded + [0x20]]).errors == ["backup.jsonl:1: the line is 1048577 bytes long; the limit is 1048576 bytes (1 MiB)"])
+        // A reader that stopped keeping a 200 MB line reports it the same way.
+        let importer = RegistrationImport(source: "stdin", app: .default, handles: policy)
+        #expect(
+            importer.lineTooLong(number: 7, bytes: 200_000_000).description
+                == "stdin:7: the line is 200000000 bytes long; the limit is 1048576 bytes (1 MiB)")
+    }
+
+    @Test func aChannelURIOffTheAllowListIsRefusedOnImportToo() {
+        let wns = Array(
+            #"{"id":"0123456789abcdef0123456789abcdef","platform":"wns","handle":"https://169.254.169.254/latest","owner":"a"}"#.utf8)
+        let errors = run([wns]).errors
+        #expect(errors.count == 1)
+        #expect(errors.first?.hasPrefix("backup.jsonl:1: 'handle': WNS channel URI host '169.254.169.254' is an IP address") == true)
     }
 }

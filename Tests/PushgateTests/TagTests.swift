@@ -68,6 +68,11 @@ import Testing
 }
 
 @Suite struct TagExpressionTests {
+    /// `t1 || t2 || …` (or with `&&`).
+    static func chain(_ numbers: ClosedRange<Int>, _ operator: String) -> String {
+        numbers.map { "t\($0)" }.joined(separator: " \(`operator`) ")
+    }
+
     @Test func evaluatesWithPrecedenceNotThenAndThenOr() throws {
         let expression = try TagExpression(parsing: "a || b && !c")
         #expect(expression.matches(["a"]))
@@ -101,14 +106,16 @@ import Testing
         #expect {
             try TagExpression(parsing: twenty + " || t21")
         } throws: { error in
-            (error as! TagExpressionError).description == "tag expression has 21 tags; the limit is 20 for expressions using only ||"
+            (error as! TagExpressionError).description
+                == "tag expression has more than 20 tags (tag 21 is at position 132); the limit is 20 for an expression using only ||"
         }
         let six = "a && b && c && d && e && f"
         #expect(throws: Never.self) { try TagExpression(parsing: six) }
         #expect {
             try TagExpression(parsing: "a || b || c || d || e || f || !g")
         } throws: { error in
-            (error as! TagExpressionError).description.contains("7 tags; the limit is 6 for expressions using && or !")
+            (error as! TagExpressionError).description
+                == "tag expression has more than 6 tags (tag 7 is at position 32); the limit is 6 for an expression using && or !"
         }
     }
 
@@ -121,6 +128,7 @@ import Testing
         ("a b", 3, "found tag 'b'"),
         ("", 1, "tag expression is empty"),
         ("a || $InstallationId:{x", 6, "at position 6"),
+        ("(a bc)", 4, "expected ')' at position 4, found tag 'bc'"),
     ])
     func reportsErrorsWithThePosition(text: String, position: Int, message: String) {
         #expect {
@@ -131,27 +139,84 @@ import Testing
         }
     }
 
-    /// Wave 1's recursive parser overflowed the stack (SIGSEGV) on 3,000 '(' or 4,000 '!'.
+    /// Wave 1's recursive parser overflowed the stack (SIGSEGV) on 3,000 '(' or 4,000 '!'. Each of
+    /// these is refused with a position, in far less than the second allowed here.
     @Test(arguments: [
-        (String(repeating: "(", count: 3_000) + "a" + String(repeating: ")", count: 3_000), "is 6001 characters long; the limit is 4096"),
-        (String(repeating: "(", count: 2_000), "deeper than 32 levels at position 33"),
-        (String(repeating: "!", count: 4_000) + "a", "deeper than 32 levels at position 33"),
-        (String(repeating: "!", count: 33) + "a", "deeper than 32 levels at position 33"),
-        (String(repeating: "a || ", count: 30_000) + "a", "characters long; the limit is 4096"),
-        ((0..<25).map { "t\($0)" }.joined(separator: " && "), "has 21 tags; the limit is 20"),
+        (String(repeating: "(", count: 3_000), 33, "nests '(' and '!' deeper than 32 levels at position 33"),
+        (String(repeating: "!", count: 4_000), 33, "nests '(' and '!' deeper than 32 levels at position 33"),
+        (String(repeating: "!(", count: 200) + "a" + String(repeating: ")", count: 200), 33, "deeper than 32 levels"),
+        (String(repeating: "!", count: 33) + "a", 33, "deeper than 32 levels at position 33"),
+        (
+            String(repeating: "(", count: 3_000) + "a" + String(repeating: ")", count: 3_000), 4097,
+            "tag expression is 6001 bytes long; the limit is 4096 (refused from byte 4097)"
+        ),
+        (String(repeating: "a", count: 100_000), 4097, "tag expression is 100000 bytes long; the limit is 4096"),
+        (String(repeating: "a || ", count: 30_000) + "a", 4097, "is 150001 bytes long; the limit is 4096"),
+        (
+            chain(1...21, "||"), 132,
+            "has more than 20 tags (tag 21 is at position 132); the limit is 20 for an expression using only ||"
+        ),
+        (
+            chain(1...7, "&&"), 37,
+            "has more than 6 tags (tag 7 is at position 37); the limit is 6 for an expression using && or !"
+        ),
+        (chain(1...25, "&&"), 37, "has more than 6 tags (tag 7 is at position 37)"),
+        (chain(1...7, "||") + " && t8", 37, "has more than 6 tags (tag 7 is at position 37)"),
+        ("!t1 || " + chain(2...7, "||"), 38, "the limit is 6 for an expression using && or !"),
     ])
-    func hostileExpressionsAreRefusedBeforeTheyCanExhaustTheStack(text: String, message: String) {
+    func hostileExpressionsAreRefusedQuicklyWithThePosition(text: String, position: Int, message: String) {
+        let start = ContinuousClock.now
         #expect {
             try TagExpression(parsing: text)
         } throws: { error in
-            (error as! TagExpressionError).description.contains(message)
+            let error = error as! TagExpressionError
+            return error.position == position && error.description.contains(message)
         }
+        #expect(ContinuousClock.now - start < .seconds(1))
     }
 
     @Test func expressionsAtTheLimitsAreAccepted() throws {
-        let nested = String(repeating: "!", count: 31) + "(a)"
-        #expect(try TagExpression(parsing: nested).tags.count == 1)
-        let twenty = (0..<20).map { "t\($0)" }.joined(separator: " || ")
-        #expect(try TagExpression(parsing: twenty).tags.count == 20)
+        let deepest = [
+            String(repeating: "!", count: 32) + "a",
+            String(repeating: "(", count: 32) + "a" + String(repeating: ")", count: 32),
+            String(repeating: "!(", count: 16) + "a" + String(repeating: ")", count: 16),
+            String(repeating: "!", count: 31) + "(a)",
+        ]
+        for text in deepest {
+            let expression = try TagExpression(parsing: text)
+            #expect(expression.tags.count == 1)
+            // The recursive walks over the deepest tree parsing allows.
+            _ = expression.matches(["a"])
+            #expect(try TagExpression(parsing: expression.description) == expression)
+        }
+        // 20 tags of the longest kind, only ||: the most text the tag limits allow fits in the
+        // length limit, with room for parentheses and spaces.
+        let longTags = (0..<20).map { "t\($0)" + String(repeating: "x", count: Tag.maximumLength - "t\($0)".count) }
+        let twenty = longTags.joined(separator: " || ")
+        #expect(twenty.utf8.count == 2_476)
+        #expect(try TagExpression(parsing: twenty).disjunctiveTags?.count == 20)
+        let padded = "(" + twenty + ")" + String(repeating: " ", count: TagExpression.maximumLength - twenty.utf8.count - 2)
+        #expect(padded.utf8.count == TagExpression.maximumLength)
+        #expect(try TagExpression(parsing: padded).tags.count == 20)
+        #expect(throws: TagExpressionError.self) { try TagExpression(parsing: padded + " ") }
+        let six = "(a || !b) && c && (d || e) && !f"
+        #expect(try TagExpression(parsing: six).tags.count == 6)
+    }
+
+    @Test func anyOfRefusesTooManyTagsBeforeBuildingTheExpression() throws {
+        let tags = try (1...20).map { try Tag("t\($0)") }
+        #expect(try TagExpression.anyOf(tags).disjunctiveTags == tags)
+        let start = ContinuousClock.now
+        let many = try (1...100_000).map { try Tag("t\($0)") }
+        #expect {
+            try TagExpression.anyOf(many)
+        } throws: { error in
+            let error = error as! TagExpressionError
+            // The position in the text form "t1 || t2 || … || t21".
+            let text = many.prefix(21).map(\.rawValue).joined(separator: " || ")
+            return error.position == text.count - 2
+                && error.description.contains("has more than 20 tags (tag 21 is at position \(text.count - 2))")
+        }
+        #expect(ContinuousClock.now - start < .seconds(5))
     }
 }

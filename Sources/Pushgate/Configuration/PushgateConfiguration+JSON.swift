@@ -119,8 +119,14 @@ extension PushgateConfiguration {
         var configuration = AppConfiguration(id: id)
         if var handles = try app.object("handles") {
             if let hosts = try handles.stringArray("wnsChannelHosts") {
-                for host in hosts where host.isEmpty || host.contains("/") || host.contains(" ") || host.contains("@") {
-                    throw handles.error("'\(host)' is not a host name, host:port or *.domain pattern", key: "wnsChannelHosts")
+                // Each entry is checked here: one that matches nothing must not pass for allowed.
+                for (index, host) in hosts.enumerated() {
+                    if let problem = HandlePolicy.wnsChannelHostProblem(host) {
+                        let element = handles.members.first(where: { $0.key == "wnsChannelHosts" })?.value.arrayElements?[index]
+                        throw handles.error(
+                            "entry \(index): \(problem) (entries: *.domain, host, or host:port for an IP address or a port other than 443)",
+                            key: "wnsChannelHosts", at: element?.offset)
+                    }
                 }
                 configuration.handles.wnsChannelHosts = hosts
             }

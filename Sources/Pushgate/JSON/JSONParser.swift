@@ -214,7 +214,8 @@ public struct JSONParser {
         {
             if end == runStart { return }
             guard let run = String(validating: parser.bytes[runStart..<end], as: UTF8.self) else {
-                throw parser.error("invalid UTF-8 in string", at: firstInvalidUTF8(parser.bytes, runStart, end))
+                let offset = firstInvalidUTF8(parser.bytes, runStart, end)
+                throw parser.error("invalid UTF-8 in string: byte \(hexByte(parser.bytes[offset]))", at: offset)
             }
             scalars.append(contentsOf: run.unicodeScalars)
         }
@@ -297,7 +298,13 @@ public struct JSONParser {
     }
 }
 
-/// The offset of the first byte in `bytes[start..<end]` that starts an invalid UTF-8 sequence.
+/// `0xFF`: a byte as error messages name it.
+func hexByte(_ byte: UInt8) -> String {
+    "0x" + (byte < 0x10 ? "0" : "") + String(byte, radix: 16, uppercase: true)
+}
+
+/// The offset of the first byte in `bytes[start..<end]` that starts an invalid UTF-8 sequence,
+/// or `end` if there is none.
 func firstInvalidUTF8(_ bytes: [UInt8], _ start: Int, _ end: Int) -> Int {
     var offset = start
     var decoder = UTF8()

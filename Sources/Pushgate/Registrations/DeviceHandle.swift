@@ -32,22 +32,36 @@ public struct DeviceHandle: Sendable, Hashable, CustomStringConvertible, Codable
 
 /// The rules a handle must pass before it is stored: what each push service accepts, and which WNS
 /// hosts the gateway will ever POST to (it must never call an arbitrary URL a device registered).
+///
+/// Every check is bounded by the documented maximum length, which is checked first, so a hostile
+/// handle costs no more to refuse than a legitimate one costs to accept.
 public struct HandlePolicy: Sendable, Hashable {
-    /// Hosts a WNS channel URI may point at. `*.example.com` matches any subdomain by DNS name;
-    /// `host` matches that host exactly. Only port 443 is allowed unless an entry names another
-    /// explicitly (`127.0.0.1:8443`, as the local sandbox does); an IP address is allowed only
-    /// when an entry names it exactly. Default: `*.notify.windows.com`.
+    /// Hosts a WNS channel URI may point at (compared after lower-casing), each entry one of:
+    /// - `*.notify.windows.com`: any DNS name under that suffix (not the suffix itself), port 443;
+    /// - `db3.notify.windows.com`: that DNS name exactly, port 443;
+    /// - `host:port`, such as `localhost:8443`, `127.0.0.1:8443` or `[::1]:8443`: that host exactly,
+    ///   on that port only. This is the one way to allow an IP address or a port other than 443:
+    ///   an explicit opt-in for a service on this machine, such as the sandbox's WNS emulator.
+    ///
+    /// An entry of any other form matches nothing; configuration loading refuses it (see
+    /// ``wnsChannelHostProblem(_:)``). Default: `*.notify.windows.com`.
     public var wnsChannelHosts: [String]
 
+    /// APNs device tokens: an even number of hex digits in this range (Apple's tokens are 32 bytes,
+    /// 64 digits, today; Apple says not to rely on a fixed size).
     public static let apnsTokenHexLength = 64...200
+    /// FCM and GCM registration tokens, in characters (ASCII): today's are about 160; 4 KB is ample.
     public static let fcmTokenLength = 20...4096
+    /// WNS channel URIs, in bytes (UTF-8; a channel URI accepted is ASCII): WNS documents 2,048.
     public static let channelURIMaximumLength = 2048
 
     public init(wnsChannelHosts: [String] = ["*.notify.windows.com"]) {
         self.wnsChannelHosts = wnsChannelHosts
     }
 
-    /// Validates `text` as a handle of `platform`, returning it in canonical form.
+    /// Validates `text` as a handle of `platform`, returning it in canonical form: APNs tokens in
+    /// lower case, WNS channel URIs with a lower-case scheme and host and no default port.
+    /// Validating a canonical handle again returns it unchanged.
     public func validate(_ text: String, for platform: Platform) throws(HandleError) -> DeviceHandle {
         switch platform {
         case .apns: return DeviceHandle(uncheckedPlatform: .apns, value: try validateAPNSToken(text))
@@ -58,24 +72,34 @@ public struct HandlePolicy: Sendable, Hashable {
 
     private func validateAPNSToken(_ text: String) throws(HandleError) -> String {
         if text.isEmpty { throw HandleError(.empty, platform: .apns) }
-        if let (offset, bad) = text.enumerated().first(where: { !$0.element.isHexDigit }) {
+        let expected = "an even number of hex digits, \(Self.apnsTokenHexLength.lowerBound) to \(Self.apnsTokenHexLength.upperBound)"
+        // The length first (bytes, O(1)): nothing longer than the limit is scanned.
+        if text.utf8.count > Self.apnsTokenHexLength.upperBound {
+            throw HandleError(.badLength(text.utf8.count, expected: expected), platform: .apns)
+        }
+        // ASCII only: `Character.isHexDigit` also accepts the full-width forms (U+FF10…).
+        if let (offset, bad) = text.enumerated().first(where: { !($0.element.isASCII && $0.element.isHexDigit) }) {
             throw HandleError(.invalidCharacter(bad, position: offset + 1, expected: "hexadecimal digits"), platform: .apns)
         }
-        let count = text.count
+        let count = text.utf8.count
         guard Self.apnsTokenHexLength.contains(count), count % 2 == 0 else {
-            throw HandleError(.badLength(count, expected: "an even number of hex digits, 64 to 200"), platform: .apns)
+            throw HandleError(.badLength(count, expected: expected), platform: .apns)
         }
         return text.lowercased()
     }
 
     private func validateFCMToken(_ text: String, _ platform: Platform) throws(HandleError) -> String {
         if text.isEmpty { throw HandleError(.empty, platform: platform) }
+        let expected = "\(Self.fcmTokenLength.lowerBound) to \(Self.fcmTokenLength.upperBound) characters"
+        if text.utf8.count > Self.fcmTokenLength.upperBound {
+            throw HandleError(.badLength(text.utf8.count, expected: expected), platform: platform)
+        }
         if let (offset, bad) = text.enumerated().first(where: { !Self.isFCMTokenCharacter($0.element) }) {
             throw HandleError(.invalidCharacter(bad, position: offset + 1, expected: "letters, digits and - _ : ."), platform: platform)
         }
-        let count = text.count
+        let count = text.utf8.count
         guard Self.fcmTokenLength.contains(count) else {
-            throw HandleError(.badLength(count, expected: "20 to 4096 characters"), platform: platform)
+            throw HandleError(.badLength(count, expected: expected), platform: platform)
         }
         return text
     }
@@ -84,75 +108,10 @@ public struct HandlePolicy: Sendable, Hashable {
         guard character.isASCII else { return false }
         return character.isLetter || character.isNumber || "-_:.".contains(character)
     }
-
-    private func validateChannelURI(_ text: String) throws(HandleError) -> String {
-        if text.isEmpty { throw HandleError(.empty, platform: .wns) }
-        if text.utf8.count > Self.channelURIMaximumLength {
-            throw HandleError(.badLength(text.utf8.count, expected: "at most \(Self.channelURIMaximumLength) bytes"), platform: .wns)
-        }
-        if let (offset, bad) = text.enumerated().first(where: {
-            !$0.element.isASCII || $0.element.isWhitespace || ($0.element.asciiValue ?? 0) < 0x21
-        }) {
-            throw HandleError(
-                .invalidCharacter(bad, position: offset + 1, expected: "a URI without spaces or non-ASCII characters"), platform: .wns)
-        }
-        guard text.lowercased().hasPrefix("https://") else { throw HandleError(.notHTTPS, platform: .wns) }
-        let afterScheme = text.dropFirst("https://".count)
-        let authority = afterScheme.prefix(while: { $0 != "/" && $0 != "?" && $0 != "#" })
-        let rest = afterScheme.dropFirst(authority.count)
-        if authority.contains("@") { throw HandleError(.userInfo, platform: .wns) }
-        if rest.contains("#") { throw HandleError(.malformed("a fragment ('#') has no place in a channel URI"), platform: .wns) }
-        if authority.hasPrefix("[") { throw HandleError(.hostNotAllowed(String(authority), allowed: wnsChannelHosts), platform: .wns) }
-        let parts = authority.split(separator: ":", omittingEmptySubsequences: false)
-        guard parts.count <= 2 else { throw HandleError(.malformed("'\(authority)' is not host[:port]"), platform: .wns) }
-        let host = parts[0].lowercased()
-        if host.isEmpty { throw HandleError(.malformed("no host"), platform: .wns) }
-        guard host.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "." }), !host.hasPrefix("."), !host.hasSuffix("."),
-            !host.contains("..")
-        else {
-            throw HandleError(.malformed("host '\(host)' is not a plain DNS name (no %-encoding, no trailing dot)"), platform: .wns)
-        }
-        var port = 443
-        if parts.count == 2 {
-            guard let number = Int(parts[1]), (1...65535).contains(number), parts[1].allSatisfy(\.isNumber) else {
-                throw HandleError(.malformed("port '\(parts[1])' is not a number from 1 to 65535"), platform: .wns)
-            }
-            port = number
-        }
-        guard wnsChannelHosts.contains(where: { Self.host(host, port: port, matches: $0.lowercased()) }) else {
-            throw HandleError(.hostNotAllowed(port == 443 ? host : "\(host):\(port)", allowed: wnsChannelHosts), platform: .wns)
-        }
-        // Canonical form: lower-case scheme and host, no default port.
-        return "https://" + host + (port == 443 ? "" : ":\(port)") + rest
-    }
-
-    /// Whether `host` on `port` is allowed by one allow-list entry.
-    static func host(_ host: String, port: Int, matches entry: String) -> Bool {
-        var pattern = Substring(entry)
-        var allowedPort = 443
-        if let colon = entry.lastIndex(of: ":"), let number = Int(entry[entry.index(after: colon)...]) {
-            pattern = entry[..<colon]
-            allowedPort = number
-        }
-        guard port == allowedPort else { return false }
-        if pattern.hasPrefix("*.") {
-            // By DNS name only: an IP address never matches a wildcard.
-            if host.allSatisfy({ $0.isNumber || $0 == "." }) { return false }
-            return Self.host(host, matches: String(pattern))
-        }
-        return host == pattern
-    }
-
-    static func host(_ host: String, matches pattern: String) -> Bool {
-        if pattern.hasPrefix("*.") {
-            let suffix = pattern.dropFirst(1)  // ".notify.windows.com"
-            return host.hasSuffix(suffix) && host.count > suffix.count
-        }
-        return host == pattern
-    }
 }
 
-/// A device handle is not acceptable for its platform.
+/// A device handle is not acceptable for its platform; the description names the handle's kind
+/// (the field) and what is wrong with it.
 public struct HandleError: PushgateInputError, Hashable {
     enum Code: Hashable {
         case empty
@@ -160,7 +119,13 @@ public struct HandleError: PushgateInputError, Hashable {
         case badLength(Int, expected: String)
         case notHTTPS
         case userInfo
+        case fragment(position: Int)
+        case badPercentEscape(position: Int)
         case malformed(String)
+        case notDNSName(String, reason: String)
+        case badPort(String)
+        case ipAddress(String)
+        case portNotAllowed(host: String, port: Int)
         case hostNotAllowed(String, allowed: [String])
     }
 
@@ -191,8 +156,21 @@ public struct HandleError: PushgateInputError, Hashable {
             return "\(what) must start with https://"
         case .userInfo:
             return "\(what) must not contain user information (user@host)"
+        case .fragment(let position):
+            return "\(what) has a fragment ('#') at position \(position); a channel URI has none"
+        case .badPercentEscape(let position):
+            return "\(what) has a '%' at position \(position) that is not followed by two hex digits"
         case .malformed(let detail):
             return "\(what) is malformed: \(detail)"
+        case .notDNSName(let host, let reason):
+            return "\(what) host '\(host)' is not a DNS name: \(reason)"
+        case .badPort(let port):
+            return "\(what) port '\(port)' is not a number from 1 to 65535"
+        case .ipAddress(let host):
+            return "\(what) host '\(host)' is an IP address; channel URIs must name a DNS host "
+                + "(an IP address is allowed only where the allow-list names it with its port, as host:port)"
+        case .portNotAllowed(let host, let port):
+            return "\(what) port \(port) is not allowed: only 443, unless the allow-list names '\(host):\(port)'"
         case .hostNotAllowed(let host, let allowed):
             return "\(what) host '\(host)' is not on the allow-list (\(allowed.joined(separator: ", ")))"
         }

@@ -52,8 +52,20 @@ extension Registration {
     /// Parses one JSON line of an export for `app`, validating the handle with `handles` and every
     /// tag. Errors name the field (and, for bad JSON, the column).
     public init(jsonLine line: String, app: AppID, handles: HandlePolicy) throws(RegistrationLineError) {
+        try self.init(jsonLine: Array(line.utf8), app: app, handles: handles)
+    }
+
+    /// Parses one JSON line of an export, as read from a file: a line longer than
+    /// ``RegistrationImport/maximumLineBytes`` is refused unread, and a line that is not UTF-8 is
+    /// refused naming its first offending byte and that byte's 1-based column (in bytes), as they
+    /// are in the file: give the bytes, not a `String` decoded from them, which would already have
+    /// replaced the bad byte with U+FFFD (`0xEF 0xBF 0xBD`).
+    public init(jsonLine bytes: [UInt8], app: AppID, handles: HandlePolicy) throws(RegistrationLineError) {
+        guard bytes.count <= RegistrationImport.maximumLineBytes else { throw RegistrationLineError(.tooLong(bytes: bytes.count)) }
+        let invalid = firstInvalidUTF8(bytes, 0, bytes.count)
+        if invalid < bytes.count { throw RegistrationLineError(.invalidUTF8(byte: bytes[invalid], offset: invalid)) }
         let root: JSONValue
-        do { root = try JSONParser.parse(line) } catch {
+        do { root = try JSONParser.parse(bytes) } catch {
             throw RegistrationLineError("invalid JSON at column \(error.location.column): \(error.reason)")
         }
         guard let members = root.objectMembers else { throw RegistrationLineError("expected a JSON object, found \(root.typeDescription)") }
@@ -117,8 +129,59 @@ extension Registration {
     }
 }
 
-/// A line of a registrations export could not be read; says what is wrong with it.
-public struct RegistrationLineError: Error, Hashable, Sendable, CustomStringConvertible {
-    public let description: String
-    public init(_ description: String) { self.description = description }
+/// A line of a registrations export could not be read; says what is wrong with it and, once
+/// ``RegistrationImport`` has placed it, where: `backup.jsonl:3:52: invalid UTF-8: byte 0xFF at
+/// byte 52`, `backup.jsonl:7: 'handle': …`, `backup.jsonl:9: id: duplicate of line 2`.
+public struct RegistrationLineError: PushgateInputError, Hashable {
+    enum Code: Hashable {
+        /// The message names the field.
+        case invalid(String)
+        case tooLong(bytes: Int)
+        /// `offset` counts bytes from the start of the line.
+        case invalidUTF8(byte: UInt8, offset: Int)
+        case duplicateID(firstLine: Int)
+    }
+
+    let code: Code
+    /// The file (or other source) the line was read from, when known.
+    public internal(set) var source: String?
+    /// The 1-based line number, when known.
+    public internal(set) var line: Int?
+
+    init(_ code: Code) {
+        self.code = code
+    }
+
+    public init(_ description: String) {
+        self.init(.invalid(description))
+    }
+
+    /// The 1-based byte column of the problem, when it has one (invalid UTF-8).
+    public var column: Int? {
+        if case .invalidUTF8(_, let offset) = code { return offset + 1 }
+        return nil
+    }
+
+    /// What is wrong, without the location.
+    public var reason: String {
+        switch code {
+        case .invalid(let message):
+            return message
+        case .tooLong(let bytes):
+            return "the line is \(bytes) bytes long; the limit is \(RegistrationImport.maximumLineBytes) bytes (1 MiB)"
+        case .invalidUTF8(let byte, let offset):
+            return "invalid UTF-8: byte \(hexByte(byte)) at byte \(offset + 1)"
+        case .duplicateID(let firstLine):
+            return "id: duplicate of line \(firstLine)"
+        }
+    }
+
+    /// `source:line:column: reason`, with the parts that are known.
+    public var description: String {
+        var location = ""
+        if let source { location = source + ":" }
+        if let line { location += (source == nil ? "line " : "") + "\(line):" }
+        if let column, line != nil { location += "\(column):" }
+        return location.isEmpty ? reason : location + " " + reason
+    }
 }

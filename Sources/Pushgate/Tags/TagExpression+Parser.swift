@@ -1,7 +1,11 @@
 extension TagExpression {
     /// Parses a tag expression. Precedence: `!` binds tightest, then `&&`, then `||`.
+    ///
+    /// Hostile input is refused early, at a cost that does not grow with it: text longer than
+    /// ``maximumLength`` bytes before anything is read, nesting of `(` and `!` deeper than
+    /// ``maximumNesting`` when the opener past the limit is reached, and a tag past the
+    /// Notification Hubs limit (``maximumTagsOrOnly`` or ``maximumTags``) as soon as it is read.
     public init(parsing text: String) throws(TagExpressionError) {
-        // Checked before anything else: the cost of a refusal does not grow with the input.
         let length = text.utf8.count
         guard length <= Self.maximumLength else { throw TagExpressionError(.tooLong(length), position: Self.maximumLength + 1) }
         var parser = TagExpressionParser(text: text)
@@ -10,11 +14,14 @@ extension TagExpression {
         if let token = parser.peek() {
             throw TagExpressionError(.unexpected(token.description, expected: "'&&', '||' or the end"), position: parser.position)
         }
-        try expression.checkLimits()
         self = expression
     }
 }
 
+/// A recursive-descent parser whose recursion is bounded: `||` and `&&` chains are loops, and only
+/// `(` and `!` recurse, at most ``TagExpression/maximumNesting`` deep (about three frames each).
+/// The tree it builds is therefore at most `maximumNesting` + `maximumTagsOrOnly` deep, which keeps
+/// every recursive walk over it (matching, ``TagExpression/description``, SQL translation) shallow.
 private struct TagExpressionParser {
     enum Token: CustomStringConvertible {
         case and, or, not, open, close, tag(String, position: Int), invalid(Character)
@@ -36,8 +43,10 @@ private struct TagExpressionParser {
     var index = 0
     /// Open `(` and `!` around the current position.
     var depth = 0
-    /// Tags read so far: past the largest limit the rest is not parsed.
-    var tagCount = 0
+    /// 1-based positions of the tags read so far (at most one past the largest limit).
+    var tagPositions: [Int] = []
+    /// Whether an `&&` or a `!` was read: from then on the lower tag limit applies.
+    var usesAndOrNot = false
 
     init(text: String) { characters = Array(text) }
 
@@ -100,43 +109,56 @@ private struct TagExpressionParser {
         var lhs = try parseUnary()
         while case .and = peek() {
             _ = next()
+            usesAndOrNot = true
             lhs = .and(lhs, try parseUnary())
         }
         return lhs
     }
 
+    /// Counts an opener (`(` or `!`) at `start`, refusing one nested too deep.
+    mutating func enter(at start: Int) throws(TagExpressionError) {
+        depth += 1
+        if depth > TagExpression.maximumNesting { throw TagExpressionError(.tooDeep, position: start) }
+    }
+
+    /// Counts a tag at `position`, refusing the first one past the limit that applies.
+    mutating func countTag(at position: Int) throws(TagExpressionError) {
+        tagPositions.append(position)
+        let count = tagPositions.count
+        if usesAndOrNot && count > TagExpression.maximumTags {
+            // The first tag past the limit may have been read before the `&&` or `!` was.
+            let first = TagExpression.maximumTags
+            throw TagExpressionError(.tooManyTags(limit: first, orOnly: false), position: tagPositions[first])
+        }
+        if count > TagExpression.maximumTagsOrOnly {
+            throw TagExpressionError(.tooManyTags(limit: TagExpression.maximumTagsOrOnly, orOnly: true), position: position)
+        }
+    }
+
     mutating func parseUnary() throws(TagExpressionError) -> TagExpression {
         skipSpaces()
         let start = position
-        let token = next()
-        switch token {
-        case .not, .open:
-            depth += 1
-            if depth > TagExpression.maximumNesting { throw TagExpressionError(.tooDeep, position: start) }
-        default:
-            break
-        }
-        defer {
-            if case .not = token { depth -= 1 }
-            if case .open = token { depth -= 1 }
-        }
-        switch token {
+        switch next() {
         case .not:
-            return .not(try parseUnary())
+            usesAndOrNot = true
+            try enter(at: start)
+            let inner = try parseUnary()
+            depth -= 1
+            return .not(inner)
         case .open:
+            try enter(at: start)
             let inner = try parseExpression()
-            guard case .close = next() else {
-                if index >= characters.count { throw TagExpressionError(.unbalancedParenthesis, position: start) }
-                index -= 1
-                throw TagExpressionError(.unexpected(quoted(characters[index]), expected: "')'"), position: position)
+            skipSpaces()
+            let closePosition = position
+            switch next() {
+            case .close: break
+            case nil: throw TagExpressionError(.unbalancedParenthesis, position: start)
+            case let token?: throw TagExpressionError(.unexpected(token.description, expected: "')'"), position: closePosition)
             }
+            depth -= 1
             return inner
         case .tag(let text, let tagPosition):
-            tagCount += 1
-            if tagCount > TagExpression.maximumTagsOrOnly {
-                throw TagExpressionError(
-                    .tooManyTags(tagCount, limit: TagExpression.maximumTagsOrOnly, orOnly: true), position: tagPosition)
-            }
+            try countTag(at: tagPosition)
             do {
                 return .tag(try Tag(text))
             } catch {

@@ -1,8 +1,15 @@
 /// A Notification Hubs tag expression: tags combined with `&&`, `||`, `!` and parentheses, for
 /// example `(follows_RedSox || follows_Cardinals) && location_Boston`.
 ///
-/// Limits (Notification Hubs): at most 20 tags when the expression uses only `||`, otherwise at
-/// most 6. Parse errors give the 1-based character position.
+/// Limits (Notification Hubs, "Routing and tag expressions": "Tag expressions are limited to 20
+/// tags if they contain only ORs; otherwise they are limited to 6 tags"): at most 20 tags when the
+/// expression uses only `||`, otherwise at most 6; tags are counted where they occur, so `a || a`
+/// has two. The gateway adds its own bounds on the text: at most ``maximumLength`` bytes and `(`
+/// and `!` nested at most ``maximumNesting`` deep. Parse errors give the 1-based character position.
+///
+/// Every recursive walk over an expression (`matches(_:)`, ``tags``, ``description``, the stores'
+/// SQL translation) goes as deep as the tree, which parsing and ``anyOf(_:)`` bound; an expression
+/// assembled from the cases directly is the caller's to keep shallow.
 ///
 /// ```swift
 /// let expression = try TagExpression(parsing: "username:alice || from:bob")
@@ -18,19 +25,24 @@ public indirect enum TagExpression: Sendable, Hashable, CustomStringConvertible 
     public static let maximumTagsOrOnly = 20
     /// Most tags in an expression that uses `&&` or `!`.
     public static let maximumTags = 6
-    /// Longest expression text, in characters: 20 tags of Notification Hubs' longest (120
-    /// characters) with operators fit; anything longer is refused before it is parsed.
+    /// Longest expression text, in UTF-8 bytes: 20 tags of the longest ASCII form (120 characters)
+    /// joined by ` || ` take 2,476, so every expression within the tag limits fits, with room for
+    /// parentheses and spaces. Anything longer is refused before a character of it is parsed.
     public static let maximumLength = 4096
-    /// Deepest nesting of `(` and `!`, so that parsing, matching and translating an expression
-    /// (all recursive) stay far from the stack's end whatever a client sends.
+    /// Deepest nesting of `(` and `!` together, so that parsing, matching and translating an
+    /// expression (all recursive) stay far from the stack's end whatever a client sends.
     public static let maximumNesting = 32
 
     /// An expression that matches a registration carrying any of `tags` (how the tutorial's array of
-    /// tags is sent).
+    /// tags is sent). More than ``maximumTagsOrOnly`` tags are refused before the expression is
+    /// built; the error's position is the first extra tag's in the text form (`a || b || …`).
     public static func anyOf(_ tags: [Tag]) throws(TagExpressionError) -> TagExpression {
         guard var expression = tags.first.map(TagExpression.tag) else { throw TagExpressionError(.empty, position: 1) }
+        if tags.count > maximumTagsOrOnly {
+            let position = tags.prefix(maximumTagsOrOnly).reduce(1) { $0 + $1.rawValue.count + " || ".count }
+            throw TagExpressionError(.tooManyTags(limit: maximumTagsOrOnly, orOnly: true), position: position)
+        }
         for tag in tags.dropFirst() { expression = .or(expression, .tag(tag)) }
-        try expression.checkLimits()
         return expression
     }
 
@@ -71,12 +83,6 @@ public indirect enum TagExpression: Sendable, Hashable, CustomStringConvertible 
     /// index lookup); otherwise nil.
     public var disjunctiveTags: [Tag]? { isOrOnly ? tags : nil }
 
-    func checkLimits() throws(TagExpressionError) {
-        let count = tags.count
-        let limit = isOrOnly ? Self.maximumTagsOrOnly : Self.maximumTags
-        if count > limit { throw TagExpressionError(.tooManyTags(count, limit: limit, orOnly: isOrOnly), position: 1) }
-    }
-
     /// The expression in canonical text form, fully parenthesised where precedence needs it.
     public var description: String { render(parentPrecedence: 0) }
 
@@ -101,13 +107,17 @@ public struct TagExpressionError: PushgateInputError, Hashable {
         case unexpected(String, expected: String)
         case unbalancedParenthesis
         case invalidTag(TagError)
-        case tooManyTags(Int, limit: Int, orOnly: Bool)
+        /// `position` is the first tag past `limit`.
+        case tooManyTags(limit: Int, orOnly: Bool)
+        /// `position` is the first byte past the limit.
         case tooLong(Int)
+        /// `position` is the first `(` or `!` past the limit.
         case tooDeep
     }
 
     let code: Code
-    /// 1-based character position of the problem in the expression.
+    /// 1-based character position of the problem in the expression (for an expression that is
+    /// too long, of the first byte past ``TagExpression/maximumLength``).
     public let position: Int
 
     init(_ code: Code, position: Int) {
@@ -126,12 +136,12 @@ public struct TagExpressionError: PushgateInputError, Hashable {
         case .invalidTag(let error):
             return "tag expression: at position \(position): \(error.description)"
         case .tooLong(let length):
-            return "tag expression is \(length) characters long; the limit is \(TagExpression.maximumLength)"
+            return "tag expression is \(length) bytes long; the limit is \(TagExpression.maximumLength) (refused from byte \(position))"
         case .tooDeep:
             return "tag expression nests '(' and '!' deeper than \(TagExpression.maximumNesting) levels at position \(position)"
-        case .tooManyTags(let count, let limit, let orOnly):
-            return "tag expression has \(count) tags; the limit is \(limit) "
-                + (orOnly ? "for expressions using only ||" : "for expressions using && or !")
+        case .tooManyTags(let limit, let orOnly):
+            return "tag expression has more than \(limit) tags (tag \(limit + 1) is at position \(position)); the limit is \(limit) "
+                + (orOnly ? "for an expression using only ||" : "for an expression using && or !")
         }
     }
 }
