@@ -96,7 +96,7 @@ public final class PushSandbox: Service, Sendable {
 
             let endpoints = SandboxEndpoints(
                 apns: "https://\(urlHost):\(apns.port)", fcm: googleBase, gcm: googleBase + "/fcm/send", googleToken: googleBase + "/token",
-                wnsToken: wnsBase + "/accesstoken.srf", wnsChannelHost: "\(host):\(wns.port)", wns: wnsBase,
+                wnsToken: wnsBase + "/accesstoken.srf", wnsChannelHost: "\(urlHost):\(wns.port)", wns: wnsBase,
                 control: "http://\(urlHost):\(control.port)")
             let sandbox = PushSandbox(
                 configuration: configuration, credentials: credentials, endpoints: endpoints, state: state,

@@ -38,8 +38,8 @@ import Testing
     }
 
     @Test func repeatedFailuresBackOffPerAddressAndUserWithAWayBack() async throws {
-        let clock = Mutex<Double>(1000)
-        let authenticator = Authenticator(configuration: AuthConfiguration(demoPasswordEqualsName: true), now: { clock.withLock { $0 } })
+        let clock = ManualClock(secondsSinceEpoch: 1000)
+        let authenticator = Authenticator(configuration: AuthConfiguration(demoPasswordEqualsName: true), clock: clock)
         for _ in 0..<LoginThrottle.freeFailures {
             #expect(await authenticator.authenticate(basic("eve", "guess"), from: "10.0.0.66") == .refused)
         }
@@ -53,11 +53,11 @@ import Testing
             await authenticator.authenticate(basic("alice", "alice"), from: "10.0.0.66")
                 == .user(AuthenticatedUser(name: "alice", isAdmin: false)))
         // Each further failure doubles the wait, up to a minute.
-        clock.withLock { $0 += 1.5 }
+        clock.advance(seconds: 1.5)
         #expect(await authenticator.authenticate(basic("eve", "guess"), from: "10.0.0.66") == .refused)
         #expect(await authenticator.authenticate(basic("eve", "guess"), from: "10.0.0.66") == .rateLimited(retryAfterSeconds: 2))
         // The way back: after the wait, the right password works.
-        clock.withLock { $0 += 61 }
+        clock.advance(seconds: 61)
         #expect(
             await authenticator.authenticate(basic("eve", "eve"), from: "10.0.0.66")
                 == .user(AuthenticatedUser(name: "eve", isAdmin: false)))

@@ -1,14 +1,13 @@
 import Foundation
 
-/// The lines of a file, read in chunks: a line longer than the limit is reported with its length
-/// and skipped without being held in memory; a line that is not UTF-8 names its first bad byte.
+/// The lines of a file as bytes, read in chunks: a line longer than the limit is reported with
+/// its length and skipped without being held in memory. What the bytes mean is the domain's
+/// business (`RegistrationImport`).
 struct JSONLinesReader: Sequence, IteratorProtocol {
     struct Line {
         enum Content {
-            case text(String)
+            case bytes([UInt8])
             case tooLong(bytes: Int)
-            /// `offset` counts bytes from the start of the line.
-            case invalidUTF8(offset: Int, byte: UInt8)
         }
 
         var number: Int
@@ -57,33 +56,6 @@ struct JSONLinesReader: Sequence, IteratorProtocol {
     }
 
     static func line(_ number: Int, _ bytes: [UInt8], length: Int, limit: Int) -> Line {
-        if length > limit { return Line(number: number, content: .tooLong(bytes: length)) }
-        if let text = String(validating: bytes, as: UTF8.self) { return Line(number: number, content: .text(text)) }
-        let offset = firstInvalidUTF8Offset(bytes) ?? 0
-        return Line(number: number, content: .invalidUTF8(offset: offset, byte: bytes[offset]))
-    }
-
-    /// The offset of the first byte that cannot start or continue a UTF-8 sequence there.
-    static func firstInvalidUTF8Offset(_ bytes: [UInt8]) -> Int? {
-        var index = 0
-        while index < bytes.count {
-            let lead = bytes[index]
-            let count: Int
-            switch lead {
-            case 0x00...0x7F: count = 1
-            case 0xC2...0xDF: count = 2
-            case 0xE0...0xEF: count = 3
-            case 0xF0...0xF4: count = 4
-            default: return index
-            }
-            guard index + count <= bytes.count else { return index }
-            for continuation in 1..<count where bytes[index + continuation] & 0xC0 != 0x80 {
-                return index + continuation
-            }
-            let scalar = String(validating: bytes[index..<index + count], as: UTF8.self)
-            if scalar == nil { return index }  // overlong, surrogate or out of range
-            index += count
-        }
-        return nil
+        Line(number: number, content: length > limit ? .tooLong(bytes: length) : .bytes(bytes))
     }
 }

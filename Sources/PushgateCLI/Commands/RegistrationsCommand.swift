@@ -175,9 +175,6 @@ struct RegistrationsCommand: AsyncParsableCommand {
         @Flag(help: "Validate only; write nothing.")
         var dryRun = false
 
-        /// Longest line read; a registration's line is a few KB at most.
-        static let maximumLineBytes = 1 << 20
-
         func run() async throws {
             let loaded = try options.load()
             let app = try options.selectedApp(in: loaded)
@@ -191,30 +188,19 @@ struct RegistrationsCommand: AsyncParsableCommand {
             }
             var registrations: [Registration] = []
             var errors: [String] = []
-            var firstLineOfID: [RegistrationID: Int] = [:]
-            for line in JSONLinesReader(input, maximumLineBytes: Self.maximumLineBytes) {
-                let location = "\(name):\(line.number)"
-                switch line.content {
-                case .tooLong(let bytes):
-                    errors.append("\(location): the line is \(bytes) bytes; at most \(Self.maximumLineBytes) are read")
-                case .invalidUTF8(let offset, let byte):
-                    errors.append(
-                        "\(location):\(offset + 1): invalid UTF-8: byte 0x\(String(byte, radix: 16, uppercase: true)) at byte \(offset + 1)"
-                    )
-                case .text(let text):
-                    let trimmed = text.trimmingCharacters(in: .whitespaces)
-                    if trimmed.isEmpty { continue }
-                    do {
-                        let registration = try Registration(jsonLine: trimmed, app: app.id, handles: app.configuration.handles)
-                        if let first = firstLineOfID[registration.id] {
-                            errors.append("\(location): id: \(registration.id) is a duplicate of line \(first)")
-                        } else {
-                            firstLineOfID[registration.id] = line.number
+            var importer = RegistrationImport(source: name, app: app.id, handles: app.configuration.handles)
+            for line in JSONLinesReader(input, maximumLineBytes: RegistrationImport.maximumLineBytes) {
+                do throws(RegistrationLineError) {
+                    switch line.content {
+                    case .tooLong(let bytes):
+                        throw importer.lineTooLong(number: line.number, bytes: bytes)
+                    case .bytes(let bytes):
+                        if let registration = try importer.registration(line: bytes, number: line.number) {
                             registrations.append(registration)
                         }
-                    } catch {
-                        errors.append("\(location): \(error.description)")
                     }
+                } catch {
+                    errors.append(error.description)
                 }
             }
             if !errors.isEmpty {

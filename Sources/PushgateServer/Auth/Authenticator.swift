@@ -35,7 +35,7 @@ public actor Authenticator {
     private let users: [String: String]
     private let admins: Set<String>
     private let demoPasswordEqualsName: Bool
-    private let now: @Sendable () -> Double
+    private let clock: any PushgateClock
     private var verified: [String: Double] = [:]
     private var checks: [String: Task<Bool, Never>] = [:]
     private var throttle: LoginThrottle
@@ -47,13 +47,12 @@ public actor Authenticator {
     public static let maximumHeaderBytes = 4096
 
     public init(
-        configuration: AuthConfiguration, tableCapacity: Int = 10_000,
-        now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }
+        configuration: AuthConfiguration, tableCapacity: Int = 10_000, clock: any PushgateClock = SystemClock()
     ) {
         users = Dictionary(configuration.users.map { ($0.name, $0.passwordHash) }, uniquingKeysWith: { first, _ in first })
         admins = Set(configuration.admins)
         demoPasswordEqualsName = configuration.demoPasswordEqualsName
-        self.now = now
+        self.clock = clock
         self.tableCapacity = tableCapacity
         throttle = LoginThrottle(capacity: tableCapacity)
     }
@@ -72,7 +71,7 @@ public actor Authenticator {
         guard !name.isEmpty else { return .missing }
         let user = AuthenticatedUser(name: name, isAdmin: admins.contains(name))
         let cacheKey = SHA256.hash(data: Data("\(name)\u{0}\(password)".utf8)).map { String(format: "%02x", $0) }.joined()
-        let time = now()
+        let time = clock.now.secondsSinceEpoch
         if let until = verified[cacheKey], time < until { return .user(user) }
 
         // The same credentials already being checked: the same guess, answered once.
@@ -84,7 +83,7 @@ public actor Authenticator {
         checks[cacheKey] = check
         let accepted = await check.value
         checks[cacheKey] = nil
-        let settled = now()
+        let settled = clock.now.secondsSinceEpoch
         throttle.finish(key, succeeded: accepted, now: settled)
         guard accepted else { return .refused }
         if verified[cacheKey] == nil, verified.count >= tableCapacity {

@@ -25,15 +25,15 @@ public final class Gateway: Sendable {
     public let dispatcher: Dispatcher
     let metrics: GatewayMetrics
     let logger: Logger
-    let now: @Sendable () -> Timestamp
+    /// The time registrations, reservations and secure messages expire by.
+    let clock: any PushgateClock
     /// Sends being delivered, so that shutdown can cancel them at its deadline.
     public let inFlight = InFlightSends()
 
     public init(
         app: LoadedApp, store: any RegistrationStore & SecureMessageStore, dispatcher: Dispatcher, secureMessageLifetime: Double = 86400,
         limits: LimitsConfiguration = .init(), metrics: GatewayMetrics = GatewayMetrics(),
-        logger: Logger = Logger(label: "pushgate.gateway"),
-        now: @escaping @Sendable () -> Timestamp = { Timestamp(secondsSinceEpoch: Date().timeIntervalSince1970) }
+        logger: Logger = Logger(label: "pushgate.gateway"), clock: any PushgateClock = SystemClock()
     ) {
         self.app = app
         self.store = store
@@ -42,10 +42,12 @@ public final class Gateway: Sendable {
         self.dispatcher = dispatcher
         self.metrics = metrics
         self.logger = logger
-        self.now = now
+        self.clock = clock
     }
 
     var appID: AppID { app.id }
+
+    func now() -> Timestamp { clock.now }
 
     /// Runs a store operation, turning its failure into the answer it deserves.
     func stored<T: Sendable>(_ body: () async throws(StoreError) -> T) async throws(GatewayError) -> T {
