@@ -90,6 +90,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The test kit shared by the test targets: a sandbox-backed gateway fixture, raw sockets for
+        // hostile clients, the `pushgate` process runner, registration seeds.
+        .target(
+            name: "PushgateTesting",
+            dependencies: ["Pushgate", "PushgateCurl", "PushgateDispatch", "PushgateLocal", "PushgateStore", "PNSSandbox"]
+        ),
         // Reads config.json, template files and secrets from disk and the environment.
         .target(name: "PushgateConfig", dependencies: ["Pushgate", "PushgateXML"]),
         // Local APNs, FCM (v1 and legacy) and WNS emulators speaking the real wire protocols.
@@ -134,7 +140,7 @@ let package = Package(
             name: "PushgateServerTests",
             dependencies: [
                 "PushgateServer", "PNSSandbox", "PushgateCurl", "PushgateConfig", "PushgateDispatch", "PushgateStore", "Pushgate",
-                "PushgateLocal",
+                "PushgateLocal", "PushgateTesting",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -153,8 +159,8 @@ let package = Package(
         .testTarget(name: "PushgateConfigTests", dependencies: ["Pushgate", "PushgateConfig"]),
         .testTarget(
             name: "PushgateCLITests",
-            dependencies: ["PushgateCLI", "PushgateLocal", "PNSSandbox", "PushgateStore", "PushgateCurl", "Pushgate"]),
-        .testTarget(name: "PushgateConsoleTests", dependencies: ["PushgateLocal", "PNSSandbox", "Pushgate"]),
+            dependencies: ["PushgateCLI", "PushgateLocal", "PNSSandbox", "PushgateStore", "PushgateCurl", "Pushgate", "PushgateTesting"]),
+        .testTarget(name: "PushgateConsoleTests", dependencies: ["PushgateLocal", "PNSSandbox", "Pushgate", "PushgateTesting"]),
     ],
     swiftLanguageModes: [.v6]
 )

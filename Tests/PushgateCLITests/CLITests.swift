@@ -3,58 +3,9 @@ import Pushgate
 import PushgateCurl
 import PushgateLocal
 import PushgateStore
+import PushgateTesting
 import Synchronization
 import Testing
-
-/// Runs the built `pushgate` binary, as a user would.
-struct PushgateProcess {
-    static let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().path
-
-    static var executable: String {
-        // The test bundle sits next to the products in .build/<configuration>/.
-        let bundleDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for candidate in [bundleDirectory, bundleDirectory.deletingLastPathComponent()] {
-            let path = candidate.appendingPathComponent("pushgate").path
-            if FileManager.default.isExecutableFile(atPath: path) { return path }
-        }
-        return repositoryRoot + "/.build/debug/pushgate"
-    }
-
-    struct Result {
-        var status: Int32
-        var stdout: String
-        var stderr: String
-    }
-
-    /// Runs the binary on a thread of its own: an async test must never block one of the few
-    /// cooperative threads while the process it waits for needs this process's gateway to answer.
-    static func run(_ arguments: [String], in directory: String = repositoryRoot) async throws -> Result {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread {
-                continuation.resume(with: Swift.Result { try run(arguments, in: directory) as Result })
-            }.start()
-        }
-    }
-
-    static func run(_ arguments: [String], in directory: String = repositoryRoot) throws -> Result {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.currentDirectoryURL = URL(fileURLWithPath: directory)
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Result(
-            status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-            stderr: String(decoding: stderr, as: UTF8.self))
-    }
-}
 
 @Suite struct CLITests {
     @Test func templatesCheckAcceptsTheShippedConfiguration() throws {
@@ -309,15 +260,8 @@ struct PushgateProcess {
     @Test func sendShowsProgressLinesWhileAFanOutRuns() async throws {
         let local = try await LocalGateway.start()
         do {
-            var registrations: [Registration] = []
-            for _ in 0..<600 {
-                let device = await local.sandbox.createDevice(.gcm)
-                registrations.append(
-                    try Registration(
-                        id: .random(), handle: DeviceHandle(uncheckedPlatform: .gcm, value: device.handle), tags: [try .username("dave")],
-                        owner: "dave"))
-            }
-            try await local.store.restore(registrations, now: Timestamp(secondsSinceEpoch: Date().timeIntervalSince1970))
+            let devices = try await RegistrationSeeds.sandboxDevices(600, .gcm, in: local.sandbox, user: "dave")
+            try await local.store.restore(devices, now: RegistrationSeeds.now)
             let sent = try await PushgateProcess.run([
                 "send", "--server", local.baseURL, "--user", "bob:bob", "--to-tag", "dave", "--progress", "Hello, 600 devices",
             ])
@@ -334,68 +278,6 @@ struct PushgateProcess {
             throw error
         }
         await local.stop()
-    }
-}
-
-/// A started process whose output is collected on threads of its own (never blocking the
-/// cooperative pool), with waits that poll.
-final class RunningProcess: @unchecked Sendable {
-    let process = Process()
-    private let output = Mutex("")
-
-    init(_ arguments: [String]) throws {
-        process.executableURL = URL(fileURLWithPath: PushgateProcess.executable)
-        process.arguments = arguments
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        for pipe in [out, err] {
-            Thread { [self] in
-                while true {
-                    let chunk = pipe.fileHandleForReading.availableData
-                    if chunk.isEmpty { break }
-                    self.output.withLock { $0 += String(decoding: chunk, as: UTF8.self) }
-                }
-            }.start()
-        }
-    }
-
-    /// Everything written so far, stdout and stderr interleaved.
-    var text: String { output.withLock { $0 } }
-
-    /// Waits until the output contains `needle`; the output so far when it does.
-    func waitFor(_ needle: String, seconds: Double = 30) async throws -> String {
-        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-        while ContinuousClock.now < deadline {
-            let text = self.text
-            if text.contains(needle) { return text }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        Issue.record("timed out waiting for '\(needle)'; output so far:\n\(text)")
-        throw CancellationError()
-    }
-
-    var isRunning: Bool { process.isRunning }
-
-    /// Waits for the process to exit by itself; its status.
-    func waitForExit(seconds: Double) async throws -> Int32 {
-        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-        while process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        try await Task.sleep(for: .milliseconds(100))
-        return process.terminationStatus
-    }
-
-    /// SIGTERM, then the exit status (after at most `seconds`).
-    func terminate(seconds: Double = 20) async throws -> Int32 {
-        process.terminate()
-        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-        while process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        try await Task.sleep(for: .milliseconds(100))  // the reader threads drain the pipes
-        return process.terminationStatus
     }
 }
 
@@ -456,15 +338,7 @@ final class RunningProcess: @unchecked Sendable {
 
         // 20,000 of carol's devices in the gateway's store, each push answered after 100 ms.
         let store = try await SQLiteRegistrationStore.open(path: storeFile.hasPrefix("/") ? storeFile : folder + "/" + storeFile)
-        var registrations: [Registration] = []
-        for index in 0..<20_000 {
-            registrations.append(
-                try Registration(
-                    id: try RegistrationID(String(format: "d%07d", index)),
-                    handle: DeviceHandle(uncheckedPlatform: .apns, value: String(format: "%064x", index + 1)),
-                    tags: [try Tag("username:carol")], owner: "carol"))
-        }
-        try await store.restore(registrations, now: Timestamp(secondsSinceEpoch: Date().timeIntervalSince1970))
+        try await store.restore(try RegistrationSeeds.apns(count: 20_000, user: "carol", idPrefix: "d"), now: RegistrationSeeds.now)
         let client = try CurlHTTPClient(configuration: .init(httpVersion: .http1))
         let scripted = try await client.execute(
             CurlRequest(

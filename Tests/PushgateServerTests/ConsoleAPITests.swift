@@ -5,6 +5,7 @@ import PushgateConfig
 import PushgateCurl
 import PushgateDispatch
 import PushgateServer
+import PushgateTesting
 import Testing
 
 /// The API the web console uses beyond the tutorial's: who am I, my registrations, streamed sends,
@@ -45,15 +46,8 @@ import Testing
     @Test func aStreamedSendReportsProgressAfterEveryBatchThenTheResult() async throws {
         try await GatewayFixture.with { fixture in
             // 1,100 devices written straight into the store (an import), registered to carol.
-            var registrations: [Registration] = []
-            for _ in 0..<1100 {
-                let device = await fixture.sandbox.createDevice(.fcm)
-                registrations.append(
-                    try Registration(
-                        id: .random(), handle: DeviceHandle(uncheckedPlatform: .fcm, value: device.handle), tags: [try .username("carol")],
-                        owner: "carol"))
-            }
-            try await fixture.store.restore(registrations, now: Timestamp(secondsSinceEpoch: Date().timeIntervalSince1970))
+            let devices = try await RegistrationSeeds.sandboxDevices(1100, .fcm, in: fixture.sandbox, user: "carol")
+            try await fixture.store.restore(devices, now: RegistrationSeeds.now)
 
             let response = try await fixture.call(
                 "POST", "/api/notifications?pns=all&to_tag=carol", user: "bob", body: #""Hello, all of you""#,

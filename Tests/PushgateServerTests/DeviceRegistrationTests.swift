@@ -1,5 +1,6 @@
 import Pushgate
 import PushgateServer
+import PushgateTesting
 import Testing
 
 @Suite struct DeviceRegistrationTests {

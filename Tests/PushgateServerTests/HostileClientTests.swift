@@ -4,6 +4,7 @@ import Pushgate
 import PushgateCurl
 import PushgateLocal
 import PushgateServer
+import PushgateTesting
 import Testing
 
 @testable import PushgateStore
@@ -45,7 +46,7 @@ import Testing
             #expect(health.status == 200)
             #expect(local.server.connections.count <= 32)
             // By the header timeout every slow connection has been closed (displaced or timed out).
-            let closed = await RawConnection.onThread { slow.map { $0.readUntilClosed(timeout: 6).closed } }
+            let closed = await RawConnection.onThread { slow.map { $0.readUntilClosed(timeout: 15).closed } }
             #expect(closed.allSatisfy { $0 }, "\(closed.filter { !$0 }.count) slow connections still open")
             let counts = local.server.connections.closedCounts
             #expect(counts.displaced > 0 && counts.timedOut > 0, "\(counts)")
@@ -63,7 +64,7 @@ import Testing
             let port = local.port
             let results = await RawConnection.onThread { () -> [String: (text: String, closed: Bool, seconds: Double)] in
                 var results: [String: (text: String, closed: Bool, seconds: Double)] = [:]
-                func timed(_ name: String, _ connection: RawConnection?, timeout: Double = 6) {
+                func timed(_ name: String, _ connection: RawConnection?, timeout: Double = 15) {
                     let started = Date()
                     let outcome = connection?.readUntilClosed(timeout: timeout) ?? (text: "no connection", closed: false)
                     results[name] = (outcome.text, outcome.closed, Date().timeIntervalSince(started))
@@ -76,10 +77,10 @@ import Testing
                 let trickle = try? RawConnection(port: port)
                 let started = Date()
                 for byte in "GET /healthz HTTP/1.1\r\nHost: pushgate\r\nX-Padding: aaaaaaaaaaaaaaaaaaaa".utf8 {
-                    if trickle?.send([byte]) != true || Date().timeIntervalSince(started) > 5 { break }
+                    if trickle?.send([byte]) != true || Date().timeIntervalSince(started) > 12 { break }
                     Thread.sleep(forTimeInterval: 0.2)
                 }
-                timed("trickle", trickle, timeout: 1)
+                timed("trickle", trickle, timeout: 3)
                 results["trickle"]?.seconds = Date().timeIntervalSince(started)
                 // A body that stops midway.
                 let stalled = try? RawConnection(port: port)
@@ -93,7 +94,7 @@ import Testing
                 drip?.send(
                     "PUT /api/register/x HTTP/1.1\r\nHost: pushgate\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n")
                 let dripStarted = Date()
-                while Date().timeIntervalSince(dripStarted) < 6, drip?.send("{") == true { Thread.sleep(forTimeInterval: 0.4) }
+                while Date().timeIntervalSince(dripStarted) < 12, drip?.send("{") == true { Thread.sleep(forTimeInterval: 0.4) }
                 results["dripped body"] = ("", true, Date().timeIntervalSince(dripStarted))
                 // A chunked body that stops after one chunk.
                 let chunked = try? RawConnection(port: port)
@@ -103,14 +104,16 @@ import Testing
             }
             let idle = try #require(results["idle"])
             #expect(idle.text.hasPrefix("HTTP/1.1 200"), "\(idle.text.prefix(80))")
-            #expect(idle.closed && idle.seconds < 4, "idle keep-alive closed after \(idle.seconds) s")
+            // Timeouts of 1-2 s; the bounds are loose (a loaded 2-core machine), they tell "closed by
+            // its timeout" from "never closed".
+            #expect(idle.closed && idle.seconds < 10, "idle keep-alive closed after \(idle.seconds) s")
             let trickle = try #require(results["trickle"])
-            #expect(trickle.closed && trickle.seconds < 3, "trickled head closed after \(trickle.seconds) s")
+            #expect(trickle.closed && trickle.seconds < 10, "trickled head closed after \(trickle.seconds) s")
             let dripped = try #require(results["dripped body"])
-            #expect(dripped.seconds < 4, "a dripped body was read for \(dripped.seconds) s")
+            #expect(dripped.seconds < 10, "a dripped body was read for \(dripped.seconds) s")
             for name in ["stalled body", "stalled chunked body"] {
                 let result = try #require(results[name])
-                #expect(result.closed && result.seconds < 3, "\(name) closed after \(result.seconds) s")
+                #expect(result.closed && result.seconds < 10, "\(name) closed after \(result.seconds) s")
             }
             #expect(try await local.call("GET", "/healthz", user: nil).status == 200)
         }
@@ -255,16 +258,7 @@ import Testing
 
     @Test func aStreamedSendCarriesOnAfterItsClientDisconnects() async throws {
         try await Self.running { local in
-            var registrations: [Registration] = []
-            for index in 0..<2_000 {
-                let handle = String(format: "%064x", index + 1)
-                registrations.append(
-                    try Registration(
-                        id: try RegistrationID(String(format: "s%07d", index)),
-                        handle: DeviceHandle(uncheckedPlatform: .apns, value: handle),
-                        tags: [try Tag("username:carol")], owner: "carol"))
-            }
-            try await local.store.restore(registrations, now: Timestamp(secondsSinceEpoch: Date().timeIntervalSince1970))
+            try await local.store.restore(try RegistrationSeeds.apns(count: 2_000, user: "carol"), now: RegistrationSeeds.now)
             let port = local.port
             let auth = "Authorization: Basic " + Data("bob:bob".utf8).base64EncodedString()
             let firstLine = await RawConnection.onThread { () -> String in

@@ -9,39 +9,9 @@ import PushgateDispatch
 import PushgateLocal
 import PushgateServer
 import PushgateStore
+import PushgateTesting
 import ServiceLifecycle
 import Testing
-
-/// The local gateway (sandbox + gateway on a free port) with the tests' defaults: alice calls
-/// unless told otherwise, few retries.
-struct GatewayFixture {
-    let local: LocalGateway
-
-    var sandbox: PushSandbox { local.sandbox }
-    var store: SQLiteRegistrationStore { local.store }
-
-    func call(
-        _ method: String, _ path: String, user: String? = "alice", password: String? = nil, body: String = "",
-        contentType: String = "application/json", accept: String? = nil, headers: [(name: String, value: String)] = []
-    ) async throws -> CurlResponse {
-        try await local.call(
-            method, path, user: user, password: password, body: body, contentType: contentType, accept: accept, headers: headers)
-    }
-
-    func register(_ device: SandboxDevice, user: String, tags: [String] = []) async throws -> String {
-        try await local.register(device, user: user, tags: tags)
-    }
-
-    static func with(_ body: (GatewayFixture) async throws -> Void) async throws {
-        let fixture = GatewayFixture(
-            local: try await LocalGateway.start(retryPolicy: RetryPolicy(maximumAttempts: 2, initialBackoffSeconds: 0.05)))
-        do { try await body(fixture) } catch {
-            await fixture.local.stop()
-            throw error
-        }
-        await fixture.local.stop()
-    }
-}
 
 @Suite struct TutorialClientTests {
     @Test func theTutorialClientRegistersAndSendsToEveryPlatform() async throws {

@@ -7,11 +7,11 @@ import Foundation
 /// A plain TCP connection to the gateway, driven byte by byte: what a hostile client does
 /// (half-sent headers, stalled or endless bodies). Blocking calls run on a thread of their own,
 /// never on Swift's cooperative pool (two threads on this machine), which the gateway needs.
-final class RawConnection: @unchecked Sendable {
+public final class RawConnection: @unchecked Sendable {
     // Invariant: used by one test at a time; every call runs to completion on its own thread.
     private let descriptor: Int32
 
-    init(port: Int) throws {
+    public init(port: Int) throws {
         descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw RawConnectionError("socket() failed: \(errno)") }
         var address = sockaddr_in()
@@ -31,10 +31,10 @@ final class RawConnection: @unchecked Sendable {
 
     /// Sends all of `text`; false when the peer has closed.
     @discardableResult
-    func send(_ text: String) -> Bool { send(Array(text.utf8)) }
+    public func send(_ text: String) -> Bool { send(Array(text.utf8)) }
 
     @discardableResult
-    func send(_ bytes: [UInt8]) -> Bool {
+    public func send(_ bytes: [UInt8]) -> Bool {
         var offset = 0
         while offset < bytes.count {
             let sent = bytes[offset...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -46,7 +46,7 @@ final class RawConnection: @unchecked Sendable {
 
     /// Reads until the peer closes or `timeout` passes; returns what arrived and whether the
     /// peer closed.
-    func readUntilClosed(timeout: Double) -> (text: String, closed: Bool) {
+    public func readUntilClosed(timeout: Double) -> (text: String, closed: Bool) {
         var received: [UInt8] = []
         let deadline = Date().addingTimeInterval(timeout)
         var buffer = [UInt8](repeating: 0, count: 65536)
@@ -62,7 +62,7 @@ final class RawConnection: @unchecked Sendable {
     }
 
     /// Reads until what arrived contains `needle`, the peer closes, or `timeout` passes.
-    func read(until needle: String, timeout: Double) -> String {
+    public func read(until needle: String, timeout: Double) -> String {
         var received: [UInt8] = []
         let deadline = Date().addingTimeInterval(timeout)
         var buffer = [UInt8](repeating: 0, count: 65536)
@@ -77,7 +77,7 @@ final class RawConnection: @unchecked Sendable {
     }
 
     /// Runs blocking socket work on a new thread.
-    static func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    public static func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in
             let thread = Thread { continuation.resume(returning: body()) }
             thread.stackSize = 1 << 20
@@ -86,7 +86,7 @@ final class RawConnection: @unchecked Sendable {
     }
 }
 
-struct RawConnectionError: Error, CustomStringConvertible {
-    let description: String
+public struct RawConnectionError: Error, CustomStringConvertible {
+    public let description: String
     init(_ description: String) { self.description = description }
 }
