@@ -95,11 +95,7 @@ extension GoogleService {
         }
         if message["validate_only"] == nil, root["validate_only"]?.kind != .bool(true) {
             let name = "projects/\(project)/messages/\(Self.messageNumber())"
-            await state.deliver(
-                ReceivedNotification(
-                    platform: .fcm, deviceID: device.id, messageID: name,
-                    headers: request.headers.filter { $0.name.lowercased() == "content-type" },
-                    payload: String(decoding: request.body, as: UTF8.self), receivedAt: state.clock.now.secondsSinceEpoch))
+            await deliver(request, platform: .fcm, to: device, messageID: name)
             return .json(200, #"{"name":"\#(name)"}"#)
         }
         return .json(200, #"{"name":"projects/\#(project)/messages/fake_message_id"}"#)

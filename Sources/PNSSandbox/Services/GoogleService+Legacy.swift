@@ -51,11 +51,7 @@ extension GoogleService {
                     result = #"{"error":"NotRegistered"}"#
                 } else {
                     let messageID = "0:\(Self.messageNumber())%\(credentials.gcmSenderID)"
-                    await state.deliver(
-                        ReceivedNotification(
-                            platform: .gcm, deviceID: device.id, messageID: messageID,
-                            headers: request.headers.filter { $0.name.lowercased() == "content-type" },
-                            payload: String(decoding: request.body, as: UTF8.self), receivedAt: state.clock.now.secondsSinceEpoch))
+                    await deliver(request, platform: .gcm, to: device, messageID: messageID)
                     success += 1
                     if let replacement = device.canonicalHandle, replacement != token {
                         canonical += 1

@@ -61,5 +61,14 @@ struct GoogleService: SandboxHTTPResponder {
         }
     }
 
+    /// Puts an accepted message in the device's inbox.
+    func deliver(_ request: SandboxHTTPRequest, platform: Platform, to device: SandboxDevice, messageID: String) async {
+        await state.deliver(
+            ReceivedNotification(
+                platform: platform, deviceID: device.id, messageID: messageID,
+                headers: request.headers.filter { $0.name.lowercased() == "content-type" },
+                payload: String(decoding: request.body, as: UTF8.self), receivedAt: state.clock.now.secondsSinceEpoch))
+    }
+
     static func messageNumber() -> UInt64 { UInt64.random(in: 1_000_000_000_000_000...9_999_999_999_999_999) }
 }
