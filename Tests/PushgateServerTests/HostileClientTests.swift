@@ -197,6 +197,14 @@ import Testing
                 #expect(response.status == status, "\(method) \(path) \(body.prefix(40)): \(response.bodyText.prefix(200))")
                 #expect(response.bodyText.contains(text), "\(body.prefix(40)): \(response.bodyText.prefix(200))")
             }
+            // Malformed credentials: no colon, bad base64, 64 KB.
+            for authorization in [
+                "Basic " + Data("alice".utf8).base64EncodedString(), "Basic %%%", "Basic " + String(repeating: "QUFB", count: 16_384),
+            ] {
+                let response = try await local.call(
+                    "PUT", "/api/register/\(id)", user: nil, body: put(device.handle), headers: [("Authorization", authorization)])
+                #expect(response.status == 401, "\(authorization.prefix(20)): \(response.bodyText.prefix(200))")
+            }
             let stored = try await local.store.registration(id: try RegistrationID(id), app: .default)
             #expect(stored?.tags.map(\.rawValue) == ["news", "username:alice"])
             #expect(stored?.handle.value == device.handle)

@@ -1,0 +1,98 @@
+import Foundation
+import Pushgate
+import PushgateConfig
+import PushgateDispatch
+import PushgateServer
+import Synchronization
+import Testing
+
+/// A store that works for the first page of an audience and then fails, and that cannot apply
+/// handle changes: what a disk error in the middle of a send looks like to the gateway.
+final class FailingStore: RegistrationStore, SecureMessageStore {
+    let inner = InMemoryRegistrationStore()
+    let failedApplies = Mutex<Int>(0)
+
+    func createRegistrationID(app: AppID, owner: String, maximumReserved: Int, now: Timestamp) async throws(StoreError) -> RegistrationID {
+        try await inner.createRegistrationID(app: app, owner: owner, maximumReserved: maximumReserved, now: now)
+    }
+    func registrationIDs(handle: String, app: AppID) async throws(StoreError) -> [RegistrationID] {
+        try await inner.registrationIDs(handle: handle, app: app)
+    }
+    func upsert(_ registration: Registration, now: Timestamp) async throws(StoreError) { try await inner.upsert(registration, now: now) }
+    func registration(id: RegistrationID, app: AppID) async throws(StoreError) -> Registration? {
+        try await inner.registration(id: id, app: app)
+    }
+    func delete(id: RegistrationID, app: AppID) async throws(StoreError) -> Bool { try await inner.delete(id: id, app: app) }
+    func restore(_ registrations: [Registration], now: Timestamp) async throws(StoreError) {
+        try await inner.restore(registrations, now: now)
+    }
+    func removals(app: AppID, limit: Int) async throws(StoreError) -> [HandleRemoval] { try await inner.removals(app: app, limit: limit) }
+    func storeSecureMessage(_ message: SecureMessage) async throws(StoreError) { try await inner.storeSecureMessage(message) }
+    func readSecureMessage(id: String, app: AppID, recipient: String, now: Timestamp) async throws(StoreError) -> SecureMessage? {
+        try await inner.readSecureMessage(id: id, app: app, recipient: recipient, now: now)
+    }
+
+    /// The first page, then a storage error.
+    func registrations(
+        matching expression: TagExpression?, platforms: PlatformSelection, app: AppID, batchSize: Int, now: Timestamp
+    ) -> AsyncThrowingStream<[Registration], any Error> {
+        let pages = inner.registrations(matching: expression, platforms: platforms, app: app, batchSize: batchSize, now: now)
+        return AsyncThrowingStream { continuation in
+            Task {
+                var iterator = pages.makeAsyncIterator()
+                if let first = try? await iterator.next() { continuation.yield(first) }
+                continuation.finish(throwing: StoreError(.storage, "disk I/O error"))
+            }
+        }
+    }
+
+    func apply(_ changes: [StoredHandleChange], app: AppID, now: Timestamp) async throws(StoreError) {
+        failedApplies.withLock { $0 += changes.count }
+        throw StoreError(.storage, "disk I/O error")
+    }
+}
+
+@Suite struct StoreFailureTests {
+    /// Wave 1 answered 503 and threw away what had been delivered, and dropped handle removals
+    /// silently (`try?`).
+    @Test func aStoreFailureMidSendReportsWhatWasDeliveredAndCountsUnappliedRemovals() async throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let loaded = try ConfigurationLoader.load(file: root.appendingPathComponent("config.json").path)
+        let store = FailingStore()
+        // 1,200 of carol's devices: the first page (500) is listed, then the store fails.
+        var registrations: [Registration] = []
+        for index in 0..<1_200 {
+            registrations.append(
+                try Registration(
+                    id: try RegistrationID(String(format: "f%07d", index)),
+                    handle: DeviceHandle(uncheckedPlatform: .apns, value: String(format: "%064x", index + 1)),
+                    tags: [try .username("carol")], owner: "carol"))
+        }
+        try await store.restore(registrations, now: Timestamp(secondsSinceEpoch: 0))
+        // APNs answers every other device "Unregistered": a handle removal for the store.
+        let transport = InMemoryPushTransport { request in
+            let gone = (Int(request.url.suffix(1), radix: 16) ?? 0) % 2 == 0
+            return .success(
+                gone
+                    ? PushHTTPResponse(status: 410, body: Array(#"{"reason":"Unregistered","timestamp":1}"#.utf8))
+                    : PushHTTPResponse(status: 200, headers: [HTTPHeader(name: "apns-id", value: UUID().uuidString)]))
+        }
+        let provider = APNSProvider(
+            endpoint: "https://apns.example", topic: "com.example.app", tokens: nil, transport: transport, policy: RetryPolicy(),
+            clock: SystemClock())
+        let metrics = GatewayMetrics()
+        let gateway = Gateway(app: loaded.defaultApp, store: store, dispatcher: Dispatcher(providers: [provider]), metrics: metrics)
+        let prepared = try gateway.prepare(
+            Gateway.SendRequest(pns: "apns", toTag: "carol", body: Array(#""hi""#.utf8)),
+            user: AuthenticatedUser(name: "bob", isAdmin: false))
+        let outcome = await gateway.deliver(prepared)
+
+        #expect(outcome.status == 503)
+        #expect(outcome.result.error?.contains("500 targets were reached") == true, "\(outcome.result.error ?? "no error")")
+        #expect(outcome.result.successCount == 250)
+        #expect(outcome.result.platforms.first?.total == 500)
+        #expect(store.failedApplies.withLock { $0 } == 250)
+        let exposition = String(decoding: metrics.exposition(), as: UTF8.self)
+        #expect(exposition.contains("pushgate_handle_updates_failed_total 250"), "\(exposition.prefix(400))")
+    }
+}
