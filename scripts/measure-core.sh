@@ -96,6 +96,51 @@ wait $wrkpid || true
 echo "RSS before the flood: $before, after: $(rss)"
 curl -s -o /dev/null -w "healthz after the flood: %{http_code} in %{time_total} s\n" "$base/healthz"
 
+echo "== 200 connections mixing reservations, sends and listings for 60 s"
+cat >"$work/mixed.lua" <<'LUA'
+local b = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'
+local function base64(data)
+  return ((data:gsub('.', function(x)
+    local r, byte = '', x:byte()
+    for i = 8, 1, -1 do r = r .. (byte % 2 ^ i - byte % 2 ^ (i - 1) > 0 and '1' or '0') end
+    return r
+  end) .. '0000'):gsub('%d%d%d?%d?%d?%d?', function(x)
+    if #x < 6 then return '' end
+    local c = 0
+    for i = 1, 6 do c = c + (x:sub(i, i) == '1' and 2 ^ (6 - i) or 0) end
+    return b:sub(c + 1, c + 1)
+  end) .. ({ '', '==', '=' })[#data % 3 + 1])
+end
+local n = 0
+request = function()
+  n = n + 1
+  local user = "soak" .. (n % 500)
+  local headers = { ["Authorization"] = "Basic " .. base64(user .. ":" .. user), ["Content-Type"] = "application/json" }
+  local kind = n % 3
+  if kind == 0 then return wrk.format("POST", "/api/register", headers) end
+  if kind == 1 then return wrk.format("POST", "/api/notifications?pns=all&to_tag=" .. user, headers, '"hello"') end
+  return wrk.format("GET", "/api/registrations?limit=5", headers)
+end
+local statuses = {}
+response = function(status) statuses[status] = (statuses[status] or 0) + 1 end
+done = function(summary, latency, requests)
+  local parts = {}
+  for status, count in pairs(statuses) do parts[#parts + 1] = status .. ": " .. count end
+  io.write(string.format("requests %d, p99 %.1f ms, statuses {%s}\n", summary.requests, latency:percentile(99) / 1000, table.concat(parts, ", ")))
+end
+LUA
+before=$(rss)
+wrk -t2 -c200 -d60s --timeout 10s -s "$work/mixed.lua" "$base" 2>&1 | grep -E "^requests|Requests/sec|Socket errors" &
+wrkpid=$!
+for second in 10 30 50; do
+  sleep 20
+  curl -s -o /dev/null -m 5 -w "healthz during the load: %{http_code} in %{time_total} s\n" "$base/healthz"
+done
+wait $wrkpid || true
+echo "RSS before: $before, right after: $(rss)"
+sleep 10
+echo "RSS 10 s after: $(rss)"
+
 echo "== lookups at 1,000,000 rows while a 200,000-target broadcast runs"
 curl -s -o "$work/broadcast.json" -u admin:admin -H 'Content-Type: application/json' -d '"hello"' \
   "$base/api/notifications?pns=apns&tags=common" &
