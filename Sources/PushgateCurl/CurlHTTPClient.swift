@@ -19,6 +19,11 @@ import Synchronization
 public final class CurlHTTPClient: @unchecked Sendable {
     public let configuration: CurlHTTPClientConfiguration
 
+    /// Lifetime invariant: the loop thread frees `multi` on its way out, so other threads may
+    /// call `curl_multi_wakeup(multi)` only inside `shared.withLock`, and only while
+    /// `isShutdown` is false. The loop frees `multi` after it has read `isShutdown == true` in a
+    /// later critical section of that lock, so every such wakeup happens before the free (a
+    /// second `shutdown()` caller waking the loop after it had finished touched freed memory).
     private let multi: UnsafeMutableRawPointer
     private let shared = Mutex(SharedState())
     /// Whether the loop has freed everything, and the `shutdown()` callers waiting for it: every
@@ -68,21 +73,18 @@ public final class CurlHTTPClient: @unchecked Sendable {
             await withCheckedContinuation { (continuation: CheckedContinuation<Result<CurlResponse, CurlError>, Never>) in
                 let transfer = Transfer(id: id, request: request, onBody: onBody, completion: .single(continuation))
                 // Wake the loop only when the queue goes from empty to non-empty: a busy loop drains
-                // the queue on its next turn anyway, and every wakeup is a syscall.
-                let (accepted, wake) = shared.withLock { state -> (Bool, Bool) in
-                    guard !state.isShutdown else { return (false, false) }
+                // the queue on its next turn anyway, and every wakeup is a syscall. Under the lock:
+                // see `multi`.
+                let accepted = shared.withLock { state -> Bool in
+                    guard !state.isShutdown else { return false }
                     state.submissions.append(transfer)
-                    return (true, state.submissions.count == 1)
+                    if state.submissions.count == 1 { curl_multi_wakeup(multi) }
+                    return true
                 }
-                if !accepted {
-                    transfer.finish(.failure(CurlError.shutDown))
-                } else if wake {
-                    curl_multi_wakeup(multi)
-                }
+                if !accepted { transfer.finish(.failure(CurlError.shutDown)) }
             }
         } onCancel: {
-            shared.withLock { $0.cancellations.append(id) }
-            curl_multi_wakeup(multi)
+            cancel(id..<(id + 1))
         }
         return try result.get()
     }
@@ -102,21 +104,29 @@ public final class CurlHTTPClient: @unchecked Sendable {
                 let transfers = requests.enumerated().map { index, request in
                     Transfer(id: firstID + UInt64(index), request: request, completion: .batch(collector, index: index))
                 }
-                let (accepted, wake) = shared.withLock { state -> (Bool, Bool) in
-                    guard !state.isShutdown else { return (false, false) }
+                let accepted = shared.withLock { state -> Bool in
+                    guard !state.isShutdown else { return false }
                     let wasEmpty = state.submissions.isEmpty
                     state.submissions.append(contentsOf: transfers)
-                    return (true, wasEmpty)
+                    if wasEmpty { curl_multi_wakeup(multi) }
+                    return true
                 }
                 if !accepted {
                     for transfer in transfers { transfer.finish(.failure(CurlError.shutDown)) }
-                } else if wake {
-                    curl_multi_wakeup(multi)
                 }
             }
         } onCancel: {
-            shared.withLock { $0.cancellations.append(contentsOf: firstID..<(firstID + count)) }
-            curl_multi_wakeup(multi)
+            cancel(firstID..<(firstID + count))
+        }
+    }
+
+    /// Asks the loop to fail the transfers `ids` with ``CurlError/cancelled``. Once the client is
+    /// shutting down the loop is already awake and fails everything on its way out; the multi
+    /// handle may be gone, so it is not woken again (see `multi`).
+    private func cancel(_ ids: Range<UInt64>) {
+        shared.withLock { state in
+            state.cancellations.append(contentsOf: ids)
+            if !state.isShutdown { curl_multi_wakeup(multi) }
         }
     }
 
@@ -132,8 +142,13 @@ public final class CurlHTTPClient: @unchecked Sendable {
                 continuation.resume()
                 return
             }
-            shared.withLock { $0.isShutdown = true }
-            curl_multi_wakeup(multi)
+            // Only the caller that starts the shutdown wakes the loop, under the lock: the loop may
+            // free `multi` as soon as it sees the flag (see `multi`).
+            shared.withLock { state in
+                guard !state.isShutdown else { return }
+                state.isShutdown = true
+                curl_multi_wakeup(multi)
+            }
         }
     }
 
@@ -165,26 +180,21 @@ public final class CurlHTTPClient: @unchecked Sendable {
             while active.count < capacity, waitingHead < waiting.count {
                 let transfer = waiting[waitingHead]
                 waitingHead += 1
-                do throws(CurlError) {
-                    let handle: UnsafeMutableRawPointer
-                    if let pooled = pool.popLast() {
-                        handle = pooled
-                    } else {
+                let handle: UnsafeMutableRawPointer
+                if let pooled = pool.popLast() {
+                    handle = pooled
+                } else {
+                    do throws(CurlError) {
                         handle = try Transfer.makeHandle(configuration: configuration)
+                    } catch {
+                        transfer.finish(.failure(error))
+                        continue
                     }
-                    let easy = try transfer.start(on: handle)
-                    let added = curl_multi_add_handle(multi, easy)
-                    guard added == CURLM_OK else {
-                        // curl refused the transfer: its caller gets the typed error now rather
-                        // than waiting for ever for an answer that cannot come.
-                        throw CurlError(multi: added)
-                    }
-                    active[transfer.id] = transfer
-                    byHandle[easy] = transfer.id
-                } catch {
-                    transfer.cleanUp(returning: recycle)
-                    transfer.finish(.failure(error))
                 }
+                // A transfer curl refuses has been answered with the typed error already.
+                guard let easy = transfer.admit(on: handle, to: multi, recycle: recycle) else { continue }
+                active[transfer.id] = transfer
+                byHandle[easy] = transfer.id
             }
             if waitingHead > 4096, waitingHead * 2 > waiting.count {
                 waiting.removeFirst(waitingHead)

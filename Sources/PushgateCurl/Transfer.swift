@@ -4,9 +4,10 @@ import Synchronization
 
 /// One request in flight: its easy handle, header list, body and response buffers.
 ///
-/// Invariant: everything but `finish` runs on the client's loop thread; `finish` resumes the
-/// caller's continuation exactly once (guarded by `finished`), from whichever thread gets there
-/// first (the loop, or a shutdown/cancel path that never started the transfer).
+/// Invariant: everything but `finish` runs on the client's loop thread. `finish` runs on the loop
+/// thread too, except for a transfer the loop never saw (submitted after shutdown), which its
+/// caller's thread finishes before sharing it; so one thread finishes each transfer, and
+/// clearing `completion` makes any later call a no-op: the caller is resumed exactly once.
 final class Transfer: @unchecked Sendable {
     let id: UInt64
     let request: CurlRequest
@@ -110,6 +111,32 @@ final class Transfer: @unchecked Sendable {
         return easy
     }
 
+    /// Configures `handle` for this request and hands it to `multi`; returns the easy handle curl
+    /// now drives. When either step fails the transfer is over: its caller is resumed with the
+    /// typed error (a `CURLMcode` when `curl_multi_add_handle` refuses, rather than waiting for
+    /// ever for an answer that cannot come), `handle` is released, and nil is returned. A handle
+    /// that only failed an option goes back to the pool through `recycle`; one curl refused is
+    /// freed instead, its state unknown. Loop thread only.
+    func admit(
+        on handle: UnsafeMutableRawPointer, to multi: UnsafeMutableRawPointer, recycle: (UnsafeMutableRawPointer) -> Void
+    ) -> UnsafeMutableRawPointer? {
+        let easy: UnsafeMutableRawPointer
+        do throws(CurlError) {
+            easy = try start(on: handle)
+        } catch {
+            cleanUp(returning: recycle)
+            finish(.failure(error))
+            return nil
+        }
+        let added = curl_multi_add_handle(multi, easy)
+        guard added == CURLM_OK else {
+            cleanUp()
+            finish(.failure(CurlError(multi: added)))
+            return nil
+        }
+        return easy
+    }
+
     /// A new easy handle with the options every request of a client shares.
     static func makeHandle(configuration: CurlHTTPClientConfiguration) throws(CurlError) -> UnsafeMutableRawPointer {
         guard let easy = curl_easy_init() else { throw CurlError(CURLE_OUT_OF_MEMORY) }
@@ -165,11 +192,11 @@ final class Transfer: @unchecked Sendable {
     }
 
     /// Frees the header list and body copy and hands the easy handle back (to the pool, or to
-    /// `curl_easy_cleanup` when nil). Loop thread only, after removal from the multi handle.
-    func cleanUp(returning: ((UnsafeMutableRawPointer) -> Void)? = nil) {
+    /// `curl_easy_cleanup` by default). Loop thread only, after removal from the multi handle.
+    func cleanUp(returning: (UnsafeMutableRawPointer) -> Void = { curl_easy_cleanup($0) }) {
         if let easy {
             _ = pushgate_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, nil)
-            if let returning { returning(easy) } else { curl_easy_cleanup(easy) }
+            returning(easy)
         }
         easy = nil
         if let headerList { curl_slist_free_all(headerList) }
