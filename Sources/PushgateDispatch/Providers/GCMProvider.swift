@@ -36,6 +36,8 @@ public final class GCMProvider: PushProvider {
         let started = ContinuousClock.now
         var machines = batch.map { _ in RetryStateMachine(policy: policy, startedAt: clock.now.secondsSinceEpoch) }
         var final = [DeliveryVerdict?](repeating: nil, count: batch.count)
+        // Each target's latest answer, named if a cancellation ends its wait for a retry.
+        var latest = [DeliveryVerdict?](repeating: nil, count: batch.count)
         var pending = Array(batch.indices)
         while !pending.isEmpty {
             let request = GCMWire.request(
@@ -50,6 +52,7 @@ public final class GCMProvider: PushProvider {
             var retryDelay = 0.0
             var again: [Int] = []
             for (index, verdict) in zip(pending, verdicts) {
+                latest[index] = verdict
                 switch machines[index].record(verdict, now: clock.now.secondsSinceEpoch) {
                 case .retry(let delay):
                     retryDelay = max(retryDelay, delay)
@@ -64,9 +67,11 @@ public final class GCMProvider: PushProvider {
                     try await clock.sleep(for: .seconds(retryDelay))
                 } catch {
                     // Cancelled while waiting to retry: each pending target is abandoned on its
-                    // own account (wave 1 gave them verdicts[0], possibly another token's Success).
+                    // own account, never given another target's verdict (wave 1 gave them
+                    // verdicts[0], possibly another token's Success).
                     for index in pending {
-                        final[index] = .transportFailure(.cancelled, detail: "cancelled while waiting to retry")
+                        let previous = latest[index]?.reason ?? "a transient failure"
+                        final[index] = .transportFailure(.cancelled, detail: "cancelled while waiting to retry after \(previous)")
                     }
                     pending = []
                 }
