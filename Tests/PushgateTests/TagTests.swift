@@ -219,4 +219,15 @@ import Testing
         }
         #expect(ContinuousClock.now - start < .seconds(5))
     }
+
+    @Test func unicodeTagsAreLettersButTheirBytesAreBounded() throws {
+        #expect(try Tag("café").rawValue == "café")
+        #expect(try Tag("日本:東京").rawValue == "日本:東京")
+        let bomb = "a" + String(repeating: "\u{0301}", count: 5_000)  // one character, 10,001 bytes
+        #expect {
+            try Tag(bomb)
+        } throws: { error in
+            (error as! TagError).description.contains("10001 bytes long in UTF-8; the limit is 480")
+        }
+    }
 }

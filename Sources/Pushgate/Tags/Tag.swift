@@ -5,6 +5,8 @@
 public struct Tag: ValidatedString {
     /// Longest tag, in characters.
     public static let maximumLength = 120
+    /// At most 4 UTF-8 bytes per allowed character.
+    public static let maximumBytes = 4 * maximumLength
     /// Most tags on one registration.
     public static let maximumPerRegistration = 60
 
@@ -30,6 +32,8 @@ public struct Tag: ValidatedString {
 
     private static func problem(in text: String) -> TagError.Problem? {
         if text.isEmpty { return .empty }
+        // Bytes first: a letter followed by thousands of combining marks is one character.
+        if text.utf8.count > maximumBytes { return .tooManyBytes(text.utf8.count) }
         let count = text.count
         if count > maximumLength { return .tooLong(count) }
         for prefix in ["$InstallationId:{", "$UserId:{"] where text.hasPrefix(prefix) {
@@ -52,6 +56,7 @@ public struct TagError: PushgateInputError, Hashable {
     enum Problem: Hashable {
         case empty
         case tooLong(Int)
+        case tooManyBytes(Int)
         case invalidCharacter(Character, position: Int)
         case malformedImplicit
         case tooMany(Int)
@@ -74,6 +79,8 @@ public struct TagError: PushgateInputError, Hashable {
             return "tag is empty"
         case .tooLong(let count):
             return "tag '\(tag.prefix(40))…' is \(count) characters long; the limit is \(Tag.maximumLength)"
+        case .tooManyBytes(let bytes):
+            return "tag '\(tag.unicodeScalars.prefix(40))…' is \(bytes) bytes long in UTF-8; the limit is \(Tag.maximumBytes)"
         case .invalidCharacter(let character, let position):
             return "tag '\(tag)' has an invalid character \(quoted(character)) at position \(position); "
                 + "tags may contain letters, digits and _ @ # . : -"
