@@ -11,7 +11,10 @@ import Testing
 
 /// What hostile or broken clients send to a running gateway: each gets a clear answer (or its
 /// connection closed on time), the store stays as it was, and the gateway keeps serving.
-@Suite struct HostileClientTests {
+///
+/// Serialized: the soak and flood tests load the event loops that every in-process gateway and
+/// sandbox share, and the timeout tests would then see their timers fire seconds late.
+@Suite(.serialized) struct HostileClientTests {
     static func start(_ adjust: @escaping @Sendable (inout PushgateConfiguration) -> Void = { _ in }) async throws -> LocalGateway {
         try await LocalGateway.start(retryPolicy: RetryPolicy(maximumAttempts: 2, initialBackoffSeconds: 0.05), adjust: adjust)
     }
