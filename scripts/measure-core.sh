@@ -62,15 +62,11 @@ sleep 1
 echo "idle RSS: $(rss)"
 
 echo "== 200,000 requests with distinct random user names"
-cat >"$work/random-users.lua" <<'LUA'
-local counter = 0
-request = function()
-  counter = counter + 1
-  local name = string.format("user-%d-%d", math.random(1, 1000000000), counter)
-  local credentials = name .. ":wrong"
-  -- base64 by hand: wrk's Lua has no library for it
-  local b = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'
-  local encoded = ((credentials:gsub('.', function(x)
+cat >"$work/base64.lua" <<'LUA'
+-- base64 by hand: wrk's Lua has no library for it
+local alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'
+function base64(data)
+  return ((data:gsub('.', function(x)
     local r, byte = '', x:byte()
     for i = 8, 1, -1 do r = r .. (byte % 2 ^ i - byte % 2 ^ (i - 1) > 0 and '1' or '0') end
     return r
@@ -78,14 +74,22 @@ request = function()
     if #x < 6 then return '' end
     local c = 0
     for i = 1, 6 do c = c + (x:sub(i, i) == '1' and 2 ^ (6 - i) or 0) end
-    return b:sub(c + 1, c + 1)
-  end) .. ({ '', '==', '=' })[#credentials % 3 + 1])
-  return wrk.format("GET", "/api/me", { ["Authorization"] = "Basic " .. encoded })
+    return alphabet:sub(c + 1, c + 1)
+  end) .. ({ '', '==', '=' })[#data % 3 + 1])
 end
 done = function(summary, latency, requests)
   io.write(string.format("requests %d, p99 %.1f ms\n", summary.requests, latency:percentile(99) / 1000))
 end
 LUA
+{ cat "$work/base64.lua"; cat <<'LUA'
+local counter = 0
+request = function()
+  counter = counter + 1
+  local name = string.format("user-%d-%d", math.random(1, 1000000000), counter)
+  return wrk.format("GET", "/api/me", { ["Authorization"] = "Basic " .. base64(name .. ":wrong") })
+end
+LUA
+} >"$work/random-users.lua"
 before=$(rss)
 wrk -t2 -c32 -d60s --timeout 5s -s "$work/random-users.lua" "$base" 2>&1 | grep -E "requests|Requests/sec|Non-2xx" | head -4 &
 wrkpid=$!
@@ -95,20 +99,7 @@ echo "RSS before the flood: $before, after: $(rss)"
 curl -s -o /dev/null -w "healthz after the flood: %{http_code} in %{time_total} s\n" "$base/healthz"
 
 echo "== 200 connections mixing reservations, sends and listings for 60 s"
-cat >"$work/mixed.lua" <<'LUA'
-local b = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'
-local function base64(data)
-  return ((data:gsub('.', function(x)
-    local r, byte = '', x:byte()
-    for i = 8, 1, -1 do r = r .. (byte % 2 ^ i - byte % 2 ^ (i - 1) > 0 and '1' or '0') end
-    return r
-  end) .. '0000'):gsub('%d%d%d?%d?%d?%d?', function(x)
-    if #x < 6 then return '' end
-    local c = 0
-    for i = 1, 6 do c = c + (x:sub(i, i) == '1' and 2 ^ (6 - i) or 0) end
-    return b:sub(c + 1, c + 1)
-  end) .. ({ '', '==', '=' })[#data % 3 + 1])
-end
+{ cat "$work/base64.lua"; cat <<'LUA'
 local n = 0
 request = function()
   n = n + 1
@@ -119,10 +110,8 @@ request = function()
   if kind == 1 then return wrk.format("POST", "/api/notifications?pns=all&to_tag=" .. user, headers, '"hello"') end
   return wrk.format("GET", "/api/registrations?limit=5", headers)
 end
-done = function(summary, latency, requests)
-  io.write(string.format("requests %d, p99 %.1f ms\n", summary.requests, latency:percentile(99) / 1000))
-end
 LUA
+} >"$work/mixed.lua"
 before=$(rss)
 for round in 1 2; do
   wrk -t2 -c200 -d60s --timeout 10s -s "$work/mixed.lua" "$base" 2>&1 | grep -E "^requests|Requests/sec|Socket errors" &
