@@ -196,9 +196,7 @@ public final class SQLiteRegistrationStore: RegistrationStore {
                 var after = ""
                 do {
                     let query = try await self.run { connection throws(StoreError) in
-                        try TagQuery(expression: expression, platforms: platforms, app: app, now: now) { (tag) throws(StoreError) in
-                            try TagQuery.count(tag, app: app, connection: connection)
-                        }
+                        try TagQuery(expression: expression, platforms: platforms, app: app, now: now, connection: connection)
                     }
                     while !Task.isCancelled {
                         let cursor = after
@@ -226,9 +224,7 @@ public final class SQLiteRegistrationStore: RegistrationStore {
         matching expression: TagExpression?, platforms: PlatformSelection, app: AppID, after: String, limit: Int, now: Timestamp
     ) async throws(StoreError) -> (ids: [RegistrationID], virtualMachineSteps: Int, plan: [String]) {
         try await run { connection throws(StoreError) in
-            let query = try TagQuery(expression: expression, platforms: platforms, app: app, now: now) { (tag) throws(StoreError) in
-                try TagQuery.count(tag, app: app, connection: connection)
-            }
+            let query = try TagQuery(expression: expression, platforms: platforms, app: app, now: now, connection: connection)
             let (sql, values) = query.sql(after: after, limit: limit)
             let statement = try connection.prepare(sql)
             try statement.bind(values)

@@ -27,6 +27,8 @@ struct TagQuery: Sendable {
     static let cardinalityCap = 10_000
 
     /// Plans the query: `count` tells how many registrations carry a tag (at most ``cardinalityCap``).
+    /// It is asked only where a choice depends on it (the sides of an `&&`): a single tag or an
+    /// OR of tags drives itself, and a send to one user costs no count.
     init(
         expression: TagExpression?, platforms: PlatformSelection, app: AppID, now: Timestamp,
         count: (Tag) throws(StoreError) -> Int
@@ -36,14 +38,23 @@ struct TagQuery: Sendable {
         self.app = app
         self.now = now
         var counts: [Tag: Int] = [:]
-        func cardinality(_ tag: Tag) throws(StoreError) -> Int {
-            if let known = counts[tag] { return known }
-            let value = try count(tag)
-            counts[tag] = value
-            return value
+        func cost(_ tags: [Tag]) throws(StoreError) -> Int {
+            var total = 0
+            for tag in tags {
+                if counts[tag] == nil { counts[tag] = try count(tag) }
+                total += counts[tag] ?? 0
+            }
+            return total
         }
-        driver = try expression.flatMap { (expression) throws(StoreError) -> [Tag]? in
-            try Self.requiredTags(expression, cardinality: cardinality)?.tags
+        driver = try expression.flatMap { (expression) throws(StoreError) -> [Tag]? in try Self.requiredTags(expression, cost: cost) }
+    }
+
+    /// Plans the query on `connection`, counting tags in its index.
+    init(
+        expression: TagExpression?, platforms: PlatformSelection, app: AppID, now: Timestamp, connection: SQLiteConnection
+    ) throws(StoreError) {
+        try self.init(expression: expression, platforms: platforms, app: app, now: now) { (tag) throws(StoreError) in
+            try Self.count(tag, app: app, connection: connection)
         }
     }
 
@@ -109,24 +120,20 @@ struct TagQuery: Sendable {
         }
     }
 
-    /// Tags of which every match carries at least one, with the registrations they cover
-    /// (an upper bound), or nil when there is no such set (`!a`). For `a && b` the cheaper side.
-    static func requiredTags(
-        _ expression: TagExpression, cardinality: (Tag) throws(StoreError) -> Int
-    ) throws(StoreError) -> (tags: [Tag], cost: Int)? {
+    /// Tags of which every match carries at least one, or nil when there is no such set (`!a`).
+    /// For `a && b` the side whose tags cover fewer registrations (`cost`).
+    static func requiredTags(_ expression: TagExpression, cost: ([Tag]) throws(StoreError) -> Int) throws(StoreError) -> [Tag]? {
         switch expression {
         case .tag(let tag):
-            return ([tag], try cardinality(tag))
+            return [tag]
         case .not:
             return nil
         case .or(let lhs, let rhs):
-            guard let left = try requiredTags(lhs, cardinality: cardinality), let right = try requiredTags(rhs, cardinality: cardinality)
-            else { return nil }
-            let tags = Array(Set(left.tags + right.tags)).sorted()
-            return (tags, left.cost + right.cost)
+            guard let left = try requiredTags(lhs, cost: cost), let right = try requiredTags(rhs, cost: cost) else { return nil }
+            return Array(Set(left + right)).sorted()
         case .and(let lhs, let rhs):
-            switch (try requiredTags(lhs, cardinality: cardinality), try requiredTags(rhs, cardinality: cardinality)) {
-            case (let left?, let right?): return left.cost <= right.cost ? left : right
+            switch (try requiredTags(lhs, cost: cost), try requiredTags(rhs, cost: cost)) {
+            case (let left?, let right?): return try cost(left) <= cost(right) ? left : right
             case (let left?, nil): return left
             case (nil, let right?): return right
             case (nil, nil): return nil

@@ -33,15 +33,21 @@ extension Gateway {
     /// No platform's handle is longer (WNS channel URIs are the longest, at most 2,048 bytes).
     static let maximumHandleQueryBytes = 4096
 
+    /// The registrations holding `handle`.
+    func holders(of handle: String) async throws(GatewayError) -> [Registration] {
+        let ids = try await stored { () throws(StoreError) in try await store.registrationIDs(handle: handle, app: appID) }
+        var holders: [Registration] = []
+        for id in ids {
+            if let registration = try await stored({ () throws(StoreError) in try await store.registration(id: id, app: appID) }) {
+                holders.append(registration)
+            }
+        }
+        return holders
+    }
+
     /// Ids of `user`'s registrations holding `handle`.
     func ownRegistrationIDs(handle: String, user: AuthenticatedUser) async throws(GatewayError) -> [RegistrationID] {
-        let ids = try await stored { () throws(StoreError) in try await store.registrationIDs(handle: handle, app: appID) }
-        var own: [RegistrationID] = []
-        for id in ids {
-            let registration = try await stored { () throws(StoreError) in try await store.registration(id: id, app: appID) }
-            if registration?.owner == user.name { own.append(id) }
-        }
-        return own
+        try await holders(of: handle).filter { $0.owner == user.name }.map(\.id)
     }
 
     /// The body of `PUT /api/register/{id}`: `{"Platform", "Handle", "Tags"}` (any key case).
@@ -118,15 +124,11 @@ extension Gateway {
             throw .forbidden("registration \(id) belongs to another user")
         }
         if !user.isAdmin {
-            let holders = try await stored { () throws(StoreError) in try await store.registrationIDs(handle: handle.value, app: appID) }
-            for holder in holders where holder != id {
-                let other = try await stored { () throws(StoreError) in try await store.registration(id: holder, app: appID) }
-                if let other, other.owner != user.name {
-                    throw GatewayError(
-                        409,
-                        "Handle: this device is registered by another user; that registration must be deleted (DELETE /api/register/{id}) first"
-                    )
-                }
+            for other in try await holders(of: handle.value) where other.id != id && other.owner != user.name {
+                throw GatewayError(
+                    409,
+                    "Handle: this device is registered by another user; that registration must be deleted (DELETE /api/register/{id}) first"
+                )
             }
         }
         let time = now()
