@@ -1,12 +1,17 @@
 /*
- * The libcurl floor: how many HTTP/2 POSTs per second libcurl itself sustains on this machine,
- * with nothing of Pushgate around it. Same pattern as PushgateCurl's loop (curl multi, pooled
- * easy handles, curl_multi_poll, N streams in flight on one connection, a header list and a
- * POST body per request), in plain C. Used by scripts/bench-dispatch.sh to tell the engine's
- * own overhead apart from libcurl's.
+ * The libcurl floors: how many HTTP/2 POSTs per second libcurl itself sustains on this machine,
+ * with nothing of Pushgate around it, in two event-loop styles:
+ *
+ *   poll    curl_multi_perform + curl_multi_poll, a header list and a POST body set per request
+ *           (the pattern of wave 1's PushgateCurl loop);
+ *   socket  curl_multi_socket_action driven by epoll (curl's socket and timer callbacks), one
+ *           header list shared by every request and the options set once per easy handle: each
+ *           request only re-adds its handle (the pattern PushgateCurl's loop follows now).
+ *
+ * Used by scripts/bench-dispatch.sh to tell the engine's own overhead apart from libcurl's.
  *
  *   cc -O2 -o curl_floor curl_floor.c -lcurl -lpthread
- *   ./curl_floor https://127.0.0.1:PORT/3/device/TOKEN CA.pem COUNT STREAMS [THREADS]
+ *   ./curl_floor poll|socket https://127.0.0.1:PORT/3/device/TOKEN CA.pem COUNT STREAMS [THREADS]
  *
  * THREADS loops run in one process, each with its own multi handle and connection (as
  * Pushgate's pools do), each sending COUNT / THREADS requests.
@@ -16,7 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <time.h>
+#include <unistd.h>
 
 static size_t discard(char *data, size_t size, size_t count, void *context) {
     (void)data; (void)context;
@@ -30,12 +37,13 @@ static double seconds(void) {
 }
 
 struct loop {
+    int socket_mode;
     const char *url, *ca;
     long count, streams, failed;
     double begin, end;
 };
 
-static void *run(void *context) {
+static void *run_poll(void *context) {
     struct loop *loop = context;
     const char *url = loop->url, *ca = loop->ca;
     long count = loop->count, streams = loop->streams;
@@ -105,18 +113,136 @@ static void *run(void *context) {
     return NULL;
 }
 
+/* socket mode: curl tells which sockets to watch (socket callback) and when to call it back
+   (timer callback); epoll waits for both. */
+struct socket_loop {
+    int epoll;
+    long timeout_ms; /* -1: none */
+};
+
+static int on_socket(CURL *easy, curl_socket_t fd, int what, void *context, void *socket_context) {
+    (void)easy; (void)socket_context;
+    struct socket_loop *loop = context;
+    if (what == CURL_POLL_REMOVE) {
+        epoll_ctl(loop->epoll, EPOLL_CTL_DEL, fd, NULL);
+        return 0;
+    }
+    struct epoll_event event = {0};
+    event.data.fd = fd;
+    if (what & CURL_POLL_IN) event.events |= EPOLLIN;
+    if (what & CURL_POLL_OUT) event.events |= EPOLLOUT;
+    if (epoll_ctl(loop->epoll, EPOLL_CTL_MOD, fd, &event) != 0) epoll_ctl(loop->epoll, EPOLL_CTL_ADD, fd, &event);
+    return 0;
+}
+
+static int on_timer(CURLM *multi, long timeout_ms, void *context) {
+    (void)multi;
+    ((struct socket_loop *)context)->timeout_ms = timeout_ms;
+    return 0;
+}
+
+static void *run_socket(void *context) {
+    struct loop *loop = context;
+    long count = loop->count, streams = loop->streams;
+    static const char body[] = "{\"aps\":{\"alert\":\"From bench: throughput\"}}";
+    struct socket_loop events = {epoll_create1(0), -1};
+    CURLM *multi = curl_multi_init();
+    curl_multi_setopt(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+    curl_multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, 1L);
+    curl_multi_setopt(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, streams);
+    curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+    curl_multi_setopt(multi, CURLMOPT_SOCKETDATA, &events);
+    curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, on_timer);
+    curl_multi_setopt(multi, CURLMOPT_TIMERDATA, &events);
+
+    struct curl_slist *headers = NULL;
+    headers = curl_slist_append(headers, "apns-push-type: alert");
+    headers = curl_slist_append(headers, "apns-priority: 10");
+    headers = curl_slist_append(headers, "apns-topic: com.example.bench");
+    headers = curl_slist_append(headers, "content-type: application/json");
+    headers = curl_slist_append(headers, "Expect:");
+    CURL **pool = calloc(streams, sizeof(CURL *));
+    long pooled = 0, started = 0, done = 0, failed = 0;
+    for (long i = 0; i < streams; i++) {
+        CURL *easy = curl_easy_init();
+        curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(easy, CURLOPT_PIPEWAIT, 1L);
+        curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS);
+        curl_easy_setopt(easy, CURLOPT_CAINFO, loop->ca);
+        curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, 30000L);
+        curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, discard);
+        curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, discard);
+        curl_easy_setopt(easy, CURLOPT_URL, loop->url);
+        curl_easy_setopt(easy, CURLOPT_POST, 1L);
+        curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+        curl_easy_setopt(easy, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
+        pool[pooled++] = easy;
+    }
+    double begin = 0;
+    long warmup = 2000;
+    int running = 0;
+    struct epoll_event ready[64];
+    while (done < count + warmup) {
+        while (pooled > 0 && started < count + warmup) {
+            curl_multi_add_handle(multi, pool[--pooled]);
+            started++;
+        }
+        int n = epoll_wait(events.epoll, ready, 64, events.timeout_ms < 0 ? 1000 : (int)events.timeout_ms);
+        if (n == 0) {
+            events.timeout_ms = -1;
+            curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running);
+        }
+        for (int i = 0; i < n; i++) {
+            int mask = 0;
+            if (ready[i].events & EPOLLIN) mask |= CURL_CSELECT_IN;
+            if (ready[i].events & EPOLLOUT) mask |= CURL_CSELECT_OUT;
+            if (ready[i].events & (EPOLLERR | EPOLLHUP)) mask |= CURL_CSELECT_ERR;
+            curl_multi_socket_action(multi, ready[i].data.fd, mask, &running);
+        }
+        if (events.timeout_ms == 0) {
+            events.timeout_ms = -1;
+            curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running);
+        }
+        int remaining = 0;
+        CURLMsg *message;
+        while ((message = curl_multi_info_read(multi, &remaining))) {
+            if (message->msg != CURLMSG_DONE) continue;
+            CURL *easy = message->easy_handle;
+            long status = 0;
+            curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+            if (message->data.result != CURLE_OK || status != 200) failed++;
+            curl_multi_remove_handle(multi, easy);
+            pool[pooled++] = easy;
+            if (++done == warmup) begin = seconds();
+        }
+    }
+    loop->begin = begin;
+    loop->end = seconds();
+    loop->failed = failed;
+    curl_multi_cleanup(multi);
+    curl_slist_free_all(headers);
+    close(events.epoll);
+    return NULL;
+}
+
+static void *run(void *context) {
+    return ((struct loop *)context)->socket_mode ? run_socket(context) : run_poll(context);
+}
+
 int main(int argc, char **argv) {
-    if (argc < 5) {
-        fprintf(stderr, "usage: %s URL CA_FILE COUNT STREAMS [THREADS]\n", argv[0]);
+    if (argc < 6 || (strcmp(argv[1], "poll") != 0 && strcmp(argv[1], "socket") != 0)) {
+        fprintf(stderr, "usage: %s poll|socket URL CA_FILE COUNT STREAMS [THREADS]\n", argv[0]);
         return 2;
     }
-    long count = atol(argv[3]), threads = argc > 5 ? atol(argv[5]) : 1;
+    int socket_mode = strcmp(argv[1], "socket") == 0;
+    long count = atol(argv[4]), threads = argc > 6 ? atol(argv[6]) : 1;
     curl_global_init(CURL_GLOBAL_ALL);
     struct loop loops[16];
     pthread_t ids[16];
     if (threads < 1 || threads > 16) threads = 1;
     for (long i = 0; i < threads; i++) {
-        loops[i] = (struct loop){argv[1], argv[2], count / threads, atol(argv[4]), 0, 0, 0};
+        loops[i] = (struct loop){socket_mode, argv[2], argv[3], count / threads, atol(argv[5]), 0, 0, 0};
         pthread_create(&ids[i], NULL, run, &loops[i]);
     }
     double begin = 0, end = 0;
@@ -128,7 +254,7 @@ int main(int argc, char **argv) {
         failed += loops[i].failed;
     }
     double elapsed = end - begin;
-    printf("libcurl alone: %ld requests in %.2f s = %.0f requests/s over %ld thread(s) (%ld failed)\n", count, elapsed,
-           count / elapsed, threads, failed);
+    printf("libcurl alone (%s): %ld requests in %.2f s = %.0f requests/s over %ld thread(s) (%ld failed)\n", argv[1], count,
+           elapsed, count / elapsed, threads, failed);
     return failed == 0 ? 0 : 1;
 }

@@ -2,9 +2,10 @@ internal import CCurl
 import Foundation
 import Synchronization
 
-/// An HTTP client on libcurl's multi interface: one dedicated thread drives `curl_multi_poll`,
-/// multiplexing concurrent requests as HTTP/2 streams; callers use async/await and never block in
-/// curl.
+/// An HTTP client on libcurl's multi interface: one dedicated thread drives
+/// `curl_multi_socket_action` from epoll (curl's socket and timer callbacks say what to watch
+/// and when), multiplexing concurrent requests as HTTP/2 streams; callers use async/await and
+/// never block in curl.
 ///
 /// ```swift
 /// let client = try CurlHTTPClient(configuration: .init(caFile: "sandbox/ca.pem"))
@@ -14,17 +15,20 @@ import Synchronization
 ///
 /// Threading invariant (why this is `@unchecked Sendable`): the multi handle and every easy handle,
 /// header list and transfer context are created, used and freed only on the loop thread. Other
-/// threads touch only `shared` (behind a `Mutex`) and call `curl_multi_wakeup`, which libcurl
-/// documents as safe from any thread.
+/// threads touch only `shared` (behind a `Mutex`) and write to the loop's eventfd to wake it.
 public final class CurlHTTPClient: @unchecked Sendable {
     public let configuration: CurlHTTPClientConfiguration
 
-    /// Lifetime invariant: the loop thread frees `multi` on its way out, so other threads may
-    /// call `curl_multi_wakeup(multi)` only inside `shared.withLock`, and only while
-    /// `isShutdown` is false. The loop frees `multi` after it has read `isShutdown == true` in a
-    /// later critical section of that lock, so every such wakeup happens before the free (a
-    /// second `shutdown()` caller waking the loop after it had finished touched freed memory).
     private let multi: UnsafeMutableRawPointer
+    /// The loop waits on `epoll`; other threads wake it through `wakeup` (an eventfd).
+    ///
+    /// Lifetime invariant: the loop thread closes both on its way out, so other threads may
+    /// signal `wakeup` only inside `shared.withLock`, and only while `isShutdown` is false. The
+    /// loop closes it after it has read `isShutdown == true` in a later critical section of that
+    /// lock, so every signal happens before the close (a second `shutdown()` caller waking the
+    /// loop after it had finished once touched freed memory).
+    private let epoll: Int32
+    private let wakeup: Int32
     private let shared = Mutex(SharedState())
     /// Whether the loop has freed everything, and the `shutdown()` callers waiting for it: every
     /// caller is resumed exactly once, however many call at once.
@@ -47,7 +51,18 @@ public final class CurlHTTPClient: @unchecked Sendable {
     public init(configuration: CurlHTTPClientConfiguration = .init()) throws(CurlError) {
         CurlLibrary.initialize()
         guard let multi = curl_multi_init() else { throw CurlError(CURLE_OUT_OF_MEMORY) }
+        let epoll = pushgate_epoll_create()
+        let wakeup = pushgate_wakeup_create()
+        guard epoll >= 0, wakeup >= 0, pushgate_epoll_watch(epoll, wakeup, CURL_POLL_IN) == 0 else {
+            let reason = String(cString: strerror(errno))
+            if epoll >= 0 { close(epoll) }
+            if wakeup >= 0 { close(wakeup) }
+            curl_multi_cleanup(multi)
+            throw CurlError(local: "could not create the curl loop's epoll descriptors: \(reason)")
+        }
         self.multi = multi
+        self.epoll = epoll
+        self.wakeup = wakeup
         self.configuration = configuration
         pushgate_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
         pushgate_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, configuration.maximumConnectionsPerHost)
@@ -78,7 +93,7 @@ public final class CurlHTTPClient: @unchecked Sendable {
                 let accepted = shared.withLock { state -> Bool in
                     guard !state.isShutdown else { return false }
                     state.submissions.append(transfer)
-                    if state.submissions.count == 1 { curl_multi_wakeup(multi) }
+                    if state.submissions.count == 1 { pushgate_wakeup_signal(wakeup) }
                     return true
                 }
                 if !accepted { transfer.finish(.failure(CurlError.shutDown)) }
@@ -108,7 +123,7 @@ public final class CurlHTTPClient: @unchecked Sendable {
                     guard !state.isShutdown else { return false }
                     let wasEmpty = state.submissions.isEmpty
                     state.submissions.append(contentsOf: transfers)
-                    if wasEmpty { curl_multi_wakeup(multi) }
+                    if wasEmpty { pushgate_wakeup_signal(wakeup) }
                     return true
                 }
                 if !accepted {
@@ -121,12 +136,12 @@ public final class CurlHTTPClient: @unchecked Sendable {
     }
 
     /// Asks the loop to fail the transfers `ids` with ``CurlError/cancelled``. Once the client is
-    /// shutting down the loop is already awake and fails everything on its way out; the multi
-    /// handle may be gone, so it is not woken again (see `multi`).
+    /// shutting down the loop is already awake and fails everything on its way out; its eventfd
+    /// may be closed, so it is not woken again (see `epoll`).
     private func cancel(_ ids: Range<UInt64>) {
         shared.withLock { state in
             state.cancellations.append(contentsOf: ids)
-            if !state.isShutdown { curl_multi_wakeup(multi) }
+            if !state.isShutdown { pushgate_wakeup_signal(wakeup) }
         }
     }
 
@@ -143,11 +158,11 @@ public final class CurlHTTPClient: @unchecked Sendable {
                 return
             }
             // Only the caller that starts the shutdown wakes the loop, under the lock: the loop may
-            // free `multi` as soon as it sees the flag (see `multi`).
+            // close its eventfd as soon as it sees the flag (see `epoll`).
             shared.withLock { state in
                 guard !state.isShutdown else { return }
                 state.isShutdown = true
-                curl_multi_wakeup(multi)
+                pushgate_wakeup_signal(wakeup)
             }
         }
     }
@@ -155,6 +170,18 @@ public final class CurlHTTPClient: @unchecked Sendable {
     // MARK: Loop thread
 
     private func runLoop() {
+        // curl says which sockets to watch and when to call it back; `events` carries that to epoll
+        // and to the wait below. It lives (and curl holds its address) until the multi handle is freed.
+        let events = LoopEvents(epoll: epoll)
+        let context = Unmanaged.passUnretained(events).toOpaque()
+        pushgate_multi_setopt_socket_function(multi, curlSocketCallback)
+        pushgate_multi_setopt_pointer(multi, CURLMOPT_SOCKETDATA, context)
+        pushgate_multi_setopt_timer_function(multi, curlTimerCallback)
+        pushgate_multi_setopt_pointer(multi, CURLMOPT_TIMERDATA, context)
+        defer { withExtendedLifetime(events) {} }
+        let headerLists = HeaderListCache()
+        var readyDescriptors = [Int32](repeating: 0, count: 64)
+        var readyMasks = [Int32](repeating: 0, count: 64)
         var active: [UInt64: Transfer] = [:]
         var byHandle: [UnsafeMutableRawPointer: UInt64] = [:]
         // Easy handles are reused: creating one per request (and its buffers) costs more than the
@@ -192,7 +219,7 @@ public final class CurlHTTPClient: @unchecked Sendable {
                     }
                 }
                 // A transfer curl refuses has been answered with the typed error already.
-                guard let easy = transfer.admit(on: handle, to: multi, recycle: recycle) else { continue }
+                guard let easy = transfer.admit(on: handle, to: multi, headerLists: headerLists, recycle: recycle) else { continue }
                 active[transfer.id] = transfer
                 byHandle[easy] = transfer.id
             }
@@ -245,6 +272,9 @@ public final class CurlHTTPClient: @unchecked Sendable {
                 for easy in pool { curl_easy_cleanup(easy) }
                 pool.removeAll()
                 curl_multi_cleanup(multi)
+                headerLists.freeAll()
+                close(epoll)
+                close(wakeup)
                 let waiters = stopping.withLock { state -> [CheckedContinuation<Void, Never>] in
                     state.finished = true
                     defer { state.waiters.removeAll() }
@@ -254,12 +284,40 @@ public final class CurlHTTPClient: @unchecked Sendable {
                 return
             }
 
+            // Completions freed capacity while transfers wait: start them before sleeping.
+            let moreToStart = waitingHead < waiting.count && active.count < capacity
+            var timeout: Int32 = 1000
+            if moreToStart {
+                timeout = 0
+            } else if events.deadline >= 0 {
+                timeout = Int32(clamping: max(0, min(1000, events.deadline - pushgate_monotonic_milliseconds())))
+            }
+            let ready = readyDescriptors.withUnsafeMutableBufferPointer { descriptors in
+                readyMasks.withUnsafeMutableBufferPointer { masks in
+                    pushgate_epoll_wait(epoll, descriptors.baseAddress, masks.baseAddress, Int32(descriptors.count), timeout)
+                }
+            }
             var running: Int32 = 0
-            let performed = curl_multi_perform(multi, &running)
-            if performed != CURLM_OK {
+            var failure = CURLM_OK
+            for index in 0..<Int(max(ready, 0)) {
+                let descriptor = readyDescriptors[index]
+                if descriptor == wakeup {
+                    pushgate_wakeup_drain(wakeup)
+                    continue
+                }
+                let code = curl_multi_socket_action(multi, descriptor, readyMasks[index], &running)
+                // A socket curl closed earlier in this same round is no longer its: not a failure.
+                if code != CURLM_OK, code != CURLM_BAD_SOCKET { failure = code }
+            }
+            if events.deadline >= 0, pushgate_monotonic_milliseconds() >= events.deadline {
+                events.deadline = -1
+                let code = pushgate_multi_socket_timeout(multi, &running)
+                if code != CURLM_OK { failure = code }
+            }
+            if failure != CURLM_OK {
                 // The multi handle itself failed (out of memory, internal error): every transfer on
                 // it is lost. Fail them with the typed error rather than spin.
-                let error = CurlError(multi: performed)
+                let error = CurlError(multi: failure)
                 for (_, transfer) in active {
                     if let easy = transfer.easy { curl_multi_remove_handle(multi, easy) }
                     transfer.finish(.failure(error))
@@ -278,15 +336,33 @@ public final class CurlHTTPClient: @unchecked Sendable {
                 transfer.complete(code: code)
                 transfer.cleanUp(returning: recycle)
             }
-            var ready: Int32 = 0
-            // Completions freed capacity while transfers wait: start them before sleeping.
-            let moreToStart = waitingHead < waiting.count && active.count < capacity
-            if curl_multi_poll(multi, nil, 0, moreToStart ? 0 : 1000, &ready) != CURLM_OK {
-                // Polling failed (interrupted): continue after a short pause instead of spinning.
-                usleep(1000)
-            }
         }
     }
+}
+
+/// What curl's socket and timer callbacks tell the loop. Loop thread only.
+private final class LoopEvents {
+    let epoll: Int32
+    /// When curl wants `curl_multi_socket_action(CURL_SOCKET_TIMEOUT)` called, in monotonic
+    /// milliseconds; -1 for never.
+    var deadline: Int64 = -1
+
+    init(epoll: Int32) { self.epoll = epoll }
+}
+
+private let curlSocketCallback: pushgate_socket_callback = { _, socket, what, context, _ in
+    guard let context else { return -1 }
+    let events = Unmanaged<LoopEvents>.fromOpaque(context).takeUnretainedValue()
+    // A closed descriptor has left the epoll set by itself; failing to remove it is not an error.
+    if pushgate_epoll_watch(events.epoll, socket, what) != 0, what != CURL_POLL_REMOVE { return -1 }
+    return 0
+}
+
+private let curlTimerCallback: pushgate_timer_callback = { _, timeout, context in
+    guard let context else { return -1 }
+    let events = Unmanaged<LoopEvents>.fromOpaque(context).takeUnretainedValue()
+    events.deadline = timeout < 0 ? -1 : pushgate_monotonic_milliseconds() + Int64(timeout)
+    return 0
 }
 
 extension CurlError {

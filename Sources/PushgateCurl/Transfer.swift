@@ -20,10 +20,12 @@ final class Transfer: @unchecked Sendable {
     }
     private var completion: Completion?
     private(set) var easy: UnsafeMutableRawPointer?
+    /// The request's header list, shared with every request that has the same headers.
     private var headerList: UnsafeMutablePointer<curl_slist>?
+    private var headerLists: HeaderListCache?
     private var bodyCopy: UnsafeMutableBufferPointer<UInt8>?
     /// libcurl's error text for this transfer (CURLOPT_ERRORBUFFER). Invariant: a stable
-    /// allocation owned by the transfer, handed to curl in ``start(on:)`` and taken back in
+    /// allocation owned by the transfer, handed to curl in ``start(on:headerLists:)`` and taken back in
     /// ``cleanUp(returning:)`` before the easy handle goes back to the pool, so curl never holds
     /// it after this object is gone (an array's storage, as wave 1 passed, is only valid inside
     /// `withUnsafeMutableBufferPointer` and may move).
@@ -59,7 +61,7 @@ final class Transfer: @unchecked Sendable {
 
     /// Configures a pooled easy handle for this request (only what differs per request; the
     /// static options were set when the pool made the handle). Loop thread only.
-    func start(on easy: UnsafeMutableRawPointer) throws(CurlError) -> UnsafeMutableRawPointer {
+    func start(on easy: UnsafeMutableRawPointer, headerLists: HeaderListCache) throws(CurlError) -> UnsafeMutableRawPointer {
         self.easy = easy
         func set(_ option: CURLoption, _ value: Int) throws(CurlError) {
             let code = pushgate_easy_setopt_long(easy, option, value)
@@ -96,13 +98,9 @@ final class Transfer: @unchecked Sendable {
             _ = pushgate_easy_setopt_pointer(easy, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(copy.baseAddress))
         }
 
-        var list: UnsafeMutablePointer<curl_slist>? = nil
-        for header in request.headers {
-            list = curl_slist_append(list, "\(header.name): \(header.value)")
-        }
-        // Never wait for "100 Continue" (WNS forbids it; push payloads are small).
-        list = curl_slist_append(list, "Expect:")
+        let list = headerLists.acquire(request.headers)
         headerList = list
+        self.headerLists = headerLists
         _ = pushgate_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, list)
 
         let context = Unmanaged.passUnretained(self).toOpaque()
@@ -118,11 +116,12 @@ final class Transfer: @unchecked Sendable {
     /// that only failed an option goes back to the pool through `recycle`; one curl refused is
     /// freed instead, its state unknown. Loop thread only.
     func admit(
-        on handle: UnsafeMutableRawPointer, to multi: UnsafeMutableRawPointer, recycle: (UnsafeMutableRawPointer) -> Void
+        on handle: UnsafeMutableRawPointer, to multi: UnsafeMutableRawPointer, headerLists: HeaderListCache,
+        recycle: (UnsafeMutableRawPointer) -> Void
     ) -> UnsafeMutableRawPointer? {
         let easy: UnsafeMutableRawPointer
         do throws(CurlError) {
-            easy = try start(on: handle)
+            easy = try start(on: handle, headerLists: headerLists)
         } catch {
             cleanUp(returning: recycle)
             finish(.failure(error))
@@ -199,8 +198,9 @@ final class Transfer: @unchecked Sendable {
             returning(easy)
         }
         easy = nil
-        if let headerList { curl_slist_free_all(headerList) }
+        if let headerList { headerLists?.release(headerList) }
         headerList = nil
+        headerLists = nil
         bodyCopy?.deallocate()
         bodyCopy = nil
     }
@@ -276,4 +276,84 @@ private let transferHeaderCallback: @convention(c) (UnsafeMutablePointer<CChar>?
         transfer.receivedHeaderLine(UnsafeBufferPointer(start: bytes, count: length))
     }
     return length
+}
+
+/// Header lists shared by the requests that carry the same headers: a fan-out sends thousands of
+/// requests with one set (the same authorization, topic and type), so the list is built once
+/// rather than once per request. A list is freed when the last transfer using it is done and it is
+/// no longer among the few most recent. Loop thread only.
+final class HeaderListCache {
+    private final class Entry {
+        let headers: [(name: String, value: String)]
+        let list: UnsafeMutablePointer<curl_slist>?
+        var users = 0
+        var isRecent = true
+
+        init(headers: [(name: String, value: String)]) {
+            self.headers = headers
+            var list: UnsafeMutablePointer<curl_slist>? = nil
+            for header in headers {
+                list = curl_slist_append(list, "\(header.name): \(header.value)")
+            }
+            // Never wait for "100 Continue" (WNS forbids it; push payloads are small).
+            self.list = curl_slist_append(list, "Expect:")
+        }
+
+        func matches(_ other: [(name: String, value: String)]) -> Bool {
+            guard headers.count == other.count else { return false }
+            for (mine, theirs) in zip(headers, other) where mine.name != theirs.name || mine.value != theirs.value { return false }
+            return true
+        }
+    }
+
+    /// The most recently used sets, newest last.
+    private var recent: [Entry] = []
+    private var byList: [UnsafeMutablePointer<curl_slist>: Entry] = [:]
+    private let keep = 8
+
+    /// Lists allocated now (for tests).
+    var liveLists: Int { byList.count }
+
+    /// A list for `headers` (plus `Expect:`), built or shared; hand it back with ``release(_:)``.
+    func acquire(_ headers: [(name: String, value: String)]) -> UnsafeMutablePointer<curl_slist>? {
+        if let index = recent.lastIndex(where: { $0.matches(headers) }) {
+            let entry = recent[index]
+            if index != recent.count - 1 {
+                recent.remove(at: index)
+                recent.append(entry)
+            }
+            entry.users += 1
+            return entry.list
+        }
+        let entry = Entry(headers: headers)
+        guard let list = entry.list else { return nil }
+        entry.users = 1
+        byList[list] = entry
+        recent.append(entry)
+        if recent.count > keep {
+            let evicted = recent.removeFirst()
+            evicted.isRecent = false
+            if evicted.users == 0 { free(evicted) }
+        }
+        return list
+    }
+
+    func release(_ list: UnsafeMutablePointer<curl_slist>) {
+        guard let entry = byList[list] else { return }
+        entry.users -= 1
+        if entry.users == 0, !entry.isRecent { free(entry) }
+    }
+
+    /// Frees every list (the loop is ending; no transfer holds one).
+    func freeAll() {
+        for entry in byList.values { curl_slist_free_all(entry.list) }
+        byList.removeAll()
+        recent.removeAll()
+    }
+
+    private func free(_ entry: Entry) {
+        guard let list = entry.list else { return }
+        byList[list] = nil
+        curl_slist_free_all(list)
+    }
 }

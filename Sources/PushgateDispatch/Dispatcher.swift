@@ -12,77 +12,147 @@ public final class Dispatcher: Sendable {
         self.providers = Dictionary(providers.map { ($0.platform, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
-    /// Delivers the rendered `payloads` (one per platform) to `targets`.
+    /// Delivers the rendered `payloads` (one per platform) to `targets`, as a pipeline.
+    ///
+    /// Up to `batchesInFlight` batches are out at once: while the push services answer one, the
+    /// next page of targets is read, and the answers of a finished batch are counted while the
+    /// others are still on the wire. Pages are pulled only when there is room for them, so
+    /// memory follows `batchesInFlight` × the page size, not the audience.
     ///
     /// Targets of a platform with no payload or no configured provider get `Skipped`. Every
     /// outcome is counted; per-target results are kept up to `maximumReportedTargets` (failures
-    /// first once the limit is reached), so memory stays bounded however many targets stream in.
-    /// Handle changes (removals, canonical replacements) are all returned, for the store to apply.
-    public func dispatch(
+    /// first once the limit is reached). Handle changes (removals, canonical replacements) go to
+    /// `applyHandleUpdates` in chunks of up to `handleUpdateChunk` as the send goes, or, when it is
+    /// nil, are all returned in the summary. When `targets` throws (the store failed), the
+    /// batches already out are finished and counted and the summary's `targetsFailure` says why
+    /// the rest was not sent.
+    public func dispatch<Targets: AsyncSequence>(
         notificationID: String, selection: PlatformSelection, payloads: [Platform: RenderedNotification],
-        targets: some AsyncSequence<[DispatchTarget], Never>, maximumReportedTargets: Int = 10_000,
+        targets: Targets, maximumReportedTargets: Int = 10_000, batchesInFlight: Int = 3,
+        applyHandleUpdates: (@Sendable ([HandleUpdate]) async -> Void)? = nil, handleUpdateChunk: Int = 500,
         progress: (@Sendable (DispatchProgress) -> Void)? = nil, logger: Logger = Logger(label: "pushgate.dispatch")
-    ) async -> DispatchSummary {
-        var sofar = DispatchProgress(processed: 0, succeeded: 0)
-        var results: [TargetResult] = []
-        var counts: [Platform: [Outcome: Int]] = [:]
-        var handleUpdates: [HandleUpdate] = []
-        // Indices of listed successes, for a failure to take the place of once the list is full
-        // (a stack: each replacement is O(1), not a scan of the list).
-        var listedSuccesses: [Int] = []
-        for await batch in targets {
-            // Cancelled (shutdown past its deadline): targets already listed are not attempted.
-            if Task.isCancelled { break }
-            let byPlatform = Dictionary(grouping: batch.filter { selection.contains($0.handle.platform) }, by: \.handle.platform)
-            let reports = await withTaskGroup(of: [DeliveryReport].self) { group in
-                for (platform, platformTargets) in byPlatform {
-                    guard let provider = providers[platform], let payload = payloads[platform] else {
-                        let reason = providers[platform] == nil ? "\(platform.serviceName) is not configured" : "no \(platform) template"
-                        group.addTask {
-                            platformTargets.map {
-                                DeliveryReport(
-                                    target: $0, verdict: DeliveryVerdict(outcome: .skipped, reason: reason), attempts: 0,
-                                    latencyMilliseconds: 0)
-                            }
-                        }
-                        continue
+    ) async -> DispatchSummary where Targets.Element == [DispatchTarget] {
+        var tally = Tally(maximumReportedTargets: maximumReportedTargets)
+        var pendingUpdates: [HandleUpdate] = []
+        var allUpdates: [HandleUpdate] = []
+        var targetsFailure: String?
+        await withTaskGroup(of: [DeliveryReport].self) { group in
+            var iterator = targets.makeAsyncIterator()
+            var inFlight = 0
+            var exhausted = false
+            while true {
+                // Keep the pipeline full: read pages while there is room.
+                while !exhausted, inFlight < max(1, batchesInFlight) {
+                    // Cancelled (shutdown past its deadline): no further page is attempted.
+                    if Task.isCancelled {
+                        exhausted = true
+                        break
                     }
-                    group.addTask { await provider.deliver(payload, to: platformTargets) }
+                    let batch: [DispatchTarget]?
+                    do {
+                        batch = try await iterator.next()
+                    } catch {
+                        targetsFailure = String(describing: error)
+                        batch = nil
+                    }
+                    guard let batch else {
+                        exhausted = true
+                        break
+                    }
+                    group.addTask { await self.deliver(batch, selection: selection, payloads: payloads) }
+                    inFlight += 1
                 }
-                return await group.reduce(into: [DeliveryReport]()) { $0.append(contentsOf: $1) }
+                guard inFlight > 0, let reports = await group.next() else { break }
+                inFlight -= 1
+                for report in reports {
+                    if !report.verdict.outcome.isSuccess { Self.logFailure(report, logger: logger) }
+                    tally.record(report)
+                    if let change = report.verdict.handleChange {
+                        let update = HandleUpdate(
+                            target: report.target, change: change, outcome: report.verdict.outcome, reason: report.verdict.reason)
+                        if applyHandleUpdates == nil { allUpdates.append(update) } else { pendingUpdates.append(update) }
+                    }
+                }
+                if let applyHandleUpdates, pendingUpdates.count >= handleUpdateChunk {
+                    // The other batches stay on the wire meanwhile.
+                    await applyHandleUpdates(pendingUpdates)
+                    pendingUpdates.removeAll(keepingCapacity: true)
+                }
+                progress?(tally.progress)
+                logger.trace("batch delivered", metadata: ["targets": "\(reports.count)", "processed": "\(tally.progress.processed)"])
             }
-            for report in reports {
-                if !report.verdict.outcome.isSuccess {
-                    // Handles are masked; reasons are the services' own words, never credentials.
-                    logger.debug(
-                        "delivery failed",
-                        metadata: [
-                            "registration": "\(report.target.registrationID)", "platform": "\(report.target.handle.platform)",
-                            "handle": "\(report.target.handle.masked)", "outcome": "\(report.verdict.outcome)",
-                            "status": "\(report.verdict.statusCode.map(String.init) ?? "-")", "reason": "\(report.verdict.reason ?? "-")",
-                            "attempts": "\(report.attempts)",
-                        ])
-                }
-                sofar.processed += 1
-                if report.verdict.outcome.isSuccess { sofar.succeeded += 1 }
-                counts[report.target.handle.platform, default: [:]][report.verdict.outcome, default: 0] += 1
-                if let change = report.verdict.handleChange {
-                    handleUpdates.append(
-                        HandleUpdate(target: report.target, change: change, outcome: report.verdict.outcome, reason: report.verdict.reason))
-                }
-                if results.count < maximumReportedTargets {
-                    if report.verdict.outcome.isSuccess { listedSuccesses.append(results.count) }
-                    results.append(report.targetResult)
-                } else if !report.verdict.outcome.isSuccess, let index = listedSuccesses.popLast() {
-                    results[index] = report.targetResult
-                }
-            }
-            progress?(sofar)
-            logger.trace("batch delivered", metadata: ["targets": "\(batch.count)", "processed": "\(sofar.processed)"])
         }
+        if let applyHandleUpdates, !pendingUpdates.isEmpty { await applyHandleUpdates(pendingUpdates) }
         return DispatchSummary(
-            result: NotificationResult(notificationID: notificationID, selection: selection, counts: counts, targets: results),
-            handleUpdates: handleUpdates)
+            result: NotificationResult(notificationID: notificationID, selection: selection, counts: tally.counts, targets: tally.results),
+            handleUpdates: allUpdates, targetsFailure: targetsFailure)
+    }
+
+    /// One batch: each platform's targets to its provider, concurrently.
+    private func deliver(
+        _ batch: [DispatchTarget], selection: PlatformSelection, payloads: [Platform: RenderedNotification]
+    ) async -> [DeliveryReport] {
+        let byPlatform = Dictionary(grouping: batch.filter { selection.contains($0.handle.platform) }, by: \.handle.platform)
+        if byPlatform.count == 1, let (platform, targets) = byPlatform.first, let provider = providers[platform],
+            let payload = payloads[platform]
+        {
+            return await provider.deliver(payload, to: targets)
+        }
+        return await withTaskGroup(of: [DeliveryReport].self) { group in
+            for (platform, platformTargets) in byPlatform {
+                guard let provider = providers[platform], let payload = payloads[platform] else {
+                    let reason = providers[platform] == nil ? "\(platform.serviceName) is not configured" : "no \(platform) template"
+                    group.addTask {
+                        platformTargets.map {
+                            DeliveryReport(
+                                target: $0, verdict: DeliveryVerdict(outcome: .skipped, reason: reason), attempts: 0, latencyMilliseconds: 0
+                            )
+                        }
+                    }
+                    continue
+                }
+                group.addTask { await provider.deliver(payload, to: platformTargets) }
+            }
+            return await group.reduce(into: [DeliveryReport]()) { $0.append(contentsOf: $1) }
+        }
+    }
+
+    /// Handles are masked; reasons are the services' own words, never credentials.
+    private static func logFailure(_ report: DeliveryReport, logger: Logger) {
+        logger.debug(
+            "delivery failed",
+            metadata: [
+                "registration": "\(report.target.registrationID)", "platform": "\(report.target.handle.platform)",
+                "handle": "\(report.target.handle.masked)", "outcome": "\(report.verdict.outcome)",
+                "status": "\(report.verdict.statusCode.map(String.init) ?? "-")", "reason": "\(report.verdict.reason ?? "-")",
+                "attempts": "\(report.attempts)",
+            ])
+    }
+
+    /// What a dispatch has counted so far: per platform and outcome, and the listed targets.
+    private struct Tally {
+        let maximumReportedTargets: Int
+        var progress = DispatchProgress(processed: 0, succeeded: 0)
+        var counts: [Platform: [Outcome: Int]] = [:]
+        var results: [TargetResult] = []
+        /// Indices of listed successes, for a failure to take the place of once the list is full
+        /// (a stack: each replacement is O(1), not a scan of the list).
+        var listedSuccesses: [Int] = []
+
+        init(maximumReportedTargets: Int) { self.maximumReportedTargets = maximumReportedTargets }
+
+        mutating func record(_ report: DeliveryReport) {
+            let succeeded = report.verdict.outcome.isSuccess
+            progress.processed += 1
+            if succeeded { progress.succeeded += 1 }
+            counts[report.target.handle.platform, default: [:]][report.verdict.outcome, default: 0] += 1
+            if results.count < maximumReportedTargets {
+                if succeeded { listedSuccesses.append(results.count) }
+                results.append(report.targetResult)
+            } else if !succeeded, let index = listedSuccesses.popLast() {
+                results[index] = report.targetResult
+            }
+        }
     }
 
     /// Delivers to an in-memory list of targets.
@@ -112,8 +182,11 @@ public struct DispatchProgress: Sendable, Hashable {
 /// What a dispatch produced: the unified result, and the handle changes the services asked for.
 public struct DispatchSummary: Sendable {
     public var result: NotificationResult
-    /// Every removal and canonical replacement, whether or not its target is listed in `result`.
+    /// Every removal and canonical replacement, whether or not its target is listed in `result`
+    /// (empty when they went to the dispatch's `applyHandleUpdates` as it ran).
     public var handleUpdates: [HandleUpdate]
+    /// Why the targets stopped coming before the end (the store failed), or nil.
+    public var targetsFailure: String?
 }
 
 /// A stored handle to change because of a push service's answer.

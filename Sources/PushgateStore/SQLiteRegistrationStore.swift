@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Pushgate
+import Synchronization
 
 /// Registrations in an SQLite file: WAL journal with full synchronisation (a write is on disk
 /// when the call returns), a versioned schema migrated on open, and a tag index so that finding
@@ -218,6 +219,31 @@ public final class SQLiteRegistrationStore: RegistrationStore {
         }
     }
 
+    public func deliveryTargets(
+        matching expression: TagExpression?, platforms: PlatformSelection, app: AppID, pageSize: Int, now: Timestamp
+    ) -> AsyncThrowingStream<[DispatchTarget], any Error> {
+        let size = max(1, pageSize)
+        let cursor = PageCursor()
+        // Planned once, on the first page (an `&&` counts its sides' tags), then reused.
+        let plan = PlannedQuery()
+        return AsyncThrowingStream(unfolding: {
+            guard let after = cursor.position, !Task.isCancelled else { return nil }
+            let planned = plan.query.withLock { $0 }
+            let (query, page) = try await self.run { connection throws(StoreError) in
+                let query: TagQuery
+                if let planned {
+                    query = planned
+                } else {
+                    query = try TagQuery(expression: expression, platforms: platforms, app: app, now: now, connection: connection)
+                }
+                return (query, try query.targets(after: after?.rawValue ?? "", limit: size, connection: connection))
+            }
+            plan.query.withLock { $0 = query }
+            cursor.advance(past: page.last?.registrationID, full: page.count == size)
+            return page.isEmpty ? nil : page
+        })
+    }
+
     /// One page of an audience query as the send path runs it, with SQLite's count of the work it
     /// took and its query plan: how tests show that a page's cost does not grow with the audience.
     func explainPage(
@@ -225,7 +251,7 @@ public final class SQLiteRegistrationStore: RegistrationStore {
     ) async throws(StoreError) -> (ids: [RegistrationID], virtualMachineSteps: Int, plan: [String]) {
         try await run { connection throws(StoreError) in
             let query = try TagQuery(expression: expression, platforms: platforms, app: app, now: now, connection: connection)
-            let (sql, values) = query.sql(after: after, limit: limit)
+            let (sql, values) = query.sql(after: after, limit: limit, withHandles: true)
             let statement = try connection.prepare(sql)
             try statement.bind(values)
             _ = statement.takeVirtualMachineSteps()
@@ -324,4 +350,9 @@ public final class SQLiteRegistrationStore: RegistrationStore {
         }
         return ids.compactMap { byID[$0.rawValue] }
     }
+}
+
+/// A send's audience query, planned on its first page and reused for the rest.
+private final class PlannedQuery: Sendable {
+    let query = Mutex<TagQuery?>(nil)
 }

@@ -58,8 +58,9 @@ struct TagQuery: Sendable {
         }
     }
 
-    /// A query of the registrations' ids after `after`, at most `limit`, ordered by id.
-    func sql(after: String, limit: Int) -> (sql: String, values: [SQLiteValue]) {
+    /// A query of the registrations' ids (with `withHandles`, their platforms and handles too)
+    /// after `after`, at most `limit`, ordered by id.
+    func sql(after: String, limit: Int, withHandles: Bool = false) -> (sql: String, values: [SQLiteValue]) {
         var filter = " AND (r.expires_at IS NULL OR r.expires_at > ?)"
         var filterValues: [SQLiteValue] = [.real(now.secondsSinceEpoch)]
         let platformList = platforms.platforms
@@ -70,19 +71,23 @@ struct TagQuery: Sendable {
         if let expression { filter += " AND " + Self.condition(expression, values: &filterValues) }
 
         guard let driver, !driver.isEmpty else {
-            let sql = "SELECT r.id FROM registrations r WHERE r.app = ? AND r.id > ?\(filter) ORDER BY r.id LIMIT ?"
+            let columns = withHandles ? "r.id, r.platform, r.handle" : "r.id"
+            let sql = "SELECT \(columns) FROM registrations r WHERE r.app = ? AND r.id > ?\(filter) ORDER BY r.id LIMIT ?"
             return (sql, [.text(app.rawValue), .text(after)] + filterValues + [.integer(Int64(limit))])
         }
         // One ordered walk of the tag index per driving tag, each stopping after `limit` matches.
+        let armColumns = withHandles ? "t.id AS id, r.platform AS platform, r.handle AS handle" : "t.id AS id"
         let arm =
-            "SELECT * FROM (SELECT t.id AS id FROM registration_tags t JOIN registrations r ON r.app = t.app AND r.id = t.id"
+            "SELECT * FROM (SELECT \(armColumns) FROM registration_tags t JOIN registrations r ON r.app = t.app AND r.id = t.id"
             + " WHERE t.app = ? AND t.tag = ? AND t.id > ?\(filter) ORDER BY t.id LIMIT ?)"
         var values: [SQLiteValue] = []
         for tag in driver {
             values += [.text(app.rawValue), .text(tag.rawValue), .text(after)] + filterValues + [.integer(Int64(limit))]
         }
         if driver.count == 1 { return (arm, values) }
-        let sql = "SELECT id FROM (" + Array(repeating: arm, count: driver.count).joined(separator: " UNION ") + ") ORDER BY id LIMIT ?"
+        let sql =
+            "SELECT \(withHandles ? "id, platform, handle" : "id") FROM ("
+            + Array(repeating: arm, count: driver.count).joined(separator: " UNION ") + ") ORDER BY id LIMIT ?"
         return (sql, values + [.integer(Int64(limit))])
     }
 
@@ -95,6 +100,23 @@ struct TagQuery: Sendable {
             if let text = statement.text(0), let id = try? RegistrationID(text) { ids.append(id) }
         }
         return ids
+    }
+
+    /// The delivery targets after `after`: what ``ids(after:limit:connection:)`` lists, with the
+    /// handles read in the same walk (a send needs nothing else of a registration).
+    func targets(after: String, limit: Int, connection: SQLiteConnection) throws(StoreError) -> [DispatchTarget] {
+        let (sql, values) = sql(after: after, limit: limit, withHandles: true)
+        let statement = try connection.prepare(sql)
+        try statement.bind(values)
+        var targets: [DispatchTarget] = []
+        targets.reserveCapacity(limit)
+        while try statement.step() {
+            guard let text = statement.text(0), let id = try? RegistrationID(text),
+                let platform = statement.text(1).flatMap(Platform.init(rawValue:)), let handle = statement.text(2)
+            else { continue }
+            targets.append(DispatchTarget(registrationID: id, handle: DeviceHandle(uncheckedPlatform: platform, value: handle)))
+        }
+        return targets
     }
 
     /// How many registrations of `app` carry `tag`, counted in the tag index up to ``cardinalityCap``.

@@ -82,7 +82,7 @@ import Testing
         var recycled = 0
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<CurlResponse, CurlError>, Never>) in
             let transfer = Transfer(id: 1, request: CurlRequest(url: "http://127.0.0.1:1/"), completion: .single(continuation))
-            let easy = transfer.admit(on: handle, to: multi, recycle: { _ in recycled += 1 })
+            let easy = transfer.admit(on: handle, to: multi, headerLists: HeaderListCache(), recycle: { _ in recycled += 1 })
             if easy != nil {
                 // Fail the test rather than hang it.
                 curl_multi_remove_handle(multi, handle)
@@ -91,6 +91,39 @@ import Testing
         }
         #expect(throws: CurlError(multi: CURLM_ADDED_ALREADY)) { try result.get() }
         #expect(recycled == 0, "a handle curl refused must not go back to the pool")
+    }
+
+    /// A fan-out's requests share one header list; a list is freed once no transfer uses it and
+    /// eight newer sets have pushed it out, and never while a transfer still holds it.
+    @Test func requestsWithTheSameHeadersShareOneListUntilTheLastIsDone() {
+        let cache = HeaderListCache()
+        func headers(_ topic: String) -> [(name: String, value: String)] { [("apns-topic", topic), ("apns-push-type", "alert")] }
+        let first = cache.acquire(headers("a"))
+        let second = cache.acquire(headers("a"))
+        #expect(first != nil && first == second)
+        let other = cache.acquire(headers("b"))
+        #expect(other != first)
+        #expect(cache.liveLists == 2)
+        cache.release(second!)
+        for index in 0..<8 {
+            let list = cache.acquire(headers("newer \(index)"))
+            cache.release(list!)
+        }
+        // "a" and "b" are out of the recent eight, but `first` and `other` still hold them.
+        #expect(cache.liveLists == 10)
+        cache.release(first!)
+        cache.release(other!)
+        #expect(cache.liveLists == 8, "evicted lists are freed when their last user lets go")
+        // The list's text is what curl sends: each header once, and no Expect: 100-continue.
+        var lines: [String] = []
+        var node = cache.acquire(headers("c"))
+        while let current = node {
+            lines.append(String(cString: current.pointee.data))
+            node = current.pointee.next
+        }
+        #expect(lines == ["apns-topic: c", "apns-push-type: alert", "Expect:"])
+        cache.freeAll()
+        #expect(cache.liveLists == 0)
     }
 
     @Test func requestsAfterShutdownFailWithAShutdownError() async throws {

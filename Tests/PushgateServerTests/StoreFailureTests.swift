@@ -46,6 +46,20 @@ final class FailingStore: RegistrationStore, SecureMessageStore {
         }
     }
 
+    /// The first page of targets, then a storage error.
+    func deliveryTargets(
+        matching expression: TagExpression?, platforms: PlatformSelection, app: AppID, pageSize: Int, now: Timestamp
+    ) -> AsyncThrowingStream<[DispatchTarget], any Error> {
+        let pages = inner.deliveryTargets(matching: expression, platforms: platforms, app: app, pageSize: pageSize, now: now)
+        let served = PageCursor()
+        return AsyncThrowingStream(unfolding: {
+            guard served.position != nil else { throw StoreError(.storage, "disk I/O error") }
+            served.advance(past: nil, full: false)
+            var iterator = pages.makeAsyncIterator()
+            return try await iterator.next()
+        })
+    }
+
     func apply(_ changes: [StoredHandleChange], app: AppID, now: Timestamp) async throws(StoreError) {
         failedApplies.withLock { $0 += changes.count }
         throw StoreError(.storage, "disk I/O error")

@@ -66,6 +66,22 @@ public actor InMemoryRegistrationStore: RegistrationStore {
         }
     }
 
+    public nonisolated func deliveryTargets(
+        matching expression: TagExpression?, platforms: PlatformSelection, app: AppID, pageSize: Int, now: Timestamp
+    ) -> AsyncThrowingStream<[DispatchTarget], any Error> {
+        let cursor = PageCursor()
+        let size = max(1, pageSize)
+        return AsyncThrowingStream(unfolding: {
+            guard let after = cursor.position else { return nil }
+            let page = await self.snapshot(app: app).lazy.filter { registration in
+                (after.map { registration.id > $0 } ?? true) && platforms.contains(registration.platform)
+                    && !registration.isExpired(at: now) && (expression?.matches(registration.tags) ?? true)
+            }.prefix(size).map { DispatchTarget(registrationID: $0.id, handle: $0.handle) }
+            cursor.advance(past: page.last?.registrationID, full: page.count == size)
+            return page.isEmpty ? nil : Array(page)
+        })
+    }
+
     private func snapshot(app: AppID) -> [Registration] { (registrations[app] ?? [:]).values.sorted { $0.id < $1.id } }
 
     public func apply(_ changes: [StoredHandleChange], app: AppID, now: Timestamp) throws(StoreError) {

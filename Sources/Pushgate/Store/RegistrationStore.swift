@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Where registrations live. The gateway's only persistence seam; ``InMemoryRegistrationStore``
 /// and the SQLite store implement it.
 public protocol RegistrationStore: Sendable {
@@ -22,6 +24,14 @@ public protocol RegistrationStore: Sendable {
         matching expression: TagExpression?, platforms: PlatformSelection, app: AppID, batchSize: Int, now: Timestamp
     )
         -> AsyncThrowingStream<[Registration], any Error>
+    /// The delivery targets of a send: the id and handle of each registration that
+    /// ``registrations(matching:platforms:app:batchSize:now:)`` would list, in the same order, one
+    /// page of at most `pageSize` per step of the sequence. Pages are read only when asked for: a
+    /// send pulls the next page when it has room for it, so nothing is read ahead of delivery and
+    /// memory follows the page size, not the audience.
+    func deliveryTargets(
+        matching expression: TagExpression?, platforms: PlatformSelection, app: AppID, pageSize: Int, now: Timestamp
+    ) -> AsyncThrowingStream<[DispatchTarget], any Error>
     /// Writes `registrations` as they are, keeping their ids (no reservation needed): restoring an
     /// export. All or nothing: when one cannot be written, none is.
     func restore(_ registrations: [Registration], now: Timestamp) async throws(StoreError)
@@ -103,4 +113,31 @@ public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
     }
 
     public var description: String { message }
+}
+
+/// Where a paged walk of registrations stands: after which id it goes on, or finished. Each
+/// store's page sequence advances one; its steps run one at a time, the lock makes that safe to
+/// share with the sequence's `@Sendable` closure.
+public final class PageCursor: Sendable {
+    private struct State: Sendable {
+        var after: RegistrationID?
+        var finished = false
+    }
+
+    private let state = Mutex(State())
+
+    public init() {}
+
+    /// nil once the walk is finished; otherwise `.some(nil)` at the start, or the last id read.
+    public var position: RegistrationID?? {
+        state.withLock { $0.finished ? nil : .some($0.after) }
+    }
+
+    /// Records a page: the walk goes on after `last`, and ends with a page that was not full.
+    public func advance(past last: RegistrationID?, full: Bool) {
+        state.withLock {
+            if let last { $0.after = last }
+            if !full { $0.finished = true }
+        }
+    }
 }

@@ -1,16 +1,5 @@
 import Pushgate
 
-/// One device to deliver to.
-public struct DispatchTarget: Sendable, Hashable {
-    public var registrationID: RegistrationID
-    public var handle: DeviceHandle
-
-    public init(registrationID: RegistrationID, handle: DeviceHandle) {
-        self.registrationID = registrationID
-        self.handle = handle
-    }
-}
-
 /// The final word on one device: the verdict after retries, how many attempts it took, how long.
 public struct DeliveryReport: Sendable, Hashable {
     public var target: DispatchTarget

@@ -2,7 +2,6 @@ import Foundation
 import Logging
 import Pushgate
 import PushgateDispatch
-import Synchronization
 
 extension Gateway {
     /// What a send request asks for.
@@ -151,26 +150,12 @@ extension Gateway {
         logger[metadataKey: "notification"] = "\(notificationID)"
         let started = ContinuousClock.now
         let sendTime = now()
-        let stream = store.registrations(
-            matching: prepared.expression, platforms: prepared.selection, app: appID, batchSize: 500, now: sendTime)
-        let storeFailure = StoreFailure()
-        let targets = AsyncStream<[DispatchTarget]> { continuation in
-            let task = Task {
-                do {
-                    for try await batch in stream {
-                        continuation.yield(batch.map { DispatchTarget(registrationID: $0.id, handle: $0.handle) })
-                    }
-                } catch {
-                    storeFailure.record(error)
-                }
-                continuation.finish()
-            }
-            continuation.onTermination = { _ in task.cancel() }
-        }
+        let targets = store.deliveryTargets(
+            matching: prepared.expression, platforms: prepared.selection, app: appID, pageSize: Self.sendPageSize, now: sendTime)
         var summary = await dispatcher.dispatch(
             notificationID: notificationID, selection: prepared.selection, payloads: prepared.payloads, targets: targets,
-            progress: progress, logger: logger)
-        await applyHandleUpdates(summary.handleUpdates, logger: logger)
+            applyHandleUpdates: { [logger] updates in await self.applyHandleUpdates(updates, logger: logger) }, progress: progress,
+            logger: logger)
 
         var status: Int
         switch summary.result.state {
@@ -179,7 +164,7 @@ extension Gateway {
         default: status = 200
         }
         let reached = summary.result.platforms.reduce(0) { $0 + $1.total }
-        if let failure = storeFailure.message {
+        if let failure = summary.targetsFailure {
             logger.error(
                 "send stopped: the registration store failed while listing targets",
                 metadata: ["reached": "\(reached)", "error": "\(failure)"])
@@ -202,6 +187,9 @@ extension Gateway {
             ])
         return SendOutcome(result: summary.result, status: status, secureID: prepared.secureID)
     }
+
+    /// Targets read from the store per page of a send.
+    static let sendPageSize = 500
 
     /// Removes gone handles and replaces canonical ones. A store failure here loses no delivery:
     /// it is logged and counted (`pushgate_handle_updates_failed_total`), and the devices are
@@ -248,11 +236,4 @@ extension Gateway {
             throw .badRequest("body must be a JSON string (the message) or an object of properties")
         }
     }
-}
-
-/// Set once from the task listing a send's targets when the store fails.
-final class StoreFailure: Sendable {
-    private let failure = Mutex<String?>(nil)
-    func record(_ error: any Error) { failure.withLock { $0 = String(describing: error) } }
-    var message: String? { failure.withLock { $0 } }
 }
