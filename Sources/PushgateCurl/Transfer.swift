@@ -33,6 +33,12 @@ final class Transfer: @unchecked Sendable {
     var responseBody: [UInt8] = []
     var responseHeaders: [(name: String, value: String)] = []
 
+    /// Whether a proxy variable curl follows is set (read once).
+    static let proxyInEnvironment: Bool = {
+        let environment = ProcessInfo.processInfo.environment
+        return ["http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"].contains { environment[$0]?.isEmpty == false }
+    }()
+
     /// `PUSHGATE_CURL_VERBOSE=1` makes curl print its protocol trace to stderr (diagnostics only).
     static let verbose = ProcessInfo.processInfo.environment["PUSHGATE_CURL_VERBOSE"] == "1"
 
@@ -41,8 +47,9 @@ final class Transfer: @unchecked Sendable {
         self.request = request
         self.onBody = onBody
         self.completion = completion
+        // Read only as a C string that curl terminated, or empty: the first byte is enough.
         errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
-        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        errorBuffer.initialize(to: 0)
     }
 
     deinit {
@@ -154,6 +161,10 @@ final class Transfer: @unchecked Sendable {
             }
         }
         if verbose { try set(CURLOPT_VERBOSE, 1) }
+        // With no proxy in the environment, say so once: curl otherwise reads the proxy
+        // variables (`https_proxy`, `all_proxy`, `no_proxy`, …) from the environment on every
+        // request. With one, curl keeps following it as usual.
+        if !proxyInEnvironment { try set(CURLOPT_PROXY, "") }
         try set(CURLOPT_NOSIGNAL, 1)
         try set(CURLOPT_PIPEWAIT, 1)
         try set(CURLOPT_HTTP_VERSION, configuration.httpVersion == .http2 ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1)

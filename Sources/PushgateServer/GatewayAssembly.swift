@@ -15,12 +15,15 @@ public enum GatewayAssembly {
         let baseDirectory = secrets.baseDirectory
         func caFile(_ path: String?) -> String? { path.map { ConfigurationLoader.resolve($0, against: baseDirectory) } }
         var providers: [any PushProvider] = []
+        // APNs and FCM carry the broadcasts: one libcurl loop thread saturates a core at about
+        // 20k requests/s, so they get a connection pool (thread and connection) per core, up to 2.
+        let pools = min(2, max(1, ProcessInfo.processInfo.activeProcessorCount))
         if let apns = services.apns {
             switch apns.authentication {
             case .token(let keyID, let teamID, let privateKey):
                 let tokens = try await APNSTokenManager(
                     keyID: keyID, teamID: teamID, privateKeyPEM: try secrets.resolve(privateKey), clock: clock)
-                let transport = try CurlPushTransport(configuration: .init(httpVersion: .http2, caFile: caFile(apns.caFile)))
+                let transport = try CurlPushTransport(configuration: .init(httpVersion: .http2, caFile: caFile(apns.caFile)), pools: pools)
                 providers.append(
                     APNSProvider(
                         endpoint: apns.endpoint, topic: apns.topic, tokens: tokens, transport: transport, policy: policy, clock: clock))
@@ -32,7 +35,7 @@ public enum GatewayAssembly {
                     configuration: .init(
                         httpVersion: .http2, caFile: caFile(apns.caFile),
                         clientCertificateFile: ConfigurationLoader.resolve(certificatePath, against: baseDirectory),
-                        clientKeyFile: ConfigurationLoader.resolve(keyPath, against: baseDirectory)))
+                        clientKeyFile: ConfigurationLoader.resolve(keyPath, against: baseDirectory)), pools: pools)
                 providers.append(
                     APNSProvider(
                         endpoint: apns.endpoint, topic: apns.topic, tokens: nil, transport: transport, policy: policy, clock: clock))
@@ -40,7 +43,7 @@ public enum GatewayAssembly {
         }
         if let fcm = services.fcm {
             let account = try await GoogleServiceAccount(json: try secrets.resolve(fcm.serviceAccount))
-            let transport = try CurlPushTransport(configuration: .init(httpVersion: .http2, caFile: caFile(fcm.caFile)))
+            let transport = try CurlPushTransport(configuration: .init(httpVersion: .http2, caFile: caFile(fcm.caFile)), pools: pools)
             providers.append(FCMProvider(endpoint: fcm.endpoint, account: account, transport: transport, policy: policy, clock: clock))
         }
         if let gcm = services.gcm {

@@ -3,6 +3,7 @@ import Foundation
 import Pushgate
 import PushgateCurl
 import PushgateDispatch
+import Synchronization
 
 /// `pushgate bench`: throughput measurements.
 struct BenchCommand: AsyncParsableCommand {
@@ -39,6 +40,9 @@ struct BenchCommand: AsyncParsableCommand {
         @Option(help: "Warm-up notifications sent (and not measured) first.")
         var warmup: Int = 2_000
 
+        @Option(help: "Targets per page, as the send path reads them from the store.")
+        var page: Int = 500
+
         func run() async throws {
             let transport = try CurlPushTransport(
                 configuration: .init(caFile: caFile, maximumConnectionsPerHost: connections, maximumStreamsPerConnection: streams),
@@ -53,28 +57,49 @@ struct BenchCommand: AsyncParsableCommand {
             let target = DispatchTarget(registrationID: .random(), handle: DeviceHandle(uncheckedPlatform: .apns, value: token))
 
             _ = await provider.deliver(payload, to: Array(repeating: target, count: warmup))
-            var outcomes: [Outcome: Int] = [:]
-            var failures: [String: Int] = [:]
-            let batch = 10_000
+            // The send path's pipeline: pages of `page` targets, up to three batches on the wire.
+            let pages = AsyncStream<[DispatchTarget]>(unfolding: { [sent = PageCounter(total: count, page: page)] in
+                sent.next().map { Array(repeating: target, count: $0) }
+            })
+            let dispatcher = Dispatcher(providers: [provider])
             let started = ContinuousClock.now
-            var sent = 0
-            while sent < count {
-                let size = min(batch, count - sent)
-                for report in await provider.deliver(payload, to: Array(repeating: target, count: size)) {
-                    outcomes[report.verdict.outcome, default: 0] += 1
-                    if !report.verdict.outcome.isSuccess {
-                        failures[report.verdict.reason ?? "\(report.verdict.statusCode ?? 0)", default: 0] += 1
-                    }
-                }
-                sent += size
-            }
+            let summary = await dispatcher.dispatch(
+                notificationID: "bench", selection: .all, payloads: [.apns: payload], targets: pages, maximumReportedTargets: 100)
             let elapsed = ContinuousClock.now - started
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
             await provider.shutdown()
+            var outcomes: [Outcome: Int] = [:]
+            for platform in summary.result.platforms { outcomes.merge(platform.counts, uniquingKeysWith: +) }
+            var failures: [String: Int] = [:]
+            for target in summary.result.targets where !target.outcome.isSuccess {
+                failures[target.reason ?? "\(target.statusCode ?? 0)", default: 0] += 1
+            }
             let rate = Double(count) / seconds
             print("pushgate dispatch: \(count) notifications in \(String(format: "%.2f", seconds)) s = \(Int(rate)) notifications/s")
             print("outcomes: " + outcomes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
-            for (reason, number) in failures.sorted(by: { $0.value > $1.value }).prefix(5) { print("  \(number) × \(reason)") }
+            for (reason, number) in failures.sorted(by: { $0.value > $1.value }).prefix(5) {
+                print("  \(number) × \(reason) (among the listed)")
+            }
+        }
+    }
+}
+
+/// Hands out page sizes until `total` targets are paged.
+private final class PageCounter: Sendable {
+    private let state: Mutex<Int>
+    private let page: Int
+
+    init(total: Int, page: Int) {
+        state = Mutex(total)
+        self.page = max(1, page)
+    }
+
+    func next() -> Int? {
+        state.withLock { left in
+            guard left > 0 else { return nil }
+            let size = min(page, left)
+            left -= size
+            return size
         }
     }
 }

@@ -1,0 +1,399 @@
+#!/usr/bin/env bash
+# Pushgate's benchmark suite: every figure beside a reference measured in the same run, on the
+# same sink, on this machine. Writes JSON and prints a table.
+#
+#   scripts/bench-all.sh                 # the full suite (about 10 minutes on 2 cores)
+#   PUSHGATE_BENCH_BROADCAST=100000 PUSHGATE_BENCH_ROUNDS=1 scripts/bench-all.sh   # a quick look
+#
+# Environment: PUSHGATE_BIN (a release pushgate; default: build one), PUSHGATE_BENCH_OUT (JSON,
+# default .build/bench/bench-all.json), PUSHGATE_BENCH_BROADCAST (registrations, 1,000,000),
+# PUSHGATE_BENCH_DISPATCH (requests per dispatch round, 100,000), PUSHGATE_BENCH_ROUNDS (3).
+#
+# 1. dispatch: one nghttpd HTTP/2 + TLS sink; per round, interleaved: h2load, the two plain-C
+#    libcurl floors (curl_multi_poll; curl_multi_socket_action + epoll), `pushgate bench
+#    dispatch`, and aioapns (PyPI, in a virtual environment this script makes).
+# 2. broadcast: BROADCAST registrations in SQLite (70% APNs, 25% FCM v1, 5% WNS; one APNs device
+#    in 256 answers 410 Unregistered and is pruned), one POST /api/notifications from request to
+#    last outcome, against an nginx sink that answers each service's documented success (and
+#    OAuth token) responses; peak RSS and CPU of the gateway. Reference: `pushgate bench
+#    dispatch` against the same nginx, just before.
+# 3. latency: single-target sends through the HTTP API at a fixed 1,000 requests/s (an open-loop
+#    generator, Benchmarks/FixedRate) with the full store; reference: the same generator against
+#    nginx answering directly.
+# 4. upserts: PUT /api/register/{id} with wrk (closed loop); reference: wrk against nginx.
+# 5. idle RSS: a gateway started on the generated configuration, nothing sent, empty store.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+broadcast=${PUSHGATE_BENCH_BROADCAST:-1000000}
+dispatch=${PUSHGATE_BENCH_DISPATCH:-100000}
+rounds=${PUSHGATE_BENCH_ROUNDS:-3}
+out=${PUSHGATE_BENCH_OUT:-.build/bench/bench-all.json}
+streams=100
+pools=2
+
+scripts/setup.sh >&2
+need=()
+command -v nghttpd >/dev/null || need+=(nghttp2-server)
+command -v h2load >/dev/null || need+=(nghttp2-client)
+command -v nginx >/dev/null || need+=(nginx-light)
+command -v wrk >/dev/null || need+=(wrk)
+command -v openssl >/dev/null || need+=(openssl)
+command -v cc >/dev/null || need+=(gcc)
+python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
+if [ "${#need[@]}" -gt 0 ]; then
+  sudo_cmd=(); [ "$(id -u)" -ne 0 ] && sudo_cmd=(sudo)
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${need[@]}" >&2
+fi
+
+bin=${PUSHGATE_BIN:-}
+if [ -z "$bin" ]; then
+  echo "building release…" >&2
+  swift build -c release --product pushgate >&2
+  bin=$root/.build/release/pushgate
+fi
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+results=$work/results.txt
+: > "$results"
+record() { echo "$1=$2" >> "$results"; echo "  $1 = $2" >&2; }
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_http() { for _ in $(seq 1 100); do curl -sk -o /dev/null "$1" && return 0; sleep 0.1; done; echo "nothing answers $1" >&2; return 1; }
+# CPU seconds (user + system) a process has used so far.
+cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$1/stat"; }
+rss_kib() { awk '/^VmRSS/ { print $2 }' "/proc/$1/status"; }
+hwm_kib() { awk '/^VmHWM/ { print $2 }' "/proc/$1/status"; }
+
+cc -O2 -o "$work/curl_floor" Benchmarks/CurlFloor/curl_floor.c -lcurl -lpthread
+cc -O2 -o "$work/fixed_rate" Benchmarks/FixedRate/fixed_rate.c -lcurl -lm
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$work/key.pem" -out "$work/cert.pem" \
+  -days 1 -subj "/CN=localhost" -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" 2>/dev/null
+
+echo "== python virtual environment with aioapns" >&2
+python3 -m venv "$work/venv" >&2
+"$work/venv/bin/pip" install -q aioapns >&2
+
+# ---------------------------------------------------------------------------------------------
+# The nginx sink: each service's documented answers (used by the broadcast, the aioapns
+# comparison, and as the latency and upsert reference).
+token=$(printf 'ab%.0s' $(seq 1 32))
+nginx_port=$(free_port)
+plain_port=$(free_port)
+mkdir -p "$work/nginx"
+cat > "$work/nginx/nginx.conf" <<NGINX
+worker_processes 1;
+pid $work/nginx.pid;
+error_log $work/nginx/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $work/nginx/body;
+  proxy_temp_path $work/nginx/proxy;
+  fastcgi_temp_path $work/nginx/fastcgi;
+  uwsgi_temp_path $work/nginx/uwsgi;
+  scgi_temp_path $work/nginx/scgi;
+  keepalive_requests 100000000;
+  keepalive_timeout 300s;
+  http2_max_concurrent_streams 1000;
+  # APNs echoes the request's apns-id (clients such as aioapns match answers by it), or makes one.
+  map \$http_apns_id \$apns_id { "" \$request_id; default \$http_apns_id; }
+  client_body_buffer_size 64k;
+  server {
+    listen 127.0.0.1:$nginx_port ssl http2;
+    ssl_certificate $work/cert.pem;
+    ssl_certificate_key $work/key.pem;
+    # APNs (api.push.apple.com): 200 with apns-id; a token Apple no longer knows: 410 Unregistered.
+    location ~ "^/3/device/[0-9a-f]*ff\$" {
+      default_type application/json;
+      return 410 '{"reason":"Unregistered","timestamp":1700000000000}';
+    }
+    location /3/device/ { add_header apns-id \$apns_id always; return 200; }
+    # FCM HTTP v1: 200 with the message name; Google's OAuth token endpoint.
+    location ~ "^/v1/projects/([^/]+)/messages:send\$" {
+      default_type application/json;
+      return 200 '{"name":"projects/\$1/messages/0:\$request_id"}';
+    }
+    location = /token {
+      default_type application/json;
+      return 200 '{"access_token":"ya29.bench-token","expires_in":3599,"token_type":"Bearer"}';
+    }
+    # WNS: 200 with X-WNS-Status; its OAuth token endpoint.
+    location /wns/ { add_header X-WNS-Status received always; add_header X-WNS-Msg-ID \$request_id always; return 200; }
+    location = /wns-token {
+      default_type application/json;
+      return 200 '{"token_type":"bearer","access_token":"EgAbench","expires_in":86400}';
+    }
+  }
+  server {
+    listen 127.0.0.1:$plain_port;
+    location / { default_type application/json; return 200 '{"ok":true}'; }
+  }
+}
+NGINX
+nginx -c "$work/nginx/nginx.conf" -p "$work/nginx"
+sink="https://127.0.0.1:$nginx_port"
+wait_http "$sink/3/device/$token"
+
+# ---------------------------------------------------------------------------------------------
+echo "== 1. dispatch: $dispatch requests per round, $rounds round(s), nghttpd sink" >&2
+mkdir -p "$work/docroot/3/device"
+: > "$work/docroot/3/device/$token"
+h2port=$(free_port)
+nghttpd --htdocs="$work/docroot" --max-concurrent-streams=$((streams * 4)) "$h2port" "$work/key.pem" "$work/cert.pem" >/dev/null 2>&1 &
+pids+=($!)
+sleep 1
+url="https://127.0.0.1:$h2port"
+printf '%s' '{"aps":{"alert":"From bench: throughput"}}' > "$work/payload.json"
+openssl ecparam -name prime256v1 -genkey -noout -out "$work/apns-key.pem" 2>/dev/null
+cat > "$work/aioapns_bench.py" <<'PY'
+import asyncio, ssl, sys, time
+from aioapns import APNs, NotificationRequest
+from aioapns.connection import APNsProductionClientProtocol
+
+port, ca, key, token, count, concurrency = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6])
+APNsProductionClientProtocol.APNS_SERVER = "127.0.0.1"
+APNsProductionClientProtocol.APNS_PORT = int(port)
+
+async def main():
+    context = ssl.create_default_context(cafile=ca)
+    context.set_alpn_protocols(["h2"])
+    client = APNs(key=open(key).read(), key_id="BENCHKEY01", team_id="BENCHTEAM1", topic="com.example.bench",
+                  use_sandbox=False, ssl_context=context, max_connections=1)
+    async def one():
+        response = await client.send_notification(NotificationRequest(device_token=token, message={"aps": {"alert": "From bench: throughput"}}))
+        return response.is_successful
+    await asyncio.gather(*(one() for _ in range(200)))
+    queue = asyncio.Queue()
+    for _ in range(count): queue.put_nowait(None)
+    failed = 0
+    async def worker():
+        nonlocal failed
+        while not queue.empty():
+            queue.get_nowait()
+            if not await one(): failed += 1
+    started = time.monotonic()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    elapsed = time.monotonic() - started
+    print(f"aioapns: {count} requests in {elapsed:.2f} s = {count / elapsed:.0f} requests/s ({failed} failed)")
+
+asyncio.run(main())
+PY
+rate_of() { sed -nE 's/.* = ([0-9]+) (requests|notifications)\/s.*/\1/p' | head -1; }
+for round in $(seq 1 "$rounds"); do
+  echo "-- round $round" >&2
+  h2=$(h2load -n "$dispatch" -c 1 -m "$streams" -d "$work/payload.json" -H 'apns-push-type: alert' \
+    -H 'apns-topic: com.example.bench' "$url/3/device/$token" | sed -nE 's/^finished in .*, ([0-9.]+) req\/s.*/\1/p')
+  record "dispatch.h2load.r$round" "${h2%.*}"
+  record "dispatch.curl_poll.r$round" "$("$work/curl_floor" poll "$url/3/device/$token" "$work/cert.pem" "$dispatch" "$streams" "$pools" | rate_of)"
+  record "dispatch.curl_socket.r$round" "$("$work/curl_floor" socket "$url/3/device/$token" "$work/cert.pem" "$dispatch" "$streams" "$pools" | rate_of)"
+  record "dispatch.pushgate.r$round" "$("$bin" bench dispatch --url "$url" --ca-file "$work/cert.pem" --count "$dispatch" \
+    --connections 1 --streams "$streams" --pools "$pools" --token "$token" | rate_of)"
+  # aioapns matches answers by the apns-id header, which nghttpd does not echo: both it and
+  # Pushgate are measured against nginx too.
+  record "dispatch.pushgate_nginx.r$round" "$("$bin" bench dispatch --url "$sink" --ca-file "$work/cert.pem" --count "$dispatch" \
+    --connections 1 --streams "$streams" --pools "$pools" --token "$token" | rate_of)"
+  record "dispatch.aioapns.r$round" "$("$work/venv/bin/python" "$work/aioapns_bench.py" "$nginx_port" "$work/cert.pem" \
+    "$work/apns-key.pem" "$token" $((dispatch / 10)) "$streams" | rate_of)"
+done
+
+# ---------------------------------------------------------------------------------------------
+echo "== 2. broadcast to $broadcast registrations, nginx sink" >&2
+
+# Credentials and a configuration: what `pushgate sandbox` writes, pointed at nginx.
+"$bin" sandbox --dir "$work/sandbox" > "$work/sandbox.out" 2>/dev/null &
+sandbox_pid=$!
+for _ in $(seq 1 100); do grep -q gateway "$work/sandbox.out" 2>/dev/null && break; sleep 0.1; done
+kill "$sandbox_pid"; wait "$sandbox_pid" 2>/dev/null || true
+gateway_port=$(free_port)
+python3 - "$work/sandbox/config.json" "$sink" "$nginx_port" "$work/cert.pem" "$gateway_port" <<'PY'
+import json, sys
+path, sink, port, ca, gateway_port = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+config = json.load(open(path))
+config["listener"]["port"] = gateway_port
+config["store"] = {"sqlite": {"path": "bench.sqlite"}}
+app = config["apps"]["default"]
+app["handles"]["wnsChannelHosts"] = [f"127.0.0.1:{port}"]
+services = app["services"]
+services["apns"]["endpoint"] = sink
+services["apns"]["caFile"] = ca
+account_path = services["fcm"]["serviceAccount"]["file"]
+account = json.load(open(account_path))
+account["token_uri"] = sink + "/token"
+json.dump(account, open(account_path, "w"))
+services["fcm"]["endpoint"] = sink
+services["fcm"]["caFile"] = ca
+services.pop("gcm", None)
+services["wns"]["tokenEndpoint"] = sink + "/wns-token"
+services["wns"]["caFile"] = ca
+json.dump(config, open(path, "w"), indent=2)
+PY
+config=$work/sandbox/config.json
+
+echo "-- seeding $broadcast registrations" >&2
+python3 - "$broadcast" "$nginx_port" > "$work/registrations.jsonl" <<'PY'
+import sys
+count, port = int(sys.argv[1]), sys.argv[2]
+out = sys.stdout
+for i in range(count):
+    rid = "%016x" % ((i * 0x9E3779B97F4A7C15) % (1 << 64))  # ids in no platform order
+    kind = i % 20
+    if kind < 14:
+        platform, handle = "apns", "%064x" % i
+    elif kind < 19:
+        platform, handle = "fcm", "bench-%08d:APA91b" % i + "x" * 140
+    else:
+        platform, handle = "wns", "https://127.0.0.1:%s/wns/?token=%d" % (port, i)
+    out.write('{"id":"%s","platform":"%s","handle":"%s","tags":["username:carol","news"],"owner":"carol"}\n' % (rid, platform, handle))
+out.write('{"id":"alice0000000001","platform":"apns","handle":"%s","tags":["username:alice"],"owner":"alice"}\n' % ("ab" * 32))
+PY
+seed_start=$(date +%s.%N)
+(cd "$work/sandbox" && "$bin" registrations import --config "$config" "$work/registrations.jsonl" >&2)
+record "broadcast.seed_seconds" "$(awk -v a="$seed_start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')"
+
+# The reference: the dispatch engine alone against the same nginx, just before.
+record "broadcast.reference_dispatch_rate" "$("$bin" bench dispatch --url "$sink" --ca-file "$work/cert.pem" --count "$dispatch" \
+  --connections 1 --streams "$streams" --pools "$pools" --token "$token" | rate_of)"
+
+(cd "$work/sandbox" && exec "$bin" serve --config "$config" > "$work/gateway.log" 2>&1) &
+gateway=$!
+pids+=($gateway)
+base="http://127.0.0.1:$gateway_port"
+wait_http "$base/healthz"
+gateway_pid=$gateway
+cpu_before=$(cpu_seconds "$gateway_pid")
+start=$(date +%s.%N)
+curl -s -u bob:bob -X POST -H 'Content-Type: application/json' -d '"Hello, everyone"' \
+  "$base/api/notifications?pns=all&to_tag=carol" -o "$work/broadcast.json" -w '%{http_code}\n' > "$work/broadcast.status"
+elapsed=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+cpu_after=$(cpu_seconds "$gateway_pid")
+record "broadcast.http_status" "$(cat "$work/broadcast.status")"
+record "broadcast.seconds" "$elapsed"
+record "broadcast.rate" "$(awk -v n="$broadcast" -v s="$elapsed" 'BEGIN { printf "%.0f", n / s }')"
+record "broadcast.peak_rss_mib" "$(awk -v k="$(hwm_kib "$gateway_pid")" 'BEGIN { printf "%.0f", k / 1024 }')"
+record "broadcast.cpu_us_per_notification" "$(awk -v a="$cpu_before" -v b="$cpu_after" -v n="$broadcast" 'BEGIN { printf "%.1f", (b - a) * 1e6 / n }')"
+python3 - "$work/broadcast.json" >> "$results" <<'PY'
+import json, sys
+result = json.load(open(sys.argv[1]))
+print("broadcast.succeeded=%d" % result.get("success", 0))
+print("broadcast.failed=%d" % result.get("failure", 0))
+for platform in result.get("platforms", []):
+    if platform.get("total", 0) == 0: continue
+    print("broadcast.%s=%s" % (platform.get("platform"), json.dumps(platform.get("outcomes"), separators=(",", ":"))))
+PY
+tail -n 5 "$results" >&2
+
+# ---------------------------------------------------------------------------------------------
+echo "== 3. single-target sends at 1,000 requests/s for 30 s (open loop)" >&2
+auth="Basic $(printf 'bob:bob' | base64)"
+"$work/fixed_rate" "$base/api/notifications?pns=apns&to_tag=alice" 1000 5 "$auth" '"warm-up"' >/dev/null || true
+latency=$("$work/fixed_rate" "$base/api/notifications?pns=apns&to_tag=alice" 1000 30 "$auth" '"Hello, Alice"' || true)
+echo "$latency" >&2
+for key in p50_ms p99_ms p999_ms max_ms errors late_starts; do
+  record "latency.gateway.$key" "$(echo "$latency" | sed -nE "s/.*$key=([0-9.]+).*/\1/p")"
+done
+reference=$("$work/fixed_rate" "http://127.0.0.1:$plain_port/" 1000 10 "" '"x"' || true)
+for key in p50_ms p99_ms p999_ms; do
+  record "latency.nginx.$key" "$(echo "$reference" | sed -nE "s/.*$key=([0-9.]+).*/\1/p")"
+done
+
+# ---------------------------------------------------------------------------------------------
+echo "== 4. registration upserts (wrk, 32 connections, 10 s)" >&2
+id=$(curl -s -u alice:alice -X POST "$base/api/register" | tr -d '"')
+body="{\"Platform\":\"apns\",\"Handle\":\"$(printf 'cd%.0s' $(seq 1 32))\",\"Tags\":[\"news\"]}"
+cat > "$work/upsert.lua" <<LUA
+wrk.method = "PUT"
+wrk.body = '$body'
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Basic $(printf 'alice:alice' | base64)"
+LUA
+upserts=$(wrk -t 2 -c 32 -d 10s --latency -s "$work/upsert.lua" "$base/api/register/$id")
+record "upserts.gateway.per_second" "$(echo "$upserts" | awk '/Requests\/sec/ { printf "%.0f", $2 }')"
+record "upserts.gateway.non_2xx" "$(echo "$upserts" | awk '/Non-2xx/ { n = $5 } END { print n + 0 }')"
+record "upserts.gateway.p99" "$(echo "$upserts" | awk '$1 == "99%" { print $2 }')"
+record "upserts.nginx.per_second" "$(wrk -t 2 -c 32 -d 5s -s "$work/upsert.lua" "http://127.0.0.1:$plain_port/" | awk '/Requests\/sec/ { printf "%.0f", $2 }')"
+kill "$gateway_pid"; wait "$gateway" 2>/dev/null || true
+
+# ---------------------------------------------------------------------------------------------
+echo "== 5. idle RSS after start-up (empty store)" >&2
+rm -f "$work/sandbox/bench.sqlite"*
+(cd "$work/sandbox" && exec "$bin" serve --config "$config" > "$work/gateway-idle.log" 2>&1) &
+idle=$!
+pids+=($idle)
+wait_http "$base/healthz"
+sleep 2
+idle_pid=$idle
+record "idle.rss_mib" "$(awk -v k="$(rss_kib "$idle_pid")" 'BEGIN { printf "%.1f", k / 1024 }')"
+kill "$idle_pid"; wait "$idle" 2>/dev/null || true
+
+# ---------------------------------------------------------------------------------------------
+mkdir -p "$(dirname "$out")"
+python3 - "$results" "$out" "$rounds" <<'PY'
+import json, os, platform, statistics, subprocess, sys, time
+path, out, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+raw = {}
+for line in open(path):
+    key, _, value = line.strip().partition("=")
+    raw[key] = value
+def num(key):
+    try: return float(raw.get(key, ""))
+    except ValueError: return None
+def rounds_of(name):
+    values = [num(f"dispatch.{name}.r{r}") for r in range(1, rounds + 1)]
+    return [v for v in values if v is not None]
+dispatch = {name: rounds_of(name) for name in ["h2load", "curl_poll", "curl_socket", "pushgate", "pushgate_nginx", "aioapns"]}
+median = {name: statistics.median(v) if v else None for name, v in dispatch.items()}
+ratio_rounds = lambda a, b: [x / y for x, y in zip(dispatch[a], dispatch[b]) if y]
+cpu = subprocess.run(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"], capture_output=True, text=True).stdout.strip()
+summary = {
+    "machine": {"cpus": os.cpu_count(), "cpu": cpu, "kernel": platform.release(), "date": time.strftime("%Y-%m-%d %H:%M")},
+    "dispatch": {"rounds": dispatch, "median": median,
+                 "pushgate_over_curl_socket": ratio_rounds("pushgate", "curl_socket"),
+                 "pushgate_over_aioapns": ratio_rounds("pushgate_nginx", "aioapns"),
+                 "pushgate_over_h2load": ratio_rounds("pushgate", "h2load")},
+    "broadcast": {k.split(".", 1)[1]: v for k, v in raw.items() if k.startswith("broadcast.")},
+    "latency": {k.split(".", 1)[1]: v for k, v in raw.items() if k.startswith("latency.")},
+    "upserts": {k.split(".", 1)[1]: v for k, v in raw.items() if k.startswith("upserts.")},
+    "idle": {"rss_mib": num("idle.rss_mib")},
+}
+json.dump(summary, open(out, "w"), indent=2)
+def fmt(v, unit=""):
+    return "n/a" if v is None else (f"{v:,.0f}{unit}" if v >= 100 else f"{v:.2f}{unit}")
+def span(values):
+    return "n/a" if not values else f"{min(values):.2f}–{max(values):.2f}"
+rows = [
+    ("dispatch, Pushgate (notifications/s)", fmt(median["pushgate"]), "socket-action libcurl floor " + fmt(median["curl_socket"]),
+     "× " + span(summary["dispatch"]["pushgate_over_curl_socket"]), "≥ 0.9"),
+    ("dispatch vs aioapns (nginx sink)", fmt(median["pushgate_nginx"]), "aioapns " + fmt(median["aioapns"]), "× " + span(summary["dispatch"]["pushgate_over_aioapns"]), "≥ 10"),
+    ("dispatch vs h2load", fmt(median["pushgate"]), "h2load " + fmt(median["h2load"]), "× " + span(summary["dispatch"]["pushgate_over_h2load"]), ""),
+    ("dispatch, poll libcurl floor", fmt(median["curl_poll"]), "", "", ""),
+]
+b = summary["broadcast"]
+bn = lambda k: num("broadcast." + k)
+if bn("rate") and bn("reference_dispatch_rate"):
+    rows.append((f"broadcast {int(b.get('succeeded', '0')) + int(b.get('failed', '0')):,} targets (notifications/s)", fmt(bn("rate")),
+                 "dispatch on the same nginx " + fmt(bn("reference_dispatch_rate")), f"× {bn('rate') / bn('reference_dispatch_rate'):.2f}", "≥ 0.8"))
+rows.append(("broadcast time (s)", b.get("seconds", "n/a"), "", "", "< 30"))
+rows.append(("broadcast peak RSS (MiB)", b.get("peak_rss_mib", "n/a"), "", "", "< 300"))
+rows.append(("broadcast CPU per notification (µs)", b.get("cpu_us_per_notification", "n/a"), "", "", ""))
+l = summary["latency"]
+rows.append(("single-target send at 1,000/s: p50 / p99 / p99.9 (ms)",
+             f"{l.get('gateway.p50_ms')} / {l.get('gateway.p99_ms')} / {l.get('gateway.p999_ms')}",
+             f"nginx {l.get('nginx.p50_ms')} / {l.get('nginx.p99_ms')} / {l.get('nginx.p999_ms')}", "", "p99 < 5"))
+u = summary["upserts"]
+rows.append(("registration upserts (per s, wrk 32 conn.)", u.get("gateway.per_second", "n/a"), "nginx " + u.get("nginx.per_second", "n/a"), "", ""))
+rows.append(("idle RSS (MiB)", fmt(summary["idle"]["rss_mib"]), "", "", "< 30"))
+widths = [max(len(r[i]) for r in rows + [("figure", "Pushgate", "reference (same run)", "ratio", "target")]) for i in range(5)]
+header = ("figure", "Pushgate", "reference (same run)", "ratio", "target")
+print("| " + " | ".join(h.ljust(w) for h, w in zip(header, widths)) + " |")
+print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+for r in rows:
+    print("| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |")
+print(f"\n{summary['machine']['cpus']} cores, {cpu}, {summary['machine']['date']}; JSON: {out}")
+PY
