@@ -7,7 +7,10 @@
 #
 # Environment: PUSHGATE_BIN (a release pushgate; default: build one), PUSHGATE_BENCH_OUT (JSON,
 # default .build/bench/bench-all.json), PUSHGATE_BENCH_BROADCAST (registrations, 1,000,000),
-# PUSHGATE_BENCH_DISPATCH (requests per dispatch round, 100,000), PUSHGATE_BENCH_ROUNDS (3).
+# PUSHGATE_BENCH_DISPATCH (requests per dispatch round, 100,000), PUSHGATE_BENCH_ROUNDS (3),
+# PUSHGATE_BENCH_SECTIONS (default "dispatch broadcast latency upserts idle"; the broadcast always
+# runs: the later sections use its gateway and store), PUSHGATE_BENCH_PERF=1
+# (profile the gateway during the broadcast with perf; the report lands beside the JSON).
 #
 # 1. dispatch: one nghttpd HTTP/2 + TLS sink; per round, interleaved: h2load, the two plain-C
 #    libcurl floors (curl_multi_poll; curl_multi_socket_action + epoll), `pushgate bench
@@ -21,7 +24,8 @@
 #    generator, Benchmarks/FixedRate) with the full store; reference: the same generator against
 #    nginx answering directly.
 # 4. upserts: PUT /api/register/{id} with wrk (closed loop); reference: wrk against nginx.
-# 5. idle RSS: a gateway started on the generated configuration, nothing sent, empty store.
+# 5. idle RSS: a gateway started on the generated configuration, nothing sent, empty store; split
+#    into private memory and file-backed code pages, with the mappings that hold them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -31,6 +35,8 @@ rounds=${PUSHGATE_BENCH_ROUNDS:-3}
 out=${PUSHGATE_BENCH_OUT:-.build/bench/bench-all.json}
 streams=100
 pools=2
+sections=" ${PUSHGATE_BENCH_SECTIONS:-dispatch broadcast latency upserts idle} "
+want() { [[ "$sections" == *" $1 "* ]]; }
 
 scripts/setup.sh >&2
 need=()
@@ -46,6 +52,7 @@ if [ "${#need[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${need[@]}" >&2
 fi
 
+mkdir -p "$(dirname "$out")"
 bin=${PUSHGATE_BIN:-}
 if [ -z "$bin" ]; then
   echo "building release…" >&2
@@ -186,7 +193,8 @@ async def main():
 asyncio.run(main())
 PY
 rate_of() { sed -nE 's/.* = ([0-9]+) (requests|notifications)\/s.*/\1/p' | head -1; }
-for round in $(seq 1 "$rounds"); do
+want dispatch || rounds_run=0
+for round in $(seq 1 "${rounds_run:-$rounds}"); do
   echo "-- round $round" >&2
   h2=$(h2load -n "$dispatch" -c 1 -m "$streams" -d "$work/payload.json" -H 'apns-push-type: alert' \
     -H 'apns-topic: com.example.bench' "$url/3/device/$token" | sed -nE 's/^finished in .*, ([0-9.]+) req\/s.*/\1/p')
@@ -267,12 +275,31 @@ pids+=($gateway)
 base="http://127.0.0.1:$gateway_port"
 wait_http "$base/healthz"
 gateway_pid=$gateway
+profiler=""
+if [ -n "${PUSHGATE_BENCH_PERF:-}" ] && command -v perf >/dev/null; then
+  perf record -F 499 -g -p "$gateway_pid" -o "$work/broadcast.perf" >/dev/null 2>&1 &
+  profiler=$!
+  sleep 1
+fi
 cpu_before=$(cpu_seconds "$gateway_pid")
 start=$(date +%s.%N)
 curl -s -u bob:bob -X POST -H 'Content-Type: application/json' -d '"Hello, everyone"' \
   "$base/api/notifications?pns=all&to_tag=carol" -o "$work/broadcast.json" -w '%{http_code}\n' > "$work/broadcast.status"
 elapsed=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
 cpu_after=$(cpu_seconds "$gateway_pid")
+if [ -n "$profiler" ]; then
+  kill -INT "$profiler"; wait "$profiler" 2>/dev/null || true
+  mkdir -p "$(dirname "$out")"
+  profile=${out%.json}-broadcast-profile.txt
+  { echo "# perf, gateway process, during the broadcast: by thread, by library, top symbols"
+    for key in comm dso sym; do
+      perf report -i "$work/broadcast.perf" --no-children --sort "$key" -g none -q 2>/dev/null > "$work/report.txt" || true
+      head -n 40 "$work/report.txt"
+      echo
+    done
+  } > "$profile"
+  echo "profile: $profile" >&2
+fi
 record "broadcast.http_status" "$(cat "$work/broadcast.status")"
 record "broadcast.seconds" "$elapsed"
 record "broadcast.rate" "$(awk -v n="$broadcast" -v s="$elapsed" 'BEGIN { printf "%.0f", n / s }')"
@@ -290,6 +317,7 @@ PY
 tail -n 5 "$results" >&2
 
 # ---------------------------------------------------------------------------------------------
+if want latency; then
 echo "== 3. single-target sends at 1,000 requests/s for 30 s (open loop)" >&2
 auth="Basic $(printf 'bob:bob' | base64)"
 "$work/fixed_rate" "$base/api/notifications?pns=apns&to_tag=alice" 1000 5 "$auth" '"warm-up"' >/dev/null || true
@@ -303,7 +331,10 @@ for key in p50_ms p99_ms p999_ms; do
   record "latency.nginx.$key" "$(echo "$reference" | sed -nE "s/.*$key=([0-9.]+).*/\1/p")"
 done
 
+fi
+
 # ---------------------------------------------------------------------------------------------
+if want upserts; then
 echo "== 4. registration upserts (wrk, 32 connections, 10 s)" >&2
 id=$(curl -s -u alice:alice -X POST "$base/api/register" | tr -d '"')
 body="{\"Platform\":\"apns\",\"Handle\":\"$(printf 'cd%.0s' $(seq 1 32))\",\"Tags\":[\"news\"]}"
@@ -318,9 +349,11 @@ record "upserts.gateway.per_second" "$(echo "$upserts" | awk '/Requests\/sec/ { 
 record "upserts.gateway.non_2xx" "$(echo "$upserts" | awk '/Non-2xx/ { n = $5 } END { print n + 0 }')"
 record "upserts.gateway.p99" "$(echo "$upserts" | awk '$1 == "99%" { print $2 }')"
 record "upserts.nginx.per_second" "$(wrk -t 2 -c 32 -d 5s -s "$work/upsert.lua" "http://127.0.0.1:$plain_port/" | awk '/Requests\/sec/ { printf "%.0f", $2 }')"
+fi
 kill "$gateway_pid"; wait "$gateway" 2>/dev/null || true
 
 # ---------------------------------------------------------------------------------------------
+if want idle; then
 echo "== 5. idle RSS after start-up (empty store)" >&2
 rm -f "$work/sandbox/bench.sqlite"*
 (cd "$work/sandbox" && exec "$bin" serve --config "$config" > "$work/gateway-idle.log" 2>&1) &
@@ -330,10 +363,16 @@ wait_http "$base/healthz"
 sleep 2
 idle_pid=$idle
 record "idle.rss_mib" "$(awk -v k="$(rss_kib "$idle_pid")" 'BEGIN { printf "%.1f", k / 1024 }')"
+# Of which private (anonymous: heap, stacks) and file-backed (the binary's and shared libraries'
+# code pages, shared with other processes and clean).
+record "idle.rss_anon_mib" "$(awk '/^RssAnon/ { printf "%.1f", $2 / 1024 }' "/proc/$idle_pid/status")"
+record "idle.rss_file_mib" "$(awk '/^RssFile/ { printf "%.1f", $2 / 1024 }' "/proc/$idle_pid/status")"
+awk '/^[0-9a-f]+-/ { name = $6 } /^Rss:/ { rss[name] += $2 } END { for (n in rss) if (rss[n] > 1000) printf "%6.1f MiB %s\n", rss[n] / 1024, n }' \
+  "/proc/$idle_pid/smaps" | sort -rn > "${out%.json}-idle-rss.txt"
 kill "$idle_pid"; wait "$idle" 2>/dev/null || true
+fi
 
 # ---------------------------------------------------------------------------------------------
-mkdir -p "$(dirname "$out")"
 python3 - "$results" "$out" "$rounds" <<'PY'
 import json, os, platform, statistics, subprocess, sys, time
 path, out, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -360,7 +399,7 @@ summary = {
     "broadcast": {k.split(".", 1)[1]: v for k, v in raw.items() if k.startswith("broadcast.")},
     "latency": {k.split(".", 1)[1]: v for k, v in raw.items() if k.startswith("latency.")},
     "upserts": {k.split(".", 1)[1]: v for k, v in raw.items() if k.startswith("upserts.")},
-    "idle": {"rss_mib": num("idle.rss_mib")},
+    "idle": {"rss_mib": num("idle.rss_mib"), "rss_anon_mib": num("idle.rss_anon_mib"), "rss_file_mib": num("idle.rss_file_mib")},
 }
 json.dump(summary, open(out, "w"), indent=2)
 def fmt(v, unit=""):
@@ -388,7 +427,7 @@ rows.append(("single-target send at 1,000/s: p50 / p99 / p99.9 (ms)",
              f"nginx {l.get('nginx.p50_ms')} / {l.get('nginx.p99_ms')} / {l.get('nginx.p999_ms')}", "", "p99 < 5"))
 u = summary["upserts"]
 rows.append(("registration upserts (per s, wrk 32 conn.)", u.get("gateway.per_second", "n/a"), "nginx " + u.get("nginx.per_second", "n/a"), "", ""))
-rows.append(("idle RSS (MiB)", fmt(summary["idle"]["rss_mib"]), "", "", "< 30"))
+rows.append(("idle RSS (MiB): all / private / file-backed code", f"{fmt(summary['idle']['rss_mib'])} / {fmt(summary['idle']['rss_anon_mib'])} / {fmt(summary['idle']['rss_file_mib'])}", "", "", "< 30"))
 widths = [max(len(r[i]) for r in rows + [("figure", "Pushgate", "reference (same run)", "ratio", "target")]) for i in range(5)]
 header = ("figure", "Pushgate", "reference (same run)", "ratio", "target")
 print("| " + " | ".join(h.ljust(w) for h, w in zip(header, widths)) + " |")

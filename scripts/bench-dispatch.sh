@@ -49,16 +49,24 @@ pg_out=$("$bin" bench dispatch --url "https://127.0.0.1:$port" --ca-file "$work/
 echo "$pg_out"
 pg_rate=$(echo "$pg_out" | sed -nE 's/.* = ([0-9]+) notifications\/s/\1/p')
 
-# The libcurl floor: the same requests from plain C on libcurl, one loop thread per pool, no Pushgate.
+# The libcurl floors: the same requests from plain C on libcurl, one loop thread per pool, no
+# Pushgate; once with curl_multi_poll, once with curl_multi_socket_action on epoll (the pattern
+# PushgateCurl follows).
 compiler=$(command -v clang || command -v cc || true)
-floor_rate=""
+poll_rate=""
+socket_rate=""
 if [ -n "$compiler" ]; then
   "$compiler" -O2 -o "$work/curl_floor" Benchmarks/CurlFloor/curl_floor.c -lcurl -lpthread
-  echo "== libcurl alone (C): $count requests, $pools thread(s) x 1 connection, $streams streams each"
-  floor_out=$("$work/curl_floor" "https://127.0.0.1:$port/3/device/$token" "$work/cert.pem" "$count" "$streams" "$pools")
-  echo "$floor_out"
-  floor_rate=$(echo "$floor_out" | sed -nE 's/.* = ([0-9]+) requests\/s.*/\1/p')
+  for mode in poll socket; do
+    echo "== libcurl alone (C, $mode): $count requests, $pools thread(s) x 1 connection, $streams streams each"
+    floor_out=$("$work/curl_floor" "$mode" "https://127.0.0.1:$port/3/device/$token" "$work/cert.pem" "$count" "$streams" "$pools")
+    echo "$floor_out"
+    rate=$(echo "$floor_out" | sed -nE 's/.* = ([0-9]+) requests\/s.*/\1/p')
+    if [ "$mode" = poll ]; then poll_rate=$rate; else socket_rate=$rate; fi
+  done
 fi
 
-ratio=$(awk -v a="$pg_rate" -v b="$h2_rate" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }')
-echo "== result: h2load ${h2_rate} req/s, libcurl alone ${floor_rate:-n/a} req/s, pushgate ${pg_rate} notifications/s, ratio to h2load ${ratio}"
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+echo "== result: h2load ${h2_rate} req/s, libcurl poll ${poll_rate:-n/a} req/s, libcurl socket-action ${socket_rate:-n/a} req/s," \
+  "pushgate ${pg_rate} notifications/s; pushgate / socket-action floor $(ratio "$pg_rate" "$socket_rate"), / h2load $(ratio "$pg_rate" "$h2_rate")"
+echo "(scripts/bench-all.sh runs this and the rest of the suite in interleaved rounds)"

@@ -84,4 +84,52 @@ import Testing
         // Walking `common` would visit 100,000 index entries; walking `rare` visits 20.
         #expect(steps.allSatisfy { $0 < 5_000 }, "steps: \(steps)")
     }
+
+    /// The send path's pages (id and handle only) list exactly what the registration listing
+    /// lists, in the same order, for each kind of walk, in SQLite and in memory; a page is read
+    /// only when the sequence is asked for it.
+    @Test func deliveryTargetsPageThroughTheSameAudienceAsTheListing() async throws {
+        let path = NSTemporaryDirectory() + "pushgate-paging-\(UUID().uuidString).sqlite"
+        defer { cleanUp(path) }
+        let sqlite = try await SQLiteRegistrationStore.open(path: path)
+        let memory = InMemoryRegistrationStore()
+        var all: [Registration] = []
+        for index in 0..<3_000 {
+            var tags = ["username:u\(index % 7)"]
+            if index % 3 == 0 { tags.append("news") }
+            if index % 11 == 0 { tags.append("sports") }
+            all.append(
+                try registration(
+                    try RegistrationID(String(format: "d%08d", (index * 7919) % 3_000)), index % 2 == 0 ? .apns : .fcm, tags: tags,
+                    owner: "u\(index % 7)"))
+        }
+        try await sqlite.restore(all, now: start)
+        try await memory.restore(all, now: start)
+        let stores: [any RegistrationStore] = [sqlite, memory]
+        for text in [nil, "news", "news || sports", "username:u3 && news", "!news", "news && !sports"] {
+            let expression = try text.map { try TagExpression(parsing: $0) }
+            for platforms in [PlatformSelection.all, try PlatformSelection(parsing: "fcm")] {
+                var listed: [RegistrationID] = []
+                for try await page in sqlite.registrations(
+                    matching: expression, platforms: platforms, app: .default, batchSize: 500, now: start)
+                {
+                    listed += page.map(\.id)
+                }
+                for store in stores {
+                    var paged: [DispatchTarget] = []
+                    var pageSizes: [Int] = []
+                    for try await page in store.deliveryTargets(
+                        matching: expression, platforms: platforms, app: .default, pageSize: 97, now: start)
+                    {
+                        paged += page
+                        pageSizes.append(page.count)
+                    }
+                    #expect(paged.map(\.registrationID) == listed, "\(text ?? "everyone") on \(platforms), \(type(of: store))")
+                    #expect(pageSizes.dropLast().allSatisfy { $0 == 97 })
+                    let byID = Dictionary(uniqueKeysWithValues: all.map { ($0.id, $0.handle) })
+                    #expect(paged.allSatisfy { byID[$0.registrationID] == $0.handle })
+                }
+            }
+        }
+    }
 }

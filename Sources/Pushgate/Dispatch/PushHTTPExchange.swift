@@ -12,10 +12,7 @@ public struct PushHTTPRequest: Sendable, Hashable {
         self.body = body
     }
 
-    public func header(_ name: String) -> String? {
-        let lowered = name.lowercased()
-        return headers.first(where: { $0.name.lowercased() == lowered })?.value
-    }
+    public func header(_ name: String) -> String? { HTTPHeader.value(of: name, in: headers) }
 }
 
 /// A push service's answer.
@@ -30,10 +27,7 @@ public struct PushHTTPResponse: Sendable, Hashable {
         self.body = body
     }
 
-    public func header(_ name: String) -> String? {
-        let lowered = name.lowercased()
-        return headers.first(where: { $0.name.lowercased() == lowered })?.value
-    }
+    public func header(_ name: String) -> String? { HTTPHeader.value(of: name, in: headers) }
 
     /// The body parsed as JSON, or nil.
     public var json: JSONValue? { try? JSONParser.parse(body) }
@@ -53,4 +47,18 @@ public enum TransportFailure: String, Sendable, Hashable, Codable {
     case cancelled
     /// A local fault (bad option, out of memory).
     case local
+}
+
+extension HTTPHeader {
+    /// The first value of the header `name` (compared case-insensitively, in ASCII: header names
+    /// are ASCII, and this runs for every answer of a fan-out, so nothing is lowercased or
+    /// allocated).
+    static func value(of name: String, in headers: [HTTPHeader]) -> String? {
+        func lower(_ byte: UInt8) -> UInt8 { byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte }
+        let wanted = name.utf8
+        for header in headers where header.name.utf8.count == wanted.count {
+            if zip(header.name.utf8, wanted).allSatisfy({ lower($0) == lower($1) }) { return header.value }
+        }
+        return nil
+    }
 }

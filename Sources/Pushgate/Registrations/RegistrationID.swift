@@ -6,7 +6,8 @@ public struct RegistrationID: ValidatedString {
 
     public init(_ text: String) throws(RegistrationIDError) {
         guard (1...64).contains(text.utf8.count),
-            text.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") })
+            // Bytes, not Characters: every page of a broadcast reads hundreds of ids.
+            text.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) || $0 == 0x2D })
         else { throw RegistrationIDError(text: text) }
         rawValue = text
     }
