@@ -40,6 +40,10 @@ static inline CURLcode pushgate_easy_getinfo_long(CURL *handle, CURLINFO info, l
     return curl_easy_getinfo(handle, info, value);
 }
 
+static inline CURLcode pushgate_easy_getinfo_pointer(CURL *handle, CURLINFO info, void **value) {
+    return curl_easy_getinfo(handle, info, value);
+}
+
 static inline CURLMcode pushgate_multi_setopt_long(CURLM *multi, CURLMoption option, long value) {
     return curl_multi_setopt(multi, option, value);
 }

@@ -183,7 +183,6 @@ public final class CurlHTTPClient: @unchecked Sendable {
         var readyDescriptors = [Int32](repeating: 0, count: 64)
         var readyMasks = [Int32](repeating: 0, count: 64)
         var active: [UInt64: Transfer] = [:]
-        var byHandle: [UnsafeMutableRawPointer: UInt64] = [:]
         // Easy handles are reused: creating one per request (and its buffers) costs more than the
         // request itself at high rates. Only the loop thread touches the pool.
         var pool: [UnsafeMutableRawPointer] = []
@@ -221,7 +220,6 @@ public final class CurlHTTPClient: @unchecked Sendable {
                 // A transfer curl refuses has been answered with the typed error already.
                 guard let easy = transfer.admit(on: handle, to: multi, headerLists: headerLists, recycle: recycle) else { continue }
                 active[transfer.id] = transfer
-                byHandle[easy] = transfer.id
             }
             if waitingHead > 4096, waitingHead * 2 > waiting.count {
                 waiting.removeFirst(waitingHead)
@@ -235,7 +233,6 @@ public final class CurlHTTPClient: @unchecked Sendable {
                         notStarted.insert(id)
                         continue
                     }
-                    byHandle[easy] = nil
                     curl_multi_remove_handle(multi, easy)
                     transfer.finish(.failure(CurlError.cancelled))
                     transfer.cleanUp(returning: recycle)
@@ -324,12 +321,11 @@ public final class CurlHTTPClient: @unchecked Sendable {
                     transfer.cleanUp()
                 }
                 active.removeAll()
-                byHandle.removeAll()
             }
             var remaining: Int32 = 0
             while let message = curl_multi_info_read(multi, &remaining) {
                 guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle,
-                    let id = byHandle.removeValue(forKey: easy), let transfer = active.removeValue(forKey: id)
+                    let transfer = Transfer.of(easy), active.removeValue(forKey: transfer.id) != nil
                 else { continue }
                 let code = message.pointee.data.result
                 curl_multi_remove_handle(multi, easy)

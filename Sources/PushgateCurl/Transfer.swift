@@ -113,6 +113,7 @@ final class Transfer: @unchecked Sendable {
         let context = Unmanaged.passUnretained(self).toOpaque()
         _ = pushgate_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context)
         _ = pushgate_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context)
+        _ = pushgate_easy_setopt_pointer(easy, CURLOPT_PRIVATE, context)
         return easy
     }
 
@@ -180,6 +181,15 @@ final class Transfer: @unchecked Sendable {
         return easy
     }
 
+    /// The transfer an easy handle is running (its `CURLOPT_PRIVATE`), for the loop's completion
+    /// messages. Only valid while the loop holds the transfer (in its table of active ones),
+    /// which the caller checks. Loop thread only.
+    static func of(_ easy: UnsafeMutableRawPointer) -> Transfer? {
+        var context: UnsafeMutableRawPointer?
+        guard pushgate_easy_getinfo_pointer(easy, CURLINFO_PRIVATE, &context) == CURLE_OK, let context else { return nil }
+        return Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+    }
+
     /// Turns curl's result into the caller's answer. Loop thread only.
     func complete(code: CURLcode) {
         guard let easy else { return }
@@ -206,6 +216,7 @@ final class Transfer: @unchecked Sendable {
     func cleanUp(returning: (UnsafeMutableRawPointer) -> Void = { curl_easy_cleanup($0) }) {
         if let easy {
             _ = pushgate_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, nil)
+            _ = pushgate_easy_setopt_pointer(easy, CURLOPT_PRIVATE, nil)
             returning(easy)
         }
         easy = nil
@@ -312,6 +323,10 @@ final class HeaderListCache {
 
         func matches(_ other: [(name: String, value: String)]) -> Bool {
             guard headers.count == other.count else { return false }
+            // The same storage (a fan-out's requests share one array, which this entry keeps
+            // alive, so its address cannot have been reused): equal without comparing strings.
+            let mine = headers.withUnsafeBufferPointer { $0.baseAddress }
+            if mine != nil, mine == other.withUnsafeBufferPointer({ $0.baseAddress }) { return true }
             for (mine, theirs) in zip(headers, other) where mine.name != theirs.name || mine.value != theirs.value { return false }
             return true
         }

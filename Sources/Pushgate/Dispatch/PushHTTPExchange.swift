@@ -29,8 +29,8 @@ public struct PushHTTPResponse: Sendable, Hashable {
 
     public func header(_ name: String) -> String? { HTTPHeader.value(of: name, in: headers) }
 
-    /// The body parsed as JSON, or nil.
-    public var json: JSONValue? { try? JSONParser.parse(body) }
+    /// The body parsed as JSON, or nil (an empty body, APNs' success, is not parsed at all).
+    public var json: JSONValue? { body.isEmpty ? nil : try? JSONParser.parse(body) }
 }
 
 /// Why a request got no answer at all.

@@ -37,11 +37,14 @@ public final class APNSProvider: PushProvider {
         }
         let endpoint = endpoint
         let topic = topic
+        let shared = SharedHeaders()
         return await retry.deliverAll(
             to: targets, transport: transport, credential: credential,
             request: { target, token in
-                APNSWire.request(
-                    endpoint: endpoint, deviceToken: target.handle.value, notification: notification, topic: topic, providerToken: token)
+                PushHTTPRequest(
+                    url: "\(endpoint)/3/device/\(target.handle.value)",
+                    headers: shared.headers(for: token) { APNSWire.headers(notification: notification, topic: topic, providerToken: $0) },
+                    body: notification.body)
             },
             classify: APNSWire.classify, maximumInFlight: maximumInFlight)
     }

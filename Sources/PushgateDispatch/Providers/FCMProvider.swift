@@ -35,10 +35,10 @@ public final class FCMProvider: PushProvider {
         let projectID = account.projectID
         return await retry.deliverAll(
             to: targets, transport: transport, credential: OAuthFailure.credential(tokens),
-            request: { target, accessToken in
-                FCMWire.request(
-                    endpoint: endpoint, projectID: projectID, token: target.handle.value, notification: notification,
-                    accessToken: accessToken ?? "")
+            request: { [url = FCMWire.url(endpoint: endpoint, projectID: projectID), shared = SharedHeaders()] target, accessToken in
+                PushHTTPRequest(
+                    url: url, headers: shared.headers(for: accessToken) { FCMWire.headers(accessToken: $0 ?? "") },
+                    body: FCMWire.body(token: target.handle.value, notification: notification))
             },
             classify: FCMWire.classify, maximumInFlight: maximumInFlight)
     }

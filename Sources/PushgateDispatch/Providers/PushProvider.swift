@@ -1,4 +1,5 @@
 import Pushgate
+import Synchronization
 
 /// The final word on one device: the verdict after retries, how many attempts it took, how long.
 public struct DeliveryReport: Sendable, Hashable {
@@ -217,4 +218,18 @@ func boundedConcurrentMap<Element: Sendable, Result: Sendable>(
 enum CredentialOutcome: Sendable {
     case issued(String)
     case refused(DeliveryVerdict)
+}
+
+/// The headers a send's requests share, built once per credential rather than once per request:
+/// a fan-out sends thousands with the same authorization, and the curl client then shares one
+/// header list among them.
+final class SharedHeaders: Sendable {
+    private let last = Mutex<(credential: String?, headers: [HTTPHeader])?>(nil)
+
+    func headers(for credential: String?, build: (String?) -> [HTTPHeader]) -> [HTTPHeader] {
+        if let cached = last.withLock({ $0 }), cached.credential == credential { return cached.headers }
+        let built = build(credential)
+        last.withLock { $0 = (credential, built) }
+        return built
+    }
 }

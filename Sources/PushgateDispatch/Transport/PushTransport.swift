@@ -66,9 +66,20 @@ public final class CurlPushTransport: PushTransport {
         let parts = min(clients.count, requests.count)
         let size = (requests.count + parts - 1) / parts
         let first = next.wrappingAdd(1, ordering: .relaxed).oldValue
+        // A fan-out's requests share one headers array: convert it once, not once per request
+        // (comparing an array with itself is a pointer check).
+        var lastHeaders: [HTTPHeader]?
+        var lastConverted: [(name: String, value: String)] = []
+        let converted = requests.map { request -> CurlRequest in
+            if request.headers != lastHeaders {
+                lastHeaders = request.headers
+                lastConverted = request.headers.map { ($0.name, $0.value) }
+            }
+            return CurlRequest(method: request.method, url: request.url, headers: lastConverted, body: request.body)
+        }
         let answers = await withTaskGroup(of: (Int, [Result<CurlResponse, CurlError>]).self) { group in
             for part in 0..<parts {
-                let slice = requests[(part * size)..<min((part + 1) * size, requests.count)].map(Self.request)
+                let slice = Array(converted[(part * size)..<min((part + 1) * size, requests.count)])
                 let client = clients[(first + part) % clients.count]
                 group.addTask { (part, await client.execute(batch: slice)) }
             }

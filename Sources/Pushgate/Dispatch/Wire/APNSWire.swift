@@ -9,6 +9,16 @@ public enum APNSWire {
         endpoint: String, deviceToken: String, notification: RenderedNotification, topic: String, providerToken: String?,
         apnsID: String? = nil
     ) -> PushHTTPRequest {
+        PushHTTPRequest(
+            url: "\(endpoint)/3/device/\(deviceToken)",
+            headers: headers(notification: notification, topic: topic, providerToken: providerToken, apnsID: apnsID),
+            body: notification.body)
+    }
+
+    /// The request headers: the same for every device of a send with one provider token.
+    public static func headers(
+        notification: RenderedNotification, topic: String, providerToken: String?, apnsID: String? = nil
+    ) -> [HTTPHeader] {
         var headers: [HTTPHeader] = []
         if let providerToken { headers.append(HTTPHeader(name: "authorization", value: "bearer \(providerToken)")) }
         if !notification.headers.contains(where: { $0.name == "apns-topic" }) {
@@ -17,7 +27,7 @@ public enum APNSWire {
         headers.append(contentsOf: notification.headers)
         if let apnsID { headers.append(HTTPHeader(name: "apns-id", value: apnsID)) }
         headers.append(HTTPHeader(name: "content-type", value: "application/json"))
-        return PushHTTPRequest(url: "\(endpoint)/3/device/\(deviceToken)", headers: headers, body: notification.body)
+        return headers
     }
 
     /// What APNs' answer means (Apple's status and `reason` table).

@@ -6,16 +6,30 @@ public enum FCMWire {
     )
         -> PushHTTPRequest
     {
+        PushHTTPRequest(
+            url: url(endpoint: endpoint, projectID: projectID), headers: headers(accessToken: accessToken),
+            body: body(token: token, notification: notification))
+    }
+
+    /// The send URL of a project.
+    public static func url(endpoint: String, projectID: String) -> String { "\(endpoint)/v1/projects/\(projectID)/messages:send" }
+
+    /// The request headers: the same for every device of a send with one access token.
+    public static func headers(accessToken: String) -> [HTTPHeader] {
+        [
+            HTTPHeader(name: "authorization", value: "Bearer \(accessToken)"),
+            HTTPHeader(name: "content-type", value: "application/json; charset=UTF-8"),
+        ]
+    }
+
+    /// The message for one device: the rendered payload's members under `message`, with its token.
+    public static func body(token: String, notification: RenderedNotification) -> [UInt8] {
         var body: [UInt8] = Array(#"{"message":{"token":"#.utf8)
+        body.reserveCapacity(notification.body.count + token.utf8.count + 32)
         Escaping.appendJSONString(token, to: &body)
         JSONSplice.appendMembers(of: notification.body, to: &body)
         body.append(contentsOf: "}}".utf8)
-        return PushHTTPRequest(
-            url: "\(endpoint)/v1/projects/\(projectID)/messages:send",
-            headers: [
-                HTTPHeader(name: "authorization", value: "Bearer \(accessToken)"),
-                HTTPHeader(name: "content-type", value: "application/json; charset=UTF-8"),
-            ], body: body)
+        return body
     }
 
     /// What FCM's answer means (google.rpc status and the `FcmError` detail).
