@@ -36,6 +36,44 @@ static double seconds(void) {
     return now.tv_sec + now.tv_nsec / 1e9;
 }
 
+/* A multi handle multiplexing up to `streams` streams on one connection. */
+static CURLM *new_multi(long streams) {
+    CURLM *multi = curl_multi_init();
+    curl_multi_setopt(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+    curl_multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, 1L);
+    curl_multi_setopt(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, streams);
+    return multi;
+}
+
+/* An easy handle with the options every request shares. */
+static CURL *new_easy(const char *ca) {
+    CURL *easy = curl_easy_init();
+    curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(easy, CURLOPT_PIPEWAIT, 1L);
+    curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS);
+    curl_easy_setopt(easy, CURLOPT_CAINFO, ca);
+    curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, 30000L);
+    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, discard);
+    curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, discard);
+    return easy;
+}
+
+/* The next finished transfer, removed from `multi` (failures counted), or NULL. */
+static CURL *take_done(CURLM *multi, long *failed) {
+    int remaining = 0;
+    CURLMsg *message;
+    while ((message = curl_multi_info_read(multi, &remaining))) {
+        if (message->msg != CURLMSG_DONE) continue;
+        CURL *easy = message->easy_handle;
+        long status = 0;
+        curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+        if (message->data.result != CURLE_OK || status != 200) (*failed)++;
+        curl_multi_remove_handle(multi, easy);
+        return easy;
+    }
+    return NULL;
+}
+
 struct loop {
     int socket_mode;
     const char *url, *ca;
@@ -48,24 +86,11 @@ static void *run_poll(void *context) {
     const char *url = loop->url, *ca = loop->ca;
     long count = loop->count, streams = loop->streams;
     static const char body[] = "{\"aps\":{\"alert\":\"From bench: throughput\"}}";
-    CURLM *multi = curl_multi_init();
-    curl_multi_setopt(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
-    curl_multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, 1L);
-    curl_multi_setopt(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, streams);
+    CURLM *multi = new_multi(streams);
 
     CURL **pool = calloc(streams, sizeof(CURL *));
     long pooled = 0, started = 0, done = 0, failed = 0;
-    for (long i = 0; i < streams; i++) {
-        CURL *easy = curl_easy_init();
-        curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(easy, CURLOPT_PIPEWAIT, 1L);
-        curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS);
-        curl_easy_setopt(easy, CURLOPT_CAINFO, ca);
-        curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, 30000L);
-        curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, discard);
-        curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, discard);
-        pool[pooled++] = easy;
-    }
+    for (long i = 0; i < streams; i++) pool[pooled++] = new_easy(ca);
     double begin = 0;
     long warmup = 2000;
     while (done < count + warmup) {
@@ -88,17 +113,10 @@ static void *run_poll(void *context) {
         }
         int running = 0;
         curl_multi_perform(multi, &running);
-        int remaining = 0;
-        CURLMsg *message;
-        while ((message = curl_multi_info_read(multi, &remaining))) {
-            if (message->msg != CURLMSG_DONE) continue;
-            CURL *easy = message->easy_handle;
-            long status = 0;
-            curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
-            if (message->data.result != CURLE_OK || status != 200) failed++;
+        CURL *easy;
+        while ((easy = take_done(multi, &failed))) {
             struct curl_slist *headers = NULL;
             curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&headers);
-            curl_multi_remove_handle(multi, easy);
             curl_slist_free_all(headers);
             pool[pooled++] = easy;
             if (++done == warmup) begin = seconds();
@@ -146,10 +164,7 @@ static void *run_socket(void *context) {
     long count = loop->count, streams = loop->streams;
     static const char body[] = "{\"aps\":{\"alert\":\"From bench: throughput\"}}";
     struct socket_loop events = {epoll_create1(0), -1};
-    CURLM *multi = curl_multi_init();
-    curl_multi_setopt(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
-    curl_multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, 1L);
-    curl_multi_setopt(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, streams);
+    CURLM *multi = new_multi(streams);
     curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, on_socket);
     curl_multi_setopt(multi, CURLMOPT_SOCKETDATA, &events);
     curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, on_timer);
@@ -164,14 +179,7 @@ static void *run_socket(void *context) {
     CURL **pool = calloc(streams, sizeof(CURL *));
     long pooled = 0, started = 0, done = 0, failed = 0;
     for (long i = 0; i < streams; i++) {
-        CURL *easy = curl_easy_init();
-        curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(easy, CURLOPT_PIPEWAIT, 1L);
-        curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS);
-        curl_easy_setopt(easy, CURLOPT_CAINFO, loop->ca);
-        curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, 30000L);
-        curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, discard);
-        curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, discard);
+        CURL *easy = new_easy(loop->ca);
         curl_easy_setopt(easy, CURLOPT_URL, loop->url);
         curl_easy_setopt(easy, CURLOPT_POST, 1L);
         curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
@@ -204,15 +212,8 @@ static void *run_socket(void *context) {
             events.timeout_ms = -1;
             curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running);
         }
-        int remaining = 0;
-        CURLMsg *message;
-        while ((message = curl_multi_info_read(multi, &remaining))) {
-            if (message->msg != CURLMSG_DONE) continue;
-            CURL *easy = message->easy_handle;
-            long status = 0;
-            curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
-            if (message->data.result != CURLE_OK || status != 200) failed++;
-            curl_multi_remove_handle(multi, easy);
+        CURL *easy;
+        while ((easy = take_done(multi, &failed))) {
             pool[pooled++] = easy;
             if (++done == warmup) begin = seconds();
         }
