@@ -218,7 +218,7 @@ public final class CurlHTTPClient: @unchecked Sendable {
                     }
                 }
                 // A transfer curl refuses has been answered with the typed error already.
-                guard transfer.admit(on: handle, to: multi, headerLists: headerLists, recycle: recycle) != nil else { continue }
+                guard transfer.admit(on: handle, to: multi, headerLists: headerLists, recycle: recycle) else { continue }
                 active[transfer.id] = transfer
             }
             if waitingHead > 4096, waitingHead * 2 > waiting.count {

@@ -117,31 +117,31 @@ final class Transfer: @unchecked Sendable {
         return easy
     }
 
-    /// Configures `handle` for this request and hands it to `multi`; returns the easy handle curl
-    /// now drives. When either step fails the transfer is over: its caller is resumed with the
+    /// Configures `handle` for this request and hands it to `multi`; returns whether curl now
+    /// drives it. When either step fails the transfer is over: its caller is resumed with the
     /// typed error (a `CURLMcode` when `curl_multi_add_handle` refuses, rather than waiting for
-    /// ever for an answer that cannot come), `handle` is released, and nil is returned. A handle
+    /// ever for an answer that cannot come), `handle` is released, and false is returned. A handle
     /// that only failed an option goes back to the pool through `recycle`; one curl refused is
     /// freed instead, its state unknown. Loop thread only.
     func admit(
         on handle: UnsafeMutableRawPointer, to multi: UnsafeMutableRawPointer, headerLists: HeaderListCache,
         recycle: (UnsafeMutableRawPointer) -> Void
-    ) -> UnsafeMutableRawPointer? {
+    ) -> Bool {
         let easy: UnsafeMutableRawPointer
         do throws(CurlError) {
             easy = try start(on: handle, headerLists: headerLists)
         } catch {
             cleanUp(returning: recycle)
             finish(.failure(error))
-            return nil
+            return false
         }
         let added = curl_multi_add_handle(multi, easy)
         guard added == CURLM_OK else {
             cleanUp()
             finish(.failure(CurlError(multi: added)))
-            return nil
+            return false
         }
-        return easy
+        return true
     }
 
     /// A new easy handle with the options every request of a client shares.

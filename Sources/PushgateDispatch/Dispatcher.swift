@@ -93,11 +93,6 @@ public final class Dispatcher: Sendable {
         _ batch: [DispatchTarget], selection: PlatformSelection, payloads: [Platform: RenderedNotification]
     ) async -> [DeliveryReport] {
         let byPlatform = Dictionary(grouping: batch.filter { selection.contains($0.handle.platform) }, by: \.handle.platform)
-        if byPlatform.count == 1, let (platform, targets) = byPlatform.first, let provider = providers[platform],
-            let payload = payloads[platform]
-        {
-            return await provider.deliver(payload, to: targets)
-        }
         return await withTaskGroup(of: [DeliveryReport].self) { group in
             for (platform, platformTargets) in byPlatform {
                 guard let provider = providers[platform], let payload = payloads[platform] else {

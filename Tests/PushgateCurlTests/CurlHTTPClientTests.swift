@@ -82,8 +82,8 @@ import Testing
         var recycled = 0
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<CurlResponse, CurlError>, Never>) in
             let transfer = Transfer(id: 1, request: CurlRequest(url: "http://127.0.0.1:1/"), completion: .single(continuation))
-            let easy = transfer.admit(on: handle, to: multi, headerLists: HeaderListCache(), recycle: { _ in recycled += 1 })
-            if easy != nil {
+            let admitted = transfer.admit(on: handle, to: multi, headerLists: HeaderListCache(), recycle: { _ in recycled += 1 })
+            if admitted {
                 // Fail the test rather than hang it.
                 curl_multi_remove_handle(multi, handle)
                 transfer.finish(.failure(CurlError(local: "curl accepted a handle added elsewhere")))

@@ -41,10 +41,9 @@ public final class APNSProvider: PushProvider {
         return await retry.deliverAll(
             to: targets, transport: transport, credential: credential,
             request: { target, token in
-                PushHTTPRequest(
-                    url: "\(endpoint)/3/device/\(target.handle.value)",
-                    headers: shared.headers(for: token) { APNSWire.headers(notification: notification, topic: topic, providerToken: $0) },
-                    body: notification.body)
+                APNSWire.request(
+                    endpoint: endpoint, deviceToken: target.handle.value, notification: notification,
+                    headers: shared.headers(for: token) { APNSWire.headers(notification: notification, topic: topic, providerToken: $0) })
             },
             classify: APNSWire.classify, maximumInFlight: maximumInFlight)
     }

@@ -36,9 +36,9 @@ public final class FCMProvider: PushProvider {
         return await retry.deliverAll(
             to: targets, transport: transport, credential: OAuthFailure.credential(tokens),
             request: { [url = FCMWire.url(endpoint: endpoint, projectID: projectID), shared = SharedHeaders()] target, accessToken in
-                PushHTTPRequest(
-                    url: url, headers: shared.headers(for: accessToken) { FCMWire.headers(accessToken: $0 ?? "") },
-                    body: FCMWire.body(token: target.handle.value, notification: notification))
+                FCMWire.request(
+                    url: url, token: target.handle.value, notification: notification,
+                    headers: shared.headers(for: accessToken) { FCMWire.headers(accessToken: $0 ?? "") })
             },
             classify: FCMWire.classify, maximumInFlight: maximumInFlight)
     }

@@ -75,7 +75,7 @@ public final class CurlPushTransport: PushTransport {
                 lastHeaders = request.headers
                 lastConverted = request.headers.map { ($0.name, $0.value) }
             }
-            return CurlRequest(method: request.method, url: request.url, headers: lastConverted, body: request.body)
+            return Self.request(request, headers: lastConverted)
         }
         let answers = await withTaskGroup(of: (Int, [Result<CurlResponse, CurlError>]).self) { group in
             for part in 0..<parts {
@@ -90,8 +90,11 @@ public final class CurlPushTransport: PushTransport {
         return answers.map { answer in answer.map(Self.response).mapError(Self.error) }
     }
 
-    static func request(_ request: PushHTTPRequest) -> CurlRequest {
-        CurlRequest(method: request.method, url: request.url, headers: request.headers.map { ($0.name, $0.value) }, body: request.body)
+    /// The request in curl's form; `headers`, when given, are its headers already converted.
+    static func request(_ request: PushHTTPRequest, headers: [(name: String, value: String)]? = nil) -> CurlRequest {
+        CurlRequest(
+            method: request.method, url: request.url, headers: headers ?? request.headers.map { ($0.name, $0.value) },
+            body: request.body)
     }
 
     static func response(_ response: CurlResponse) -> PushHTTPResponse {

@@ -9,10 +9,16 @@ public enum APNSWire {
         endpoint: String, deviceToken: String, notification: RenderedNotification, topic: String, providerToken: String?,
         apnsID: String? = nil
     ) -> PushHTTPRequest {
-        PushHTTPRequest(
-            url: "\(endpoint)/3/device/\(deviceToken)",
-            headers: headers(notification: notification, topic: topic, providerToken: providerToken, apnsID: apnsID),
-            body: notification.body)
+        request(
+            endpoint: endpoint, deviceToken: deviceToken, notification: notification,
+            headers: headers(notification: notification, topic: topic, providerToken: providerToken, apnsID: apnsID))
+    }
+
+    /// The request to one device with headers already built (a fan-out builds them once).
+    public static func request(
+        endpoint: String, deviceToken: String, notification: RenderedNotification, headers: [HTTPHeader]
+    ) -> PushHTTPRequest {
+        PushHTTPRequest(url: "\(endpoint)/3/device/\(deviceToken)", headers: headers, body: notification.body)
     }
 
     /// The request headers: the same for every device of a send with one provider token.

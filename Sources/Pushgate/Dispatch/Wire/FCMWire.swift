@@ -6,9 +6,14 @@ public enum FCMWire {
     )
         -> PushHTTPRequest
     {
-        PushHTTPRequest(
-            url: url(endpoint: endpoint, projectID: projectID), headers: headers(accessToken: accessToken),
-            body: body(token: token, notification: notification))
+        request(
+            url: url(endpoint: endpoint, projectID: projectID), token: token, notification: notification,
+            headers: headers(accessToken: accessToken))
+    }
+
+    /// The request to one device with the URL and headers already built (a fan-out builds them once).
+    public static func request(url: String, token: String, notification: RenderedNotification, headers: [HTTPHeader]) -> PushHTTPRequest {
+        PushHTTPRequest(url: url, headers: headers, body: body(token: token, notification: notification))
     }
 
     /// The send URL of a project.
