@@ -190,10 +190,10 @@ import Testing
         let payload = try Payloads.notify(.apns)
         let delivery = Task { await fixture.apns.deliver(payload, to: targets) }
         try await Task.sleep(for: .milliseconds(300))
-        let started = ContinuousClock.now
         await fixture.apns.shutdown()
         let reports = await delivery.value
-        #expect(ContinuousClock.now - started < .seconds(3))
+        // Had shutdown waited for the delayed answers, every one would have been delivered: each caller being
+        // answered `abandoned` is what shows shutdown did not wait (no wall-clock bound, which flaked under load).
         #expect(reports.count == 50)
         #expect(reports.allSatisfy { $0.verdict.outcome == .abandoned }, "\(Set(reports.map(\.verdict.outcome)))")
         try await fixture.stop()
