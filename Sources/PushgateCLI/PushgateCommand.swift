@@ -12,7 +12,8 @@ struct PushgateCommand: AsyncParsableCommand {
             `pushgate templates render --pns apns --set message=Hello --set user=alice`.
             """,
         subcommands: [
-            DemoCommand.self, ServeCommand.self, SendCommand.self, RegistrationsCommand.self, SandboxCommand.self, TemplatesCommand.self,
+            DemoCommand.self, ServeCommand.self, SendCommand.self, NotificationsCommand.self, RegistrationsCommand.self,
+            SandboxCommand.self, TemplatesCommand.self,
             UsersCommand.self,
             BenchCommand.self,
             VersionCommand.self,

@@ -26,19 +26,24 @@ public final class Dispatcher: Sendable {
     /// nil, are all returned in the summary. When `targets` throws (the store failed), the
     /// batches already out are finished and counted and the summary's `targetsFailure` says why
     /// the rest was not sent.
+    ///
+    /// `batchFinished` gets each batch's reports as it finishes, with the batch's position in
+    /// `targets` (0 for the first batch read): how the outbox records a page's outcomes.
     public func dispatch<Targets: AsyncSequence>(
         notificationID: String, selection: PlatformSelection, payloads: [Platform: RenderedNotification],
         targets: Targets, maximumReportedTargets: Int = 10_000, batchesInFlight: Int = 3,
         applyHandleUpdates: (@Sendable ([HandleUpdate]) async -> Void)? = nil, handleUpdateChunk: Int = 500,
+        batchFinished: (@Sendable (_ index: Int, _ reports: [DeliveryReport]) async -> Void)? = nil,
         progress: (@Sendable (DispatchProgress) -> Void)? = nil, logger: Logger = Logger(label: "pushgate.dispatch")
     ) async -> DispatchSummary where Targets.Element == [DispatchTarget] {
         var tally = Tally(maximumReportedTargets: maximumReportedTargets)
         var pendingUpdates: [HandleUpdate] = []
         var allUpdates: [HandleUpdate] = []
         var targetsFailure: String?
-        await withTaskGroup(of: [DeliveryReport].self) { group in
+        await withTaskGroup(of: (Int, [DeliveryReport]).self) { group in
             var iterator = targets.makeAsyncIterator()
             var inFlight = 0
+            var batchesRead = 0
             var exhausted = false
             while true {
                 // Keep the pipeline full: read pages while there is room.
@@ -59,11 +64,14 @@ public final class Dispatcher: Sendable {
                         exhausted = true
                         break
                     }
-                    group.addTask { await self.deliver(batch, selection: selection, payloads: payloads) }
+                    let index = batchesRead
+                    group.addTask { (index, await self.deliver(batch, selection: selection, payloads: payloads)) }
+                    batchesRead += 1
                     inFlight += 1
                 }
-                guard inFlight > 0, let reports = await group.next() else { break }
+                guard inFlight > 0, let (index, reports) = await group.next() else { break }
                 inFlight -= 1
+                await batchFinished?(index, reports)
                 for report in reports {
                     if !report.verdict.outcome.isSuccess { Self.logFailure(report, logger: logger) }
                     tally.record(report)

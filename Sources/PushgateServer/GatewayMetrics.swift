@@ -11,6 +11,13 @@ public final class GatewayMetrics: Sendable {
     private let inFlight: Gauge
     private let handleUpdatesFailedCounter: Counter
     private let sendDuration: DurationHistogram
+    private let outboxPending: Gauge
+    private let outboxDue: Gauge
+    private let outboxOldestDueAge: Gauge
+    private let outboxClaims: Counter
+    private let outboxLeaseExpiries: Counter
+    private let outboxPruned: Counter
+    private let outboxRecordFailures: Counter
     /// Per platform and outcome, made once (the sets are closed).
     private let deliveries: [Platform: [Outcome: Counter]]
     private let retries: [Platform: Counter]
@@ -40,6 +47,24 @@ public final class GatewayMetrics: Sendable {
                 namespace: "pushgate", metricName: "send_duration", unitName: "seconds",
                 helpText: "Time from a send's start to its last outcome"),
             buckets: Self.sendBuckets)
+        let registry = self.registry
+        func outboxGauge(_ name: String, _ help: String) -> Gauge {
+            registry.makeGauge(
+                descriptor: MetricNameDescriptor(namespace: "pushgate", metricName: "outbox_\(name)", unitName: "", helpText: help))
+        }
+        func outboxCounter(_ name: String, _ help: String) -> Counter {
+            registry.makeCounter(
+                descriptor: MetricNameDescriptor(namespace: "pushgate", metricName: "outbox_\(name)", unitName: "total", helpText: help))
+        }
+        outboxPending = outboxGauge("pending_notifications", "Notifications in the outbox not yet finished (scheduled ones included)")
+        outboxDue = outboxGauge("due_notifications", "Notifications due for delivery and not yet finished")
+        outboxOldestDueAge = outboxGauge("oldest_due_age_seconds", "How long the oldest unfinished due notification has been due")
+        outboxClaims = outboxCounter("page_claims", "Pages of targets claimed for delivery")
+        outboxLeaseExpiries = outboxCounter(
+            "lease_expiries", "Pages and notifications taken over after their holder's lease expired (it died or was stopped)")
+        outboxPruned = outboxCounter("pruned_notifications", "Finished notifications deleted after the retention time")
+        outboxRecordFailures = outboxCounter(
+            "record_failures", "Pages whose outcomes the store could not record (they are delivered again)")
         var deliveries: [Platform: [Outcome: Counter]] = [:]
         var retries: [Platform: Counter] = [:]
         var latency: [Platform: DurationHistogram] = [:]
@@ -138,6 +163,24 @@ public final class GatewayMetrics: Sendable {
     func handleUpdatesFailed(_ count: Int) {
         handleUpdatesFailedCounter.increment(by: Int64(count))
     }
+
+    /// What the outbox holds now.
+    func outboxDepth(_ depth: OutboxDepth, now: Timestamp) {
+        outboxPending.set(to: Double(depth.pending))
+        outboxDue.set(to: Double(depth.due))
+        outboxOldestDueAge.set(to: depth.oldestDue.map { max(0, now.secondsSinceEpoch - $0.secondsSinceEpoch) } ?? 0)
+    }
+
+    func outboxPageClaimed(reclaimed: Bool) {
+        outboxClaims.increment()
+        if reclaimed { outboxLeaseExpiries.increment() }
+    }
+
+    func outboxNotificationTakenOver() { outboxLeaseExpiries.increment() }
+
+    func outboxPruned(_ count: Int) { outboxPruned.increment(by: Int64(count)) }
+
+    func outboxRecordFailed() { outboxRecordFailures.increment() }
 
     /// The Prometheus text exposition.
     public func exposition() -> [UInt8] { registry.emitToBuffer() }

@@ -93,6 +93,9 @@ final class SQLiteConnection: @unchecked Sendable {
         }
     }
 
+    /// Rows changed by the last statement.
+    var changes: Int { Int(sqlite3_changes(database)) }
+
     var userVersion: Int {
         get throws(StoreError) {
             let statement = try prepare("PRAGMA user_version")

@@ -63,6 +63,68 @@ extension SQLiteRegistrationStore {
         CREATE INDEX reserved_ids_by_owner ON reserved_ids (app, owner, expires_at);
         CREATE INDEX reserved_ids_by_expiry ON reserved_ids (app, expires_at);
         """,
+        // The outbox: notifications, their leased pages, outcome counts and failed targets.
+        """
+        CREATE TABLE outbox_notifications (
+            app TEXT NOT NULL,
+            id TEXT NOT NULL,
+            sender TEXT NOT NULL,
+            state TEXT NOT NULL,
+            platforms TEXT NOT NULL,
+            audience TEXT NOT NULL,
+            payloads TEXT NOT NULL,
+            secure_id TEXT,
+            enqueued_at REAL NOT NULL,
+            deliver_at REAL NOT NULL,
+            started_at REAL,
+            ended_at REAL,
+            cursor TEXT,
+            exhausted INTEGER NOT NULL DEFAULT 0,
+            next_page INTEGER NOT NULL DEFAULT 0,
+            claimed INTEGER NOT NULL DEFAULT 0,
+            cancel_requested INTEGER NOT NULL DEFAULT 0,
+            lease_owner TEXT,
+            lease_expires REAL NOT NULL DEFAULT 0,
+            PRIMARY KEY (app, id)
+        ) WITHOUT ROWID;
+        CREATE INDEX outbox_due ON outbox_notifications (deliver_at) WHERE ended_at IS NULL;
+        CREATE INDEX outbox_ended ON outbox_notifications (ended_at) WHERE ended_at IS NOT NULL;
+        CREATE INDEX outbox_by_sender ON outbox_notifications (app, sender, enqueued_at);
+        CREATE INDEX outbox_by_time ON outbox_notifications (app, enqueued_at);
+        CREATE TABLE outbox_pages (
+            app TEXT NOT NULL,
+            notification_id TEXT NOT NULL,
+            number INTEGER NOT NULL,
+            after_id TEXT NOT NULL,
+            last_id TEXT NOT NULL,
+            lease_owner TEXT,
+            lease_expires REAL NOT NULL,
+            claims INTEGER NOT NULL DEFAULT 1,
+            done INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (app, notification_id, number)
+        ) WITHOUT ROWID;
+        CREATE INDEX outbox_pages_open ON outbox_pages (app, notification_id, lease_expires) WHERE done = 0;
+        CREATE TABLE outbox_counts (
+            app TEXT NOT NULL,
+            notification_id TEXT NOT NULL,
+            platform TEXT NOT NULL,
+            outcome TEXT NOT NULL,
+            count INTEGER NOT NULL,
+            PRIMARY KEY (app, notification_id, platform, outcome)
+        ) WITHOUT ROWID;
+        CREATE TABLE outbox_failures (
+            app TEXT NOT NULL,
+            notification_id TEXT NOT NULL,
+            registration_id TEXT NOT NULL,
+            platform TEXT NOT NULL,
+            handle TEXT NOT NULL,
+            outcome TEXT NOT NULL,
+            status INTEGER,
+            reason TEXT,
+            attempts INTEGER NOT NULL,
+            PRIMARY KEY (app, notification_id, registration_id)
+        ) WITHOUT ROWID;
+        """,
     ]
 
     static func migrate(_ connection: SQLiteConnection) throws(StoreError) {

@@ -49,7 +49,7 @@ extension NotificationResult {
         return writer.finish()
     }
 
-    private static func countsElement(_ platform: Platform) -> String {
+    static func countsElement(_ platform: Platform) -> String {
         switch platform {
         case .apns: "ApnsOutcomeCounts"
         case .fcm: "FcmV1OutcomeCounts"

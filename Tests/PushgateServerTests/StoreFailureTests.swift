@@ -8,9 +8,58 @@ import Testing
 
 /// A store that works for the first page of an audience and then fails, and that cannot apply
 /// handle changes: what a disk error in the middle of a send looks like to the gateway.
-final class FailingStore: RegistrationStore, SecureMessageStore {
+final class FailingStore: RegistrationStore, SecureMessageStore, OutboxStore {
     let inner = InMemoryRegistrationStore()
     let failedApplies = Mutex<Int>(0)
+    let pagesClaimed = Mutex<Int>(0)
+
+    /// The first page of an outbox notification, then a storage error.
+    func claimPage(
+        notificationID: String, app: AppID, lease: OutboxLease, pageSize: Int, now: Timestamp
+    ) async throws(StoreError)
+        -> OutboxClaim
+    {
+        let claimed = pagesClaimed.withLock { count in
+            defer { count += 1 }
+            return count
+        }
+        if claimed > 0 { throw StoreError(.storage, "disk I/O error") }
+        return await inner.claimPage(notificationID: notificationID, app: app, lease: lease, pageSize: pageSize, now: now)
+    }
+    func enqueue(_ notification: OutboxNotification, lease: OutboxLease?) async throws(StoreError) {
+        try await inner.enqueue(notification, lease: lease)
+    }
+    func takeDueNotification(lease: OutboxLease, now: Timestamp) async throws(StoreError) -> OutboxTakeover? {
+        await inner.takeDueNotification(lease: lease, now: now)
+    }
+    func completePage(
+        notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult]
+    ) async throws(StoreError) -> Bool {
+        await inner.completePage(notificationID: notificationID, app: app, number: number, counts: counts, failures: failures)
+    }
+    func finish(notificationID: String, app: AppID, owner: String, now: Timestamp) async throws(StoreError) -> NotificationRecord? {
+        await inner.finish(notificationID: notificationID, app: app, owner: owner, now: now)
+    }
+    func renewLeases(owner: String, until: Timestamp) async throws(StoreError) { await inner.renewLeases(owner: owner, until: until) }
+    func releaseLeases(owner: String, notificationID: String?) async throws(StoreError) {
+        await inner.releaseLeases(owner: owner, notificationID: notificationID)
+    }
+    func requestCancel(notificationID: String, app: AppID, now: Timestamp) async throws(StoreError) -> NotificationRecord? {
+        await inner.requestCancel(notificationID: notificationID, app: app, now: now)
+    }
+    func notificationRecord(id: String, app: AppID) async throws(StoreError) -> NotificationRecord? {
+        await inner.notificationRecord(id: id, app: app)
+    }
+    func failedTargets(notificationID: String, app: AppID, after: RegistrationID?, limit: Int) async throws(StoreError) -> [TargetResult] {
+        await inner.failedTargets(notificationID: notificationID, app: app, after: after, limit: limit)
+    }
+    func notificationRecords(app: AppID, sender: String?, limit: Int) async throws(StoreError) -> [NotificationRecord] {
+        await inner.notificationRecords(app: app, sender: sender, limit: limit)
+    }
+    func pruneNotifications(endedBefore: Timestamp) async throws(StoreError) -> Int {
+        await inner.pruneNotifications(endedBefore: endedBefore)
+    }
+    func outboxDepth(now: Timestamp) async throws(StoreError) -> OutboxDepth { await inner.outboxDepth(now: now) }
 
     func createRegistrationID(app: AppID, owner: String, maximumReserved: Int, now: Timestamp) async throws(StoreError) -> RegistrationID {
         try await inner.createRegistrationID(app: app, owner: owner, maximumReserved: maximumReserved, now: now)

@@ -48,6 +48,22 @@ extension PushgateConfiguration {
             try object.finish(expected: ["maxReservationsPerUser", "maxSecurePayloadBytes"])
         }
 
+        var outbox = OutboxConfiguration()
+        if var object = try reader.object("outbox") {
+            outbox.enabled = try object.bool("enabled") ?? outbox.enabled
+            outbox.leaseSeconds = try object.int("leaseSeconds", in: 1...3600) ?? outbox.leaseSeconds
+            outbox.pageSize = try object.int("pageSize", in: 1...10000) ?? outbox.pageSize
+            outbox.concurrentNotifications = try object.int("concurrentNotifications", in: 1...64) ?? outbox.concurrentNotifications
+            outbox.retentionSeconds = try object.int("retentionSeconds", in: 60...(366 * 86400)) ?? outbox.retentionSeconds
+            outbox.maximumScheduleAheadSeconds =
+                try object.int("maxScheduleAheadSeconds", in: 60...(366 * 86400)) ?? outbox.maximumScheduleAheadSeconds
+            outbox.scheduleSkewSeconds = try object.int("scheduleSkewSeconds", in: 0...3600) ?? outbox.scheduleSkewSeconds
+            try object.finish(expected: [
+                "enabled", "leaseSeconds", "pageSize", "concurrentNotifications", "retentionSeconds", "maxScheduleAheadSeconds",
+                "scheduleSkewSeconds",
+            ])
+        }
+
         var store = StoreConfiguration()
         if var object = try reader.object("store") {
             if var sqlite = try object.object("sqlite") {
@@ -88,8 +104,9 @@ extension PushgateConfiguration {
         }
         if apps.isEmpty { throw appsReader.error("configure at least one app, for example \"default\"") }
 
-        try reader.finish(expected: ["listener", "store", "auth", "console", "limits", "apps"])
-        return PushgateConfiguration(listener: listener, store: store, auth: auth, console: console, limits: limits, apps: apps)
+        try reader.finish(expected: ["listener", "store", "auth", "console", "limits", "outbox", "apps"])
+        return PushgateConfiguration(
+            listener: listener, store: store, auth: auth, console: console, limits: limits, outbox: outbox, apps: apps)
     }
 
     private static func decodeAuth(_ object: inout JSONObjectReader) throws(ConfigurationError) -> AuthConfiguration {

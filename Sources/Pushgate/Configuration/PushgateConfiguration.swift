@@ -8,14 +8,17 @@ public struct PushgateConfiguration: Sendable, Hashable {
     public var auth: AuthConfiguration
     public var console: ConsoleConfiguration
     public var limits: LimitsConfiguration
+    public var outbox: OutboxConfiguration
     /// Apps by name, in the order they were configured.
     public var apps: [AppConfiguration]
 
     public init(
         listener: ListenerConfiguration = .init(), store: StoreConfiguration = .init(), auth: AuthConfiguration = .init(),
-        console: ConsoleConfiguration = .init(), limits: LimitsConfiguration = .init(), apps: [AppConfiguration]
+        console: ConsoleConfiguration = .init(), limits: LimitsConfiguration = .init(), outbox: OutboxConfiguration = .init(),
+        apps: [AppConfiguration]
     ) {
         self.limits = limits
+        self.outbox = outbox
         self.listener = listener
         self.store = store
         self.auth = auth
@@ -84,6 +87,29 @@ public struct LimitsConfiguration: Sendable, Hashable {
         self.maximumReservationsPerUser = maximumReservationsPerUser
         self.maximumSecurePayloadBytes = maximumSecurePayloadBytes
     }
+}
+
+/// The outbox: durable sends, delivered in leased pages by a background service.
+public struct OutboxConfiguration: Sendable, Hashable {
+    /// Whether sends go through the outbox. Off, a send lives only in its request (no
+    /// asynchronous or scheduled sends, nothing resumes after a crash). Default on.
+    public var enabled: Bool = true
+    /// How long a lease on a notification or a page lasts without renewal (renewed every third
+    /// of it while its holder works): how soon another instance, or the next start, takes over
+    /// the work of one that died. Default 30 s.
+    public var leaseSeconds: Int = 30
+    /// Targets per claimed page. Default 500.
+    public var pageSize: Int = 500
+    /// Notifications the background service delivers at once. Default 4.
+    public var concurrentNotifications: Int = 4
+    /// Finished notifications and their outcomes are deleted after this. Default 7 days.
+    public var retentionSeconds: Int = 7 * 86400
+    /// How far ahead `deliverAt` may be. Default 30 days.
+    public var maximumScheduleAheadSeconds: Int = 30 * 86400
+    /// How far in the past `deliverAt` may be (clock skew); it is then sent at once. Default 60 s.
+    public var scheduleSkewSeconds: Int = 60
+
+    public init() {}
 }
 
 /// The web console (`/console`): a static page over the same authenticated API.

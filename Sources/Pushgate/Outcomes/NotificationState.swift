@@ -1,6 +1,8 @@
 /// Where a notification is in its life, with Notification Hubs' `NotificationOutcomeState` names.
 public enum NotificationState: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
     case enqueued = "Enqueued"
+    /// Accepted with a delivery time in the future (`deliverAt`).
+    case scheduled = "Scheduled"
     case detailedStateAvailable = "DetailedStateAvailable"
     case processing = "Processing"
     /// Every target was attempted; per-target outcomes tell which succeeded.
@@ -13,4 +15,12 @@ public enum NotificationState: String, Sendable, Hashable, Codable, CaseIterable
     case cancelled = "Cancelled"
 
     public var description: String { rawValue }
+
+    /// Whether nothing more will happen to a notification in this state.
+    public var isFinal: Bool {
+        switch self {
+        case .completed, .abandoned, .noTargetFound, .cancelled, .unknown: true
+        case .enqueued, .scheduled, .processing, .detailedStateAvailable: false
+        }
+    }
 }

@@ -45,6 +45,8 @@ public struct Outcome: Sendable, Hashable, Comparable, RawRepresentable, Codable
     public static let skipped = Outcome(rawValue: "Skipped")
     /// The gateway gave up (deadline passed, shut down with the send in flight).
     public static let abandoned = Outcome(rawValue: "Abandoned")
+    /// The send was cancelled before this target was attempted.
+    public static let cancelled = Outcome(rawValue: "Cancelled")
     /// Anything else.
     public static let unknownError = Outcome(rawValue: "UnknownError")
 
@@ -53,7 +55,7 @@ public struct Outcome: Sendable, Hashable, Comparable, RawRepresentable, Codable
         .success, .expiredChannel, .badChannel, .wrongChannel, .wrongToken, .invalidToken, .throttled, .channelThrottled,
         .dropped, .invalidNotificationSize, .invalidNotificationFormat, .invalidCredentials, .authenticationError,
         .pnsUnreachable, .pnsUnavailable, .pnsServerError, .pnsInterfaceError, .tokenProviderUnreachable, .skipped,
-        .abandoned, .unknownError,
+        .abandoned, .cancelled, .unknownError,
     ]
 
     public var isSuccess: Bool { self == .success }
@@ -81,6 +83,7 @@ public struct Outcome: Sendable, Hashable, Comparable, RawRepresentable, Codable
         case .tokenProviderUnreachable: "The push service's token endpoint could not be reached"
         case .skipped: "The notification was not sent"
         case .abandoned: "The gateway gave up on the notification"
+        case .cancelled: "The send was cancelled before the notification was sent"
         default: "The notification failed"
         }
     }

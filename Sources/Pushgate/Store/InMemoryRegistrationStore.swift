@@ -7,6 +7,7 @@ public actor InMemoryRegistrationStore: RegistrationStore {
     private var registrations: [AppID: [RegistrationID: Registration]] = [:]
     private var removalLog: [AppID: [HandleRemoval]] = [:]
     private var secureMessages: [AppID: [String: SecureMessage]] = [:]
+    var outbox = InMemoryOutbox()
 
     public init(reservationLifetime: Double = 86400) { self.reservationLifetime = reservationLifetime }
 
@@ -82,7 +83,7 @@ public actor InMemoryRegistrationStore: RegistrationStore {
         })
     }
 
-    private func snapshot(app: AppID) -> [Registration] { (registrations[app] ?? [:]).values.sorted { $0.id < $1.id } }
+    func snapshot(app: AppID) -> [Registration] { (registrations[app] ?? [:]).values.sorted { $0.id < $1.id } }
 
     public func apply(_ changes: [StoredHandleChange], app: AppID, now: Timestamp) throws(StoreError) {
         for change in changes {

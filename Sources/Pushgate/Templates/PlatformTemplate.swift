@@ -220,6 +220,13 @@ public struct RenderedNotification: Sendable, Hashable {
     public let body: [UInt8]
     public let headers: [HTTPHeader]
     public let contentType: String
+
+    public init(platform: Platform, body: [UInt8], headers: [HTTPHeader], contentType: String) {
+        self.platform = platform
+        self.body = body
+        self.headers = headers
+        self.contentType = contentType
+    }
 }
 
 /// Rendering a notification failed.

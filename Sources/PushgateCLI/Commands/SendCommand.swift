@@ -11,8 +11,10 @@ struct SendCommand: AsyncParsableCommand {
         abstract: "Send a message through a running gateway and print the per-platform and per-device outcomes.",
         discussion: """
             Example: pushgate send --server http://127.0.0.1:8080 --user bob:bob --pns all --to-tag alice "Hello"
-            Exit status: 0 every device got it; 1 some deliveries failed or nothing matched; 2 the gateway refused \
-            the request (bad input, credentials); 3 the gateway could not be reached.
+            Example: pushgate send --user bob:bob --to-tag alice --at 2026-11-24T09:00:00Z --wait "Good morning"
+            Exit status: 0 every device got it (or, with --async or --at and no --wait, the gateway accepted it); \
+            1 some deliveries failed or nothing matched; 2 the gateway refused the request (bad input, credentials); \
+            3 the gateway could not be reached.
             """)
 
     @Option(help: "The gateway's base URL.")
@@ -43,6 +45,15 @@ struct SendCommand: AsyncParsableCommand {
     @Flag(help: "Print the gateway's XML result (NotificationOutcome).")
     var xml = false
 
+    @Flag(name: .customLong("async"), help: "Return once the gateway has stored the notification: print its id (202 Accepted).")
+    var respondAsync = false
+
+    @Option(help: "Deliver at this time (RFC 3339, e.g. 2026-11-24T09:00:00Z); implies --async.")
+    var at: String?
+
+    @Flag(help: "With --async or --at: follow the delivery with a progress bar, then print the final counts.")
+    var wait = false
+
     @Flag(
         inversion: .prefixedNo,
         help: "Show how many devices have answered while a long fan-out runs (default: when standard error is a terminal).")
@@ -55,6 +66,11 @@ struct SendCommand: AsyncParsableCommand {
         guard user.contains(":") else { throw ValidationError("--user must be name:password") }
         guard toTag != nil || tags != nil else { throw ValidationError("give --to-tag (a user name) or --tags (a tag expression)") }
         guard !(json && xml) else { throw ValidationError("choose one of --json and --xml") }
+        if let at {
+            do { _ = try RFC3339.parse(at) } catch { throw ValidationError("--at: \(error.description)") }
+        }
+        if wait && !respondAsync && at == nil { throw ValidationError("--wait follows an --async or --at send") }
+        if xml && (respondAsync || at != nil) { throw ValidationError("--xml shows a synchronous result; use --json with --async or --at") }
         _ = try PlatformSelection(parsing: pns)
         _ = try TemplatesCommand.Render.properties(from: properties)
         guard server.hasPrefix("http://") || server.hasPrefix("https://") else {
@@ -67,22 +83,89 @@ struct SendCommand: AsyncParsableCommand {
         if let toTag { query += "&to_tag=\(Self.encode(toTag))" }
         if let tags { query += "&tags=\(Self.encode(tags))" }
         if secure { query += "&secure=true" }
+        if let at { query += "&deliverAt=\(Self.encode(at))" }
+        let accepted = respondAsync || at != nil
         let body = try Self.body(message: message, properties: properties)
         let credentials = Data(user.utf8).base64EncodedString()
         var headers: [(name: String, value: String)] = [
             ("Authorization", "Basic \(credentials)"), ("Content-Type", "application/json; charset=utf-8"),
         ]
-        let showProgress = !json && !xml && (progress ?? (isatty(STDERR_FILENO) == 1))
+        let showProgress = !json && !xml && !accepted && (progress ?? (isatty(STDERR_FILENO) == 1))
         if xml { headers.append(("Accept", "application/xml")) }
+        if respondAsync { headers.append(("Prefer", "respond-async")) }
         if showProgress { headers.append(("Accept", "application/x-ndjson")) }
         let client = try CurlHTTPClient(
             configuration: .init(httpVersion: .http1, connectTimeoutMilliseconds: 5000, totalTimeoutMilliseconds: 60_000))
         let url = server.trimmingCharacters(in: CharacterSet(charactersIn: "/")) + "/api/notifications?" + query
-        let status = await exchange(
-            client, CurlRequest(method: "POST", url: url, headers: headers, body: Array(body.utf8)),
-            progress: showProgress ? ProgressLine() : nil)
+        let request = CurlRequest(method: "POST", url: url, headers: headers, body: Array(body.utf8))
+        let status =
+            accepted
+            ? await enqueue(client, request) : await exchange(client, request, progress: showProgress ? ProgressLine() : nil)
         await client.shutdown()
         if status != 0 { throw ExitCode(status) }
+    }
+
+    /// An asynchronous or scheduled send: prints the id (and, with `--wait`, follows it to the end).
+    private func enqueue(_ client: CurlHTTPClient, _ request: CurlRequest) async -> Int32 {
+        let response: CurlResponse
+        do { response = try await client.execute(request) } catch {
+            printError("error: cannot reach the gateway at \(server): \(error.message)")
+            return 3
+        }
+        guard response.status == 202, let accepted = try? JSONDecoder().decode(NotificationOutcomeBody.self, from: Data(response.body))
+        else {
+            let reason = (try? JSONParser.parse(response.body))?["error"]?.stringValue ?? response.bodyText
+            printError("error: the gateway answered \(response.status): \(reason)")
+            return response.status == 401 || (400..<500).contains(response.status) ? 2 : 1
+        }
+        if !wait {
+            if json {
+                print(response.bodyText)
+            } else {
+                print(accepted.notificationId)
+                printError(
+                    "\(accepted.state)" + (accepted.deliverAt.map { " for \($0)" } ?? "")
+                        + "; follow it with: pushgate notifications show \(accepted.notificationId)")
+            }
+            return 0
+        }
+        return await follow(client, id: accepted.notificationId)
+    }
+
+    /// Polls the notification's telemetry, drawing a progress bar, until it is final.
+    private func follow(_ client: CurlHTTPClient, id: String) async -> Int32 {
+        let url = server.trimmingCharacters(in: CharacterSet(charactersIn: "/")) + "/api/notifications/\(id)/outcome?failedLimit=1000"
+        let headers: [(name: String, value: String)] = [("Authorization", "Basic \(Data(user.utf8).base64EncodedString())")]
+        let bar = !json && isatty(STDERR_FILENO) == 1
+        while true {
+            let response: CurlResponse
+            do { response = try await client.execute(CurlRequest(method: "GET", url: url, headers: headers)) } catch {
+                printError("error: lost the gateway at \(server): \(error.message)")
+                return 3
+            }
+            guard response.status == 200, let outcome = try? JSONDecoder().decode(NotificationOutcomeBody.self, from: Data(response.body))
+            else {
+                printError("error: the gateway answered \(response.status) for notification \(id)")
+                return 2
+            }
+            if outcome.isFinal {
+                if bar { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+                if json { print(response.bodyText) } else { outcome.printReport() }
+                return outcome.state == NotificationState.completed.rawValue && outcome.failure == 0 ? 0 : 1
+            }
+            if bar { FileHandle.standardError.write(Data("\r\u{1B}[K\(Self.progressBar(outcome))".utf8)) }
+            try? await Task.sleep(for: .milliseconds(500))
+        }
+    }
+
+    /// `[#########-----------]  45% 4,500 of 10,000 (4,498 delivered)`; while the audience is
+    /// still being read its size is a lower bound.
+    static func progressBar(_ outcome: NotificationOutcomeBody) -> String {
+        guard outcome.targets > 0 else { return "\(outcome.state)…" }
+        let fraction = min(1, Double(outcome.processed) / Double(outcome.targets))
+        let filled = Int(fraction * 30)
+        return "[" + String(repeating: "#", count: filled) + String(repeating: "-", count: 30 - filled) + "] "
+            + "\(Int(fraction * 100))% \(outcome.processed.formatted()) of \(outcome.targetsText) (\(outcome.success.formatted()) delivered)"
     }
 
     /// Sends and prints; returns the exit status.
@@ -112,7 +195,7 @@ struct SendCommand: AsyncParsableCommand {
         }
         if xml || json { print(response.bodyText) }
         switch response.status {
-        case 200, 404, 503:
+        case 200, 202, 404, 503:
             guard let result = try? JSONDecoder().decode(NotificationResult.self, from: Data(response.body)) else {
                 if !xml && !json { print(response.bodyText) }
                 return response.status == 200 ? 0 : 1
@@ -120,6 +203,7 @@ struct SendCommand: AsyncParsableCommand {
             if !json && !xml {
                 DemoOutput().table(result)
                 if let secureID = response.header("X-Pushgate-Secure-Id") { print("secure id: \(secureID)") }
+                if let error = result.error { printError(error) }
             }
             return response.status != 200 || result.failureCount > 0 ? 1 : 0
         case 401:

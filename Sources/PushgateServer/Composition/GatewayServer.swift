@@ -14,9 +14,12 @@ import UnixSignals
 /// `pushgate serve`, `pushgate demo` (through `LocalGateway`) and the tests all start it here.
 ///
 /// Shutdown (SIGTERM/SIGINT, or ``ServiceGroup/triggerGracefulShutdown()``) runs in reverse
-/// order of ``services``: the listener stops accepting and lets requests in flight finish for
-/// `listener.shutdownDeadlineSeconds`; past the deadline they are cancelled (a send then answers
-/// 503 with what it reached); then the sandbox bridge and the curl pools close.
+/// order of ``services``: the listener stops accepting, every send stops claiming outbox pages,
+/// and requests in flight get until `listener.shutdownDeadlineSeconds` to finish the pages they
+/// have out; past the deadline they are cancelled (a synchronous send then answers 202 with what
+/// it reached). The outbox delivery service gets the same deadline, counted from the same moment,
+/// then releases every lease this instance holds, so that the next start resumes the rest at
+/// once; then the sandbox bridge and the curl pools close.
 ///
 /// ```swift
 /// let server = try await GatewayServer.assemble(configuration: loaded, app: app, store: store)
@@ -35,7 +38,7 @@ public struct GatewayServer: Sendable {
     /// Builds every part; nothing listens until the service group runs. `onListening` gets the
     /// bound port.
     public static func assemble(
-        configuration loaded: LoadedConfiguration, app: LoadedApp, store: any RegistrationStore & SecureMessageStore,
+        configuration loaded: LoadedConfiguration, app: LoadedApp, store: any GatewayStore,
         policy: RetryPolicy = RetryPolicy(), port: Int? = nil, logger: Logger = Logger(label: "pushgate"),
         onListening: @escaping @Sendable (Int) -> Void = { _ in }
     ) async throws -> GatewayServer {
@@ -46,7 +49,7 @@ public struct GatewayServer: Sendable {
         let dispatcher = Dispatcher(providers: providers)
         let metrics = GatewayMetrics()
         let gateway = Gateway(
-            app: app, store: store, dispatcher: dispatcher, limits: configuration.limits, metrics: metrics,
+            app: app, store: store, dispatcher: dispatcher, limits: configuration.limits, outbox: configuration.outbox, metrics: metrics,
             logger: Logger(label: "pushgate.gateway"))
         let sandboxBridge = try configuration.console.sandboxControl.map(SandboxBridge.init(controlURL:))
         let router = GatewayHTTP.router(
@@ -76,8 +79,11 @@ public struct GatewayServer: Sendable {
         var services: [any Service] = [ShutdownAction(label: "curl pools") { await dispatcher.shutdown() }]
         if let sandboxBridge { services.append(ShutdownAction(label: "sandbox bridge") { await sandboxBridge.shutdown() }) }
         services.append(
+            OutboxDeliveryService(gateway: gateway, deadline: .seconds(listener.shutdownDeadlineSeconds), logger: logger))
+        services.append(
             HTTPListenerService(
-                application: application, sends: gateway.inFlight, deadline: .seconds(listener.shutdownDeadlineSeconds), logger: logger))
+                application: application, sends: gateway.inFlight, outbox: gateway.outbox,
+                deadline: .seconds(listener.shutdownDeadlineSeconds), logger: logger))
         return services
     }
 
@@ -99,16 +105,19 @@ public struct GatewayServer: Sendable {
 struct HTTPListenerService: Service {
     let application: Application<RouterResponder<GatewayContext>>
     let sends: InFlightSends
+    let outbox: OutboxControl
     let deadline: Duration
     let logger: Logger
 
     func run() async throws {
-        let (sends, deadline, logger) = (self.sends, self.deadline, self.logger)
+        let (sends, outbox, deadline, logger) = (self.sends, self.outbox, self.deadline, self.logger)
         try await withGracefulShutdownHandler {
             try await application.run()
         } onGracefulShutdown: {
+            // Sends in flight (synchronous ones included) stop claiming pages now.
+            outbox.beginDraining()
             Task {
-                try? await Task.sleep(for: deadline)
+                try? await Task.sleep(for: outbox.remaining(of: deadline))
                 let count = sends.count
                 guard count > 0 else { return }
                 logger.warning("shutdown deadline reached: cancelling \(count) sends in flight")

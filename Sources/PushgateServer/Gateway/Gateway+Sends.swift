@@ -37,6 +37,8 @@ extension Gateway {
         var payloads: [Platform: RenderedNotification]
         /// Set for secure sends.
         var secureID: String?
+        /// Who sent it (the authenticated user).
+        var sender: String
     }
 
     /// Secure push: stores the message for the recipient (`to_tag`) and pushes only its id with the
@@ -133,16 +135,17 @@ extension Gateway {
                 throw GatewayError(error.httpStatusCode, "\(platform): \(error.description)")
             }
         }
-        return PreparedSend(selection: selection, expression: expression, payloads: payloads)
+        return PreparedSend(selection: selection, expression: expression, payloads: payloads, sender: user.name)
     }
 
-    /// Dispatches a prepared send to every matching registration, applies what the services said
-    /// about handles, and reports. `progress` is called after each batch of targets.
+    /// Without the outbox (`outbox.enabled` false): dispatches a prepared send to every matching
+    /// registration, applies what the services said about handles, and reports. `progress` is
+    /// called after each batch of targets.
     ///
     /// A send cut short — the store failed while listing targets, or the request was cancelled
     /// (shutdown past its deadline) — still reports every target it reached, with the result's
     /// `error` saying why it stopped, and answers 503.
-    public func deliver(
+    func deliverDirectly(
         _ prepared: PreparedSend, progress: (@Sendable (DispatchProgress) -> Void)? = nil, logger requestLogger: Logger? = nil
     ) async -> SendOutcome {
         let notificationID = UUID().uuidString.lowercased()

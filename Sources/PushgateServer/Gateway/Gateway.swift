@@ -18,7 +18,7 @@ import Synchronization
 /// pattern fails CI.
 public final class Gateway: Sendable {
     public let app: LoadedApp
-    public let store: any RegistrationStore & SecureMessageStore
+    public let store: any GatewayStore
     /// How long a secure-push payload can be fetched, in seconds. Default one day.
     public let secureMessageLifetime: Double
     public let limits: LimitsConfiguration
@@ -29,10 +29,12 @@ public final class Gateway: Sendable {
     let clock: any PushgateClock
     /// Sends being delivered, so that shutdown can cancel them at its deadline.
     public let inFlight = InFlightSends()
+    /// The outbox's settings and this instance's lease owner.
+    public let outbox: OutboxControl
 
     public init(
-        app: LoadedApp, store: any RegistrationStore & SecureMessageStore, dispatcher: Dispatcher, secureMessageLifetime: Double = 86400,
-        limits: LimitsConfiguration = .init(), metrics: GatewayMetrics = GatewayMetrics(),
+        app: LoadedApp, store: any GatewayStore, dispatcher: Dispatcher, secureMessageLifetime: Double = 86400,
+        limits: LimitsConfiguration = .init(), outbox: OutboxConfiguration = .init(), metrics: GatewayMetrics = GatewayMetrics(),
         logger: Logger = Logger(label: "pushgate.gateway"), clock: any PushgateClock = SystemClock()
     ) {
         self.app = app
@@ -43,6 +45,7 @@ public final class Gateway: Sendable {
         self.metrics = metrics
         self.logger = logger
         self.clock = clock
+        self.outbox = OutboxControl(configuration: outbox)
     }
 
     var appID: AppID { app.id }

@@ -92,7 +92,18 @@ public enum GatewayHTTP {
             let sendRequest = Gateway.SendRequest(
                 pns: query.get("pns"), toTag: query.get("to_tag"), tagExpression: query.get("tags"), body: body)
             let secure = ["true", "1"].contains(query.get("secure")?.lowercased() ?? "")
+            // Checked before anything is stored (a secure send stores its message while preparing).
+            let deliverAt = try gateway.scheduleTime(query.get("deliverAt"))
+            let respondAsync = try asyncRequested(request)
             let prepared = try await secure ? gateway.prepareSecure(sendRequest, user: user) : gateway.prepare(sendRequest, user: user)
+            if respondAsync || deliverAt != nil {
+                let record = try await gateway.enqueue(prepared, deliverAt: deliverAt)
+                var response = encoded(202, NotificationRecordBody(record, failedTargets: nil, nextFailedAfter: nil))
+                response.headers[.location] = outcomePath(record.id)
+                if respondAsync { response.headers[preferenceAppliedHeader] = "respond-async" }
+                if let secureID = prepared.secureID { response.headers[secureIDHeader] = secureID }
+                return response
+            }
             let accept = (request.headers[.accept] ?? "").lowercased()
             if accept.contains(progressMediaType) {
                 return streamed(prepared, gateway: gateway, metrics: metrics, logger: context.logger)
@@ -106,7 +117,43 @@ public enum GatewayHTTP {
             }
             var response = encoded(outcome.status, outcome.result)
             if let secureID = outcome.secureID { response.headers[secureIDHeader] = secureID }
+            if outcome.status == 202 { response.headers[.location] = outcomePath(outcome.result.notificationID) }
             return response
+        }
+        api.get("notifications") { request, context in
+            let user = try context.authenticatedUser()
+            let query = request.uri.queryParameters
+            let limitText = query.get("limit") ?? "50"
+            guard let limit = Int(limitText) else { throw GatewayError.badRequest("limit must be a number, not '\(limitText.prefix(40))'") }
+            let records = try await gateway.notificationRecords(user: user, sender: query.get("sender"), limit: limit)
+            return encoded(200, records.map { NotificationRecordBody($0, failedTargets: nil, nextFailedAfter: nil) })
+        }
+        api.get("notifications/:id/outcome") { request, context in
+            let user = try context.authenticatedUser()
+            let record = try await gateway.notificationRecord(id: context.parameters.get("id") ?? "", user: user)
+            let query = request.uri.queryParameters
+            let limitText = query.get("failedLimit") ?? "100"
+            guard let limit = Int(limitText) else {
+                throw GatewayError.badRequest("failedLimit must be a number, not '\(limitText.prefix(40))'")
+            }
+            let failed = try await gateway.failedTargets(of: record, after: query.get("failedAfter"), limit: limit)
+            let next = failed.count == limit ? failed.last?.registrationID.rawValue : nil
+            if (request.headers[.accept] ?? "").lowercased().contains("xml") {
+                let failures = record.processed - record.succeeded
+                return Response(
+                    status: .ok, headers: [.contentType: "application/xml; charset=utf-8"],
+                    body: .init(
+                        byteBuffer: ByteBuffer(
+                            bytes: record.xmlDocument(
+                                location: outcomePath(record.id),
+                                failedTargetsURI: failures > 0 ? outcomePath(record.id) + "?failedLimit=1000" : nil))))
+            }
+            return encoded(200, NotificationRecordBody(record, failedTargets: failed, nextFailedAfter: next))
+        }
+        api.delete("notifications/:id") { _, context in
+            let user = try context.authenticatedUser()
+            let record = try await gateway.cancelNotification(id: context.parameters.get("id") ?? "", user: user)
+            return encoded(record.state.isFinal ? 200 : 202, NotificationRecordBody(record, failedTargets: nil, nextFailedAfter: nil))
         }
         api.get("notifications/:id") { _, context in
             let user = try context.authenticatedUser()
@@ -144,6 +191,25 @@ public enum GatewayHTTP {
     }
 
     static func forwarded(_ answer: (status: Int, body: String)) -> Response { json(answer.status, answer.body) }
+
+    static let preferHeader = HTTPField.Name("Prefer")!
+    static let preferenceAppliedHeader = HTTPField.Name("Preference-Applied")!
+
+    /// Where a notification's telemetry is read.
+    public static func outcomePath(_ id: String) -> String { "/api/notifications/\(id)/outcome" }
+
+    /// Whether the client asked for a `202 Accepted` once the send is stored: `Prefer:
+    /// respond-async` (RFC 7240) or `?async=true`.
+    static func asyncRequested(_ request: Request) throws(GatewayError) -> Bool {
+        let preferences = request.headers[values: preferHeader].flatMap { $0.split(separator: ",") }
+            .map { $0.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? "" }
+        if preferences.contains("respond-async") { return true }
+        switch request.uri.queryParameters.get("async")?.lowercased() {
+        case nil, "false", "0": return false
+        case "true", "1": return true
+        case let other?: throw GatewayError.badRequest("async must be true or false, not '\(other.prefix(40))'")
+        }
+    }
 
     /// Runs a send to its end even when the client goes away (a disconnect does not cancel it);
     /// cancelling the request itself (shutdown past its deadline) cancels the send, which then
@@ -260,6 +326,56 @@ struct SecureMessageBody: Codable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case id = "Id", payload = "Payload", read = "Read"
+    }
+}
+
+/// A notification's telemetry in JSON: `GET /api/notifications/{id}/outcome`, the list, and the
+/// answers of an asynchronous send and of a cancel.
+struct NotificationRecordBody: Encodable, Sendable {
+    var notificationId: String
+    var state: String
+    var sender: String
+    var pns: String
+    var tags: String
+    var enqueueTime: String
+    var deliverAt: String?
+    var startTime: String?
+    var endTime: String?
+    var cancelRequested: Bool
+    var processed: Int
+    /// Targets read from the audience so far: its size once `audienceComplete`.
+    var targets: Int
+    var audienceComplete: Bool
+    var success: Int
+    var failure: Int
+    var platforms: [PlatformSummary]
+    var location: String
+    var secureId: String?
+    var failedTargets: [TargetResult]?
+    /// Pass as `failedAfter` for the next page of failed targets.
+    var nextFailedAfter: String?
+
+    init(_ record: NotificationRecord, failedTargets: [TargetResult]?, nextFailedAfter: String?) {
+        notificationId = record.id
+        state = record.state.rawValue
+        sender = record.sender
+        pns = record.selection.description
+        tags = record.audience
+        enqueueTime = RFC3339.format(record.enqueuedAt)
+        deliverAt = record.deliverAt > record.enqueuedAt ? RFC3339.format(record.deliverAt) : nil
+        startTime = record.startedAt.map(RFC3339.format)
+        endTime = record.endedAt.map(RFC3339.format)
+        cancelRequested = record.cancelRequested
+        processed = record.processed
+        targets = record.targetsClaimed
+        audienceComplete = record.audienceExhausted
+        success = record.succeeded
+        failure = record.processed - record.succeeded
+        platforms = record.selection.platforms.map { PlatformSummary(platform: $0, counts: record.counts[$0] ?? [:]) }
+        location = GatewayHTTP.outcomePath(record.id)
+        secureId = record.secureID
+        self.failedTargets = failedTargets
+        self.nextFailedAfter = nextFailedAfter
     }
 }
 

@@ -1,0 +1,240 @@
+/// The outbox as a value: the notifications, their leased pages and counts, and every transition
+/// of ``OutboxStore`` as a mutating method. ``InMemoryRegistrationStore`` keeps one; the walk of
+/// an audience comes from the registrations it holds (`audience`).
+public struct InMemoryOutbox: Sendable {
+    struct Page: Sendable {
+        var after: RegistrationID?
+        var last: RegistrationID
+        var lease: OutboxLease?
+        var done = false
+    }
+
+    struct Entry: Sendable {
+        var notification: OutboxNotification
+        var record: NotificationRecord
+        var lease: OutboxLease?
+        var cursor: RegistrationID?
+        var exhausted = false
+        var pages: [Page] = []
+        var failures: [RegistrationID: TargetResult] = [:]
+    }
+
+    struct Key: Hashable, Sendable {
+        var app: AppID
+        var id: String
+    }
+
+    private var entries: [Key: Entry] = [:]
+
+    public init() {}
+
+    /// The delivery targets of an audience after a registration id, in id order, at most `limit`.
+    public typealias Audience = (_ notification: OutboxNotification, _ after: RegistrationID?, _ limit: Int) -> [DispatchTarget]
+
+    public mutating func enqueue(_ notification: OutboxNotification, lease: OutboxLease?) throws(StoreError) {
+        let key = Key(app: notification.app, id: notification.id)
+        guard entries[key] == nil else { throw StoreError(.storage, "notification \(notification.id) exists already") }
+        let record = NotificationRecord(
+            id: notification.id, app: notification.app, sender: notification.sender,
+            state: lease == nil ? notification.initialState : .processing, selection: notification.selection,
+            audience: notification.expression.description, secureID: notification.secureID, enqueuedAt: notification.enqueuedAt,
+            deliverAt: notification.deliverAt, startedAt: lease == nil ? nil : notification.enqueuedAt, endedAt: nil, counts: [:],
+            cancelRequested: false)
+        entries[key] = Entry(notification: notification, record: record, lease: lease)
+    }
+
+    public mutating func takeDueNotification(lease: OutboxLease, now: Timestamp) -> OutboxTakeover? {
+        let due = entries.filter { entry in
+            entry.value.record.endedAt == nil && entry.value.record.deliverAt <= now && (entry.value.lease.map { $0.until <= now } ?? true)
+        }
+        guard let key = due.min(by: { $0.value.record.deliverAt < $1.value.record.deliverAt })?.key, var entry = entries[key] else {
+            return nil
+        }
+        let expired = entry.lease != nil
+        entry.lease = lease
+        entry.record.state = .processing
+        if entry.record.startedAt == nil { entry.record.startedAt = now }
+        entries[key] = entry
+        return OutboxTakeover(notification: entry.notification, leaseExpired: expired)
+    }
+
+    public mutating func claimPage(
+        notificationID: String, app: AppID, lease: OutboxLease, pageSize: Int, now: Timestamp, audience: Audience
+    ) -> OutboxClaim {
+        let key = Key(app: app, id: notificationID)
+        guard var entry = entries[key], entry.lease?.owner == lease.owner, entry.record.endedAt == nil else { return .lost }
+        let size = max(1, pageSize)
+        defer { entries[key] = entry }
+        if let number = entry.pages.indices.first(where: {
+            !entry.pages[$0].done && (entry.pages[$0].lease.map { $0.until <= now } ?? true)
+        }) {
+            entry.pages[number].lease = lease
+            let page = entry.pages[number]
+            var targets: [DispatchTarget] = []
+            var position = page.after
+            while true {
+                let batch = audience(entry.notification, position, size)
+                targets += batch.prefix { $0.registrationID <= page.last }
+                guard batch.count == size, let tail = batch.last, tail.registrationID < page.last else { break }
+                position = tail.registrationID
+            }
+            return .page(OutboxPage(number: number, targets: targets, reclaimed: true, cancelled: entry.record.cancelRequested))
+        }
+        if entry.exhausted { return .exhausted }
+        let targets = audience(entry.notification, entry.cursor, size)
+        guard let last = targets.last?.registrationID else {
+            entry.exhausted = true
+            entry.record.audienceExhausted = true
+            return .exhausted
+        }
+        entry.pages.append(Page(after: entry.cursor, last: last, lease: lease))
+        entry.cursor = last
+        entry.exhausted = targets.count < size
+        entry.record.targetsClaimed += targets.count
+        entry.record.audienceExhausted = entry.exhausted
+        return .page(
+            OutboxPage(number: entry.pages.count - 1, targets: targets, reclaimed: false, cancelled: entry.record.cancelRequested))
+    }
+
+    public mutating func completePage(
+        notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult]
+    ) -> Bool {
+        let key = Key(app: app, id: notificationID)
+        guard var entry = entries[key], entry.pages.indices.contains(number), !entry.pages[number].done else { return false }
+        entry.pages[number].done = true
+        for (platform, outcomes) in counts {
+            for (outcome, count) in outcomes where count > 0 { entry.record.counts[platform, default: [:]][outcome, default: 0] += count }
+        }
+        for failure in failures { entry.failures[failure.registrationID] = failure }
+        entries[key] = entry
+        return true
+    }
+
+    public mutating func finish(notificationID: String, app: AppID, owner: String, now: Timestamp) -> NotificationRecord? {
+        let key = Key(app: app, id: notificationID)
+        guard var entry = entries[key] else { return nil }
+        if entry.record.state.isFinal { return entry.record }
+        guard entry.exhausted, entry.lease?.owner == owner, entry.pages.allSatisfy(\.done) else { return nil }
+        entry.record.state = NotificationRecord.finalState(
+            counts: entry.record.counts, selection: entry.record.selection, cancelled: entry.record.cancelRequested)
+        entry.record.endedAt = now
+        entry.lease = nil
+        entry.pages = []
+        entries[key] = entry
+        return entry.record
+    }
+
+    public mutating func renewLeases(owner: String, until: Timestamp) {
+        for key in Array(entries.keys) {
+            guard var entry = entries[key], entry.record.endedAt == nil else { continue }
+            if entry.lease?.owner == owner { entry.lease?.until = until }
+            for index in entry.pages.indices where !entry.pages[index].done && entry.pages[index].lease?.owner == owner {
+                entry.pages[index].lease?.until = until
+            }
+            entries[key] = entry
+        }
+    }
+
+    public mutating func releaseLeases(owner: String, notificationID: String?) {
+        for key in Array(entries.keys) where notificationID.map({ $0 == key.id }) ?? true {
+            guard var entry = entries[key], entry.record.endedAt == nil else { continue }
+            if entry.lease?.owner == owner { entry.lease = nil }
+            for index in entry.pages.indices where !entry.pages[index].done && entry.pages[index].lease?.owner == owner {
+                entry.pages[index].lease = nil
+            }
+            entries[key] = entry
+        }
+    }
+
+    public mutating func requestCancel(notificationID: String, app: AppID, now: Timestamp) -> NotificationRecord? {
+        let key = Key(app: app, id: notificationID)
+        guard var entry = entries[key] else { return nil }
+        guard !entry.record.state.isFinal else { return entry.record }
+        entry.record.cancelRequested = true
+        entry.record.deliverAt = min(entry.record.deliverAt, now)
+        entries[key] = entry
+        return entry.record
+    }
+
+    public func record(id: String, app: AppID) -> NotificationRecord? { entries[Key(app: app, id: id)]?.record }
+
+    public func failedTargets(notificationID: String, app: AppID, after: RegistrationID?, limit: Int) -> [TargetResult] {
+        guard let failures = entries[Key(app: app, id: notificationID)]?.failures else { return [] }
+        return Array(
+            failures.values.filter { failure in after.map { failure.registrationID > $0 } ?? true }
+                .sorted { $0.registrationID < $1.registrationID }.prefix(max(0, limit)))
+    }
+
+    public func records(app: AppID, sender: String?, limit: Int) -> [NotificationRecord] {
+        Array(
+            entries.values.map(\.record).filter { $0.app == app && (sender == nil || $0.sender == sender) }
+                .sorted { ($0.enqueuedAt, $1.id) > ($1.enqueuedAt, $0.id) }.prefix(max(0, limit)))
+    }
+
+    public mutating func prune(endedBefore: Timestamp) -> Int {
+        let old = entries.filter { $0.value.record.endedAt.map { $0 < endedBefore } ?? false }.keys
+        for key in old { entries[key] = nil }
+        return old.count
+    }
+
+    public func depth(now: Timestamp) -> OutboxDepth {
+        let pending = entries.values.filter { $0.record.endedAt == nil }
+        let due = pending.filter { $0.record.deliverAt <= now }
+        return OutboxDepth(pending: pending.count, due: due.count, oldestDue: due.map(\.record.deliverAt).min())
+    }
+}
+
+extension InMemoryRegistrationStore: OutboxStore {
+    public func enqueue(_ notification: OutboxNotification, lease: OutboxLease?) throws(StoreError) {
+        try outbox.enqueue(notification, lease: lease)
+    }
+
+    public func takeDueNotification(lease: OutboxLease, now: Timestamp) -> OutboxTakeover? {
+        outbox.takeDueNotification(lease: lease, now: now)
+    }
+
+    public func claimPage(notificationID: String, app: AppID, lease: OutboxLease, pageSize: Int, now: Timestamp) -> OutboxClaim {
+        let snapshot = snapshot(app: app)
+        return outbox.claimPage(notificationID: notificationID, app: app, lease: lease, pageSize: pageSize, now: now) {
+            notification, after, limit in
+            snapshot.lazy.filter { registration in
+                (after.map { registration.id > $0 } ?? true) && notification.selection.contains(registration.platform)
+                    && !registration.isExpired(at: now) && notification.expression.matches(registration.tags)
+            }.prefix(limit).map { DispatchTarget(registrationID: $0.id, handle: $0.handle) }
+        }
+    }
+
+    public func completePage(
+        notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult]
+    ) -> Bool {
+        outbox.completePage(notificationID: notificationID, app: app, number: number, counts: counts, failures: failures)
+    }
+
+    public func finish(notificationID: String, app: AppID, owner: String, now: Timestamp) -> NotificationRecord? {
+        outbox.finish(notificationID: notificationID, app: app, owner: owner, now: now)
+    }
+
+    public func renewLeases(owner: String, until: Timestamp) { outbox.renewLeases(owner: owner, until: until) }
+
+    public func releaseLeases(owner: String, notificationID: String?) {
+        outbox.releaseLeases(owner: owner, notificationID: notificationID)
+    }
+
+    public func requestCancel(notificationID: String, app: AppID, now: Timestamp) -> NotificationRecord? {
+        outbox.requestCancel(notificationID: notificationID, app: app, now: now)
+    }
+
+    public func notificationRecord(id: String, app: AppID) -> NotificationRecord? { outbox.record(id: id, app: app) }
+
+    public func failedTargets(notificationID: String, app: AppID, after: RegistrationID?, limit: Int) -> [TargetResult] {
+        outbox.failedTargets(notificationID: notificationID, app: app, after: after, limit: limit)
+    }
+
+    public func notificationRecords(app: AppID, sender: String?, limit: Int) -> [NotificationRecord] {
+        outbox.records(app: app, sender: sender, limit: limit)
+    }
+
+    public func pruneNotifications(endedBefore: Timestamp) -> Int { outbox.prune(endedBefore: endedBefore) }
+
+    public func outboxDepth(now: Timestamp) -> OutboxDepth { outbox.depth(now: now) }
+}

@@ -1,0 +1,263 @@
+/// The outbox: notifications accepted for delivery, stored before the caller hears back, then
+/// delivered in pages under leases by whichever gateway instance holds them.
+///
+/// Lifecycle of a notification (``NotificationState``):
+/// `Scheduled` (a `deliverAt` in the future) or `Enqueued` → `Processing` (a driver holds its
+/// lease and claims pages) → `Completed`, `Abandoned`, `NoTargetFound` or `Cancelled`.
+///
+/// - A driver holds the notification's lease (renewed while it works) and claims pages of its
+///   audience, each under a page lease. A page is a range of registration ids `(after, last]` of
+///   the audience's keyset walk, so the walk resumes after a crash without materialising the
+///   audience.
+/// - A page's outcomes are recorded once, with the page marked done, in one transaction
+///   (``completePage(notificationID:app:number:counts:failures:)`` answers false for a page done
+///   already): a page delivered twice — its lease expired while it was on the wire — is counted
+///   once.
+/// - A page whose lease expired (its driver died or was stopped) is claimed again; the devices
+///   of the pages in flight at a crash are the only ones that can receive the message twice.
+/// - A cancelled notification's remaining pages are still claimed, and counted `Cancelled`
+///   without being sent.
+public protocol OutboxStore: Sendable {
+    /// Stores `notification` (durable when the call returns). With a `lease`, the caller drives it
+    /// at once (a synchronous send) and it starts `Processing`.
+    func enqueue(_ notification: OutboxNotification, lease: OutboxLease?) async throws(StoreError)
+    /// Takes the lease of one notification that is due (`deliverAt` passed, not final, and not
+    /// leased or its lease expired), oldest first; nil when none is.
+    func takeDueNotification(lease: OutboxLease, now: Timestamp) async throws(StoreError) -> OutboxTakeover?
+    /// The next page of `notificationID` for the lease holder: an expired page first, else the
+    /// audience after the cursor.
+    func claimPage(
+        notificationID: String, app: AppID, lease: OutboxLease, pageSize: Int, now: Timestamp
+    ) async throws(StoreError)
+        -> OutboxClaim
+    /// Records a page's outcomes and marks it done; false (nothing recorded) when it was done already.
+    func completePage(
+        notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult]
+    ) async throws(StoreError) -> Bool
+    /// Ends the notification when its audience is exhausted and every page is done: the final
+    /// state follows its counts (or `Cancelled`). nil while pages are left.
+    func finish(notificationID: String, app: AppID, owner: String, now: Timestamp) async throws(StoreError) -> NotificationRecord?
+    /// Extends every lease `owner` holds on unfinished work to `until`.
+    func renewLeases(owner: String, until: Timestamp) async throws(StoreError)
+    /// Gives up the leases `owner` holds on unfinished work (of one notification, or all), so that
+    /// the next claim takes it at once.
+    func releaseLeases(owner: String, notificationID: String?) async throws(StoreError)
+    /// Asks for a notification to stop: it becomes due at once, and its driver counts the targets
+    /// not yet sent as `Cancelled`. Answers the record as it is (final ones are left unchanged).
+    func requestCancel(notificationID: String, app: AppID, now: Timestamp) async throws(StoreError) -> NotificationRecord?
+    func notificationRecord(id: String, app: AppID) async throws(StoreError) -> NotificationRecord?
+    /// The failed targets of a notification, ordered by registration id, after `after`.
+    func failedTargets(notificationID: String, app: AppID, after: RegistrationID?, limit: Int) async throws(StoreError) -> [TargetResult]
+    /// Notifications newest first; only `sender`'s when given.
+    func notificationRecords(app: AppID, sender: String?, limit: Int) async throws(StoreError) -> [NotificationRecord]
+    /// Deletes notifications that ended before `endedBefore`, with their outcomes; how many.
+    func pruneNotifications(endedBefore: Timestamp) async throws(StoreError) -> Int
+    /// How much is waiting.
+    func outboxDepth(now: Timestamp) async throws(StoreError) -> OutboxDepth
+}
+
+/// A notification as the outbox keeps it: what to send, to whom, and when.
+public struct OutboxNotification: Sendable, Hashable {
+    public var id: String
+    public var app: AppID
+    public var sender: String
+    public var selection: PlatformSelection
+    public var expression: TagExpression
+    /// Rendered once, when the notification was accepted.
+    public var payloads: [Platform: RenderedNotification]
+    /// The message id of a secure send.
+    public var secureID: String?
+    public var enqueuedAt: Timestamp
+    /// When to deliver; `enqueuedAt` for a send now.
+    public var deliverAt: Timestamp
+
+    public init(
+        id: String, app: AppID, sender: String, selection: PlatformSelection, expression: TagExpression,
+        payloads: [Platform: RenderedNotification], secureID: String? = nil, enqueuedAt: Timestamp, deliverAt: Timestamp? = nil
+    ) {
+        self.id = id
+        self.app = app
+        self.sender = sender
+        self.selection = selection
+        self.expression = expression
+        self.payloads = payloads
+        self.secureID = secureID
+        self.enqueuedAt = enqueuedAt
+        self.deliverAt = deliverAt ?? enqueuedAt
+    }
+
+    /// The state it is stored in.
+    public var initialState: NotificationState { deliverAt > enqueuedAt ? .scheduled : .enqueued }
+}
+
+/// Who holds work, and until when.
+public struct OutboxLease: Sendable, Hashable {
+    public var owner: String
+    public var until: Timestamp
+
+    public init(owner: String, until: Timestamp) {
+        self.owner = owner
+        self.until = until
+    }
+}
+
+/// A due notification a driver took the lease of.
+public struct OutboxTakeover: Sendable, Hashable {
+    public var notification: OutboxNotification
+    /// Another driver held it and its lease expired (it died or was stopped).
+    public var leaseExpired: Bool
+
+    public init(notification: OutboxNotification, leaseExpired: Bool) {
+        self.notification = notification
+        self.leaseExpired = leaseExpired
+    }
+}
+
+/// A page of a notification's audience, leased to one driver.
+public struct OutboxPage: Sendable, Hashable {
+    public var number: Int
+    public var targets: [DispatchTarget]
+    /// The page was claimed before and its lease expired.
+    public var reclaimed: Bool
+    /// The notification is being cancelled: count these targets `Cancelled`, do not send.
+    public var cancelled: Bool
+
+    public init(number: Int, targets: [DispatchTarget], reclaimed: Bool, cancelled: Bool) {
+        self.number = number
+        self.targets = targets
+        self.reclaimed = reclaimed
+        self.cancelled = cancelled
+    }
+}
+
+/// What claiming a page gave.
+public enum OutboxClaim: Sendable, Hashable {
+    case page(OutboxPage)
+    /// No page is left to claim (pages may still be in flight).
+    case exhausted
+    /// The caller no longer holds the notification (it ended, or another driver took it).
+    case lost
+}
+
+/// A notification's telemetry: where it stands and what happened, per platform and outcome.
+public struct NotificationRecord: Sendable, Hashable {
+    public var id: String
+    public var app: AppID
+    public var sender: String
+    public var state: NotificationState
+    public var selection: PlatformSelection
+    /// The audience: a tag expression's text.
+    public var audience: String
+    public var secureID: String?
+    public var enqueuedAt: Timestamp
+    public var deliverAt: Timestamp
+    public var startedAt: Timestamp?
+    public var endedAt: Timestamp?
+    public var counts: [Platform: [Outcome: Int]]
+    public var cancelRequested: Bool
+    /// Targets in the pages claimed so far: the audience's size once ``audienceExhausted``.
+    public var targetsClaimed: Int
+    /// Whether the whole audience has been read into pages.
+    public var audienceExhausted: Bool
+
+    public init(
+        id: String, app: AppID, sender: String, state: NotificationState, selection: PlatformSelection, audience: String,
+        secureID: String?, enqueuedAt: Timestamp, deliverAt: Timestamp, startedAt: Timestamp?, endedAt: Timestamp?,
+        counts: [Platform: [Outcome: Int]], cancelRequested: Bool, targetsClaimed: Int = 0, audienceExhausted: Bool = false
+    ) {
+        self.targetsClaimed = targetsClaimed
+        self.audienceExhausted = audienceExhausted
+        self.id = id
+        self.app = app
+        self.sender = sender
+        self.state = state
+        self.selection = selection
+        self.audience = audience
+        self.secureID = secureID
+        self.enqueuedAt = enqueuedAt
+        self.deliverAt = deliverAt
+        self.startedAt = startedAt
+        self.endedAt = endedAt
+        self.counts = counts
+        self.cancelRequested = cancelRequested
+    }
+
+    /// Targets with a final outcome so far.
+    public var processed: Int { counts.values.reduce(0) { $0 + $1.values.reduce(0, +) } }
+    public var succeeded: Int { counts.values.reduce(0) { $0 + ($1[.success] ?? 0) } }
+
+    /// The state a notification ends in once every target is counted.
+    public static func finalState(counts: [Platform: [Outcome: Int]], selection: PlatformSelection, cancelled: Bool) -> NotificationState {
+        if cancelled { return .cancelled }
+        return NotificationResult(notificationID: "", selection: selection, counts: counts, targets: []).state
+    }
+}
+
+/// What is waiting in the outbox.
+public struct OutboxDepth: Sendable, Hashable {
+    /// Notifications not yet final (scheduled ones included).
+    public var pending: Int
+    /// Notifications due now and not final.
+    public var due: Int
+    /// When the oldest due notification was due, if any.
+    public var oldestDue: Timestamp?
+
+    public init(pending: Int, due: Int, oldestDue: Timestamp?) {
+        self.pending = pending
+        self.due = due
+        self.oldestDue = oldestDue
+    }
+}
+
+/// The stored form of rendered payloads: one JSON array, one object per platform.
+public enum OutboxPayloadCoding {
+    public static func encode(_ payloads: [Platform: RenderedNotification]) -> String {
+        var output: [UInt8] = Array("[".utf8)
+        for (index, platform) in payloads.keys.sorted().enumerated() {
+            guard let payload = payloads[platform] else { continue }
+            if index > 0 { output.append(UInt8(ascii: ",")) }
+            output += Array(#"{"platform":"#.utf8)
+            Escaping.appendJSONString(platform.rawValue, to: &output)
+            output += Array(#","contentType":"#.utf8)
+            Escaping.appendJSONString(payload.contentType, to: &output)
+            output += Array(#","headers":["#.utf8)
+            for (headerIndex, header) in payload.headers.enumerated() {
+                if headerIndex > 0 { output.append(UInt8(ascii: ",")) }
+                output.append(UInt8(ascii: "["))
+                Escaping.appendJSONString(header.name, to: &output)
+                output.append(UInt8(ascii: ","))
+                Escaping.appendJSONString(header.value, to: &output)
+                output.append(UInt8(ascii: "]"))
+            }
+            output += Array(#"],"body":"#.utf8)
+            Escaping.appendJSONString(String(decoding: payload.body, as: UTF8.self), to: &output)
+            output.append(UInt8(ascii: "}"))
+        }
+        output.append(UInt8(ascii: "]"))
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    public static func decode(_ text: String) throws(StoreError) -> [Platform: RenderedNotification] {
+        let corrupt = StoreError(.storage, "a stored notification's payloads are corrupt")
+        guard let elements = (try? JSONParser.parse(text))?.arrayElements else { throw corrupt }
+        var payloads: [Platform: RenderedNotification] = [:]
+        for element in elements {
+            guard let platform = element["platform"]?.stringValue.flatMap(Platform.init(rawValue:)),
+                let contentType = element["contentType"]?.stringValue, let body = element["body"]?.stringValue,
+                let headerElements = element["headers"]?.arrayElements
+            else { throw corrupt }
+            var headers: [HTTPHeader] = []
+            for header in headerElements {
+                guard let pair = header.arrayElements, pair.count == 2, let name = pair[0].stringValue, let value = pair[1].stringValue
+                else { throw corrupt }
+                headers.append(HTTPHeader(name: name, value: value))
+            }
+            payloads[platform] = RenderedNotification(
+                platform: platform, body: Array(body.utf8), headers: headers, contentType: contentType)
+        }
+        return payloads
+    }
+}
+
+/// Everything a gateway keeps: registrations, secure messages and the outbox.
+public typealias GatewayStore = RegistrationStore & SecureMessageStore & OutboxStore

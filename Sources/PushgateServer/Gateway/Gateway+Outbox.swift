@@ -1,0 +1,402 @@
+import Foundation
+import Logging
+import Pushgate
+import PushgateDispatch
+import Synchronization
+
+/// The outbox's settings and this instance's part in it: the owner name its leases carry, whether
+/// it is draining (shutting down: no new page is claimed), and the signal that wakes the delivery
+/// service when a notification is enqueued.
+public final class OutboxControl: Sendable {
+    public let configuration: OutboxConfiguration
+    /// This process's name on leases: unique per start, so that a restarted instance takes over
+    /// its own former work only once those leases expire or were released.
+    public let owner: String
+    private let draining = Atomic<Bool>(false)
+    let signal = WakeSignal()
+
+    init(configuration: OutboxConfiguration) {
+        self.configuration = configuration
+        owner = "pushgate-" + UUID().uuidString.lowercased()
+    }
+
+    private let drainingSince = Mutex<ContinuousClock.Instant?>(nil)
+
+    public var isDraining: Bool { draining.load(ordering: .acquiring) }
+
+    /// Stops claiming pages, here and in every send in flight.
+    public func beginDraining() {
+        drainingSince.withLock { $0 = $0 ?? .now }
+        draining.store(true, ordering: .releasing)
+        signal.signal()
+    }
+
+    /// What is left of a shutdown `deadline` counted from when draining began: the listener and
+    /// the delivery service share one deadline, whichever stops first.
+    func remaining(of deadline: Duration) -> Duration {
+        guard let since = drainingSince.withLock({ $0 }) else { return deadline }
+        return max(.zero, deadline - (ContinuousClock.now - since))
+    }
+
+    /// Tells the delivery service that work may be due.
+    func wake() { signal.signal() }
+
+    func lease(from now: Timestamp) -> OutboxLease {
+        OutboxLease(owner: owner, until: now.adding(seconds: Double(configuration.leaseSeconds)))
+    }
+}
+
+/// Wakes one waiter (the delivery service's loop), or the next wait when nobody waits.
+final class WakeSignal: Sendable {
+    private struct State: Sendable {
+        var pending = false
+        var waiter: CheckedContinuation<Void, Never>?
+    }
+
+    private let state = Mutex(State())
+
+    func signal() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard let waiter = state.waiter else {
+                state.pending = true
+                return nil
+            }
+            state.waiter = nil
+            return waiter
+        }
+        waiter?.resume()
+    }
+
+    /// Returns when signalled, or after `timeout`. One waiter at a time.
+    func wait(timeout: Duration) async {
+        if state.withLock({ state in
+            defer { state.pending = false }
+            return state.pending
+        }) {
+            return
+        }
+        let timer = Task { [weak self] in
+            try? await Task.sleep(for: timeout)
+            self?.signal()
+        }
+        await withCheckedContinuation { continuation in
+            let now = state.withLock { state -> Bool in
+                if state.pending {
+                    state.pending = false
+                    return true
+                }
+                state.waiter = continuation
+                return false
+            }
+            if now { continuation.resume() }
+        }
+        timer.cancel()
+    }
+}
+
+extension Gateway {
+    /// How a drive of a notification ended.
+    enum DriveStop: Sendable, Equatable {
+        /// The gateway is shutting down: the rest is delivered after the next start.
+        case draining
+        /// The store failed; the rest is retried.
+        case storeFailed(String)
+        /// Another driver holds the notification now.
+        case lost
+    }
+
+    /// What driving a notification did: its final record when it finished, and what this process
+    /// delivered (counts of every target, targets listed up to the reporting limit).
+    struct DriveResult: Sendable {
+        var record: NotificationRecord?
+        var counts: [Platform: [Outcome: Int]] = [:]
+        var targets: [TargetResult] = []
+        var stop: DriveStop?
+    }
+
+    /// Pages handed to the dispatcher, by the order it read them.
+    final class PageLedger: Sendable {
+        private let numbers = Mutex<[Int]>([])
+        private let stopped = Mutex<DriveStop?>(nil)
+
+        func append(_ number: Int) { numbers.withLock { $0.append(number) } }
+        func number(at index: Int) -> Int? { numbers.withLock { $0.indices.contains(index) ? $0[index] : nil } }
+        func stop(_ reason: DriveStop) { stopped.withLock { $0 = reason } }
+        var stop: DriveStop? { stopped.withLock { $0 } }
+    }
+
+    /// Delivers the pages of a notification this process holds the lease of, until its audience
+    /// is exhausted and every page recorded, then ends it. Stops claiming when the gateway drains;
+    /// pages not recorded by then are released and delivered again after the next start.
+    func drive(
+        _ notification: OutboxNotification, progress: (@Sendable (DispatchProgress) -> Void)? = nil, logger: Logger
+    ) async -> DriveResult {
+        var result = DriveResult()
+        while true {
+            let ledger = PageLedger()
+            let targets = AsyncThrowingStream<[DispatchTarget], any Error>(unfolding: { [self] in
+                try await self.nextPage(of: notification, ledger: ledger)
+            })
+            let summary = await dispatcher.dispatch(
+                notificationID: notification.id, selection: notification.selection, payloads: notification.payloads, targets: targets,
+                maximumReportedTargets: max(0, 10_000 - result.targets.count),
+                applyHandleUpdates: { [logger] updates in await self.applyHandleUpdates(updates, logger: logger) },
+                batchFinished: { [self] index, reports in
+                    await self.record(reports, page: ledger.number(at: index), of: notification, logger: logger)
+                }, progress: progress, logger: logger)
+            for platform in summary.result.platforms {
+                for (outcome, count) in platform.counts { result.counts[platform.platform, default: [:]][outcome, default: 0] += count }
+            }
+            result.targets += summary.result.targets
+            if let failure = summary.targetsFailure {
+                result.stop = .storeFailed(failure)
+                return result
+            }
+            if Task.isCancelled || outbox.isDraining {
+                result.stop = .draining
+                return result
+            }
+            if let stop = ledger.stop {
+                result.stop = stop
+                return result
+            }
+            do {
+                if let record = try await store.finish(
+                    notificationID: notification.id, app: notification.app, owner: outbox.owner, now: now())
+                {
+                    result.record = record
+                    return result
+                }
+            } catch {
+                result.stop = .storeFailed(error.description)
+                return result
+            }
+            // Pages are left: a former driver's, whose lease has not expired yet. Claim them when it has.
+            try? await Task.sleep(for: .milliseconds(250))
+        }
+    }
+
+    /// The next page to deliver; pages of a cancelled notification are counted `Cancelled` here
+    /// and not sent.
+    private func nextPage(of notification: OutboxNotification, ledger: PageLedger) async throws(StoreError) -> [DispatchTarget]? {
+        while true {
+            if outbox.isDraining || Task.isCancelled {
+                ledger.stop(.draining)
+                return nil
+            }
+            let time = now()
+            let claim = try await store.claimPage(
+                notificationID: notification.id, app: notification.app, lease: outbox.lease(from: time),
+                pageSize: outbox.configuration.pageSize, now: time)
+            switch claim {
+            case .lost:
+                ledger.stop(.lost)
+                return nil
+            case .exhausted:
+                return nil
+            case .page(let page):
+                metrics.outboxPageClaimed(reclaimed: page.reclaimed)
+                if page.cancelled || page.targets.isEmpty {
+                    var counts: [Platform: [Outcome: Int]] = [:]
+                    for target in page.targets { counts[target.handle.platform, default: [:]][.cancelled, default: 0] += 1 }
+                    _ = try await store.completePage(
+                        notificationID: notification.id, app: notification.app, number: page.number, counts: counts, failures: [])
+                    continue
+                }
+                ledger.append(page.number)
+                return page.targets
+            }
+        }
+    }
+
+    /// Records a delivered page's outcomes once. A page cut short by shutdown is not recorded:
+    /// its lease is released and it is delivered again after the next start.
+    private func record(_ reports: [DeliveryReport], page: Int?, of notification: OutboxNotification, logger: Logger) async {
+        guard let page, !Task.isCancelled else { return }
+        var counts: [Platform: [Outcome: Int]] = [:]
+        var failures: [TargetResult] = []
+        for report in reports {
+            counts[report.target.handle.platform, default: [:]][report.verdict.outcome, default: 0] += 1
+            if !report.verdict.outcome.isSuccess { failures.append(report.targetResult) }
+        }
+        do {
+            _ = try await store.completePage(
+                notificationID: notification.id, app: notification.app, number: page, counts: counts, failures: failures)
+        } catch {
+            metrics.outboxRecordFailed()
+            logger.error(
+                "could not record a page's outcomes; it will be delivered again when its lease expires",
+                metadata: ["page": "\(page)", "error": "\(error)"])
+        }
+    }
+
+    // MARK: Sends through the outbox
+
+    /// Sends synchronously through the outbox: the notification is stored first (so that a crash
+    /// resumes it), then this request drives it and answers with the result.
+    ///
+    /// A send cut short still reports every target it reached, with the result's `error` saying
+    /// why: a store failure answers 503; a shutdown answers 202 (accepted: the rest is delivered
+    /// after the next start, and `GET /api/notifications/{id}/outcome` tells how it went).
+    public func deliver(
+        _ prepared: PreparedSend, progress: (@Sendable (DispatchProgress) -> Void)? = nil, logger requestLogger: Logger? = nil
+    ) async -> SendOutcome {
+        guard outbox.configuration.enabled else { return await deliverDirectly(prepared, progress: progress, logger: requestLogger) }
+        let started = ContinuousClock.now
+        let notification = outboxNotification(prepared, enqueuedAt: now(), deliverAt: nil)
+        var logger = requestLogger ?? self.logger
+        logger[metadataKey: "notification"] = "\(notification.id)"
+        do {
+            try await store.enqueue(notification, lease: outbox.lease(from: notification.enqueuedAt))
+        } catch {
+            logger.error("could not store a notification", metadata: ["error": "\(error)"])
+            var result = NotificationResult(notificationID: notification.id, selection: prepared.selection, targets: [])
+            result.state = .abandoned
+            result.error = "the registration store is unavailable: the notification was not accepted"
+            return SendOutcome(result: result, status: 503, secureID: nil)
+        }
+        let run = await drive(notification, progress: progress, logger: logger)
+        var result = NotificationResult(
+            notificationID: notification.id, selection: prepared.selection, counts: run.record?.counts ?? run.counts,
+            targets: run.targets)
+        var status: Int
+        let reached = result.platforms.reduce(0) { $0 + $1.total }
+        switch run.stop {
+        case .storeFailed(let failure):
+            logger.error(
+                "send stopped: the registration store failed while listing targets",
+                metadata: ["reached": "\(reached)", "error": "\(failure)"])
+            result.error =
+                "the registration store failed while listing targets; \(reached) targets were reached, the rest were not sent"
+            status = 503
+        case .draining, .lost:
+            logger.warning("send interrupted (shutdown); it resumes after the next start", metadata: ["reached": "\(reached)"])
+            result.state = .processing
+            result.error =
+                "the gateway is shutting down; \(reached) targets were reached, the rest will be delivered after it starts again"
+                + " (GET /api/notifications/\(notification.id)/outcome)"
+            status = 202
+        case nil:
+            if let record = run.record { result.state = record.state }
+            switch result.state {
+            case .noTargetFound: status = 404
+            case .abandoned: status = 503
+            default: status = 200
+            }
+        }
+        let duration = ContinuousClock.now - started
+        metrics.sendFinished(duration: duration)
+        logger.info(
+            "send finished",
+            metadata: [
+                "state": "\(result.state)", "succeeded": "\(result.successCount)", "failed": "\(result.failureCount)",
+                "status": "\(status)", "duration": "\(duration)",
+            ])
+        return SendOutcome(result: result, status: status, secureID: prepared.secureID)
+    }
+
+    func outboxNotification(_ prepared: PreparedSend, enqueuedAt: Timestamp, deliverAt: Timestamp?) -> OutboxNotification {
+        OutboxNotification(
+            id: UUID().uuidString.lowercased(), app: appID, sender: prepared.sender, selection: prepared.selection,
+            expression: prepared.expression, payloads: prepared.payloads, secureID: prepared.secureID, enqueuedAt: enqueuedAt,
+            deliverAt: deliverAt)
+    }
+
+    /// Accepts a send for background delivery (`Prefer: respond-async`, `?async=true`, or a
+    /// `deliverAt`): answers once it is stored.
+    public func enqueue(_ prepared: PreparedSend, deliverAt: Timestamp?) async throws(GatewayError) -> NotificationRecord {
+        guard outbox.configuration.enabled else {
+            throw GatewayError(501, "asynchronous and scheduled sends need the outbox, which is turned off (outbox.enabled)")
+        }
+        let notification = outboxNotification(prepared, enqueuedAt: now(), deliverAt: deliverAt)
+        try await stored { () throws(StoreError) in try await store.enqueue(notification, lease: nil) }
+        outbox.wake()
+        logger.info(
+            "notification accepted",
+            metadata: [
+                "notification": "\(notification.id)", "state": "\(notification.initialState)",
+                "deliverAt": "\(RFC3339.format(notification.deliverAt))",
+            ])
+        return NotificationRecord(
+            id: notification.id, app: appID, sender: notification.sender, state: notification.initialState,
+            selection: notification.selection, audience: notification.expression.description, secureID: notification.secureID,
+            enqueuedAt: notification.enqueuedAt, deliverAt: notification.deliverAt, startedAt: nil, endedAt: nil, counts: [:],
+            cancelRequested: false)
+    }
+
+    /// The delivery time of a scheduled send: RFC 3339, not further in the past than the allowed
+    /// skew (a time just past is sent at once), nor further ahead than the horizon.
+    public func scheduleTime(_ text: String?) throws(GatewayError) -> Timestamp? {
+        guard let text else { return nil }
+        let time: Timestamp
+        do { time = try RFC3339.parse(text) } catch { throw .badRequest("deliverAt: \(error.description)") }
+        let current = now()
+        let skew = Double(outbox.configuration.scheduleSkewSeconds)
+        let horizon = Double(outbox.configuration.maximumScheduleAheadSeconds)
+        if time.secondsSinceEpoch < current.secondsSinceEpoch - skew {
+            throw .badRequest(
+                "deliverAt: \(text) is in the past (now is \(RFC3339.format(current)); at most \(Int(skew)) s of clock skew is allowed)")
+        }
+        if time.secondsSinceEpoch > current.secondsSinceEpoch + horizon {
+            throw .badRequest("deliverAt: \(text) is more than \(Int(horizon)) s ahead (outbox.maxScheduleAheadSeconds)")
+        }
+        return max(time, current)
+    }
+
+    // MARK: Telemetry and cancelling
+
+    /// A notification the user may see: their own, or any for an admin. A stranger's is "not
+    /// found", as an unknown id.
+    public func notificationRecord(id: String, user: AuthenticatedUser) async throws(GatewayError) -> NotificationRecord {
+        guard !id.isEmpty, id.utf8.count <= 64 else { throw .notFound("no notification '\(id.prefix(64))'") }
+        let record = try await stored { () throws(StoreError) in try await store.notificationRecord(id: id, app: appID) }
+        guard let record, record.sender == user.name || user.isAdmin else { throw .notFound("no notification \(id)") }
+        return record
+    }
+
+    /// The failed targets of a notification, a page at a time.
+    public func failedTargets(
+        of record: NotificationRecord, after: String?, limit: Int
+    ) async throws(GatewayError) -> [TargetResult] {
+        var cursor: RegistrationID?
+        if let after, !after.isEmpty {
+            do { cursor = try RegistrationID(after) } catch { throw .badRequest("failedAfter: \(error.description)") }
+        }
+        guard (1...1000).contains(limit) else { throw .badRequest("failedLimit must be 1…1000, not \(limit)") }
+        return try await stored { () throws(StoreError) in
+            try await store.failedTargets(notificationID: record.id, app: appID, after: cursor, limit: limit)
+        }
+    }
+
+    /// Notifications newest first: the user's own, or everyone's for an admin (or one sender's).
+    public func notificationRecords(user: AuthenticatedUser, sender: String?, limit: Int) async throws(GatewayError) -> [NotificationRecord]
+    {
+        guard (1...1000).contains(limit) else { throw .badRequest("limit must be 1…1000, not \(limit)") }
+        let filter = user.isAdmin ? sender : user.name
+        return try await stored { () throws(StoreError) in try await store.notificationRecords(app: appID, sender: filter, limit: limit) }
+    }
+
+    /// `DELETE /api/notifications/{id}`: stops a scheduled or running send; its targets not yet
+    /// sent are counted `Cancelled`. Waits up to `wait` for the send to stop, and answers its record.
+    public func cancelNotification(
+        id: String, user: AuthenticatedUser, wait: Duration = .seconds(10)
+    ) async throws(GatewayError)
+        -> NotificationRecord
+    {
+        let record = try await notificationRecord(id: id, user: user)
+        guard !record.state.isFinal else {
+            throw GatewayError(409, "notification \(id) has already finished (\(record.state)); there is nothing to cancel")
+        }
+        let time = now()
+        var latest = try await stored { () throws(StoreError) in try await store.requestCancel(notificationID: id, app: appID, now: time) }
+        outbox.wake()
+        logger.info("notification cancel requested", metadata: ["notification": "\(id)", "by": "\(user.name)"])
+        let deadline = ContinuousClock.now + wait
+        while let current = latest, !current.state.isFinal, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(50))
+            latest = try await stored { () throws(StoreError) in try await store.notificationRecord(id: id, app: appID) }
+        }
+        guard let latest else { throw .notFound("no notification \(id)") }
+        return latest
+    }
+}

@@ -1,0 +1,379 @@
+import Pushgate
+
+/// The outbox in the same SQLite file as the registrations (schema v4): a page claim reads the
+/// audience and records the page in one transaction, so a claim is never half made.
+extension SQLiteRegistrationStore: OutboxStore {
+    public func enqueue(_ notification: OutboxNotification, lease: OutboxLease?) async throws(StoreError) {
+        let payloads = OutboxPayloadCoding.encode(notification.payloads)
+        try await run { connection throws(StoreError) in
+            try connection.prepare(
+                """
+                INSERT INTO outbox_notifications (app, id, sender, state, platforms, audience, payloads, secure_id, enqueued_at,
+                    deliver_at, started_at, lease_owner, lease_expires)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """
+            ).bind([
+                .text(notification.app.rawValue), .text(notification.id), .text(notification.sender),
+                .text((lease == nil ? notification.initialState : .processing).rawValue), .text(notification.selection.description),
+                .text(notification.expression.description), .text(payloads), notification.secureID.map(SQLiteValue.text) ?? .null,
+                .real(notification.enqueuedAt.secondsSinceEpoch), .real(notification.deliverAt.secondsSinceEpoch),
+                lease == nil ? .null : .real(notification.enqueuedAt.secondsSinceEpoch), lease.map { .text($0.owner) } ?? .null,
+                .real(lease?.until.secondsSinceEpoch ?? 0),
+            ]).run()
+        }
+    }
+
+    public func takeDueNotification(lease: OutboxLease, now: Timestamp) async throws(StoreError) -> OutboxTakeover? {
+        try await run { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) -> OutboxTakeover? in
+                let due = try connection.prepare(
+                    """
+                    SELECT app, id, lease_owner FROM outbox_notifications
+                    WHERE ended_at IS NULL AND deliver_at <= ? AND lease_expires <= ? ORDER BY deliver_at LIMIT 1
+                    """
+                ).bind([.real(now.secondsSinceEpoch), .real(now.secondsSinceEpoch)])
+                guard try due.step(), let appText = due.text(0), let app = try? AppID(appText), let id = due.text(1) else { return nil }
+                let expired = due.text(2) != nil
+                try connection.prepare(
+                    """
+                    UPDATE outbox_notifications SET lease_owner = ?, lease_expires = ?, state = ?, started_at = coalesce(started_at, ?)
+                    WHERE app = ? AND id = ?
+                    """
+                ).bind([
+                    .text(lease.owner), .real(lease.until.secondsSinceEpoch), .text(NotificationState.processing.rawValue),
+                    .real(now.secondsSinceEpoch), .text(app.rawValue), .text(id),
+                ]).run()
+                guard let notification = try Self.outboxNotification(id: id, app: app, connection: connection) else { return nil }
+                return OutboxTakeover(notification: notification, leaseExpired: expired)
+            }
+        }
+    }
+
+    public func claimPage(
+        notificationID: String, app: AppID, lease: OutboxLease, pageSize: Int, now: Timestamp
+    ) async throws(StoreError) -> OutboxClaim {
+        let size = max(1, pageSize)
+        return try await run { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) -> OutboxClaim in
+                let key: [SQLiteValue] = [.text(app.rawValue), .text(notificationID)]
+                let row = try connection.prepare(
+                    """
+                    SELECT lease_owner, ended_at, cursor, exhausted, next_page, cancel_requested, platforms, audience
+                    FROM outbox_notifications WHERE app = ? AND id = ?
+                    """
+                ).bind(key)
+                guard try row.step(), row.text(0) == lease.owner, row.double(1) == nil else { return .lost }
+                let cursor = row.text(2) ?? ""
+                let exhausted = row.int64(3) != 0
+                let nextPage = Int(row.int64(4))
+                let cancelled = row.int64(5) != 0
+                let platforms = row.text(6) ?? ""
+                let audience = row.text(7) ?? ""
+                let query = try Self.tagQuery(platforms: platforms, audience: audience, app: app, now: now, connection: connection)
+
+                // A page whose lease expired first: its driver died or was stopped.
+                let expired = try connection.prepare(
+                    """
+                    SELECT number, after_id, last_id FROM outbox_pages
+                    WHERE app = ? AND notification_id = ? AND done = 0 AND lease_expires <= ? LIMIT 1
+                    """
+                ).bind(key + [.real(now.secondsSinceEpoch)])
+                if try expired.step() {
+                    let number = Int(expired.int64(0))
+                    let after = expired.text(1) ?? ""
+                    let last = expired.text(2) ?? ""
+                    try connection.prepare(
+                        """
+                        UPDATE outbox_pages SET lease_owner = ?, lease_expires = ?, claims = claims + 1
+                        WHERE app = ? AND notification_id = ? AND number = ?
+                        """
+                    ).bind([.text(lease.owner), .real(lease.until.secondsSinceEpoch)] + key + [.integer(Int64(number))]).run()
+                    var targets: [DispatchTarget] = []
+                    var position = after
+                    while true {
+                        let page = try query.targets(after: position, limit: size, connection: connection)
+                        targets += page.prefix { $0.registrationID.rawValue <= last }
+                        guard page.count == size, let tail = page.last, tail.registrationID.rawValue < last else { break }
+                        position = tail.registrationID.rawValue
+                    }
+                    return .page(OutboxPage(number: number, targets: targets, reclaimed: true, cancelled: cancelled))
+                }
+                if exhausted { return .exhausted }
+                let targets = try query.targets(after: cursor, limit: size, connection: connection)
+                guard let last = targets.last else {
+                    try connection.prepare("UPDATE outbox_notifications SET exhausted = 1 WHERE app = ? AND id = ?").bind(key).run()
+                    return .exhausted
+                }
+                try connection.prepare(
+                    "INSERT INTO outbox_pages (app, notification_id, number, after_id, last_id, lease_owner, lease_expires) VALUES (?, ?, ?, ?, ?, ?, ?)"
+                ).bind(
+                    key + [
+                        .integer(Int64(nextPage)), .text(cursor), .text(last.registrationID.rawValue), .text(lease.owner),
+                        .real(lease.until.secondsSinceEpoch),
+                    ]
+                ).run()
+                try connection.prepare(
+                    """
+                    UPDATE outbox_notifications SET cursor = ?, next_page = next_page + 1, exhausted = ?, claimed = claimed + ?
+                    WHERE app = ? AND id = ?
+                    """
+                ).bind([.text(last.registrationID.rawValue), .integer(targets.count < size ? 1 : 0), .integer(Int64(targets.count))] + key)
+                    .run()
+                return .page(OutboxPage(number: nextPage, targets: targets, reclaimed: false, cancelled: cancelled))
+            }
+        }
+    }
+
+    public func completePage(
+        notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult]
+    ) async throws(StoreError) -> Bool {
+        try await run { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) -> Bool in
+                let key: [SQLiteValue] = [.text(app.rawValue), .text(notificationID)]
+                try connection.prepare("UPDATE outbox_pages SET done = 1 WHERE app = ? AND notification_id = ? AND number = ? AND done = 0")
+                    .bind(key + [.integer(Int64(number))]).run()
+                guard connection.changes == 1 else { return false }
+                for (platform, outcomes) in counts {
+                    for (outcome, count) in outcomes where count > 0 {
+                        try connection.prepare(
+                            """
+                            INSERT INTO outbox_counts (app, notification_id, platform, outcome, count) VALUES (?, ?, ?, ?, ?)
+                            ON CONFLICT (app, notification_id, platform, outcome) DO UPDATE SET count = count + excluded.count
+                            """
+                        ).bind(key + [.text(platform.rawValue), .text(outcome.rawValue), .integer(Int64(count))]).run()
+                    }
+                }
+                for failure in failures {
+                    try connection.prepare(
+                        """
+                        INSERT OR REPLACE INTO outbox_failures (app, notification_id, registration_id, platform, handle, outcome, status,
+                            reason, attempts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        """
+                    ).bind(
+                        key + [
+                            .text(failure.registrationID.rawValue), .text(failure.platform.rawValue), .text(failure.maskedHandle),
+                            .text(failure.outcome.rawValue), failure.statusCode.map { .integer(Int64($0)) } ?? .null,
+                            failure.reason.map(SQLiteValue.text) ?? .null, .integer(Int64(failure.attempts)),
+                        ]
+                    ).run()
+                }
+                return true
+            }
+        }
+    }
+
+    public func finish(notificationID: String, app: AppID, owner: String, now: Timestamp) async throws(StoreError) -> NotificationRecord? {
+        try await run { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) -> NotificationRecord? in
+                let key: [SQLiteValue] = [.text(app.rawValue), .text(notificationID)]
+                guard var record = try Self.record(id: notificationID, app: app, connection: connection) else { return nil }
+                if record.state.isFinal { return record }
+                let row = try connection.prepare("SELECT exhausted, lease_owner FROM outbox_notifications WHERE app = ? AND id = ?").bind(
+                    key)
+                guard try row.step(), row.int64(0) != 0, row.text(1) == owner else { return nil }
+                let open = try connection.prepare("SELECT 1 FROM outbox_pages WHERE app = ? AND notification_id = ? AND done = 0 LIMIT 1")
+                    .bind(key)
+                if try open.step() { return nil }
+                record.state = NotificationRecord.finalState(
+                    counts: record.counts, selection: record.selection, cancelled: record.cancelRequested)
+                record.endedAt = now
+                try connection.prepare(
+                    "UPDATE outbox_notifications SET state = ?, ended_at = ?, lease_owner = NULL, lease_expires = 0 WHERE app = ? AND id = ?"
+                ).bind([.text(record.state.rawValue), .real(now.secondsSinceEpoch)] + key).run()
+                try connection.prepare("DELETE FROM outbox_pages WHERE app = ? AND notification_id = ?").bind(key).run()
+                return record
+            }
+        }
+    }
+
+    public func renewLeases(owner: String, until: Timestamp) async throws(StoreError) {
+        try await run { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) in
+                let values: [SQLiteValue] = [.real(until.secondsSinceEpoch), .text(owner)]
+                try connection.prepare("UPDATE outbox_notifications SET lease_expires = ? WHERE lease_owner = ? AND ended_at IS NULL")
+                    .bind(values).run()
+                try connection.prepare("UPDATE outbox_pages SET lease_expires = ? WHERE lease_owner = ? AND done = 0").bind(values).run()
+            }
+        }
+    }
+
+    public func releaseLeases(owner: String, notificationID: String?) async throws(StoreError) {
+        try await run { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) in
+                // An empty id matches every notification.
+                let values: [SQLiteValue] = [.text(owner), .text(notificationID ?? ""), .text(notificationID ?? "")]
+                try connection.prepare(
+                    """
+                    UPDATE outbox_notifications SET lease_owner = NULL, lease_expires = 0
+                    WHERE lease_owner = ? AND ended_at IS NULL AND (? = '' OR id = ?)
+                    """
+                ).bind(values).run()
+                try connection.prepare(
+                    """
+                    UPDATE outbox_pages SET lease_owner = NULL, lease_expires = 0
+                    WHERE lease_owner = ? AND done = 0 AND (? = '' OR notification_id = ?)
+                    """
+                ).bind(values).run()
+            }
+        }
+    }
+
+    public func requestCancel(notificationID: String, app: AppID, now: Timestamp) async throws(StoreError) -> NotificationRecord? {
+        try await run { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) -> NotificationRecord? in
+                guard var record = try Self.record(id: notificationID, app: app, connection: connection) else { return nil }
+                guard !record.state.isFinal else { return record }
+                try connection.prepare(
+                    "UPDATE outbox_notifications SET cancel_requested = 1, deliver_at = min(deliver_at, ?) WHERE app = ? AND id = ?"
+                ).bind([.real(now.secondsSinceEpoch), .text(app.rawValue), .text(notificationID)]).run()
+                record.cancelRequested = true
+                return record
+            }
+        }
+    }
+
+    public func notificationRecord(id: String, app: AppID) async throws(StoreError) -> NotificationRecord? {
+        try await run { connection throws(StoreError) in try Self.record(id: id, app: app, connection: connection) }
+    }
+
+    public func failedTargets(
+        notificationID: String, app: AppID, after: RegistrationID?, limit: Int
+    ) async throws(StoreError) -> [TargetResult] {
+        try await run { connection throws(StoreError) in
+            let statement = try connection.prepare(
+                """
+                SELECT registration_id, platform, handle, outcome, status, reason, attempts FROM outbox_failures
+                WHERE app = ? AND notification_id = ? AND registration_id > ? ORDER BY registration_id LIMIT ?
+                """
+            ).bind([.text(app.rawValue), .text(notificationID), .text(after?.rawValue ?? ""), .integer(Int64(max(0, limit)))])
+            var results: [TargetResult] = []
+            while try statement.step() {
+                guard let id = statement.text(0).flatMap({ try? RegistrationID($0) }),
+                    let platform = statement.text(1).flatMap(Platform.init(rawValue:))
+                else { continue }
+                results.append(
+                    TargetResult(
+                        registrationID: id, platform: platform, maskedHandle: statement.text(2) ?? "",
+                        outcome: Outcome(rawValue: statement.text(3) ?? ""), statusCode: statement.double(4).map { Int($0) },
+                        reason: statement.text(5), attempts: Int(statement.int64(6))))
+            }
+            return results
+        }
+    }
+
+    public func notificationRecords(app: AppID, sender: String?, limit: Int) async throws(StoreError) -> [NotificationRecord] {
+        try await run { connection throws(StoreError) in
+            let statement =
+                if let sender {
+                    try connection.prepare(
+                        "SELECT id FROM outbox_notifications WHERE app = ? AND sender = ? ORDER BY enqueued_at DESC, id LIMIT ?"
+                    ).bind([.text(app.rawValue), .text(sender), .integer(Int64(max(0, limit)))])
+                } else {
+                    try connection.prepare("SELECT id FROM outbox_notifications WHERE app = ? ORDER BY enqueued_at DESC, id LIMIT ?")
+                        .bind([.text(app.rawValue), .integer(Int64(max(0, limit)))])
+                }
+            var ids: [String] = []
+            while try statement.step() { if let id = statement.text(0) { ids.append(id) } }
+            var records: [NotificationRecord] = []
+            for id in ids { if let record = try Self.record(id: id, app: app, connection: connection) { records.append(record) } }
+            return records
+        }
+    }
+
+    public func pruneNotifications(endedBefore: Timestamp) async throws(StoreError) -> Int {
+        try await run { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) -> Int in
+                let statement = try connection.prepare(
+                    "SELECT app, id FROM outbox_notifications WHERE ended_at IS NOT NULL AND ended_at < ? LIMIT 10000"
+                ).bind([.real(endedBefore.secondsSinceEpoch)])
+                var keys: [[SQLiteValue]] = []
+                while try statement.step() { keys.append([.text(statement.text(0) ?? ""), .text(statement.text(1) ?? "")]) }
+                for key in keys {
+                    try connection.prepare("DELETE FROM outbox_failures WHERE app = ? AND notification_id = ?").bind(key).run()
+                    try connection.prepare("DELETE FROM outbox_counts WHERE app = ? AND notification_id = ?").bind(key).run()
+                    try connection.prepare("DELETE FROM outbox_pages WHERE app = ? AND notification_id = ?").bind(key).run()
+                    try connection.prepare("DELETE FROM outbox_notifications WHERE app = ? AND id = ?").bind(key).run()
+                }
+                return keys.count
+            }
+        }
+    }
+
+    public func outboxDepth(now: Timestamp) async throws(StoreError) -> OutboxDepth {
+        try await run { connection throws(StoreError) in
+            let statement = try connection.prepare(
+                """
+                SELECT count(*), coalesce(sum(deliver_at <= ?), 0), min(CASE WHEN deliver_at <= ? THEN deliver_at END)
+                FROM outbox_notifications WHERE ended_at IS NULL
+                """
+            ).bind([.real(now.secondsSinceEpoch), .real(now.secondsSinceEpoch)])
+            guard try statement.step() else { return OutboxDepth(pending: 0, due: 0, oldestDue: nil) }
+            return OutboxDepth(
+                pending: Int(statement.int64(0)), due: Int(statement.int64(1)),
+                oldestDue: statement.double(2).map(Timestamp.init(secondsSinceEpoch:)))
+        }
+    }
+
+    // MARK: Reading
+
+    static func tagQuery(
+        platforms: String, audience: String, app: AppID, now: Timestamp, connection: SQLiteConnection
+    ) throws(StoreError) -> TagQuery {
+        let selection: PlatformSelection
+        let expression: TagExpression
+        do { selection = try PlatformSelection(parsing: platforms) } catch {
+            throw StoreError(.storage, "a stored platform list is corrupt")
+        }
+        do { expression = try TagExpression(parsing: audience) } catch { throw StoreError(.storage, "a stored audience is corrupt") }
+        return try TagQuery(expression: expression, platforms: selection, app: app, now: now, connection: connection)
+    }
+
+    static func outboxNotification(id: String, app: AppID, connection: SQLiteConnection) throws(StoreError) -> OutboxNotification? {
+        let row = try connection.prepare(
+            """
+            SELECT sender, platforms, audience, payloads, secure_id, enqueued_at, deliver_at FROM outbox_notifications
+            WHERE app = ? AND id = ?
+            """
+        ).bind([.text(app.rawValue), .text(id)])
+        guard try row.step() else { return nil }
+        let selection: PlatformSelection
+        let expression: TagExpression
+        do { selection = try PlatformSelection(parsing: row.text(1) ?? "") } catch {
+            throw StoreError(.storage, "a stored platform list is corrupt")
+        }
+        do { expression = try TagExpression(parsing: row.text(2) ?? "") } catch {
+            throw StoreError(.storage, "a stored audience is corrupt")
+        }
+        return OutboxNotification(
+            id: id, app: app, sender: row.text(0) ?? "", selection: selection, expression: expression,
+            payloads: try OutboxPayloadCoding.decode(row.text(3) ?? ""), secureID: row.text(4),
+            enqueuedAt: Timestamp(secondsSinceEpoch: row.double(5) ?? 0), deliverAt: Timestamp(secondsSinceEpoch: row.double(6) ?? 0))
+    }
+
+    static func record(id: String, app: AppID, connection: SQLiteConnection) throws(StoreError) -> NotificationRecord? {
+        let key: [SQLiteValue] = [.text(app.rawValue), .text(id)]
+        let counts = try connection.prepare("SELECT platform, outcome, count FROM outbox_counts WHERE app = ? AND notification_id = ?")
+            .bind(key)
+        var byPlatform: [Platform: [Outcome: Int]] = [:]
+        while try counts.step() {
+            guard let platform = counts.text(0).flatMap(Platform.init(rawValue:)), let outcome = counts.text(1) else { continue }
+            byPlatform[platform, default: [:]][Outcome(rawValue: outcome)] = Int(counts.int64(2))
+        }
+        let row = try connection.prepare(
+            """
+            SELECT sender, state, platforms, audience, secure_id, enqueued_at, deliver_at, started_at, ended_at, cancel_requested,
+                claimed, exhausted
+            FROM outbox_notifications WHERE app = ? AND id = ?
+            """
+        ).bind(key)
+        guard try row.step() else { return nil }
+        return NotificationRecord(
+            id: id, app: app, sender: row.text(0) ?? "", state: NotificationState(rawValue: row.text(1) ?? "") ?? .unknown,
+            selection: (try? PlatformSelection(parsing: row.text(2) ?? "")) ?? .all, audience: row.text(3) ?? "", secureID: row.text(4),
+            enqueuedAt: Timestamp(secondsSinceEpoch: row.double(5) ?? 0), deliverAt: Timestamp(secondsSinceEpoch: row.double(6) ?? 0),
+            startedAt: row.double(7).map(Timestamp.init(secondsSinceEpoch:)),
+            endedAt: row.double(8).map(Timestamp.init(secondsSinceEpoch:)),
+            counts: byPlatform, cancelRequested: row.int64(9) != 0, targetsClaimed: Int(row.int64(10)),
+            audienceExhausted: row.int64(11) != 0)
+    }
+}
