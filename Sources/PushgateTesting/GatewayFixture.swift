@@ -26,9 +26,11 @@ public struct GatewayFixture: Sendable {
         try await local.register(device, user: user, tags: tags)
     }
 
-    public static func with(_ body: (GatewayFixture) async throws -> Void) async throws {
+    public static func with(
+        adjust: @Sendable (inout PushgateConfiguration) -> Void = { _ in }, _ body: (GatewayFixture) async throws -> Void
+    ) async throws {
         let fixture = GatewayFixture(
-            local: try await LocalGateway.start(retryPolicy: RetryPolicy(maximumAttempts: 2, initialBackoffSeconds: 0.05)))
+            local: try await LocalGateway.start(retryPolicy: RetryPolicy(maximumAttempts: 2, initialBackoffSeconds: 0.05), adjust: adjust))
         do { try await body(fixture) } catch {
             await fixture.local.stop()
             throw error

@@ -7,6 +7,7 @@ import Pushgate
 /// |---|---|
 /// | `GET /health` | 200 when up |
 /// | `POST /devices` `{"platform": "apns", "anotherApp": false}` | creates a device; answers it with its handle |
+/// | `POST /devices` `{"platform": "apns", "count": 1000}` | creates `count` devices (at most 1,000,000); answers them |
 /// | `GET /devices`, `GET /devices/{id}` | lists devices / one device |
 /// | `POST /devices/{id}/uninstall`, `/expire`, `/reinstall` | the service answers "gone" (or no longer does) |
 /// | `POST /devices/{id}/canonical` `{"handle": "…"}` | legacy GCM answers with this canonical id |
@@ -14,12 +15,14 @@ import Pushgate
 /// | `POST /faults` (a ``SandboxFault``), `DELETE /faults` | scripts or clears faults |
 /// | `POST /tokens/revoke` | forgets issued OAuth access tokens |
 /// | `GET /stats` | requests answered per service and status |
+/// | `GET /stats/inboxes` | how many devices hold how many notifications (`{"1": 99998, "2": 2}`), and the total |
 struct ControlAPI: SandboxHTTPResponder {
     let sandbox: PushSandbox
 
     private struct CreateDevice: Decodable {
         var platform: Platform
         var anotherApp: Bool?
+        var count: Int?
     }
 
     private struct Canonical: Decodable {
@@ -35,6 +38,15 @@ struct ControlAPI: SandboxHTTPResponder {
         case ("POST", 1, "devices"):
             guard let body = try? JSONDecoder().decode(CreateDevice.self, from: Data(request.body)) else {
                 return .json(400, #"{"error":"expected {\"platform\": \"apns|fcm|gcm|wns\"}"}"#)
+            }
+            if let count = body.count {
+                guard (1...1_000_000).contains(count) else { return .json(400, #"{"error":"count must be 1…1000000"}"#) }
+                var devices: [SandboxDevice] = []
+                devices.reserveCapacity(count)
+                for _ in 0..<count {
+                    devices.append(await sandbox.createDevice(body.platform, belongsToAnotherApp: body.anotherApp ?? false))
+                }
+                return encode(201, devices)
             }
             return encode(201, await sandbox.createDevice(body.platform, belongsToAnotherApp: body.anotherApp ?? false))
         case ("GET", 1, "devices"):
@@ -77,6 +89,8 @@ struct ControlAPI: SandboxHTTPResponder {
             return .json(200, #"{"status":"revoked"}"#)
         case ("GET", 1, "stats"):
             return encode(200, await state.answeredCounts())
+        case ("GET", 2, "stats") where parts[1] == "inboxes":
+            return encode(200, await state.inboxHistogram())
         default:
             return .json(404, #"{"error":"no route \#(request.method) \#(request.path)"}"#)
         }

@@ -75,6 +75,17 @@ public actor SandboxState {
         }
     }
 
+    /// How many devices hold how many notifications: `{"1": 99998, "2": 2}` (keys are counts),
+    /// and the total under `"total"`. How a test counts duplicates across a whole audience.
+    public func inboxHistogram() -> [String: Int] {
+        var histogram: [String: Int] = ["total": 0]
+        for inbox in inboxes.values where !inbox.isEmpty {
+            histogram[String(inbox.count), default: 0] += 1
+            histogram["total", default: 0] += inbox.count
+        }
+        return histogram
+    }
+
     func deliver(_ notification: ReceivedNotification) {
         inboxes[notification.deviceID, default: []].append(notification)
     }

@@ -1,0 +1,182 @@
+import Foundation
+import PNSSandbox
+import Pushgate
+import PushgateCurl
+import PushgateTesting
+import Testing
+
+/// Asynchronous, scheduled and cancelled sends through the outbox, and their telemetry, against
+/// a running gateway and the sandbox.
+@Suite struct OutboxAPITests {
+    static let admins: @Sendable (inout PushgateConfiguration) -> Void = { $0.auth.admins = ["admin"] }
+
+    func json(_ response: CurlResponse) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any], "\(response.bodyText)")
+    }
+
+    /// Polls the outcome until the state is final (or `seconds` pass); returns the last answer.
+    func waitForFinal(_ fixture: GatewayFixture, _ id: String, user: String = "bob", seconds: Double = 20) async throws -> [String: Any] {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while true {
+            let outcome = try json(try await fixture.call("GET", "/api/notifications/\(id)/outcome", user: user))
+            let state = outcome["state"] as? String ?? ""
+            if ["Completed", "Abandoned", "NoTargetFound", "Cancelled"].contains(state) || ContinuousClock.now > deadline {
+                return outcome
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+    }
+
+    @Test func anAsynchronousSendAnswers202AndItsTelemetryFollowsIt() async throws {
+        try await GatewayFixture.with(adjust: Self.admins) { fixture in
+            let devices = [await fixture.sandbox.createDevice(.apns), await fixture.sandbox.createDevice(.fcm)]
+            for device in devices { _ = try await fixture.register(device, user: "alice") }
+            let accepted = try await fixture.call(
+                "POST", "/api/notifications?pns=all&to_tag=alice", user: "bob", body: #""hello later""#,
+                headers: [("Prefer", "respond-async")])
+            #expect(accepted.status == 202, "\(accepted.bodyText)")
+            #expect(accepted.header("Preference-Applied") == "respond-async")
+            let body = try json(accepted)
+            let id = try #require(body["notificationId"] as? String)
+            #expect(accepted.header("Location") == "/api/notifications/\(id)/outcome")
+            #expect(["Enqueued", "Processing", "Completed"].contains(body["state"] as? String ?? ""))
+
+            let outcome = try await waitForFinal(fixture, id)
+            #expect(outcome["state"] as? String == "Completed", "\(outcome)")
+            #expect(outcome["success"] as? Int == 2 && outcome["processed"] as? Int == 2 && outcome["targets"] as? Int == 2)
+            #expect(outcome["audienceComplete"] as? Bool == true)
+            #expect(outcome["startTime"] is String && outcome["endTime"] is String)
+            for device in devices { #expect(await fixture.sandbox.state.inbox(deviceID: device.id).count == 1) }
+
+            let xml = try await fixture.call("GET", "/api/notifications/\(id)/outcome", user: "bob", accept: "application/xml")
+            #expect(xml.status == 200)
+            for element in [
+                "<NotificationDetails", "<State>Completed</State>", "<ApnsOutcomeCounts><Outcome><Name>Success</Name><Count>1</Count>",
+                "<TargetPlatforms>apple,fcmV1,gcm,windows</TargetPlatforms>", "<Tags>username:alice</Tags>",
+            ] {
+                #expect(xml.bodyText.contains(element), "\(element) missing in \(xml.bodyText)")
+            }
+
+            // Only the sender and admins see it; to anyone else it does not exist.
+            #expect(try await fixture.call("GET", "/api/notifications/\(id)/outcome", user: "carol").status == 404)
+            #expect(try await fixture.call("GET", "/api/notifications/\(id)/outcome", user: "admin").status == 200)
+            #expect(try await fixture.call("DELETE", "/api/notifications/\(id)", user: "carol").status == 404)
+            #expect(try await fixture.call("GET", "/api/notifications/nope/outcome", user: "bob").status == 404)
+            let listed = try JSONSerialization.jsonObject(with: Data(try await fixture.call("GET", "/api/notifications", user: "bob").body))
+            #expect((listed as? [[String: Any]])?.compactMap { $0["notificationId"] as? String } == [id])
+            #expect(try await fixture.call("GET", "/api/notifications", user: "carol").bodyText == "[]")
+            #expect(try await fixture.call("GET", "/api/notifications?sender=bob", user: "admin").bodyText.contains(id))
+
+            // A finished send cannot be cancelled.
+            let late = try await fixture.call("DELETE", "/api/notifications/\(id)", user: "bob")
+            #expect(late.status == 409 && late.bodyText.contains("already finished (Completed)"), "\(late.bodyText)")
+            // ?async=true works the same; a malformed flag is refused before anything is stored.
+            #expect(
+                try await fixture.call("POST", "/api/notifications?pns=apns&to_tag=alice&async=true", user: "bob", body: #""x""#).status
+                    == 202)
+            let maybe = try await fixture.call("POST", "/api/notifications?pns=apns&to_tag=alice&async=maybe", user: "bob", body: #""x""#)
+            #expect(maybe.status == 400 && maybe.bodyText.contains("async must be true or false"))
+            // The synchronous default goes through the outbox too and is listed.
+            let sync = try await fixture.call("POST", "/api/notifications?pns=apns&to_tag=alice", user: "bob", body: #""now""#)
+            #expect(sync.status == 200)
+            let syncID = try #require(try json(sync)["notificationId"] as? String)
+            #expect(
+                try json(try await fixture.call("GET", "/api/notifications/\(syncID)/outcome", user: "bob"))["state"] as? String
+                    == "Completed")
+            let metrics = try await fixture.call("GET", "/metrics", user: nil).bodyText
+            #expect(metrics.contains("pushgate_outbox_page_claims_total"))
+        }
+    }
+
+    @Test func aScheduledSendWaitsForItsTimeAndAnotherIsCancelled() async throws {
+        try await GatewayFixture.with(adjust: Self.admins) { fixture in
+            let device = await fixture.sandbox.createDevice(.apns)
+            let other = await fixture.sandbox.createDevice(.wns)
+            _ = try await fixture.register(device, user: "alice")
+            _ = try await fixture.register(other, user: "alice")
+            let soon = RFC3339.format(Timestamp(secondsSinceEpoch: Date().timeIntervalSince1970 + 2))
+            let scheduled = try await fixture.call(
+                "POST", "/api/notifications?pns=apns&to_tag=alice&deliverAt=\(soon)", user: "bob", body: #""at two""#)
+            #expect(scheduled.status == 202, "\(scheduled.bodyText)")
+            let id = try #require(try json(scheduled)["notificationId"] as? String)
+            #expect(try json(scheduled)["state"] as? String == "Scheduled")
+            #expect(try json(scheduled)["deliverAt"] as? String == soon)
+            try await Task.sleep(for: .milliseconds(800))
+            #expect(await fixture.sandbox.state.inbox(deviceID: device.id).isEmpty)
+            #expect(
+                try json(try await fixture.call("GET", "/api/notifications/\(id)/outcome", user: "bob"))["state"] as? String == "Scheduled")
+            let outcome = try await waitForFinal(fixture, id)
+            #expect(outcome["state"] as? String == "Completed" && outcome["success"] as? Int == 1, "\(outcome)")
+            let received = try #require(await fixture.sandbox.state.inbox(deviceID: device.id).first)
+            // Delivered at its time, not before (the sandbox stamps arrival).
+            #expect(received.receivedAt >= (try RFC3339.parse(soon)).secondsSinceEpoch - 0.05)
+
+            let later = RFC3339.format(Timestamp(secondsSinceEpoch: Date().timeIntervalSince1970 + 3600))
+            let pending = try await fixture.call(
+                "POST", "/api/notifications?pns=all&to_tag=alice&deliverAt=\(later)", user: "bob", body: #""in an hour""#)
+            let pendingID = try #require(try json(pending)["notificationId"] as? String)
+            let cancelled = try await fixture.call("DELETE", "/api/notifications/\(pendingID)", user: "bob")
+            #expect(cancelled.status == 200, "\(cancelled.bodyText)")
+            let body = try json(cancelled)
+            #expect(body["state"] as? String == "Cancelled" && body["processed"] as? Int == 2 && body["success"] as? Int == 0, "\(body)")
+            #expect(cancelled.bodyText.contains(#""Cancelled":1"#))
+            let again = try await fixture.call("DELETE", "/api/notifications/\(pendingID)", user: "bob")
+            #expect(again.status == 409)
+            #expect(await fixture.sandbox.state.inbox(deviceID: other.id).isEmpty)
+        }
+    }
+
+    @Test func badDeliveryTimesAreRefusedAndNothingIsStored() async throws {
+        try await GatewayFixture.with { fixture in
+            _ = try await fixture.register(await fixture.sandbox.createDevice(.apns), user: "alice")
+            let now = Date().timeIntervalSince1970
+            let cases: [(String, String)] = [
+                ("tomorrow", "not an RFC 3339 date-time"),
+                ("2026-02-30T10:00:00Z", "day 30 is out of range"),
+                ("2026-11-23T10:00:00", "expected a time zone"),
+                (RFC3339.format(Timestamp(secondsSinceEpoch: now - 3600)), "is in the past"),
+                (RFC3339.format(Timestamp(secondsSinceEpoch: now + 40 * 86400)), "ahead"),
+            ]
+            for (text, message) in cases {
+                let encoded = text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? text
+                let answer = try await fixture.call(
+                    "POST", "/api/notifications?pns=apns&to_tag=alice&secure=true&deliverAt=\(encoded)", user: "bob", body: #""x""#)
+                #expect(answer.status == 400, "\(text): \(answer.bodyText)")
+                #expect(answer.bodyText.contains("deliverAt: ") && answer.bodyText.contains(message), "\(text): \(answer.bodyText)")
+            }
+            #expect(try await fixture.call("GET", "/api/notifications", user: "bob").bodyText == "[]")
+            #expect(try await fixture.call("GET", "/api/notifications?limit=0", user: "bob").status == 400)
+        }
+    }
+
+    /// A running send of 3,000 targets (each answered after 50 ms) is cancelled: it stops within
+    /// a few pages, the targets not yet sent are counted Cancelled, and every target is counted once.
+    @Test func aRunningSendIsCancelledAndItsUnsentTargetsCountedCancelled() async throws {
+        try await GatewayFixture.with { fixture in
+            try await fixture.store.restore(try RegistrationSeeds.apns(count: 3000, user: "carol"), now: RegistrationSeeds.now)
+            await fixture.sandbox.state.addFault(SandboxFault(service: .apns, action: .delay(milliseconds: 50), count: 1_000_000))
+            let accepted = try await fixture.call("POST", "/api/notifications?pns=apns&to_tag=carol&async=true", user: "bob", body: #""x""#)
+            let id = try #require(try json(accepted)["notificationId"] as? String)
+            let deadline = ContinuousClock.now + .seconds(20)
+            while try json(try await fixture.call("GET", "/api/notifications/\(id)/outcome", user: "bob"))["processed"] as? Int ?? 0 == 0,
+                ContinuousClock.now < deadline
+            {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            let cancelled = try json(try await fixture.call("DELETE", "/api/notifications/\(id)", user: "bob"))
+            #expect(cancelled["state"] as? String == "Cancelled", "\(cancelled)")
+            #expect(cancelled["processed"] as? Int == 3000, "\(cancelled)")
+            let counts = try #require((cancelled["platforms"] as? [[String: Any]])?.first?["outcomes"] as? [String: Int])
+            #expect((counts["Cancelled"] ?? 0) > 0 && (counts["Cancelled"] ?? 0) < 3000, "\(counts)")
+            // The made-up tokens are unknown to the sandbox: the failures are listed a page at a time.
+            let failed = try json(try await fixture.call("GET", "/api/notifications/\(id)/outcome?failedLimit=100", user: "bob"))
+            let page = try #require(failed["failedTargets"] as? [[String: Any]])
+            #expect(page.count == 100)
+            let next = try #require(failed["nextFailedAfter"] as? String)
+            let second = try json(
+                try await fixture.call("GET", "/api/notifications/\(id)/outcome?failedLimit=100&failedAfter=\(next)", user: "bob"))
+            #expect((second["failedTargets"] as? [[String: Any]])?.first?["registrationId"] as? String ?? "" > next)
+            #expect(try await fixture.call("GET", "/api/notifications/\(id)/outcome?failedLimit=0", user: "bob").status == 400)
+        }
+    }
+}

@@ -1,0 +1,260 @@
+import Foundation
+import Pushgate
+import PushgateStore
+import Testing
+
+/// The outbox's transitions, the same in both stores: enqueue, take, claim in leased pages,
+/// record once, finish; lease expiry and takeover, release, cancel, schedule, prune.
+@Suite struct OutboxStoreTests {
+    func make(_ kind: StoreKind) async throws -> (any GatewayStore, String?) {
+        switch kind {
+        case .memory:
+            return (InMemoryRegistrationStore(), nil)
+        case .sqlite:
+            let path = NSTemporaryDirectory() + "pushgate-outbox-\(UUID().uuidString).sqlite"
+            return (try await SQLiteRegistrationStore.open(path: path), path)
+        }
+    }
+
+    /// `count` registrations tagged `news` (APNs and FCM alternately), plus one without the tag.
+    func seed(_ store: any GatewayStore, count: Int) async throws -> [RegistrationID] {
+        let ids = (0..<count).map { try! RegistrationID(String(format: "r%05d", $0)) }
+        var registrations = try ids.enumerated().map { index, id in
+            try registration(id, index.isMultiple(of: 2) ? .apns : .fcm, tags: ["news"])
+        }
+        registrations.append(try registration(try RegistrationID("zz-other"), tags: ["sports"]))
+        try await store.restore(registrations, now: start)
+        return ids
+    }
+
+    func notification(_ id: String = UUID().uuidString.lowercased(), deliverAt: Timestamp? = nil) throws -> OutboxNotification {
+        OutboxNotification(
+            id: id, app: .default, sender: "bob", selection: PlatformSelection([.apns, .fcm]), expression: .tag(try Tag("news")),
+            payloads: [
+                .apns: RenderedNotification(
+                    platform: .apns, body: Array(#"{"aps":{"alert":"hé \"x\""}}"#.utf8),
+                    headers: [HTTPHeader(name: "apns-push-type", value: "alert")], contentType: "application/json")
+            ], secureID: nil, enqueuedAt: start, deliverAt: deliverAt)
+    }
+
+    func lease(_ owner: String, until seconds: Double) -> OutboxLease {
+        OutboxLease(owner: owner, until: start.adding(seconds: seconds))
+    }
+
+    func successCounts(_ page: OutboxPage) -> [Platform: [Outcome: Int]] {
+        var counts: [Platform: [Outcome: Int]] = [:]
+        for target in page.targets { counts[target.handle.platform, default: [:]][.success, default: 0] += 1 }
+        return counts
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aNotificationIsDeliveredInPagesAndEachPageIsCountedOnce(kind: StoreKind) async throws {
+        let (store, path) = try await make(kind)
+        defer { cleanUp(path) }
+        let ids = try await seed(store, count: 250)
+        let sent = try notification()
+        try await store.enqueue(sent, lease: nil)
+        #expect(try await store.notificationRecord(id: sent.id, app: .default)?.state == .enqueued)
+        let takeover = try #require(try await store.takeDueNotification(lease: lease("a", until: 30), now: start))
+        #expect(takeover.notification == sent)
+        #expect(!takeover.leaseExpired)
+        #expect(try await store.takeDueNotification(lease: lease("b", until: 30), now: start) == nil)
+
+        var seen: [RegistrationID] = []
+        while case .page(let page) = try await store.claimPage(
+            notificationID: sent.id, app: .default, lease: lease("a", until: 30), pageSize: 100, now: start)
+        {
+            #expect(!page.reclaimed && !page.cancelled)
+            seen += page.targets.map(\.registrationID)
+            // Not finished while a page is open.
+            #expect(try await store.finish(notificationID: sent.id, app: .default, owner: "a", now: start) == nil)
+            #expect(
+                try await store.completePage(
+                    notificationID: sent.id, app: .default, number: page.number, counts: successCounts(page), failures: []))
+            // Recording the same page again counts nothing.
+            #expect(
+                !(try await store.completePage(
+                    notificationID: sent.id, app: .default, number: page.number, counts: successCounts(page), failures: [])))
+        }
+        #expect(seen == ids)
+        let finished = try #require(
+            try await store.finish(notificationID: sent.id, app: .default, owner: "a", now: start.adding(seconds: 2)))
+        #expect(finished.state == .completed)
+        #expect(finished.processed == 250)
+        #expect(finished.counts[.apns]?[.success] == 125)
+        #expect(finished.targetsClaimed == 250 && finished.audienceExhausted)
+        #expect(finished.endedAt == start.adding(seconds: 2))
+        #expect(
+            try await store.claimPage(notificationID: sent.id, app: .default, lease: lease("a", until: 30), pageSize: 100, now: start)
+                == .lost)
+        // The payloads survive the store byte for byte.
+        let reread = try #require(try await store.notificationRecord(id: sent.id, app: .default))
+        #expect(reread.state == .completed && reread.audience == "news" && reread.selection == PlatformSelection([.apns, .fcm]))
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func anEmptyAudienceEndsNoTargetFound(kind: StoreKind) async throws {
+        let (store, path) = try await make(kind)
+        defer { cleanUp(path) }
+        let sent = try notification()
+        try await store.enqueue(sent, lease: lease("a", until: 30))
+        #expect(try await store.notificationRecord(id: sent.id, app: .default)?.state == .processing)
+        #expect(
+            try await store.claimPage(notificationID: sent.id, app: .default, lease: lease("a", until: 30), pageSize: 10, now: start)
+                == .exhausted)
+        #expect(try await store.finish(notificationID: sent.id, app: .default, owner: "a", now: start)?.state == .noTargetFound)
+    }
+
+    /// A driver dies with two pages out: once its leases expire another takes the notification,
+    /// gets those pages again (same targets), and the one page the dead driver had recorded is
+    /// not counted twice.
+    @Test(arguments: StoreKind.allCases)
+    func expiredLeasesAreTakenOverAndPagesAreClaimedAgain(kind: StoreKind) async throws {
+        let (store, path) = try await make(kind)
+        defer { cleanUp(path) }
+        _ = try await seed(store, count: 30)
+        let sent = try notification()
+        try await store.enqueue(sent, lease: lease("dead", until: 10))
+        guard
+            case .page(let first) = try await store.claimPage(
+                notificationID: sent.id, app: .default, lease: lease("dead", until: 10), pageSize: 10, now: start),
+            case .page(let second) = try await store.claimPage(
+                notificationID: sent.id, app: .default, lease: lease("dead", until: 10), pageSize: 10, now: start)
+        else { Issue.record("no pages"); return }
+        #expect(
+            try await store.completePage(
+                notificationID: sent.id, app: .default, number: first.number, counts: successCounts(first), failures: []))
+        // Before expiry nobody else may take it.
+        #expect(try await store.takeDueNotification(lease: lease("next", until: 40), now: start.adding(seconds: 5)) == nil)
+        let later = start.adding(seconds: 11)
+        let takeover = try #require(try await store.takeDueNotification(lease: lease("next", until: 40), now: later))
+        #expect(takeover.leaseExpired)
+        // The dead driver's claims are refused now.
+        #expect(
+            try await store.claimPage(notificationID: sent.id, app: .default, lease: lease("dead", until: 50), pageSize: 10, now: later)
+                == .lost)
+        guard
+            case .page(let again) = try await store.claimPage(
+                notificationID: sent.id, app: .default, lease: lease("next", until: 40), pageSize: 10, now: later)
+        else {
+            Issue.record("the expired page was not claimed again"); return
+        }
+        #expect(again.reclaimed && again.number == second.number && again.targets == second.targets)
+        #expect(
+            try await store.completePage(
+                notificationID: sent.id, app: .default, number: again.number, counts: successCounts(again), failures: []))
+        guard
+            case .page(let third) = try await store.claimPage(
+                notificationID: sent.id, app: .default, lease: lease("next", until: 40), pageSize: 10, now: later)
+        else {
+            Issue.record("no third page"); return
+        }
+        #expect(!third.reclaimed)
+        let failure = TargetResult(
+            registrationID: third.targets[0].registrationID, platform: third.targets[0].handle.platform, maskedHandle: "h…",
+            outcome: .badChannel,
+            statusCode: 400, reason: "BadDeviceToken")
+        var counts = successCounts(third)
+        counts[third.targets[0].handle.platform]?[.success]! -= 1
+        counts[third.targets[0].handle.platform, default: [:]][.badChannel] = 1
+        #expect(
+            try await store.completePage(notificationID: sent.id, app: .default, number: third.number, counts: counts, failures: [failure]))
+        #expect(
+            try await store.claimPage(notificationID: sent.id, app: .default, lease: lease("next", until: 40), pageSize: 10, now: later)
+                == .exhausted)
+        let finished = try #require(try await store.finish(notificationID: sent.id, app: .default, owner: "next", now: later))
+        #expect(finished.processed == 30 && finished.succeeded == 29 && finished.state == .completed)
+        #expect(try await store.failedTargets(notificationID: sent.id, app: .default, after: nil, limit: 10) == [failure])
+        #expect(try await store.failedTargets(notificationID: sent.id, app: .default, after: failure.registrationID, limit: 10).isEmpty)
+    }
+
+    /// Released leases (a graceful shutdown) are taken at once, without waiting for expiry.
+    @Test(arguments: StoreKind.allCases)
+    func releasedWorkIsTakenAtOnce(kind: StoreKind) async throws {
+        let (store, path) = try await make(kind)
+        defer { cleanUp(path) }
+        _ = try await seed(store, count: 5)
+        let sent = try notification()
+        try await store.enqueue(sent, lease: lease("old", until: 600))
+        guard
+            case .page(let page) = try await store.claimPage(
+                notificationID: sent.id, app: .default, lease: lease("old", until: 600), pageSize: 10, now: start)
+        else {
+            Issue.record("no page"); return
+        }
+        try await store.renewLeases(owner: "old", until: start.adding(seconds: 900))
+        #expect(try await store.takeDueNotification(lease: lease("new", until: 60), now: start.adding(seconds: 700)) == nil)
+        try await store.releaseLeases(owner: "old", notificationID: nil)
+        let takeover = try #require(try await store.takeDueNotification(lease: lease("new", until: 60), now: start.adding(seconds: 1)))
+        #expect(takeover.notification.id == sent.id)
+        guard
+            case .page(let again) = try await store.claimPage(
+                notificationID: sent.id, app: .default, lease: lease("new", until: 60), pageSize: 10, now: start.adding(seconds: 1))
+        else {
+            Issue.record("the released page was not claimed"); return
+        }
+        #expect(again.reclaimed && again.targets == page.targets)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aScheduledNotificationIsDueAtItsTimeAndACancelledOneCountsItsTargetsCancelled(kind: StoreKind) async throws {
+        let (store, path) = try await make(kind)
+        defer { cleanUp(path) }
+        _ = try await seed(store, count: 25)
+        let scheduled = try notification(deliverAt: start.adding(seconds: 3600))
+        try await store.enqueue(scheduled, lease: nil)
+        #expect(try await store.notificationRecord(id: scheduled.id, app: .default)?.state == .scheduled)
+        #expect(try await store.takeDueNotification(lease: lease("a", until: 30), now: start.adding(seconds: 3599)) == nil)
+        #expect(try await store.outboxDepth(now: start) == OutboxDepth(pending: 1, due: 0, oldestDue: nil))
+        // Cancelling makes it due at once; its pages come back marked cancelled.
+        let cancelling = try #require(try await store.requestCancel(notificationID: scheduled.id, app: .default, now: start))
+        #expect(cancelling.cancelRequested && cancelling.state == .scheduled)
+        #expect(try await store.outboxDepth(now: start) == OutboxDepth(pending: 1, due: 1, oldestDue: start))
+        _ = try #require(try await store.takeDueNotification(lease: lease("a", until: 30), now: start))
+        var cancelled = 0
+        while case .page(let page) = try await store.claimPage(
+            notificationID: scheduled.id, app: .default, lease: lease("a", until: 30), pageSize: 10, now: start)
+        {
+            #expect(page.cancelled)
+            cancelled += page.targets.count
+            var counts: [Platform: [Outcome: Int]] = [:]
+            for target in page.targets { counts[target.handle.platform, default: [:]][.cancelled, default: 0] += 1 }
+            _ = try await store.completePage(notificationID: scheduled.id, app: .default, number: page.number, counts: counts, failures: [])
+        }
+        #expect(cancelled == 25)
+        let finished = try #require(try await store.finish(notificationID: scheduled.id, app: .default, owner: "a", now: start))
+        #expect(finished.state == .cancelled && finished.counts[.fcm]?[.cancelled] == 12)
+        // A final notification is left as it is.
+        #expect(try await store.requestCancel(notificationID: scheduled.id, app: .default, now: start)?.state == .cancelled)
+        #expect(try await store.requestCancel(notificationID: "unknown", app: .default, now: start) == nil)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func finishedNotificationsArePrunedAfterRetentionAndListedNewestFirst(kind: StoreKind) async throws {
+        let (store, path) = try await make(kind)
+        defer { cleanUp(path) }
+        var ids: [String] = []
+        for index in 0..<3 {
+            var sent = try notification()
+            sent.enqueuedAt = start.adding(seconds: Double(index))
+            sent.deliverAt = sent.enqueuedAt
+            if index == 2 { sent.sender = "carol" }
+            try await store.enqueue(sent, lease: lease("a", until: 30))
+            ids.append(sent.id)
+        }
+        #expect(try await store.notificationRecords(app: .default, sender: nil, limit: 10).map(\.id) == ids.reversed())
+        #expect(try await store.notificationRecords(app: .default, sender: "bob", limit: 1).map(\.id) == [ids[1]])
+        for (index, id) in ids.prefix(2).enumerated() {
+            #expect(
+                try await store.claimPage(notificationID: id, app: .default, lease: lease("a", until: 30), pageSize: 10, now: start)
+                    == .exhausted)
+            _ = try await store.finish(notificationID: id, app: .default, owner: "a", now: start.adding(seconds: Double(index * 100)))
+        }
+        #expect(try await store.pruneNotifications(endedBefore: start.adding(seconds: 50)) == 1)
+        #expect(try await store.notificationRecord(id: ids[0], app: .default) == nil)
+        #expect(try await store.notificationRecord(id: ids[1], app: .default) != nil)
+        // Unfinished ones are never pruned.
+        #expect(try await store.pruneNotifications(endedBefore: start.adding(seconds: 1e9)) == 1)
+        #expect(try await store.notificationRecords(app: .default, sender: nil, limit: 10).map(\.id) == [ids[2]])
+    }
+}
