@@ -29,7 +29,8 @@ extension SQLiteRegistrationStore: OutboxStore {
                 let due = try connection.prepare(
                     """
                     SELECT app, id, lease_owner FROM outbox_notifications
-                    WHERE ended_at IS NULL AND deliver_at <= ? AND lease_expires <= ? ORDER BY deliver_at LIMIT 1
+                    WHERE ended_at IS NULL AND (deliver_at <= ? OR cancel_requested = 1) AND lease_expires <= ?
+                    ORDER BY deliver_at LIMIT 1
                     """
                 ).bind([.real(now.secondsSinceEpoch), .real(now.secondsSinceEpoch)])
                 guard try due.step(), let appText = due.text(0), let app = try? AppID(appText), let id = due.text(1) else { return nil }
@@ -221,12 +222,10 @@ extension SQLiteRegistrationStore: OutboxStore {
     public func requestCancel(notificationID: String, app: AppID, now: Timestamp) async throws(StoreError) -> NotificationRecord? {
         try await run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> NotificationRecord? in
-                guard var record = try Self.record(id: notificationID, app: app, connection: connection) else { return nil }
+                guard let record = try Self.record(id: notificationID, app: app, connection: connection) else { return nil }
                 guard !record.state.isFinal else { return record }
-                try connection.prepare(
-                    "UPDATE outbox_notifications SET cancel_requested = 1, deliver_at = min(deliver_at, ?) WHERE app = ? AND id = ?"
-                ).bind([.real(now.secondsSinceEpoch), .text(app.rawValue), .text(notificationID)]).run()
-                record.cancelRequested = true
+                try connection.prepare("UPDATE outbox_notifications SET cancel_requested = 1 WHERE app = ? AND id = ?")
+                    .bind([.text(app.rawValue), .text(notificationID)]).run()
                 return record
             }
         }
@@ -303,7 +302,7 @@ extension SQLiteRegistrationStore: OutboxStore {
         try await run { connection throws(StoreError) in
             let statement = try connection.prepare(
                 """
-                SELECT count(*), coalesce(sum(deliver_at <= ?), 0), min(CASE WHEN deliver_at <= ? THEN deliver_at END)
+                SELECT count(*), coalesce(sum(deliver_at <= ? OR cancel_requested = 1), 0), min(CASE WHEN deliver_at <= ? THEN deliver_at END)
                 FROM outbox_notifications WHERE ended_at IS NULL
                 """
             ).bind([.real(now.secondsSinceEpoch), .real(now.secondsSinceEpoch)])

@@ -321,8 +321,10 @@ import Testing
     }
 
     /// SIGTERM while a send to 20,000 devices is in flight (each push answered after 100 ms): the
-    /// gateway stops accepting, gives the send `listener.shutdownDeadlineSeconds` (2 here),
-    /// cancels it — its caller gets 503 with what was reached — closes the curl pools, exits 0.
+    /// gateway stops claiming pages, gives the pages out `listener.shutdownDeadlineSeconds` (2
+    /// here), cancels the rest — its caller gets 202 with what was reached — releases its leases,
+    /// closes the curl pools, exits 0. The next start resumes the send at once and every target
+    /// ends with exactly one outcome.
     @Test func sigtermDuringALargeSendExitsWithinTheShutdownDeadline() async throws {
         let folder = NSTemporaryDirectory() + "pushgate-serve-deadline-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: folder) }
@@ -367,6 +369,128 @@ import Testing
         _ = try await send.waitForExit(seconds: 20)
         #expect(send.text.contains("shutting down"), "\(send.text.prefix(600))")
         #expect(serve.text.contains("stopped"))
+        let id = try #require(
+            send.text.components(separatedBy: #""notificationId":""#).dropFirst().first?.prefix(while: { $0 != "\"" }).description)
+
+        // The next start takes the released work at once and finishes it.
+        let restarted = try RunningProcess(["serve", "--config", configPath, "--port", "0"])
+        let again = try await restarted.waitFor("listening on http://127.0.0.1:")
+        let newPort = try #require(again.components(separatedBy: "listening on http://127.0.0.1:").last?.prefix(while: \.isNumber).description)
+        let outcome = try await OutboxRecoveryTests.waitForFinal(server: "http://127.0.0.1:\(newPort)", id: id, seconds: 120)
+        #expect(outcome["state"] as? String == "Completed", "\(outcome)")
+        #expect(outcome["processed"] as? Int == 20_000, "\(outcome)")
+        #expect(try await restarted.terminate() == 0)
+        #expect(restarted.text.contains("resuming a notification") || restarted.text.contains("delivering a notification"))
+        #expect(try await sandbox.terminate() == 0)
+    }
+}
+
+/// `kill -9` in the middle of a broadcast, then a restart: the outbox resumes it.
+@Suite struct OutboxRecoveryTests {
+    /// Polls a notification's telemetry (as bob) until it is final; the last answer.
+    static func waitForFinal(server: String, id: String, seconds: Double, until: (([String: Any]) -> Bool)? = nil) async throws
+        -> [String: Any]
+    {
+        let client = try CurlHTTPClient(configuration: .init(httpVersion: .http1))
+        defer { Task { await client.shutdown() } }
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        var last: [String: Any] = [:]
+        while ContinuousClock.now < deadline {
+            if let response = try? await client.execute(
+                CurlRequest(
+                    method: "GET", url: server + "/api/notifications/\(id)/outcome",
+                    headers: [("Authorization", "Basic " + Data("bob:bob".utf8).base64EncodedString())])),
+                let body = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]
+            {
+                last = body
+                if let until {
+                    if until(body) { return body }
+                } else if ["Completed", "Abandoned", "NoTargetFound", "Cancelled"].contains(body["state"] as? String ?? "") {
+                    return body
+                }
+            }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        return last
+    }
+
+    /// 100,000 real sandbox devices; the gateway is killed with SIGKILL once 20,000 have answered,
+    /// then started again (leases of 2 s, so the new process takes the dead one's work after 2 s).
+    /// Every device ends with exactly one recorded outcome, every device received the message,
+    /// and the devices that received it twice are at most the pages that were in flight at the
+    /// kill (3 pages of 500: the send pipeline's window).
+    @Test func killNineMidBroadcastThenRestartDeliversToEveryDeviceWithinTheInFlightWindow() async throws {
+        let folder = NSTemporaryDirectory() + "pushgate-crash-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let sandbox = try RunningProcess(["sandbox", "--dir", folder, "--gateway-port", "0"])
+        _ = try await sandbox.waitFor("gateway   ")
+        let configPath = folder + "/config.json"
+        var config = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: configPath))) as? [String: Any])
+        config["outbox"] = ["leaseSeconds": 2]
+        try JSONSerialization.data(withJSONObject: config).write(to: URL(fileURLWithPath: configPath))
+        let control = try #require((config["console"] as? [String: Any])?["sandboxControl"] as? String)
+        let storeFile = try #require(((config["store"] as? [String: Any])?["sqlite"] as? [String: Any])?["path"] as? String)
+
+        let audience = 100_000
+        let client = try CurlHTTPClient(configuration: .init(httpVersion: .http1, totalTimeoutMilliseconds: 300_000))
+        let created = try await client.execute(
+            CurlRequest(
+                method: "POST", url: control + "/devices", headers: [("Content-Type", "application/json")],
+                body: Array(#"{"platform":"apns","count":\#(audience)}"#.utf8)))
+        #expect(created.status == 201)
+        let devices = try #require(try JSONSerialization.jsonObject(with: Data(created.body)) as? [[String: Any]])
+        #expect(devices.count == audience)
+        let registrations = try devices.enumerated().map { index, device in
+            try Registration(
+                id: try RegistrationID(String(format: "k%07d", index)),
+                handle: DeviceHandle(uncheckedPlatform: .apns, value: device["handle"] as? String ?? ""), tags: [try Tag.username("carol")],
+                owner: "carol")
+        }
+        let store = try await SQLiteRegistrationStore.open(path: storeFile.hasPrefix("/") ? storeFile : folder + "/" + storeFile)
+        try await store.restore(registrations, now: RegistrationSeeds.now)
+
+        let first = try RunningProcess(["serve", "--config", configPath, "--port", "0"])
+        let log = try await first.waitFor("listening on http://127.0.0.1:")
+        let port = try #require(log.components(separatedBy: "listening on http://127.0.0.1:").last?.prefix(while: \.isNumber).description)
+        let accepted = try await client.execute(
+            CurlRequest(
+                method: "POST", url: "http://127.0.0.1:\(port)/api/notifications?pns=apns&to_tag=carol",
+                headers: [
+                    ("Authorization", "Basic " + Data("bob:bob".utf8).base64EncodedString()), ("Content-Type", "application/json"),
+                    ("Prefer", "respond-async"),
+                ],
+                body: Array(#""everyone, once""#.utf8)))
+        #expect(accepted.status == 202, "\(accepted.bodyText)")
+        let id = try #require((try JSONSerialization.jsonObject(with: Data(accepted.body)) as? [String: Any])?["notificationId"] as? String)
+
+        let midway = try await Self.waitForFinal(server: "http://127.0.0.1:\(port)", id: id, seconds: 240) {
+            ($0["processed"] as? Int ?? 0) >= 20_000
+        }
+        #expect((midway["processed"] as? Int ?? 0) < audience, "the broadcast finished before the kill: \(midway)")
+        kill(first.process.processIdentifier, SIGKILL)
+        _ = try await first.waitForExit(seconds: 10)
+
+        let second = try RunningProcess(["serve", "--config", configPath, "--port", "0"])
+        let again = try await second.waitFor("listening on http://127.0.0.1:")
+        let newPort = try #require(again.components(separatedBy: "listening on http://127.0.0.1:").last?.prefix(while: \.isNumber).description)
+        let outcome = try await Self.waitForFinal(server: "http://127.0.0.1:\(newPort)", id: id, seconds: 400)
+        #expect(outcome["state"] as? String == "Completed", "\(outcome)")
+        #expect(outcome["processed"] as? Int == audience, "every target has exactly one outcome: \(outcome)")
+        #expect(outcome["success"] as? Int == audience, "\(outcome)")
+        #expect(second.text.contains("resuming a notification whose driver stopped"), "\(second.text.suffix(2000))")
+
+        let histogram = try #require(
+            try JSONSerialization.jsonObject(with: Data(try await client.execute(CurlRequest(method: "GET", url: control + "/stats/inboxes")).body))
+                as? [String: Int])
+        let reached = histogram.filter { $0.key != "total" }.values.reduce(0, +)
+        let twice = histogram.filter { $0.key != "total" && $0.key != "1" }.values.reduce(0, +)
+        #expect(reached == audience, "devices that received nothing: \(audience - reached); \(histogram)")
+        #expect(twice <= 3 * 500, "\(twice) devices received the message more than once: \(histogram)")
+        #expect(histogram.keys.allSatisfy { ["total", "1", "2"].contains($0) }, "\(histogram)")
+        print("kill -9 recovery: processed \(midway["processed"] ?? "?") before the kill; \(twice) devices received it twice; \(histogram)")
+        await client.shutdown()
+        #expect(try await second.terminate() == 0)
         #expect(try await sandbox.terminate() == 0)
     }
 }

@@ -207,9 +207,13 @@ import Testing
         #expect(try await store.takeDueNotification(lease: lease("a", until: 30), now: start.adding(seconds: 3599)) == nil)
         #expect(try await store.outboxDepth(now: start) == OutboxDepth(pending: 1, due: 0, oldestDue: nil))
         // Cancelling makes it due at once; its pages come back marked cancelled.
-        let cancelling = try #require(try await store.requestCancel(notificationID: scheduled.id, app: .default, now: start))
-        #expect(cancelling.cancelRequested && cancelling.state == .scheduled)
-        #expect(try await store.outboxDepth(now: start) == OutboxDepth(pending: 1, due: 1, oldestDue: start))
+        let before = try #require(try await store.requestCancel(notificationID: scheduled.id, app: .default, now: start))
+        #expect(!before.cancelRequested && before.state == .scheduled)
+        // Asked twice: the second call sees the first's request.
+        #expect(try await store.requestCancel(notificationID: scheduled.id, app: .default, now: start)?.cancelRequested == true)
+        let cancelling = try #require(try await store.notificationRecord(id: scheduled.id, app: .default))
+        #expect(cancelling.cancelRequested && cancelling.deliverAt == scheduled.deliverAt)
+        #expect(try await store.outboxDepth(now: start) == OutboxDepth(pending: 1, due: 1, oldestDue: nil))
         _ = try #require(try await store.takeDueNotification(lease: lease("a", until: 30), now: start))
         var cancelled = 0
         while case .page(let page) = try await store.claimPage(

@@ -91,7 +91,9 @@ struct APNSService: SandboxHTTPResponder {
             authorization.count > "bearer ".count
         else { return reject(403, "MissingProviderToken", apnsID: apnsID) }
         let jwt = String(authorization.dropFirst("bearer ".count)).trimmingCharacters(in: .whitespaces)
-        if let reason = await verifyProviderToken(jwt) { return reject(reason.status, reason.reason, apnsID: apnsID) }
+        if let reason = await verifyProviderToken(jwt, connection: request.connection) {
+            return reject(reason.status, reason.reason, apnsID: apnsID)
+        }
 
         // Topic.
         guard let topic = request.header("apns-topic") else { return reject(400, "MissingTopic", apnsID: apnsID) }
@@ -132,15 +134,18 @@ struct APNSService: SandboxHTTPResponder {
     }
 
     /// Checks a provider token as APNs does: each distinct token is verified once and its verdict
-    /// cached; an accepted token stays valid until its `iat` is an hour old.
-    private func verifyProviderToken(_ jwt: String) async -> (status: Int, reason: String)? {
+    /// cached; an accepted token stays valid until its `iat` is an hour old. A connection that
+    /// switches to a newer token sooner than 20 minutes after its previous one gets
+    /// `TooManyProviderTokenUpdates` (Apple scopes the rule to the connection: a new process with a
+    /// fresh token on a new connection — a restart, a replica — is accepted).
+    private func verifyProviderToken(_ jwt: String, connection: UInt64) async -> (status: Int, reason: String)? {
         let now = state.clock.now.secondsSinceEpoch
         if let cached = await state.providerTokenVerdict(jwt) {
-            if let reason = cached { return (reason == "TooManyProviderTokenUpdates" ? 429 : 403, reason) }
+            if let reason = cached { return (403, reason) }
             if let issuedAt = Self.issuedAt(jwt), now - issuedAt > SandboxAssumptions.apnsProviderTokenLifetimeSeconds {
                 return (403, "ExpiredProviderToken")
             }
-            return nil
+            return await refreshVerdict(jwt, connection: connection)
         }
         let verdict: (status: Int, reason: String)?
         if let header = Self.decodeSegment(jwt, 0), header["alg"]?.stringValue == "ES256",
@@ -152,11 +157,6 @@ struct APNSService: SandboxHTTPResponder {
                     verdict = (403, "InvalidProviderToken")
                 } else if now - claims.iat.value.timeIntervalSince1970 > SandboxAssumptions.apnsProviderTokenLifetimeSeconds {
                     verdict = (403, "ExpiredProviderToken")
-                } else if await !state.acceptNewProviderToken(
-                    keyID: credentials.apnsKeyID, issuedAt: claims.iat.value.timeIntervalSince1970,
-                    minimumInterval: SandboxAssumptions.apnsMinimumTokenRefreshSeconds)
-                {
-                    verdict = (429, "TooManyProviderTokenUpdates")
                 } else {
                     verdict = nil
                 }
@@ -168,7 +168,18 @@ struct APNSService: SandboxHTTPResponder {
         }
         // Expiry is re-checked on every use, so only the other verdicts are cached.
         if verdict?.reason != "ExpiredProviderToken" { await state.recordProviderTokenVerdict(jwt, verdict: verdict?.reason) }
-        return verdict
+        if verdict != nil { return verdict }
+        return await refreshVerdict(jwt, connection: connection)
+    }
+
+    /// A valid token on `connection`: refused when the connection moved to it too soon after its
+    /// previous token.
+    private func refreshVerdict(_ jwt: String, connection: UInt64) async -> (status: Int, reason: String)? {
+        guard let issuedAt = Self.issuedAt(jwt) else { return nil }
+        let accepted = await state.acceptProviderToken(
+            keyID: credentials.apnsKeyID, connection: connection, issuedAt: issuedAt,
+            minimumInterval: SandboxAssumptions.apnsMinimumTokenRefreshSeconds)
+        return accepted ? nil : (429, "TooManyProviderTokenUpdates")
     }
 
     static func decodeSegment(_ jwt: String, _ index: Int) -> JSONValue? {

@@ -120,13 +120,15 @@ public actor SandboxState {
         providerTokenVerdicts[token] = verdict
     }
 
-    /// Accepts a newly seen valid provider token issued at `issuedAt` for `keyID`, unless it comes
-    /// sooner than `minimumInterval` after the previous one (APNs `TooManyProviderTokenUpdates`).
-    func acceptNewProviderToken(keyID: String, issuedAt: Double, minimumInterval: Double) -> Bool {
-        if let previous = newestProviderTokenIssuedAt[keyID], issuedAt > previous, issuedAt - previous < minimumInterval {
+    /// Accepts a valid provider token issued at `issuedAt` for `keyID` on `connection`, unless the
+    /// connection used an older token and this one comes sooner than `minimumInterval` after it
+    /// (APNs `TooManyProviderTokenUpdates`). Tokens of the same age or older are accepted.
+    func acceptProviderToken(keyID: String, connection: UInt64, issuedAt: Double, minimumInterval: Double) -> Bool {
+        let key = "\(keyID)/\(connection)"
+        if let previous = newestProviderTokenIssuedAt[key], issuedAt > previous, issuedAt - previous < minimumInterval {
             return false
         }
-        newestProviderTokenIssuedAt[keyID] = max(issuedAt, newestProviderTokenIssuedAt[keyID] ?? issuedAt)
+        newestProviderTokenIssuedAt[key] = max(issuedAt, newestProviderTokenIssuedAt[key] ?? issuedAt)
         return true
     }
 

@@ -18,10 +18,12 @@ final class HTTP2StreamHandler: ChannelInboundHandler {
     private var body: [UInt8] = []
     private var tooLarge = false
     private var answered = false
+    private let connection: UInt64
 
-    init(responder: any SandboxHTTPResponder, maximumBodyBytes: Int) {
+    init(responder: any SandboxHTTPResponder, maximumBodyBytes: Int, connection: UInt64) {
         self.responder = responder
         self.maximumBodyBytes = maximumBodyBytes
+        self.connection = connection
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -64,7 +66,8 @@ final class HTTP2StreamHandler: ChannelInboundHandler {
             default: fields.append(HTTPHeader(name: name, value: value))
             }
         }
-        let request = SandboxHTTPRequest(method: method, target: path, headers: fields, body: body, version: .http2)
+        var request = SandboxHTTPRequest(method: method, target: path, headers: fields, body: body, version: .http2)
+        request.connection = connection
         responder.answer(request, on: context.eventLoop) { response in
             self.write(response, context: context)
         }

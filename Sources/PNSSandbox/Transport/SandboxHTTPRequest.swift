@@ -13,6 +13,8 @@ struct SandboxHTTPRequest: Sendable {
     var headers: [HTTPHeader]
     var body: [UInt8]
     var version: Version
+    /// The HTTP/2 connection the request came on (numbered from 1 per process); 0 for HTTP/1.1.
+    var connection: UInt64 = 0
 
     /// The path without the query.
     var path: String { String(target.prefix(while: { $0 != "?" })) }

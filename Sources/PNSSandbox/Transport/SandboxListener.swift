@@ -1,3 +1,4 @@
+import Synchronization
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -94,7 +95,12 @@ final class SandboxListener: Sendable {
         try pipeline.addHandler(RequestHandler(responder: responder, version: .http1, maximumBodyBytes: settings.maximumBodyBytes))
     }
 
+    /// Numbers the HTTP/2 connections, so that services can tell them apart (APNs scopes its
+    /// provider-token refresh rule to a connection).
+    private static let connectionCounter = Atomic<UInt64>(0)
+
     private static func configureHTTP2(_ channel: any Channel, settings: Settings, responder: any SandboxHTTPResponder) throws {
+        let connection = connectionCounter.add(1, ordering: .relaxed).newValue
         var connectionConfiguration = NIOHTTP2Handler.ConnectionConfiguration()
         connectionConfiguration.initialSettings = [
             HTTP2Setting(parameter: .maxConcurrentStreams, value: settings.maximumConcurrentStreams),
@@ -120,7 +126,7 @@ final class SandboxListener: Sendable {
         ) { stream in
             stream.eventLoop.makeCompletedFuture {
                 try stream.pipeline.syncOperations.addHandler(
-                    HTTP2StreamHandler(responder: responder, maximumBodyBytes: settings.maximumBodyBytes))
+                    HTTP2StreamHandler(responder: responder, maximumBodyBytes: settings.maximumBodyBytes, connection: connection))
             }
         }
     }

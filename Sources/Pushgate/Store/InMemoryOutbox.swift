@@ -45,7 +45,8 @@ public struct InMemoryOutbox: Sendable {
 
     public mutating func takeDueNotification(lease: OutboxLease, now: Timestamp) -> OutboxTakeover? {
         let due = entries.filter { entry in
-            entry.value.record.endedAt == nil && entry.value.record.deliverAt <= now && (entry.value.lease.map { $0.until <= now } ?? true)
+            entry.value.record.endedAt == nil && (entry.value.record.deliverAt <= now || entry.value.record.cancelRequested)
+                && (entry.value.lease.map { $0.until <= now } ?? true)
         }
         guard let key = due.min(by: { $0.value.record.deliverAt < $1.value.record.deliverAt })?.key, var entry = entries[key] else {
             return nil
@@ -149,11 +150,11 @@ public struct InMemoryOutbox: Sendable {
     public mutating func requestCancel(notificationID: String, app: AppID, now: Timestamp) -> NotificationRecord? {
         let key = Key(app: app, id: notificationID)
         guard var entry = entries[key] else { return nil }
-        guard !entry.record.state.isFinal else { return entry.record }
+        let before = entry.record
+        guard !before.state.isFinal else { return before }
         entry.record.cancelRequested = true
-        entry.record.deliverAt = min(entry.record.deliverAt, now)
         entries[key] = entry
-        return entry.record
+        return before
     }
 
     public func record(id: String, app: AppID) -> NotificationRecord? { entries[Key(app: app, id: id)]?.record }
@@ -179,8 +180,8 @@ public struct InMemoryOutbox: Sendable {
 
     public func depth(now: Timestamp) -> OutboxDepth {
         let pending = entries.values.filter { $0.record.endedAt == nil }
-        let due = pending.filter { $0.record.deliverAt <= now }
-        return OutboxDepth(pending: pending.count, due: due.count, oldestDue: due.map(\.record.deliverAt).min())
+        let due = pending.filter { $0.record.deliverAt <= now || $0.record.cancelRequested }
+        return OutboxDepth(pending: pending.count, due: due.count, oldestDue: due.map(\.record.deliverAt).filter { $0 <= now }.min())
     }
 }
 

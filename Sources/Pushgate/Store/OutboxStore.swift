@@ -42,8 +42,9 @@ public protocol OutboxStore: Sendable {
     /// Gives up the leases `owner` holds on unfinished work (of one notification, or all), so that
     /// the next claim takes it at once.
     func releaseLeases(owner: String, notificationID: String?) async throws(StoreError)
-    /// Asks for a notification to stop: it becomes due at once, and its driver counts the targets
-    /// not yet sent as `Cancelled`. Answers the record as it is (final ones are left unchanged).
+    /// Asks for a notification to stop: it becomes due at once (its `deliverAt` is kept), and its
+    /// driver counts the targets not yet sent as `Cancelled`. Answers the record as it was before
+    /// (`cancelRequested` false for the one call that asked first; final ones are left unchanged).
     func requestCancel(notificationID: String, app: AppID, now: Timestamp) async throws(StoreError) -> NotificationRecord?
     func notificationRecord(id: String, app: AppID) async throws(StoreError) -> NotificationRecord?
     /// The failed targets of a notification, ordered by registration id, after `after`.
@@ -185,6 +186,10 @@ public struct NotificationRecord: Sendable, Hashable {
     /// Targets with a final outcome so far.
     public var processed: Int { counts.values.reduce(0) { $0 + $1.values.reduce(0, +) } }
     public var succeeded: Int { counts.values.reduce(0) { $0 + ($1[.success] ?? 0) } }
+    /// Targets not sent because the notification was cancelled.
+    public var cancelled: Int { counts.values.reduce(0) { $0 + ($1[.cancelled] ?? 0) } }
+    /// Targets the push services (or the gateway) failed: neither delivered nor cancelled.
+    public var failed: Int { processed - succeeded - cancelled }
 
     /// The state a notification ends in once every target is counted.
     public static func finalState(counts: [Platform: [Outcome: Int]], selection: PlatformSelection, cancelled: Bool) -> NotificationState {

@@ -90,6 +90,10 @@ struct NotificationsCommand: AsyncParsableCommand {
         @Argument(help: "The notification id.")
         var id: String
 
+        func validate() throws {
+            guard !id.isEmpty, id.utf8.count <= 64 else { throw ValidationError("give a notification id (1 to 64 characters)") }
+        }
+
         @Flag(help: "Print the gateway's JSON.")
         var json = false
 
@@ -120,6 +124,10 @@ struct NotificationsCommand: AsyncParsableCommand {
         @Argument(help: "The notification id.")
         var id: String
 
+        func validate() throws {
+            guard !id.isEmpty, id.utf8.count <= 64 else { throw ValidationError("give a notification id (1 to 64 characters)") }
+        }
+
         func run() async throws {
             let response = try await connection.call("DELETE", "/api/notifications/\(SendCommand.encode(id))")
             try JSONDecoder().decode(NotificationOutcomeBody.self, from: Data(response.body)).printReport()
@@ -143,6 +151,7 @@ struct NotificationOutcomeBody: Decodable {
     var audienceComplete: Bool
     var success: Int
     var failure: Int
+    var cancelled: Int
     var platforms: [PlatformSummary]
     var failedTargets: [TargetResult]?
 
@@ -159,6 +168,7 @@ struct NotificationOutcomeBody: Decodable {
         if let endTime { print("  ended    \(endTime)") }
         print(
             "  \(processed.formatted()) of \(targetsText) targets processed: \(success.formatted()) delivered, \(failure.formatted()) failed"
+                + (cancelled > 0 ? ", \(cancelled.formatted()) cancelled" : "")
         )
         for platform in platforms where platform.total > 0 {
             let counts = platform.sortedCounts.map { "\($0.outcome) \($0.count.formatted())" }.joined(separator: ", ")

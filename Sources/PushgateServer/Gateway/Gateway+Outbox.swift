@@ -46,6 +46,40 @@ public final class OutboxControl: Sendable {
     }
 }
 
+/// The notifications this process is driving, so that a cancel can stop the pages already on
+/// the wire (not only the pages not yet claimed).
+public final class ActiveDrives: Sendable {
+    final class Drive: Sendable {
+        private let cancelled = Atomic<Bool>(false)
+        private let task = Mutex<Task<DispatchSummary, Never>?>(nil)
+
+        /// Whether a user cancelled it: targets abandoned by the cancellation count `Cancelled`.
+        var cancelledByUser: Bool { cancelled.load(ordering: .acquiring) }
+
+        /// A later round (after a cancel) is not cancelled: the pages it claims come marked
+        /// cancelled by the store and are counted without being sent.
+        func running(_ dispatch: Task<DispatchSummary, Never>) { task.withLock { $0 = dispatch } }
+
+        func cancel() {
+            cancelled.store(true, ordering: .releasing)
+            task.withLock { $0 }?.cancel()
+        }
+    }
+
+    private let drives = Mutex<[String: Drive]>([:])
+
+    func start(_ id: String) -> Drive {
+        let drive = Drive()
+        drives.withLock { $0[id] = drive }
+        return drive
+    }
+
+    func end(_ id: String) { _ = drives.withLock { $0.removeValue(forKey: id) } }
+
+    /// Stops the pages of `id` in flight here, if it is driven here.
+    func cancel(_ id: String) { drives.withLock { $0[id] }?.cancel() }
+}
+
 /// Wakes one waiter (the delivery service's loop), or the next wait when nobody waits.
 final class WakeSignal: Sendable {
     private struct State: Sendable {
@@ -132,18 +166,28 @@ extension Gateway {
         _ notification: OutboxNotification, progress: (@Sendable (DispatchProgress) -> Void)? = nil, logger: Logger
     ) async -> DriveResult {
         var result = DriveResult()
+        let drive = activeDrives.start(notification.id)
+        defer { activeDrives.end(notification.id) }
         while true {
             let ledger = PageLedger()
             let targets = AsyncThrowingStream<[DispatchTarget], any Error>(unfolding: { [self] in
                 try await self.nextPage(of: notification, ledger: ledger)
             })
-            let summary = await dispatcher.dispatch(
-                notificationID: notification.id, selection: notification.selection, payloads: notification.payloads, targets: targets,
-                maximumReportedTargets: max(0, 10_000 - result.targets.count),
-                applyHandleUpdates: { [logger] updates in await self.applyHandleUpdates(updates, logger: logger) },
-                batchFinished: { [self] index, reports in
-                    await self.record(reports, page: ledger.number(at: index), of: notification, logger: logger)
-                }, progress: progress, logger: logger)
+            let reported = max(0, 10_000 - result.targets.count)
+            // Its own task, so that a cancel stops the pages on the wire without cancelling the caller.
+            let dispatch = Task { [self] in
+                await dispatcher.dispatch(
+                    notificationID: notification.id, selection: notification.selection, payloads: notification.payloads,
+                    targets: targets, maximumReportedTargets: reported,
+                    applyHandleUpdates: { [logger] updates in await self.applyHandleUpdates(updates, logger: logger) },
+                    batchFinished: { [self] index, reports in
+                        await self.record(
+                            reports, page: ledger.number(at: index), of: notification, cancelledByUser: drive.cancelledByUser,
+                            logger: logger)
+                    }, progress: progress, logger: logger)
+            }
+            drive.running(dispatch)
+            let summary = await withTaskCancellationHandler { await dispatch.value } onCancel: { dispatch.cancel() }
             for platform in summary.result.platforms {
                 for (outcome, count) in platform.counts { result.counts[platform.platform, default: [:]][outcome, default: 0] += count }
             }
@@ -152,7 +196,7 @@ extension Gateway {
                 result.stop = .storeFailed(failure)
                 return result
             }
-            if Task.isCancelled || outbox.isDraining {
+            if Task.isCancelled || (outbox.isDraining && !drive.cancelledByUser) {
                 result.stop = .draining
                 return result
             }
@@ -210,14 +254,19 @@ extension Gateway {
     }
 
     /// Records a delivered page's outcomes once. A page cut short by shutdown is not recorded:
-    /// its lease is released and it is delivered again after the next start.
-    private func record(_ reports: [DeliveryReport], page: Int?, of notification: OutboxNotification, logger: Logger) async {
-        guard let page, !Task.isCancelled else { return }
+    /// its lease is released and it is delivered again after the next start. A page cut short by
+    /// a cancel is recorded, its abandoned targets as `Cancelled`.
+    private func record(
+        _ reports: [DeliveryReport], page: Int?, of notification: OutboxNotification, cancelledByUser: Bool, logger: Logger
+    ) async {
+        guard let page, !Task.isCancelled || cancelledByUser else { return }
         var counts: [Platform: [Outcome: Int]] = [:]
         var failures: [TargetResult] = []
         for report in reports {
-            counts[report.target.handle.platform, default: [:]][report.verdict.outcome, default: 0] += 1
-            if !report.verdict.outcome.isSuccess { failures.append(report.targetResult) }
+            var outcome = report.verdict.outcome
+            if cancelledByUser && outcome == .abandoned { outcome = .cancelled }
+            counts[report.target.handle.platform, default: [:]][outcome, default: 0] += 1
+            if !outcome.isSuccess && outcome != .cancelled { failures.append(report.targetResult) }
         }
         do {
             _ = try await store.completePage(
@@ -372,6 +421,10 @@ extension Gateway {
     public func notificationRecords(user: AuthenticatedUser, sender: String?, limit: Int) async throws(GatewayError) -> [NotificationRecord]
     {
         guard (1...1000).contains(limit) else { throw .badRequest("limit must be 1…1000, not \(limit)") }
+        let sender = sender.flatMap { $0.isEmpty ? nil : $0 }
+        if let sender, sender != user.name, !user.isAdmin {
+            throw GatewayError(403, "sender: only admins may list another sender's notifications")
+        }
         let filter = user.isAdmin ? sender : user.name
         return try await stored { () throws(StoreError) in try await store.notificationRecords(app: appID, sender: filter, limit: limit) }
     }
@@ -388,9 +441,14 @@ extension Gateway {
             throw GatewayError(409, "notification \(id) has already finished (\(record.state)); there is nothing to cancel")
         }
         let time = now()
-        var latest = try await stored { () throws(StoreError) in try await store.requestCancel(notificationID: id, app: appID, now: time) }
+        let before = try await stored { () throws(StoreError) in try await store.requestCancel(notificationID: id, app: appID, now: time) }
+        if let before, before.cancelRequested || before.state.isFinal {
+            throw GatewayError(409, "notification \(id) is already \(before.state.isFinal ? "finished (\(before.state))" : "being cancelled")")
+        }
+        activeDrives.cancel(id)
         outbox.wake()
         logger.info("notification cancel requested", metadata: ["notification": "\(id)", "by": "\(user.name)"])
+        var latest = before
         let deadline = ContinuousClock.now + wait
         while let current = latest, !current.state.isFinal, ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(50))

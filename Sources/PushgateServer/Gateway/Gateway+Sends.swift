@@ -49,7 +49,12 @@ extension Gateway {
 
     /// Validates a secure send, stores its message, and renders the id-only payloads. Nothing is
     /// stored when the send is refused or when no registration matches.
-    public func prepareSecure(_ request: SendRequest, user: AuthenticatedUser) async throws(GatewayError) -> PreparedSend {
+    ///
+    /// A scheduled secure send (`deliverAt`) keeps its message from the delivery time on for the
+    /// lifetime, not from now.
+    public func prepareSecure(
+        _ request: SendRequest, user: AuthenticatedUser, deliverAt: Timestamp? = nil
+    ) async throws(GatewayError) -> PreparedSend {
         guard let recipient = request.toTag, !recipient.isEmpty else {
             throw .badRequest("to_tag is required for secure push (the one user who may read the message)")
         }
@@ -70,7 +75,7 @@ extension Gateway {
         }
         let message = SecureMessage(
             id: id, app: appID, recipient: recipient, sender: user.name, payload: payload, createdAt: created,
-            expiresAt: created.adding(seconds: secureMessageLifetime))
+            expiresAt: max(created, deliverAt ?? created).adding(seconds: secureMessageLifetime))
         try await stored { () throws(StoreError) in try await store.storeSecureMessage(message) }
         prepared.secureID = id
         return prepared

@@ -31,6 +31,8 @@ public final class Gateway: Sendable {
     public let inFlight = InFlightSends()
     /// The outbox's settings and this instance's lease owner.
     public let outbox: OutboxControl
+    /// The notifications this process is delivering now.
+    let activeDrives = ActiveDrives()
 
     public init(
         app: LoadedApp, store: any GatewayStore, dispatcher: Dispatcher, secureMessageLifetime: Double = 86400,

@@ -95,7 +95,15 @@ public enum GatewayHTTP {
             // Checked before anything is stored (a secure send stores its message while preparing).
             let deliverAt = try gateway.scheduleTime(query.get("deliverAt"))
             let respondAsync = try asyncRequested(request)
-            let prepared = try await secure ? gateway.prepareSecure(sendRequest, user: user) : gateway.prepare(sendRequest, user: user)
+            if deliverAt != nil, query.get("async").map({ ["false", "0"].contains($0.lowercased()) }) == true {
+                throw GatewayError.badRequest("async=false contradicts deliverAt: a scheduled send is always answered 202 at once")
+            }
+            if let toTag = query.get("to_tag"), !toTag.isEmpty, let tags = query.get("tags"), !tags.isEmpty {
+                throw GatewayError.badRequest("give to_tag (a user name) or tags (a tag expression), not both")
+            }
+            let prepared =
+                try await secure
+                ? gateway.prepareSecure(sendRequest, user: user, deliverAt: deliverAt) : gateway.prepare(sendRequest, user: user)
             if respondAsync || deliverAt != nil {
                 let record = try await gateway.enqueue(prepared, deliverAt: deliverAt)
                 var response = encoded(202, NotificationRecordBody(record, failedTargets: nil, nextFailedAfter: nil))
@@ -130,7 +138,7 @@ public enum GatewayHTTP {
         }
         api.get("notifications/:id/outcome") { request, context in
             let user = try context.authenticatedUser()
-            let record = try await gateway.notificationRecord(id: context.parameters.get("id") ?? "", user: user)
+            let record = try await gateway.notificationRecord(id: decodedID(context), user: user)
             let query = request.uri.queryParameters
             let limitText = query.get("failedLimit") ?? "100"
             guard let limit = Int(limitText) else {
@@ -139,7 +147,7 @@ public enum GatewayHTTP {
             let failed = try await gateway.failedTargets(of: record, after: query.get("failedAfter"), limit: limit)
             let next = failed.count == limit ? failed.last?.registrationID.rawValue : nil
             if (request.headers[.accept] ?? "").lowercased().contains("xml") {
-                let failures = record.processed - record.succeeded
+                let failures = record.failed
                 return Response(
                     status: .ok, headers: [.contentType: "application/xml; charset=utf-8"],
                     body: .init(
@@ -152,7 +160,7 @@ public enum GatewayHTTP {
         }
         api.delete("notifications/:id") { _, context in
             let user = try context.authenticatedUser()
-            let record = try await gateway.cancelNotification(id: context.parameters.get("id") ?? "", user: user)
+            let record = try await gateway.cancelNotification(id: decodedID(context), user: user)
             return encoded(record.state.isFinal ? 200 : 202, NotificationRecordBody(record, failedTargets: nil, nextFailedAfter: nil))
         }
         api.get("notifications/:id") { _, context in
@@ -192,20 +200,27 @@ public enum GatewayHTTP {
 
     static func forwarded(_ answer: (status: Int, body: String)) -> Response { json(answer.status, answer.body) }
 
+    /// The `:id` path parameter, percent-decoded.
+    static func decodedID(_ context: GatewayContext) -> String {
+        let raw = context.parameters.get("id") ?? ""
+        return raw.removingPercentEncoding ?? raw
+    }
+
     static let preferHeader = HTTPField.Name("Prefer")!
     static let preferenceAppliedHeader = HTTPField.Name("Preference-Applied")!
 
     /// Where a notification's telemetry is read.
     public static func outcomePath(_ id: String) -> String { "/api/notifications/\(id)/outcome" }
 
-    /// Whether the client asked for a `202 Accepted` once the send is stored: `Prefer:
-    /// respond-async` (RFC 7240) or `?async=true`.
+    /// Whether the client asked for a `202 Accepted` once the send is stored: `?async=true`, or
+    /// `Prefer: respond-async` (RFC 7240) unless `?async=false` says otherwise.
     static func asyncRequested(_ request: Request) throws(GatewayError) -> Bool {
         let preferences = request.headers[values: preferHeader].flatMap { $0.split(separator: ",") }
             .map { $0.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? "" }
-        if preferences.contains("respond-async") { return true }
+        // An explicit ?async= wins over the header.
         switch request.uri.queryParameters.get("async")?.lowercased() {
-        case nil, "false", "0": return false
+        case nil: return preferences.contains("respond-async")
+        case "false", "0": return false
         case "true", "1": return true
         case let other?: throw GatewayError.badRequest("async must be true or false, not '\(other.prefix(40))'")
         }
@@ -348,6 +363,7 @@ struct NotificationRecordBody: Encodable, Sendable {
     var audienceComplete: Bool
     var success: Int
     var failure: Int
+    var cancelled: Int
     var platforms: [PlatformSummary]
     var location: String
     var secureId: String?
@@ -370,7 +386,8 @@ struct NotificationRecordBody: Encodable, Sendable {
         targets = record.targetsClaimed
         audienceComplete = record.audienceExhausted
         success = record.succeeded
-        failure = record.processed - record.succeeded
+        failure = record.failed
+        cancelled = record.cancelled
         platforms = record.selection.platforms.map { PlatformSummary(platform: $0, counts: record.counts[$0] ?? [:]) }
         location = GatewayHTTP.outcomePath(record.id)
         secureId = record.secureID
