@@ -269,52 +269,85 @@ record "broadcast.seed_seconds" "$(awk -v a="$seed_start" -v b="$(date +%s.%N)" 
 record "broadcast.reference_dispatch_rate" "$("$bin" bench dispatch --url "$sink" --ca-file "$work/cert.pem" --count "$dispatch" \
   --connections 1 --streams "$streams" --pools "$pools" --token "$token" | rate_of)"
 
+# One broadcast through a freshly started gateway: `prefix` names the figures, `config` the
+# configuration (the outbox on, or off for the reference), `profile` whether perf records it.
+broadcast_once() {
+  local prefix=$1 config=$2 profile=$3
+  (cd "$work/sandbox" && exec "$bin" serve --config "$config" > "$work/gateway-$prefix.log" 2>&1) &
+  local gateway=$!
+  pids+=($gateway)
+  base="http://127.0.0.1:$gateway_port"
+  wait_http "$base/healthz"
+  gateway_pid=$gateway
+  profiler=""
+  if [ "$profile" = yes ] && [ -n "${PUSHGATE_BENCH_PERF:-}" ] && command -v perf >/dev/null; then
+    perf record -F 499 -g -p "$gateway_pid" -o "$work/broadcast.perf" >/dev/null 2>&1 &
+    profiler=$!
+    sleep 1
+  fi
+  cpu_before=$(cpu_seconds "$gateway_pid")
+  start=$(date +%s.%N)
+  curl -s -u bob:bob -X POST -H 'Content-Type: application/json' -d '"Hello, everyone"' \
+    "$base/api/notifications?pns=all&to_tag=carol" -o "$work/broadcast.json" -w '%{http_code}\n' > "$work/broadcast.status"
+  elapsed=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+  cpu_after=$(cpu_seconds "$gateway_pid")
+  if [ -n "$profiler" ]; then
+    kill -INT "$profiler"; wait "$profiler" 2>/dev/null || true
+    mkdir -p "$(dirname "$out")"
+    profile=${out%.json}-broadcast-profile.txt
+    { echo "# perf, gateway process, during the broadcast: by thread, by library, top symbols"
+      for key in comm dso sym; do
+        perf report -i "$work/broadcast.perf" --no-children --sort "$key" -g none -q 2>/dev/null > "$work/report.txt" || true
+        head -n 40 "$work/report.txt"
+        echo
+      done
+    } > "$profile"
+    echo "profile: $profile" >&2
+  fi
+  record "$prefix.http_status" "$(cat "$work/broadcast.status")"
+  record "$prefix.seconds" "$elapsed"
+  record "$prefix.rate" "$(awk -v n="$broadcast" -v s="$elapsed" 'BEGIN { printf "%.0f", n / s }')"
+  record "$prefix.peak_rss_mib" "$(awk -v k="$(hwm_kib "$gateway_pid")" 'BEGIN { printf "%.0f", k / 1024 }')"
+  record "$prefix.cpu_us_per_notification" "$(awk -v a="$cpu_before" -v b="$cpu_after" -v n="$broadcast" 'BEGIN { printf "%.1f", (b - a) * 1e6 / n }')"
+  python3 - "$work/broadcast.json" "$prefix" >> "$results" <<'PY'
+import json, sys
+result = json.load(open(sys.argv[1]))
+prefix = sys.argv[2]
+print("%s.succeeded=%d" % (prefix, result.get("success", 0)))
+print("%s.failed=%d" % (prefix, result.get("failure", 0)))
+for platform in result.get("platforms", []):
+    if platform.get("total", 0) == 0: continue
+    print("%s.%s=%s" % (prefix, platform.get("platform"), json.dumps(platform.get("outcomes"), separators=(",", ":"))))
+PY
+  tail -n 5 "$results" >&2
+  kill -TERM "$gateway" 2>/dev/null; wait "$gateway" 2>/dev/null || true
+}
+
+# The outbox costs at most 20% of the broadcast rate: both modes, interleaved, same store and sink.
+direct_config=$work/sandbox/config-direct.json
+python3 - "$config" "$direct_config" <<'PY'
+import json, sys
+config = json.load(open(sys.argv[1]))
+config["outbox"] = {"enabled": False}
+json.dump(config, open(sys.argv[2], "w"), indent=2)
+PY
+broadcast_rounds=${PUSHGATE_BENCH_BROADCAST_ROUNDS:-1}
+for round in $(seq 1 "$broadcast_rounds"); do
+  echo "-- broadcast round $round: without the outbox (reference), then through it" >&2
+  broadcast_once "broadcast_direct.r$round" "$direct_config" no
+  broadcast_once "broadcast.r$round" "$config" "$([ "$round" = 1 ] && echo yes || echo no)"
+done
+# The summary's broadcast figures are the last round's, through the outbox (the default path).
+grep "^broadcast\.r$broadcast_rounds\." "$results" | sed "s/^broadcast\.r$broadcast_rounds\./broadcast./" >> "$results.tmp"
+grep "^broadcast_direct\.r$broadcast_rounds\." "$results" | sed "s/^broadcast_direct\.r$broadcast_rounds\./broadcast_direct./" >> "$results.tmp"
+cat "$results.tmp" >> "$results"; rm -f "$results.tmp"
+
+# The later sections use a gateway on the full store (the outbox on, as shipped).
 (cd "$work/sandbox" && exec "$bin" serve --config "$config" > "$work/gateway.log" 2>&1) &
 gateway=$!
 pids+=($gateway)
-base="http://127.0.0.1:$gateway_port"
 wait_http "$base/healthz"
 gateway_pid=$gateway
-profiler=""
-if [ -n "${PUSHGATE_BENCH_PERF:-}" ] && command -v perf >/dev/null; then
-  perf record -F 499 -g -p "$gateway_pid" -o "$work/broadcast.perf" >/dev/null 2>&1 &
-  profiler=$!
-  sleep 1
-fi
-cpu_before=$(cpu_seconds "$gateway_pid")
-start=$(date +%s.%N)
-curl -s -u bob:bob -X POST -H 'Content-Type: application/json' -d '"Hello, everyone"' \
-  "$base/api/notifications?pns=all&to_tag=carol" -o "$work/broadcast.json" -w '%{http_code}\n' > "$work/broadcast.status"
-elapsed=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
-cpu_after=$(cpu_seconds "$gateway_pid")
-if [ -n "$profiler" ]; then
-  kill -INT "$profiler"; wait "$profiler" 2>/dev/null || true
-  mkdir -p "$(dirname "$out")"
-  profile=${out%.json}-broadcast-profile.txt
-  { echo "# perf, gateway process, during the broadcast: by thread, by library, top symbols"
-    for key in comm dso sym; do
-      perf report -i "$work/broadcast.perf" --no-children --sort "$key" -g none -q 2>/dev/null > "$work/report.txt" || true
-      head -n 40 "$work/report.txt"
-      echo
-    done
-  } > "$profile"
-  echo "profile: $profile" >&2
-fi
-record "broadcast.http_status" "$(cat "$work/broadcast.status")"
-record "broadcast.seconds" "$elapsed"
-record "broadcast.rate" "$(awk -v n="$broadcast" -v s="$elapsed" 'BEGIN { printf "%.0f", n / s }')"
-record "broadcast.peak_rss_mib" "$(awk -v k="$(hwm_kib "$gateway_pid")" 'BEGIN { printf "%.0f", k / 1024 }')"
-record "broadcast.cpu_us_per_notification" "$(awk -v a="$cpu_before" -v b="$cpu_after" -v n="$broadcast" 'BEGIN { printf "%.1f", (b - a) * 1e6 / n }')"
-python3 - "$work/broadcast.json" >> "$results" <<'PY'
-import json, sys
-result = json.load(open(sys.argv[1]))
-print("broadcast.succeeded=%d" % result.get("success", 0))
-print("broadcast.failed=%d" % result.get("failure", 0))
-for platform in result.get("platforms", []):
-    if platform.get("total", 0) == 0: continue
-    print("broadcast.%s=%s" % (platform.get("platform"), json.dumps(platform.get("outcomes"), separators=(",", ":"))))
-PY
-tail -n 5 "$results" >&2
 
 # ---------------------------------------------------------------------------------------------
 if want latency; then
@@ -397,6 +430,7 @@ summary = {
                  "pushgate_over_aioapns": ratio_rounds("pushgate_nginx", "aioapns"),
                  "pushgate_over_h2load": ratio_rounds("pushgate", "h2load")},
     "broadcast": {k.split(".", 1)[1]: v for k, v in raw.items() if k.startswith("broadcast.")},
+    "broadcast_direct": {k.split(".", 1)[1]: v for k, v in raw.items() if k.startswith("broadcast_direct.")},
     "latency": {k.split(".", 1)[1]: v for k, v in raw.items() if k.startswith("latency.")},
     "upserts": {k.split(".", 1)[1]: v for k, v in raw.items() if k.startswith("upserts.")},
     "idle": {"rss_mib": num("idle.rss_mib"), "rss_anon_mib": num("idle.rss_anon_mib"), "rss_file_mib": num("idle.rss_file_mib")},
@@ -419,6 +453,11 @@ if bn("rate") and bn("reference_dispatch_rate"):
     rows.append((f"broadcast {int(b.get('succeeded', '0')) + int(b.get('failed', '0')):,} targets (notifications/s)", fmt(bn("rate")),
                  "dispatch on the same nginx " + fmt(bn("reference_dispatch_rate")), f"× {bn('rate') / bn('reference_dispatch_rate'):.2f}", "≥ 0.8"))
 rows.append(("broadcast time (s)", b.get("seconds", "n/a"), "", "", "< 30"))
+direct = [num(k) for k in raw if k.startswith("broadcast_direct.r") and k.endswith(".rate")]
+outboxed = [num(k) for k in raw if k.startswith("broadcast.r") and k.endswith(".rate")]
+if direct and outboxed:
+    rows.append(("broadcast through the outbox (notifications/s, median of rounds)", fmt(statistics.median(outboxed)),
+                 "without the outbox " + fmt(statistics.median(direct)), f"× {statistics.median(outboxed) / statistics.median(direct):.2f}", "≥ 0.8"))
 rows.append(("broadcast peak RSS (MiB)", b.get("peak_rss_mib", "n/a"), "", "", "< 300"))
 rows.append(("broadcast CPU per notification (µs)", b.get("cpu_us_per_notification", "n/a"), "", "", ""))
 l = summary["latency"]

@@ -375,7 +375,8 @@ import Testing
         // The next start takes the released work at once and finishes it.
         let restarted = try RunningProcess(["serve", "--config", configPath, "--port", "0"])
         let again = try await restarted.waitFor("listening on http://127.0.0.1:")
-        let newPort = try #require(again.components(separatedBy: "listening on http://127.0.0.1:").last?.prefix(while: \.isNumber).description)
+        let newPort = try #require(
+            again.components(separatedBy: "listening on http://127.0.0.1:").last?.prefix(while: \.isNumber).description)
         let outcome = try await OutboxRecoveryTests.waitForFinal(server: "http://127.0.0.1:\(newPort)", id: id, seconds: 120)
         #expect(outcome["state"] as? String == "Completed", "\(outcome)")
         #expect(outcome["processed"] as? Int == 20_000, "\(outcome)")
@@ -388,7 +389,9 @@ import Testing
 /// `kill -9` in the middle of a broadcast, then a restart: the outbox resumes it.
 @Suite struct OutboxRecoveryTests {
     /// Polls a notification's telemetry (as bob) until it is final; the last answer.
-    static func waitForFinal(server: String, id: String, seconds: Double, until: (([String: Any]) -> Bool)? = nil) async throws
+    static func waitForFinal(
+        server: String, id: String, seconds: Double, until: (([String: Any]) -> Bool)? = nil
+    ) async throws
         -> [String: Any]
     {
         let client = try CurlHTTPClient(configuration: .init(httpVersion: .http1))
@@ -473,7 +476,8 @@ import Testing
 
         let second = try RunningProcess(["serve", "--config", configPath, "--port", "0"])
         let again = try await second.waitFor("listening on http://127.0.0.1:")
-        let newPort = try #require(again.components(separatedBy: "listening on http://127.0.0.1:").last?.prefix(while: \.isNumber).description)
+        let newPort = try #require(
+            again.components(separatedBy: "listening on http://127.0.0.1:").last?.prefix(while: \.isNumber).description)
         let outcome = try await Self.waitForFinal(server: "http://127.0.0.1:\(newPort)", id: id, seconds: 400)
         #expect(outcome["state"] as? String == "Completed", "\(outcome)")
         #expect(outcome["processed"] as? Int == audience, "every target has exactly one outcome: \(outcome)")
@@ -481,7 +485,8 @@ import Testing
         #expect(second.text.contains("resuming a notification whose driver stopped"), "\(second.text.suffix(2000))")
 
         let histogram = try #require(
-            try JSONSerialization.jsonObject(with: Data(try await client.execute(CurlRequest(method: "GET", url: control + "/stats/inboxes")).body))
+            try JSONSerialization.jsonObject(
+                with: Data(try await client.execute(CurlRequest(method: "GET", url: control + "/stats/inboxes")).body))
                 as? [String: Int])
         let reached = histogram.filter { $0.key != "total" }.values.reduce(0, +)
         let twice = histogram.filter { $0.key != "total" && $0.key != "1" }.values.reduce(0, +)

@@ -54,16 +54,37 @@ struct ConsoleBrowserTests {
             #expect(try await browser.text(of: "registrations-status") == "No registrations yet: register a sandbox device.")
             try await saveScreenshot(browser, "console-send.png")
 
+            // The same in the background: the notifications table follows it to Completed, and its
+            // telemetry shows the counts per platform.
+            try await browser.evaluate("document.getElementById('send-async').checked = true")
+            try await browser.fill("send-message", "Later, in the background")
+            try await browser.click("send-button")
+            try await browser.waitFor(
+                "[...document.querySelectorAll('#notifications tbody tr')].filter(r => r.dataset.state === 'Completed').length === 2",
+                what: "two completed notifications in the table")
+            let accepted = try await browser.text(of: "send-status")
+            #expect(accepted.hasPrefix("Enqueued · ") || accepted.hasPrefix("Processing · "), "\(accepted)")
+            try await browser.waitFor(
+                "document.getElementById('details-id').textContent.endsWith('Completed')", what: "the background send's telemetry")
+            let telemetry = try #require(
+                try await browser.evaluate(
+                    "[...document.querySelectorAll('#details-platforms tbody tr')].map(r => [...r.cells].map(c => c.textContent))")
+                    as? [[String]])
+            #expect(telemetry.map { $0[0] } == ["apns", "fcm", "gcm", "wns"])
+            #expect(telemetry.allSatisfy { $0[1] == "1" && $0[2] == "Success 1" }, "\(telemetry)")
+            try await saveScreenshot(browser, "console-notifications.png")
+
             // alice sees what each of her devices received.
             try await browser.click("signout")
             try await browser.waitFor("!document.getElementById('login').hidden", what: "the sign-in form")
             try await signIn(browser, "alice")
             try await browser.waitFor(
-                "document.querySelectorAll('#registrations .inbox').length === 4", what: "one received notification in each of 4 inboxes")
+                "document.querySelectorAll('#registrations .inbox').length === 8", what: "two received notifications in each of 4 inboxes")
             let inboxes = try #require(
                 try await browser.evaluate("[...document.querySelectorAll('#registrations .inbox')].map(e => e.textContent)") as? [String])
-            #expect(inboxes.count == 4)
-            #expect(inboxes.allSatisfy { $0.contains("Hello from a <b>browser</b> & test") || $0.contains("&lt;b&gt;browser&lt;/b&gt;") })
+            #expect(inboxes.count == 8)
+            #expect(inboxes.count { $0.contains("Hello from a <b>browser</b> & test") || $0.contains("&lt;b&gt;browser&lt;/b&gt;") } == 4)
+            #expect(inboxes.count { $0.contains("Later, in the background") } == 4)
 
             try await saveScreenshot(browser, "console-inboxes.png")
         }

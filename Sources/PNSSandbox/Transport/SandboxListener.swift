@@ -1,4 +1,3 @@
-import Synchronization
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -8,6 +7,7 @@ import NIOPosix
 import NIOSSL
 import NIOTLS
 import Pushgate
+import Synchronization
 
 /// One listening socket of the sandbox: TLS (or plain, for the control API), then HTTP/2 and/or
 /// HTTP/1.1 chosen by ALPN, then every request handed to a ``SandboxHTTPResponder``.

@@ -187,7 +187,11 @@ extension Gateway {
                     }, progress: progress, logger: logger)
             }
             drive.running(dispatch)
-            let summary = await withTaskCancellationHandler { await dispatch.value } onCancel: { dispatch.cancel() }
+            let summary = await withTaskCancellationHandler {
+                await dispatch.value
+            } onCancel: {
+                dispatch.cancel()
+            }
             for platform in summary.result.platforms {
                 for (outcome, count) in platform.counts { result.counts[platform.platform, default: [:]][outcome, default: 0] += count }
             }
@@ -443,7 +447,8 @@ extension Gateway {
         let time = now()
         let before = try await stored { () throws(StoreError) in try await store.requestCancel(notificationID: id, app: appID, now: time) }
         if let before, before.cancelRequested || before.state.isFinal {
-            throw GatewayError(409, "notification \(id) is already \(before.state.isFinal ? "finished (\(before.state))" : "being cancelled")")
+            throw GatewayError(
+                409, "notification \(id) is already \(before.state.isFinal ? "finished (\(before.state))" : "being cancelled")")
         }
         activeDrives.cancel(id)
         outbox.wake()
