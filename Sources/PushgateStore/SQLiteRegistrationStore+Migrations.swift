@@ -87,7 +87,9 @@ extension SQLiteRegistrationStore {
             lease_expires REAL NOT NULL DEFAULT 0,
             PRIMARY KEY (app, id)
         ) WITHOUT ROWID;
-        CREATE INDEX outbox_due ON outbox_notifications (deliver_at) WHERE ended_at IS NULL;
+        CREATE INDEX outbox_due ON outbox_notifications (app, deliver_at) WHERE ended_at IS NULL;
+        CREATE INDEX outbox_cancelling ON outbox_notifications (app) WHERE ended_at IS NULL AND cancel_requested = 1;
+        CREATE INDEX outbox_leased ON outbox_notifications (lease_owner) WHERE ended_at IS NULL;
         CREATE INDEX outbox_ended ON outbox_notifications (ended_at) WHERE ended_at IS NOT NULL;
         CREATE INDEX outbox_by_sender ON outbox_notifications (app, sender, enqueued_at);
         CREATE INDEX outbox_by_time ON outbox_notifications (app, enqueued_at);
@@ -104,6 +106,7 @@ extension SQLiteRegistrationStore {
             PRIMARY KEY (app, notification_id, number)
         ) WITHOUT ROWID;
         CREATE INDEX outbox_pages_open ON outbox_pages (app, notification_id, lease_expires) WHERE done = 0;
+        CREATE INDEX outbox_pages_leased ON outbox_pages (lease_owner) WHERE done = 0;
         CREATE TABLE outbox_counts (
             app TEXT NOT NULL,
             notification_id TEXT NOT NULL,

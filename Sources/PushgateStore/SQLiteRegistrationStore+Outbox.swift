@@ -23,18 +23,27 @@ extension SQLiteRegistrationStore: OutboxStore {
         }
     }
 
-    public func takeDueNotification(lease: OutboxLease, now: Timestamp) async throws(StoreError) -> OutboxTakeover? {
+    public func takeDueNotification(app: AppID, lease: OutboxLease, now: Timestamp) async throws(StoreError) -> OutboxTakeover? {
         try await run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> OutboxTakeover? in
-                let due = try connection.prepare(
+                // Two index walks (a range of due times; the few being cancelled), not one OR that
+                // would read every pending row.
+                let values: [SQLiteValue] = [.text(app.rawValue), .real(now.secondsSinceEpoch), .real(now.secondsSinceEpoch)]
+                var found: (id: String, expired: Bool)?
+                for sql in [
                     """
-                    SELECT app, id, lease_owner FROM outbox_notifications
-                    WHERE ended_at IS NULL AND (deliver_at <= ? OR cancel_requested = 1) AND lease_expires <= ?
-                    ORDER BY deliver_at LIMIT 1
+                    SELECT id, lease_owner FROM outbox_notifications
+                    WHERE app = ? AND ended_at IS NULL AND deliver_at <= ? AND lease_expires <= ? ORDER BY deliver_at LIMIT 1
+                    """,
                     """
-                ).bind([.real(now.secondsSinceEpoch), .real(now.secondsSinceEpoch)])
-                guard try due.step(), let appText = due.text(0), let app = try? AppID(appText), let id = due.text(1) else { return nil }
-                let expired = due.text(2) != nil
+                    SELECT id, lease_owner FROM outbox_notifications
+                    WHERE app = ? AND ended_at IS NULL AND cancel_requested = 1 AND deliver_at > ? AND lease_expires <= ? LIMIT 1
+                    """,
+                ] where found == nil {
+                    let due = try connection.prepare(sql).bind(values)
+                    if try due.step(), let id = due.text(0) { found = (id, due.text(1) != nil) }
+                }
+                guard let (id, expired) = found else { return nil }
                 try connection.prepare(
                     """
                     UPDATE outbox_notifications SET lease_owner = ?, lease_expires = ?, state = ?, started_at = coalesce(started_at, ?)
@@ -44,7 +53,18 @@ extension SQLiteRegistrationStore: OutboxStore {
                     .text(lease.owner), .real(lease.until.secondsSinceEpoch), .text(NotificationState.processing.rawValue),
                     .real(now.secondsSinceEpoch), .text(app.rawValue), .text(id),
                 ]).run()
-                guard let notification = try Self.outboxNotification(id: id, app: app, connection: connection) else { return nil }
+                let notification: OutboxNotification?
+                do {
+                    notification = try Self.outboxNotification(id: id, app: app, connection: connection)
+                } catch {
+                    // Unreadable (a corrupt row): ended, so that the notifications behind it go out.
+                    try connection.prepare(
+                        "UPDATE outbox_notifications SET state = ?, ended_at = ?, lease_owner = NULL, lease_expires = 0 WHERE app = ? AND id = ?"
+                    ).bind([.text(NotificationState.abandoned.rawValue), .real(now.secondsSinceEpoch), .text(app.rawValue), .text(id)])
+                        .run()
+                    return nil
+                }
+                guard let notification else { return nil }
                 return OutboxTakeover(notification: notification, leaseExpired: expired)
             }
         }
@@ -283,7 +303,7 @@ extension SQLiteRegistrationStore: OutboxStore {
         try await run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Int in
                 let statement = try connection.prepare(
-                    "SELECT app, id FROM outbox_notifications WHERE ended_at IS NOT NULL AND ended_at < ? LIMIT 10000"
+                    "SELECT app, id FROM outbox_notifications WHERE ended_at IS NOT NULL AND ended_at < ? LIMIT 100"
                 ).bind([.real(endedBefore.secondsSinceEpoch)])
                 var keys: [[SQLiteValue]] = []
                 while try statement.step() { keys.append([.text(statement.text(0) ?? ""), .text(statement.text(1) ?? "")]) }

@@ -102,8 +102,17 @@ public final class RunningProcess: @unchecked Sendable {
     public func waitForExit(seconds: Double) async throws -> Int32 {
         let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
         while process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        try await Task.sleep(for: .milliseconds(100))
+        if process.isRunning {
+            Issue.record("the process did not exit within \(seconds) s; killed. Output so far:\n\(text.suffix(3000))")
+            kill(process.processIdentifier, SIGKILL)
+        }
+        return try await reaped()
+    }
+
+    /// The exit status once the process has been reaped (`terminationStatus` traps before that).
+    private func reaped() async throws -> Int32 {
+        while process.isRunning { try await Task.sleep(for: .milliseconds(20)) }
+        try await Task.sleep(for: .milliseconds(100))  // the reader threads drain the pipes
         return process.terminationStatus
     }
 
@@ -113,7 +122,6 @@ public final class RunningProcess: @unchecked Sendable {
         let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
         while process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        try await Task.sleep(for: .milliseconds(100))  // the reader threads drain the pipes
-        return process.terminationStatus
+        return try await reaped()
     }
 }

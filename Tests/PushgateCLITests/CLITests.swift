@@ -159,6 +159,58 @@ import Testing
         await local.stop()
     }
 
+    /// `send --async` prints the id; `send --at … --wait` follows a scheduled send to its report;
+    /// `notifications list|show|cancel` read and stop the outbox.
+    @Test func asynchronousScheduledAndCancelledSendsFromTheCommandLine() async throws {
+        let local = try await LocalGateway.start()
+        do {
+            let device = await local.sandbox.createDevice(.apns)
+            _ = try await local.register(device, user: "alice")
+            let server = ["--server", local.baseURL, "--user", "bob:bob"]
+            let queued = try await PushgateProcess.run(["send"] + server + ["--pns", "apns", "--to-tag", "alice", "--async", "queued"])
+            #expect(queued.status == 0, "\(queued.stderr)")
+            let id = queued.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(id.count == 36, "\(queued.stdout)")
+            #expect(queued.stderr.contains("pushgate notifications show \(id)"))
+
+            let soon = RFC3339.format(Timestamp(secondsSinceEpoch: Date().timeIntervalSince1970 + 4))
+            let waited = try await PushgateProcess.run(
+                ["send"] + server + ["--pns", "apns", "--to-tag", "alice", "--at", soon, "--wait", "at four"])
+            #expect(waited.status == 0, "\(waited.stderr)")
+            #expect(
+                waited.stdout.contains(": Completed") && waited.stdout.contains("1 of 1 targets processed: 1 delivered, 0 failed"),
+                "\(waited.stdout)")
+            #expect(waited.stdout.contains("scheduled for \(soon)"), "\(waited.stdout)")
+
+            let later = RFC3339.format(Timestamp(secondsSinceEpoch: Date().timeIntervalSince1970 + 3600))
+            let pending = try await PushgateProcess.run(["send"] + server + ["--pns", "apns", "--to-tag", "alice", "--at", later, "later"])
+            let pendingID = pending.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            let listed = try await PushgateProcess.run(["notifications", "list"] + server)
+            #expect(listed.status == 0)
+            #expect(
+                listed.stdout.contains(pendingID) && listed.stdout.contains("Scheduled") && listed.stdout.contains(id), "\(listed.stdout)")
+            let cancelled = try await PushgateProcess.run(["notifications", "cancel"] + server + [pendingID])
+            #expect(cancelled.status == 0, "\(cancelled.stderr)")
+            #expect(
+                cancelled.stdout.contains("notification \(pendingID): Cancelled") && cancelled.stdout.contains("1 cancelled"),
+                "\(cancelled.stdout)")
+            let again = try await PushgateProcess.run(["notifications", "cancel"] + server + [pendingID])
+            #expect(again.status == 2 && again.stderr.contains("409"), "\(again.stderr)")
+            let shown = try await PushgateProcess.run(["notifications", "show"] + server + [id])
+            #expect(shown.stdout.contains("notification \(id): Completed") && shown.stdout.contains("APNs: Success 1"), "\(shown.stdout)")
+            let xml = try await PushgateProcess.run(["notifications", "show", "--xml"] + server + [id])
+            #expect(xml.stdout.contains("<NotificationDetails"))
+            let stranger = try await PushgateProcess.run(["notifications", "show", "--server", local.baseURL, "--user", "carol:carol", id])
+            #expect(stranger.status == 2 && stranger.stderr.contains("404"))
+            let badTime = try await PushgateProcess.run(["send"] + server + ["--to-tag", "alice", "--at", "tomorrow", "x"])
+            #expect(badTime.status != 0 && badTime.stderr.contains("--at: 'tomorrow' is not an RFC 3339 date-time"), "\(badTime.stderr)")
+        } catch {
+            await local.stop()
+            throw error
+        }
+        await local.stop()
+    }
+
     @Test func sendExplainsAnUnreachableGatewayAndMissingArguments() throws {
         let unreachable = try PushgateProcess.run(["send", "--server", "http://127.0.0.1:9", "--user", "bob:bob", "--to-tag", "alice", "x"])
         #expect(unreachable.status == 3)
@@ -354,6 +406,13 @@ import Testing
         let serve = try RunningProcess(["serve", "--config", configPath, "--port", "0"])
         let log = try await serve.waitFor("listening on http://127.0.0.1:")
         let port = try #require(log.components(separatedBy: "listening on http://127.0.0.1:").last?.prefix(while: \.isNumber).description)
+        // A scheduled send, due after the restart (20 s on), survives it.
+        let scheduled = try RunningProcess([
+            "send", "--server", "http://127.0.0.1:\(port)", "--user", "bob:bob", "--pns", "apns", "--to-tag", "dave",
+            "--at", RFC3339.format(Timestamp(secondsSinceEpoch: Date().timeIntervalSince1970 + 20)), "due after the restart",
+        ])
+        #expect(try await scheduled.waitForExit(seconds: 60) == 0, "\(scheduled.text)")
+        let scheduledID = scheduled.text.split(separator: "\n").first { $0.count == 36 }.map(String.init) ?? ""
         let send = try RunningProcess([
             "send", "--server", "http://127.0.0.1:\(port)", "--user", "bob:bob", "--pns", "apns", "--to-tag", "carol", "--json",
             "hello",
@@ -380,6 +439,8 @@ import Testing
         let outcome = try await OutboxRecoveryTests.waitForFinal(server: "http://127.0.0.1:\(newPort)", id: id, seconds: 120)
         #expect(outcome["state"] as? String == "Completed", "\(outcome)")
         #expect(outcome["processed"] as? Int == 20_000, "\(outcome)")
+        let due = try await OutboxRecoveryTests.waitForFinal(server: "http://127.0.0.1:\(newPort)", id: scheduledID, seconds: 60)
+        #expect(due["state"] as? String == "NoTargetFound" && due["startTime"] is String, "\(due)")
         #expect(try await restarted.terminate() == 0)
         #expect(restarted.text.contains("resuming a notification") || restarted.text.contains("delivering a notification"))
         #expect(try await sandbox.terminate() == 0)

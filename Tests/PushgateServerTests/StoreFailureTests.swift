@@ -29,8 +29,8 @@ final class FailingStore: RegistrationStore, SecureMessageStore, OutboxStore {
     func enqueue(_ notification: OutboxNotification, lease: OutboxLease?) async throws(StoreError) {
         try await inner.enqueue(notification, lease: lease)
     }
-    func takeDueNotification(lease: OutboxLease, now: Timestamp) async throws(StoreError) -> OutboxTakeover? {
-        await inner.takeDueNotification(lease: lease, now: now)
+    func takeDueNotification(app: AppID, lease: OutboxLease, now: Timestamp) async throws(StoreError) -> OutboxTakeover? {
+        await inner.takeDueNotification(app: app, lease: lease, now: now)
     }
     func completePage(
         notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult]

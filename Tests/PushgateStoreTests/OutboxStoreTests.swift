@@ -55,10 +55,10 @@ import Testing
         let sent = try notification()
         try await store.enqueue(sent, lease: nil)
         #expect(try await store.notificationRecord(id: sent.id, app: .default)?.state == .enqueued)
-        let takeover = try #require(try await store.takeDueNotification(lease: lease("a", until: 30), now: start))
+        let takeover = try #require(try await store.takeDueNotification(app: .default, lease: lease("a", until: 30), now: start))
         #expect(takeover.notification == sent)
         #expect(!takeover.leaseExpired)
-        #expect(try await store.takeDueNotification(lease: lease("b", until: 30), now: start) == nil)
+        #expect(try await store.takeDueNotification(app: .default, lease: lease("b", until: 30), now: start) == nil)
 
         var seen: [RegistrationID] = []
         while case .page(let page) = try await store.claimPage(
@@ -125,9 +125,9 @@ import Testing
             try await store.completePage(
                 notificationID: sent.id, app: .default, number: first.number, counts: successCounts(first), failures: []))
         // Before expiry nobody else may take it.
-        #expect(try await store.takeDueNotification(lease: lease("next", until: 40), now: start.adding(seconds: 5)) == nil)
+        #expect(try await store.takeDueNotification(app: .default, lease: lease("next", until: 40), now: start.adding(seconds: 5)) == nil)
         let later = start.adding(seconds: 11)
-        let takeover = try #require(try await store.takeDueNotification(lease: lease("next", until: 40), now: later))
+        let takeover = try #require(try await store.takeDueNotification(app: .default, lease: lease("next", until: 40), now: later))
         #expect(takeover.leaseExpired)
         // The dead driver's claims are refused now.
         #expect(
@@ -183,9 +183,10 @@ import Testing
             Issue.record("no page"); return
         }
         try await store.renewLeases(owner: "old", until: start.adding(seconds: 900))
-        #expect(try await store.takeDueNotification(lease: lease("new", until: 60), now: start.adding(seconds: 700)) == nil)
+        #expect(try await store.takeDueNotification(app: .default, lease: lease("new", until: 60), now: start.adding(seconds: 700)) == nil)
         try await store.releaseLeases(owner: "old", notificationID: nil)
-        let takeover = try #require(try await store.takeDueNotification(lease: lease("new", until: 60), now: start.adding(seconds: 1)))
+        let takeover = try #require(
+            try await store.takeDueNotification(app: .default, lease: lease("new", until: 60), now: start.adding(seconds: 1)))
         #expect(takeover.notification.id == sent.id)
         guard
             case .page(let again) = try await store.claimPage(
@@ -204,7 +205,7 @@ import Testing
         let scheduled = try notification(deliverAt: start.adding(seconds: 3600))
         try await store.enqueue(scheduled, lease: nil)
         #expect(try await store.notificationRecord(id: scheduled.id, app: .default)?.state == .scheduled)
-        #expect(try await store.takeDueNotification(lease: lease("a", until: 30), now: start.adding(seconds: 3599)) == nil)
+        #expect(try await store.takeDueNotification(app: .default, lease: lease("a", until: 30), now: start.adding(seconds: 3599)) == nil)
         #expect(try await store.outboxDepth(now: start) == OutboxDepth(pending: 1, due: 0, oldestDue: nil))
         // Cancelling makes it due at once; its pages come back marked cancelled.
         let before = try #require(try await store.requestCancel(notificationID: scheduled.id, app: .default, now: start))
@@ -214,7 +215,7 @@ import Testing
         let cancelling = try #require(try await store.notificationRecord(id: scheduled.id, app: .default))
         #expect(cancelling.cancelRequested && cancelling.deliverAt == scheduled.deliverAt)
         #expect(try await store.outboxDepth(now: start) == OutboxDepth(pending: 1, due: 1, oldestDue: nil))
-        _ = try #require(try await store.takeDueNotification(lease: lease("a", until: 30), now: start))
+        _ = try #require(try await store.takeDueNotification(app: .default, lease: lease("a", until: 30), now: start))
         var cancelled = 0
         while case .page(let page) = try await store.claimPage(
             notificationID: scheduled.id, app: .default, lease: lease("a", until: 30), pageSize: 10, now: start)

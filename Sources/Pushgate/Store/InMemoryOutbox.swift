@@ -43,9 +43,10 @@ public struct InMemoryOutbox: Sendable {
         entries[key] = Entry(notification: notification, record: record, lease: lease)
     }
 
-    public mutating func takeDueNotification(lease: OutboxLease, now: Timestamp) -> OutboxTakeover? {
+    public mutating func takeDueNotification(app: AppID, lease: OutboxLease, now: Timestamp) -> OutboxTakeover? {
         let due = entries.filter { entry in
-            entry.value.record.endedAt == nil && (entry.value.record.deliverAt <= now || entry.value.record.cancelRequested)
+            entry.key.app == app && entry.value.record.endedAt == nil
+                && (entry.value.record.deliverAt <= now || entry.value.record.cancelRequested)
                 && (entry.value.lease.map { $0.until <= now } ?? true)
         }
         guard let key = due.min(by: { $0.value.record.deliverAt < $1.value.record.deliverAt })?.key, var entry = entries[key] else {
@@ -173,7 +174,7 @@ public struct InMemoryOutbox: Sendable {
     }
 
     public mutating func prune(endedBefore: Timestamp) -> Int {
-        let old = entries.filter { $0.value.record.endedAt.map { $0 < endedBefore } ?? false }.keys
+        let old = entries.filter { $0.value.record.endedAt.map { $0 < endedBefore } ?? false }.keys.prefix(100)
         for key in old { entries[key] = nil }
         return old.count
     }
@@ -190,8 +191,8 @@ extension InMemoryRegistrationStore: OutboxStore {
         try outbox.enqueue(notification, lease: lease)
     }
 
-    public func takeDueNotification(lease: OutboxLease, now: Timestamp) -> OutboxTakeover? {
-        outbox.takeDueNotification(lease: lease, now: now)
+    public func takeDueNotification(app: AppID, lease: OutboxLease, now: Timestamp) -> OutboxTakeover? {
+        outbox.takeDueNotification(app: app, lease: lease, now: now)
     }
 
     public func claimPage(notificationID: String, app: AppID, lease: OutboxLease, pageSize: Int, now: Timestamp) -> OutboxClaim {

@@ -21,9 +21,11 @@ public protocol OutboxStore: Sendable {
     /// Stores `notification` (durable when the call returns). With a `lease`, the caller drives it
     /// at once (a synchronous send) and it starts `Processing`.
     func enqueue(_ notification: OutboxNotification, lease: OutboxLease?) async throws(StoreError)
-    /// Takes the lease of one notification that is due (`deliverAt` passed, not final, and not
-    /// leased or its lease expired), oldest first; nil when none is.
-    func takeDueNotification(lease: OutboxLease, now: Timestamp) async throws(StoreError) -> OutboxTakeover?
+    /// Takes the lease of one notification of `app` that is due (`deliverAt` passed or a cancel
+    /// asked for, not final, and not leased or its lease expired), oldest first; nil when none is.
+    /// A stored notification that can no longer be read is ended `Abandoned` instead (it would
+    /// otherwise block the ones behind it).
+    func takeDueNotification(app: AppID, lease: OutboxLease, now: Timestamp) async throws(StoreError) -> OutboxTakeover?
     /// The next page of `notificationID` for the lease holder: an expired page first, else the
     /// audience after the cursor.
     func claimPage(
@@ -51,7 +53,8 @@ public protocol OutboxStore: Sendable {
     func failedTargets(notificationID: String, app: AppID, after: RegistrationID?, limit: Int) async throws(StoreError) -> [TargetResult]
     /// Notifications newest first; only `sender`'s when given.
     func notificationRecords(app: AppID, sender: String?, limit: Int) async throws(StoreError) -> [NotificationRecord]
-    /// Deletes notifications that ended before `endedBefore`, with their outcomes; how many.
+    /// Deletes notifications that ended before `endedBefore`, with their outcomes, at most 100 per
+    /// call (a short transaction); how many. Call again while it answers 100.
     func pruneNotifications(endedBefore: Timestamp) async throws(StoreError) -> Int
     /// How much is waiting.
     func outboxDepth(now: Timestamp) async throws(StoreError) -> OutboxDepth
@@ -191,9 +194,10 @@ public struct NotificationRecord: Sendable, Hashable {
     /// Targets the push services (or the gateway) failed: neither delivered nor cancelled.
     public var failed: Int { processed - succeeded - cancelled }
 
-    /// The state a notification ends in once every target is counted.
+    /// The state a notification ends in once every target is counted: `Cancelled` when a cancel
+    /// kept some target from being sent (one that came after the last page is too late).
     public static func finalState(counts: [Platform: [Outcome: Int]], selection: PlatformSelection, cancelled: Bool) -> NotificationState {
-        if cancelled { return .cancelled }
+        if cancelled && counts.values.contains(where: { ($0[.cancelled] ?? 0) > 0 }) { return .cancelled }
         return NotificationResult(notificationID: "", selection: selection, counts: counts, targets: []).state
     }
 }

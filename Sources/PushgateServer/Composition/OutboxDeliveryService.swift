@@ -84,7 +84,10 @@ struct OutboxDeliveryService: Service {
     private func takeDue() async -> OutboxTakeover? {
         let time = gateway.now()
         do {
-            guard let takeover = try await gateway.store.takeDueNotification(lease: gateway.outbox.lease(from: time), now: time) else {
+            guard
+                let takeover = try await gateway.store.takeDueNotification(
+                    app: gateway.app.id, lease: gateway.outbox.lease(from: time), now: time)
+            else {
                 return nil
             }
             if takeover.leaseExpired { gateway.metrics.outboxNotificationTakenOver() }
@@ -121,7 +124,7 @@ struct OutboxDeliveryService: Service {
             logger.notice("notification interrupted by shutdown; it resumes after the next start")
         case .lost:
             logger.notice("notification taken over by another driver")
-        case .storeFailed(let failure):
+        case .storeFailed(let failure), .recordFailed(let failure):
             logger.error("notification stopped: the store failed; it is retried", metadata: ["error": "\(failure)"])
             try? await gateway.store.releaseLeases(owner: gateway.outbox.owner, notificationID: notification.id)
             try? await Task.sleep(for: .seconds(1))
@@ -140,8 +143,13 @@ struct OutboxDeliveryService: Service {
                 gateway.metrics.outboxDepth(try await gateway.store.outboxDepth(now: time), now: time)
                 if ContinuousClock.now - lastPrune >= Self.pruneInterval {
                     lastPrune = ContinuousClock.now
-                    let pruned = try await gateway.store.pruneNotifications(
-                        endedBefore: time.adding(seconds: -Double(control.configuration.retentionSeconds)))
+                    var pruned = 0
+                    while !Task.isCancelled {
+                        let batch = try await gateway.store.pruneNotifications(
+                            endedBefore: time.adding(seconds: -Double(control.configuration.retentionSeconds)))
+                        pruned += batch
+                        if batch < 100 { break }
+                    }
                     if pruned > 0 {
                         gateway.metrics.outboxPruned(pruned)
                         logger.info("pruned finished notifications past the retention time", metadata: ["count": "\(pruned)"])

@@ -74,7 +74,10 @@ public final class ActiveDrives: Sendable {
         return drive
     }
 
-    func end(_ id: String) { _ = drives.withLock { $0.removeValue(forKey: id) } }
+    /// Forgets `drive` (not a later drive of the same notification).
+    func end(_ id: String, _ drive: Drive) {
+        drives.withLock { drives in if drives[id] === drive { drives[id] = nil } }
+    }
 
     /// Stops the pages of `id` in flight here, if it is driven here.
     func cancel(_ id: String) { drives.withLock { $0[id] }?.cancel() }
@@ -110,7 +113,7 @@ final class WakeSignal: Sendable {
             return
         }
         let timer = Task { [weak self] in
-            try? await Task.sleep(for: timeout)
+            guard (try? await Task.sleep(for: timeout)) != nil else { return }
             self?.signal()
         }
         await withCheckedContinuation { continuation in
@@ -133,8 +136,10 @@ extension Gateway {
     enum DriveStop: Sendable, Equatable {
         /// The gateway is shutting down: the rest is delivered after the next start.
         case draining
-        /// The store failed; the rest is retried.
+        /// The store failed while reading the audience; the rest is retried.
         case storeFailed(String)
+        /// The store could not record a page's outcomes; that page is delivered again.
+        case recordFailed(String)
         /// Another driver holds the notification now.
         case lost
     }
@@ -155,7 +160,7 @@ extension Gateway {
 
         func append(_ number: Int) { numbers.withLock { $0.append(number) } }
         func number(at index: Int) -> Int? { numbers.withLock { $0.indices.contains(index) ? $0[index] : nil } }
-        func stop(_ reason: DriveStop) { stopped.withLock { $0 = reason } }
+        func stop(_ reason: DriveStop) { stopped.withLock { $0 = $0 ?? reason } }
         var stop: DriveStop? { stopped.withLock { $0 } }
     }
 
@@ -167,7 +172,7 @@ extension Gateway {
     ) async -> DriveResult {
         var result = DriveResult()
         let drive = activeDrives.start(notification.id)
-        defer { activeDrives.end(notification.id) }
+        defer { activeDrives.end(notification.id, drive) }
         while true {
             let ledger = PageLedger()
             let targets = AsyncThrowingStream<[DispatchTarget], any Error>(unfolding: { [self] in
@@ -183,7 +188,7 @@ extension Gateway {
                     batchFinished: { [self] index, reports in
                         await self.record(
                             reports, page: ledger.number(at: index), of: notification, cancelledByUser: drive.cancelledByUser,
-                            logger: logger)
+                            ledger: ledger, logger: logger)
                     }, progress: progress, logger: logger)
             }
             drive.running(dispatch)
@@ -206,6 +211,10 @@ extension Gateway {
             }
             if let stop = ledger.stop {
                 result.stop = stop
+                if case .recordFailed = stop {
+                    // Give the unrecorded page up: whoever takes the notification next delivers it again.
+                    try? await store.releaseLeases(owner: outbox.owner, notificationID: notification.id)
+                }
                 return result
             }
             do {
@@ -216,7 +225,8 @@ extension Gateway {
                     return result
                 }
             } catch {
-                result.stop = .storeFailed(error.description)
+                result.stop = .recordFailed(error.description)
+                try? await store.releaseLeases(owner: outbox.owner, notificationID: notification.id)
                 return result
             }
             // Pages are left: a former driver's, whose lease has not expired yet. Claim them when it has.
@@ -261,9 +271,12 @@ extension Gateway {
     /// its lease is released and it is delivered again after the next start. A page cut short by
     /// a cancel is recorded, its abandoned targets as `Cancelled`.
     private func record(
-        _ reports: [DeliveryReport], page: Int?, of notification: OutboxNotification, cancelledByUser: Bool, logger: Logger
+        _ reports: [DeliveryReport], page: Int?, of notification: OutboxNotification, cancelledByUser: Bool, ledger: PageLedger,
+        logger: Logger
     ) async {
-        guard let page, !Task.isCancelled || cancelledByUser else { return }
+        guard let page else { return }
+        // Cut short by shutdown: recorded only when every target got its final answer anyway.
+        if Task.isCancelled, !cancelledByUser, reports.contains(where: { $0.verdict.outcome == .abandoned }) { return }
         var counts: [Platform: [Outcome: Int]] = [:]
         var failures: [TargetResult] = []
         for report in reports {
@@ -277,9 +290,9 @@ extension Gateway {
                 notificationID: notification.id, app: notification.app, number: page, counts: counts, failures: failures)
         } catch {
             metrics.outboxRecordFailed()
+            ledger.stop(.recordFailed(error.description))
             logger.error(
-                "could not record a page's outcomes; it will be delivered again when its lease expires",
-                metadata: ["page": "\(page)", "error": "\(error)"])
+                "could not record a page's outcomes; it will be delivered again", metadata: ["page": "\(page)", "error": "\(error)"])
         }
     }
 
@@ -315,14 +328,24 @@ extension Gateway {
         var status: Int
         let reached = result.platforms.reduce(0) { $0 + $1.total }
         switch run.stop {
-        case .storeFailed(let failure):
+        case .storeFailed(let failure), .recordFailed(let failure):
+            let what = if case .storeFailed = run.stop { "listing targets" } else { "recording outcomes" }
             logger.error(
-                "send stopped: the registration store failed while listing targets",
-                metadata: ["reached": "\(reached)", "error": "\(failure)"])
+                "send stopped: the registration store failed while \(what)", metadata: ["reached": "\(reached)", "error": "\(failure)"])
+            // The notification is stored: released, it is retried in the background.
+            try? await store.releaseLeases(owner: outbox.owner, notificationID: notification.id)
             result.error =
-                "the registration store failed while listing targets; \(reached) targets were reached, the rest were not sent"
+                "the registration store failed while \(what); \(reached) targets were reached, the rest is retried in the background"
+                + " (GET /api/notifications/\(notification.id)/outcome)"
             status = 503
-        case .draining, .lost:
+        case .lost:
+            logger.warning("send taken over by another driver", metadata: ["reached": "\(reached)"])
+            result.state = .processing
+            result.error =
+                "another gateway instance took the send over; \(reached) targets were reached here"
+                + " (GET /api/notifications/\(notification.id)/outcome)"
+            status = 202
+        case .draining:
             logger.warning("send interrupted (shutdown); it resumes after the next start", metadata: ["reached": "\(reached)"])
             result.state = .processing
             result.error =
@@ -456,7 +479,7 @@ extension Gateway {
         var latest = before
         let deadline = ContinuousClock.now + wait
         while let current = latest, !current.state.isFinal, ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(50))
+            guard (try? await Task.sleep(for: .milliseconds(50))) != nil else { break }
             latest = try await stored { () throws(StoreError) in try await store.notificationRecord(id: id, app: appID) }
         }
         guard let latest else { throw .notFound("no notification \(id)") }
