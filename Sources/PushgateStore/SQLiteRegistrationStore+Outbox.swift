@@ -101,21 +101,19 @@ extension SQLiteRegistrationStore: OutboxStore {
                 ).bind(key + [.real(now.secondsSinceEpoch)])
                 if try expired.step() {
                     let number = Int(expired.int64(0))
-                    let after = expired.text(1) ?? ""
-                    let last = expired.text(2) ?? ""
+                    let after = expired.text(1).flatMap { try? RegistrationID($0) }
+                    guard let last = expired.text(2).flatMap({ try? RegistrationID($0) }) else {
+                        throw StoreError(.storage, "a stored page range is corrupt")
+                    }
                     try connection.prepare(
                         """
                         UPDATE outbox_pages SET lease_owner = ?, lease_expires = ?, claims = claims + 1
                         WHERE app = ? AND notification_id = ? AND number = ?
                         """
                     ).bind([.text(lease.owner), .real(lease.until.secondsSinceEpoch)] + key + [.integer(Int64(number))]).run()
-                    var targets: [DispatchTarget] = []
-                    var position = after
-                    while true {
-                        let page = try query.targets(after: position, limit: size, connection: connection)
-                        targets += page.prefix { $0.registrationID.rawValue <= last }
-                        guard page.count == size, let tail = page.last, tail.registrationID.rawValue < last else { break }
-                        position = tail.registrationID.rawValue
+                    let targets = try OutboxPage.targets(after: after, through: last, size: size) {
+                        (position, limit) throws(StoreError) in
+                        try query.targets(after: position?.rawValue ?? "", limit: limit, connection: connection)
                     }
                     return .page(OutboxPage(number: number, targets: targets, reclaimed: true, cancelled: cancelled))
                 }

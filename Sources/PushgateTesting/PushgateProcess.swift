@@ -116,6 +116,15 @@ public final class RunningProcess: @unchecked Sendable {
         return process.terminationStatus
     }
 
+    /// `pushgate serve --config config --port 0`, once it listens; with its base URL.
+    public static func serve(config: String) async throws -> (process: RunningProcess, server: String) {
+        let process = try RunningProcess(["serve", "--config", config, "--port", "0"])
+        let marker = "listening on http://127.0.0.1:"
+        let log = try await process.waitFor(marker)
+        let port = try #require(log.components(separatedBy: marker).last?.prefix(while: \.isNumber).description)
+        return (process, "http://127.0.0.1:\(port)")
+    }
+
     /// SIGTERM, then the exit status (after at most `seconds`).
     public func terminate(seconds: Double = 20) async throws -> Int32 {
         process.terminate()

@@ -343,11 +343,7 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let sandbox = try RunningProcess(["sandbox", "--dir", folder, "--gateway-port", "0"])
         _ = try await sandbox.waitFor("gateway   ")
-        let serve = try RunningProcess(["serve", "--config", folder + "/config.json", "--port", "0"])
-        let log = try await serve.waitFor("listening on http://127.0.0.1:")
-        let port = try #require(
-            log.components(separatedBy: "listening on http://127.0.0.1:").last?.prefix(while: \.isNumber).description)
-        let server = "http://127.0.0.1:\(port)"
+        let (serve, server) = try await RunningProcess.serve(config: folder + "/config.json")
 
         let nobody = try await PushgateProcess.run(["send", "--server", server, "--user", "bob:bob", "--to-tag", "nobody", "hello"])
         #expect(nobody.status == 1, "\(nobody.stderr)")
@@ -380,41 +376,33 @@ import Testing
     @Test func sigtermDuringALargeSendExitsWithinTheShutdownDeadline() async throws {
         let folder = NSTemporaryDirectory() + "pushgate-serve-deadline-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let sandbox = try RunningProcess(["sandbox", "--dir", folder, "--gateway-port", "0"])
-        _ = try await sandbox.waitFor("gateway   ")
-        let configPath = folder + "/config.json"
-        var config = try #require(
-            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: configPath))) as? [String: Any])
-        var listener = config["listener"] as? [String: Any] ?? [:]
-        listener["shutdownDeadlineSeconds"] = 2
-        config["listener"] = listener
-        try JSONSerialization.data(withJSONObject: config).write(to: URL(fileURLWithPath: configPath))
-        let control = try #require((config["console"] as? [String: Any])?["sandboxControl"] as? String)
-        let storeFile = try #require(((config["store"] as? [String: Any])?["sqlite"] as? [String: Any])?["path"] as? String)
+        let sandbox = try await StandingSandbox.start(in: folder) { config in
+            var listener = config["listener"] as? [String: Any] ?? [:]
+            listener["shutdownDeadlineSeconds"] = 2
+            config["listener"] = listener
+        }
 
         // 20,000 of carol's devices in the gateway's store, each push answered after 100 ms.
-        let store = try await SQLiteRegistrationStore.open(path: storeFile.hasPrefix("/") ? storeFile : folder + "/" + storeFile)
+        let store = try await SQLiteRegistrationStore.open(path: sandbox.storePath)
         try await store.restore(try RegistrationSeeds.apns(count: 20_000, user: "carol", idPrefix: "d"), now: RegistrationSeeds.now)
         let client = try CurlHTTPClient(configuration: .init(httpVersion: .http1))
         let scripted = try await client.execute(
             CurlRequest(
-                method: "POST", url: control + "/faults", headers: [("Content-Type", "application/json")],
+                method: "POST", url: sandbox.control + "/faults", headers: [("Content-Type", "application/json")],
                 body: Array(#"{"service":"apns","count":1000000,"action":{"delay":{"milliseconds":100}}}"#.utf8)))
         await client.shutdown()
         #expect(scripted.status == 201)
 
-        let serve = try RunningProcess(["serve", "--config", configPath, "--port", "0"])
-        let log = try await serve.waitFor("listening on http://127.0.0.1:")
-        let port = try #require(log.components(separatedBy: "listening on http://127.0.0.1:").last?.prefix(while: \.isNumber).description)
+        let (serve, server) = try await RunningProcess.serve(config: sandbox.configPath)
         // A scheduled send, due after the restart (20 s on), survives it.
         let scheduled = try RunningProcess([
-            "send", "--server", "http://127.0.0.1:\(port)", "--user", "bob:bob", "--pns", "apns", "--to-tag", "dave",
+            "send", "--server", server, "--user", "bob:bob", "--pns", "apns", "--to-tag", "dave",
             "--at", RFC3339.format(Timestamp(secondsSinceEpoch: Date().timeIntervalSince1970 + 20)), "due after the restart",
         ])
         #expect(try await scheduled.waitForExit(seconds: 60) == 0, "\(scheduled.text)")
         let scheduledID = scheduled.text.split(separator: "\n").first { $0.count == 36 }.map(String.init) ?? ""
         let send = try RunningProcess([
-            "send", "--server", "http://127.0.0.1:\(port)", "--user", "bob:bob", "--pns", "apns", "--to-tag", "carol", "--json",
+            "send", "--server", server, "--user", "bob:bob", "--pns", "apns", "--to-tag", "carol", "--json",
             "hello",
         ])
         try await Task.sleep(for: .seconds(2))
@@ -432,18 +420,15 @@ import Testing
             send.text.components(separatedBy: #""notificationId":""#).dropFirst().first?.prefix(while: { $0 != "\"" }).description)
 
         // The next start takes the released work at once and finishes it.
-        let restarted = try RunningProcess(["serve", "--config", configPath, "--port", "0"])
-        let again = try await restarted.waitFor("listening on http://127.0.0.1:")
-        let newPort = try #require(
-            again.components(separatedBy: "listening on http://127.0.0.1:").last?.prefix(while: \.isNumber).description)
-        let outcome = try await OutboxRecoveryTests.waitForFinal(server: "http://127.0.0.1:\(newPort)", id: id, seconds: 120)
+        let (restarted, newServer) = try await RunningProcess.serve(config: sandbox.configPath)
+        let outcome = try await OutboxRecoveryTests.waitForFinal(server: newServer, id: id, seconds: 120)
         #expect(outcome["state"] as? String == "Completed", "\(outcome)")
         #expect(outcome["processed"] as? Int == 20_000, "\(outcome)")
-        let due = try await OutboxRecoveryTests.waitForFinal(server: "http://127.0.0.1:\(newPort)", id: scheduledID, seconds: 60)
+        let due = try await OutboxRecoveryTests.waitForFinal(server: newServer, id: scheduledID, seconds: 60)
         #expect(due["state"] as? String == "NoTargetFound" && due["startTime"] is String, "\(due)")
         #expect(try await restarted.terminate() == 0)
         #expect(restarted.text.contains("resuming a notification") || restarted.text.contains("delivering a notification"))
-        #expect(try await sandbox.terminate() == 0)
+        #expect(try await sandbox.process.terminate() == 0)
     }
 }
 
@@ -486,21 +471,13 @@ import Testing
     @Test func killNineMidBroadcastThenRestartDeliversToEveryDeviceWithinTheInFlightWindow() async throws {
         let folder = NSTemporaryDirectory() + "pushgate-crash-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let sandbox = try RunningProcess(["sandbox", "--dir", folder, "--gateway-port", "0"])
-        _ = try await sandbox.waitFor("gateway   ")
-        let configPath = folder + "/config.json"
-        var config = try #require(
-            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: configPath))) as? [String: Any])
-        config["outbox"] = ["leaseSeconds": 2]
-        try JSONSerialization.data(withJSONObject: config).write(to: URL(fileURLWithPath: configPath))
-        let control = try #require((config["console"] as? [String: Any])?["sandboxControl"] as? String)
-        let storeFile = try #require(((config["store"] as? [String: Any])?["sqlite"] as? [String: Any])?["path"] as? String)
+        let sandbox = try await StandingSandbox.start(in: folder) { $0["outbox"] = ["leaseSeconds": 2] }
 
         let audience = 100_000
         let client = try CurlHTTPClient(configuration: .init(httpVersion: .http1, totalTimeoutMilliseconds: 300_000))
         let created = try await client.execute(
             CurlRequest(
-                method: "POST", url: control + "/devices", headers: [("Content-Type", "application/json")],
+                method: "POST", url: sandbox.control + "/devices", headers: [("Content-Type", "application/json")],
                 body: Array(#"{"platform":"apns","count":\#(audience)}"#.utf8)))
         #expect(created.status == 201)
         let devices = try #require(try JSONSerialization.jsonObject(with: Data(created.body)) as? [[String: Any]])
@@ -511,15 +488,13 @@ import Testing
                 handle: DeviceHandle(uncheckedPlatform: .apns, value: device["handle"] as? String ?? ""), tags: [try Tag.username("carol")],
                 owner: "carol")
         }
-        let store = try await SQLiteRegistrationStore.open(path: storeFile.hasPrefix("/") ? storeFile : folder + "/" + storeFile)
+        let store = try await SQLiteRegistrationStore.open(path: sandbox.storePath)
         try await store.restore(registrations, now: RegistrationSeeds.now)
 
-        let first = try RunningProcess(["serve", "--config", configPath, "--port", "0"])
-        let log = try await first.waitFor("listening on http://127.0.0.1:")
-        let port = try #require(log.components(separatedBy: "listening on http://127.0.0.1:").last?.prefix(while: \.isNumber).description)
+        let (first, server) = try await RunningProcess.serve(config: sandbox.configPath)
         let accepted = try await client.execute(
             CurlRequest(
-                method: "POST", url: "http://127.0.0.1:\(port)/api/notifications?pns=apns&to_tag=carol",
+                method: "POST", url: server + "/api/notifications?pns=apns&to_tag=carol",
                 headers: [
                     ("Authorization", "Basic " + Data("bob:bob".utf8).base64EncodedString()), ("Content-Type", "application/json"),
                     ("Prefer", "respond-async"),
@@ -528,18 +503,15 @@ import Testing
         #expect(accepted.status == 202, "\(accepted.bodyText)")
         let id = try #require((try JSONSerialization.jsonObject(with: Data(accepted.body)) as? [String: Any])?["notificationId"] as? String)
 
-        let midway = try await Self.waitForFinal(server: "http://127.0.0.1:\(port)", id: id, seconds: 240) {
+        let midway = try await Self.waitForFinal(server: server, id: id, seconds: 240) {
             ($0["processed"] as? Int ?? 0) >= 20_000
         }
         #expect((midway["processed"] as? Int ?? 0) < audience, "the broadcast finished before the kill: \(midway)")
         kill(first.process.processIdentifier, SIGKILL)
         _ = try await first.waitForExit(seconds: 10)
 
-        let second = try RunningProcess(["serve", "--config", configPath, "--port", "0"])
-        let again = try await second.waitFor("listening on http://127.0.0.1:")
-        let newPort = try #require(
-            again.components(separatedBy: "listening on http://127.0.0.1:").last?.prefix(while: \.isNumber).description)
-        let outcome = try await Self.waitForFinal(server: "http://127.0.0.1:\(newPort)", id: id, seconds: 400)
+        let (second, newServer) = try await RunningProcess.serve(config: sandbox.configPath)
+        let outcome = try await Self.waitForFinal(server: newServer, id: id, seconds: 400)
         #expect(outcome["state"] as? String == "Completed", "\(outcome)")
         #expect(outcome["processed"] as? Int == audience, "every target has exactly one outcome: \(outcome)")
         #expect(outcome["success"] as? Int == audience, "\(outcome)")
@@ -547,7 +519,7 @@ import Testing
 
         let histogram = try #require(
             try JSONSerialization.jsonObject(
-                with: Data(try await client.execute(CurlRequest(method: "GET", url: control + "/stats/inboxes")).body))
+                with: Data(try await client.execute(CurlRequest(method: "GET", url: sandbox.control + "/stats/inboxes")).body))
                 as? [String: Int])
         let reached = histogram.filter { $0.key != "total" }.values.reduce(0, +)
         let twice = histogram.filter { $0.key != "total" && $0.key != "1" }.values.reduce(0, +)
@@ -557,6 +529,31 @@ import Testing
         print("kill -9 recovery: processed \(midway["processed"] ?? "?") before the kill; \(twice) devices received it twice; \(histogram)")
         await client.shutdown()
         #expect(try await second.terminate() == 0)
-        #expect(try await sandbox.terminate() == 0)
+        #expect(try await sandbox.process.terminate() == 0)
+    }
+}
+
+/// A `pushgate sandbox` process and the gateway configuration it wrote, adjusted by a test.
+struct StandingSandbox {
+    let process: RunningProcess
+    let configPath: String
+    /// The sandbox's control API.
+    let control: String
+    /// The gateway's SQLite file.
+    let storePath: String
+
+    static func start(in folder: String, adjust: (inout [String: Any]) -> Void) async throws -> StandingSandbox {
+        let process = try RunningProcess(["sandbox", "--dir", folder, "--gateway-port", "0"])
+        _ = try await process.waitFor("gateway   ")
+        let configPath = folder + "/config.json"
+        var config = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: configPath))) as? [String: Any])
+        adjust(&config)
+        try JSONSerialization.data(withJSONObject: config).write(to: URL(fileURLWithPath: configPath))
+        let control = try #require((config["console"] as? [String: Any])?["sandboxControl"] as? String)
+        let storeFile = try #require(((config["store"] as? [String: Any])?["sqlite"] as? [String: Any])?["path"] as? String)
+        return StandingSandbox(
+            process: process, configPath: configPath, control: control,
+            storePath: storeFile.hasPrefix("/") ? storeFile : folder + "/" + storeFile)
     }
 }

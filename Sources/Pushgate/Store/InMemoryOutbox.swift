@@ -72,13 +72,9 @@ public struct InMemoryOutbox: Sendable {
         }) {
             entry.pages[number].lease = lease
             let page = entry.pages[number]
-            var targets: [DispatchTarget] = []
-            var position = page.after
-            while true {
-                let batch = audience(entry.notification, position, size)
-                targets += batch.prefix { $0.registrationID <= page.last }
-                guard batch.count == size, let tail = batch.last, tail.registrationID < page.last else { break }
-                position = tail.registrationID
+            let notification = entry.notification
+            let targets = OutboxPage.targets(after: page.after, through: page.last, size: size) { after, limit in
+                audience(notification, after, limit)
             }
             return .page(OutboxPage(number: number, targets: targets, reclaimed: true, cancelled: entry.record.cancelRequested))
         }

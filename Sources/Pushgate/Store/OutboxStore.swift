@@ -134,6 +134,25 @@ public struct OutboxPage: Sendable, Hashable {
     }
 }
 
+extension OutboxPage {
+    /// The targets of a page's range `(after, last]` read again (a page claimed anew): the walk
+    /// `walk(after, limit)` in steps of `size`, until it passes `last`. Registrations added to the
+    /// range since the first claim are included; deleted ones are not.
+    public static func targets<Failure: Error>(
+        after: RegistrationID?, through last: RegistrationID, size: Int,
+        walk: (_ after: RegistrationID?, _ limit: Int) throws(Failure) -> [DispatchTarget]
+    ) throws(Failure) -> [DispatchTarget] {
+        var targets: [DispatchTarget] = []
+        var position = after
+        while true {
+            let step = try walk(position, size)
+            targets += step.prefix { $0.registrationID <= last }
+            guard step.count == size, let tail = step.last, tail.registrationID < last else { return targets }
+            position = tail.registrationID
+        }
+    }
+}
+
 /// What claiming a page gave.
 public enum OutboxClaim: Sendable, Hashable {
     case page(OutboxPage)

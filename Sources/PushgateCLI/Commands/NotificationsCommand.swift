@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Pushgate
 import PushgateCurl
+import PushgateServer
 
 /// `pushgate notifications list|show|cancel`: the outbox of a running gateway.
 struct NotificationsCommand: AsyncParsableCommand {
@@ -71,7 +72,7 @@ struct NotificationsCommand: AsyncParsableCommand {
                 print(response.bodyText)
                 return
             }
-            let records = try JSONDecoder().decode([NotificationOutcomeBody].self, from: Data(response.body))
+            let records = try JSONDecoder().decode([NotificationRecordBody].self, from: Data(response.body))
             print("id                                    state           sender      enqueued                  delivered/targets")
             for record in records {
                 let state = record.state.padding(toLength: 15, withPad: " ", startingAt: 0)
@@ -111,7 +112,7 @@ struct NotificationsCommand: AsyncParsableCommand {
                 print(response.bodyText)
                 return
             }
-            try JSONDecoder().decode(NotificationOutcomeBody.self, from: Data(response.body)).printReport()
+            try JSONDecoder().decode(NotificationRecordBody.self, from: Data(response.body)).printReport()
         }
     }
 
@@ -130,31 +131,13 @@ struct NotificationsCommand: AsyncParsableCommand {
 
         func run() async throws {
             let response = try await connection.call("DELETE", "/api/notifications/\(SendCommand.encode(id))")
-            try JSONDecoder().decode(NotificationOutcomeBody.self, from: Data(response.body)).printReport()
+            try JSONDecoder().decode(NotificationRecordBody.self, from: Data(response.body)).printReport()
         }
     }
 }
 
-/// A notification's telemetry as the gateway answers it in JSON.
-struct NotificationOutcomeBody: Decodable {
-    var notificationId: String
-    var state: String
-    var sender: String
-    var pns: String
-    var tags: String
-    var enqueueTime: String
-    var deliverAt: String?
-    var startTime: String?
-    var endTime: String?
-    var processed: Int
-    var targets: Int
-    var audienceComplete: Bool
-    var success: Int
-    var failure: Int
-    var cancelled: Int
-    var platforms: [PlatformSummary]
-    var failedTargets: [TargetResult]?
-
+/// How the command line shows a notification's telemetry.
+extension NotificationRecordBody {
     var isFinal: Bool { NotificationState(rawValue: state)?.isFinal ?? true }
 
     /// "1,000" once the audience is known, "≥ 1,000" while it is still being read.

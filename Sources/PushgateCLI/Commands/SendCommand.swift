@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Pushgate
 import PushgateCurl
+import PushgateServer
 import Synchronization
 
 /// `pushgate send`: sends through a running gateway and prints what every push service said.
@@ -112,7 +113,7 @@ struct SendCommand: AsyncParsableCommand {
             printError("error: cannot reach the gateway at \(server): \(error.message)")
             return 3
         }
-        guard response.status == 202, let accepted = try? JSONDecoder().decode(NotificationOutcomeBody.self, from: Data(response.body))
+        guard response.status == 202, let accepted = try? JSONDecoder().decode(NotificationRecordBody.self, from: Data(response.body))
         else {
             let reason = (try? JSONParser.parse(response.body))?["error"]?.stringValue ?? response.bodyText
             printError("error: the gateway answered \(response.status): \(reason)")
@@ -143,7 +144,7 @@ struct SendCommand: AsyncParsableCommand {
                 printError("error: lost the gateway at \(server): \(error.message)")
                 return 3
             }
-            guard response.status == 200, let outcome = try? JSONDecoder().decode(NotificationOutcomeBody.self, from: Data(response.body))
+            guard response.status == 200, let outcome = try? JSONDecoder().decode(NotificationRecordBody.self, from: Data(response.body))
             else {
                 printError("error: the gateway answered \(response.status) for notification \(id)")
                 return 2
@@ -160,7 +161,7 @@ struct SendCommand: AsyncParsableCommand {
 
     /// `[#########-----------]  45% 4,500 of 10,000 (4,498 delivered)`; while the audience is
     /// still being read its size is a lower bound.
-    static func progressBar(_ outcome: NotificationOutcomeBody) -> String {
+    static func progressBar(_ outcome: NotificationRecordBody) -> String {
         guard outcome.targets > 0 else { return "\(outcome.state)…" }
         let fraction = min(1, Double(outcome.processed) / Double(outcome.targets))
         let filled = Int(fraction * 30)

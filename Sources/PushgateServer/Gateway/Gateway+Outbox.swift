@@ -12,7 +12,6 @@ public final class OutboxControl: Sendable {
     /// This process's name on leases: unique per start, so that a restarted instance takes over
     /// its own former work only once those leases expire or were released.
     public let owner: String
-    private let draining = Atomic<Bool>(false)
     let signal = WakeSignal()
 
     init(configuration: OutboxConfiguration) {
@@ -20,14 +19,14 @@ public final class OutboxControl: Sendable {
         owner = "pushgate-" + UUID().uuidString.lowercased()
     }
 
+    /// When draining began; nil while the gateway runs.
     private let drainingSince = Mutex<ContinuousClock.Instant?>(nil)
 
-    public var isDraining: Bool { draining.load(ordering: .acquiring) }
+    public var isDraining: Bool { drainingSince.withLock { $0 != nil } }
 
     /// Stops claiming pages, here and in every send in flight.
     public func beginDraining() {
         drainingSince.withLock { $0 = $0 ?? .now }
-        draining.store(true, ordering: .releasing)
         signal.signal()
     }
 
@@ -338,37 +337,21 @@ extension Gateway {
                 "the registration store failed while \(what); \(reached) targets were reached, the rest is retried in the background"
                 + " (GET /api/notifications/\(notification.id)/outcome)"
             status = 503
-        case .lost:
-            logger.warning("send taken over by another driver", metadata: ["reached": "\(reached)"])
+        case .lost, .draining:
+            // Accepted, not finished: the rest goes out elsewhere or after the next start.
+            let why =
+                run.stop == .lost
+                ? "another gateway instance took the send over; \(reached) targets were reached here"
+                : "the gateway is shutting down; \(reached) targets were reached, the rest will be delivered after it starts again"
+            logger.warning("send interrupted: \(why)")
             result.state = .processing
-            result.error =
-                "another gateway instance took the send over; \(reached) targets were reached here"
-                + " (GET /api/notifications/\(notification.id)/outcome)"
-            status = 202
-        case .draining:
-            logger.warning("send interrupted (shutdown); it resumes after the next start", metadata: ["reached": "\(reached)"])
-            result.state = .processing
-            result.error =
-                "the gateway is shutting down; \(reached) targets were reached, the rest will be delivered after it starts again"
-                + " (GET /api/notifications/\(notification.id)/outcome)"
+            result.error = why + " (GET /api/notifications/\(notification.id)/outcome)"
             status = 202
         case nil:
             if let record = run.record { result.state = record.state }
-            switch result.state {
-            case .noTargetFound: status = 404
-            case .abandoned: status = 503
-            default: status = 200
-            }
+            status = Self.status(of: result.state)
         }
-        let duration = ContinuousClock.now - started
-        metrics.sendFinished(duration: duration)
-        logger.info(
-            "send finished",
-            metadata: [
-                "state": "\(result.state)", "succeeded": "\(result.successCount)", "failed": "\(result.failureCount)",
-                "status": "\(status)", "duration": "\(duration)",
-            ])
-        return SendOutcome(result: result, status: status, secureID: prepared.secureID)
+        return finished(result, status: status, secureID: prepared.secureID, started: started, logger: logger)
     }
 
     func outboxNotification(_ prepared: PreparedSend, enqueuedAt: Timestamp, deliverAt: Timestamp?) -> OutboxNotification {

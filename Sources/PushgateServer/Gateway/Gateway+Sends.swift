@@ -159,18 +159,14 @@ extension Gateway {
         let started = ContinuousClock.now
         let sendTime = now()
         let targets = store.deliveryTargets(
-            matching: prepared.expression, platforms: prepared.selection, app: appID, pageSize: Self.sendPageSize, now: sendTime)
+            matching: prepared.expression, platforms: prepared.selection, app: appID, pageSize: outbox.configuration.pageSize,
+            now: sendTime)
         var summary = await dispatcher.dispatch(
             notificationID: notificationID, selection: prepared.selection, payloads: prepared.payloads, targets: targets,
             applyHandleUpdates: { [logger] updates in await self.applyHandleUpdates(updates, logger: logger) }, progress: progress,
             logger: logger)
 
-        var status: Int
-        switch summary.result.state {
-        case .noTargetFound: status = 404
-        case .abandoned: status = 503
-        default: status = 200
-        }
+        var status = Self.status(of: summary.result.state)
         let reached = summary.result.platforms.reduce(0) { $0 + $1.total }
         if let failure = summary.targetsFailure {
             logger.error(
@@ -185,19 +181,33 @@ extension Gateway {
             summary.result.error = "the gateway is shutting down; \(reached) targets were reached, the rest were not sent"
             status = 503
         }
+        return finished(summary.result, status: status, secureID: prepared.secureID, started: started, logger: logger)
+    }
+
+    /// The HTTP status of a send that ran to its end: 404 nothing matched, 503 nothing reachable,
+    /// else 200 (partial failures are in the body).
+    static func status(of state: NotificationState) -> Int {
+        switch state {
+        case .noTargetFound: 404
+        case .abandoned: 503
+        default: 200
+        }
+    }
+
+    /// Counts and logs a finished synchronous send, and answers it.
+    func finished(
+        _ result: NotificationResult, status: Int, secureID: String?, started: ContinuousClock.Instant, logger: Logger
+    ) -> SendOutcome {
         let duration = ContinuousClock.now - started
         metrics.sendFinished(duration: duration)
         logger.info(
             "send finished",
             metadata: [
-                "state": "\(summary.result.state)", "succeeded": "\(summary.result.successCount)",
-                "failed": "\(summary.result.failureCount)", "status": "\(status)", "duration": "\(duration)",
+                "state": "\(result.state)", "succeeded": "\(result.successCount)", "failed": "\(result.failureCount)",
+                "status": "\(status)", "duration": "\(duration)",
             ])
-        return SendOutcome(result: summary.result, status: status, secureID: prepared.secureID)
+        return SendOutcome(result: result, status: status, secureID: secureID)
     }
-
-    /// Targets read from the store per page of a send.
-    static let sendPageSize = 500
 
     /// Removes gone handles and replaces canonical ones. A store failure here loses no delivery:
     /// it is logged and counted (`pushgate_handle_updates_failed_total`), and the devices are

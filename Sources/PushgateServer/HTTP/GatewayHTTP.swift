@@ -348,31 +348,32 @@ struct SecureMessageBody: Codable, Sendable {
 }
 
 /// A notification's telemetry in JSON: `GET /api/notifications/{id}/outcome`, the list, and the
-/// answers of an asynchronous send and of a cancel.
-struct NotificationRecordBody: Encodable, Sendable {
-    var notificationId: String
-    var state: String
-    var sender: String
-    var pns: String
-    var tags: String
-    var enqueueTime: String
-    var deliverAt: String?
-    var startTime: String?
-    var endTime: String?
-    var cancelRequested: Bool
-    var processed: Int
+/// answers of an asynchronous send and of a cancel. `pushgate send` and `pushgate notifications`
+/// decode the same type.
+public struct NotificationRecordBody: Codable, Sendable {
+    public var notificationId: String
+    public var state: String
+    public var sender: String
+    public var pns: String
+    public var tags: String
+    public var enqueueTime: String
+    public var deliverAt: String?
+    public var startTime: String?
+    public var endTime: String?
+    public var cancelRequested: Bool
+    public var processed: Int
     /// Targets read from the audience so far: its size once `audienceComplete`.
-    var targets: Int
-    var audienceComplete: Bool
-    var success: Int
-    var failure: Int
-    var cancelled: Int
-    var platforms: [PlatformSummary]
-    var location: String
-    var secureId: String?
-    var failedTargets: [TargetResult]?
+    public var targets: Int
+    public var audienceComplete: Bool
+    public var success: Int
+    public var failure: Int
+    public var cancelled: Int
+    public var platforms: [PlatformSummary]
+    public var location: String
+    public var secureId: String?
+    public var failedTargets: [TargetResult]?
     /// Pass as `failedAfter` for the next page of failed targets.
-    var nextFailedAfter: String?
+    public var nextFailedAfter: String?
 
     init(_ record: NotificationRecord, failedTargets: [TargetResult]?, nextFailedAfter: String?) {
         notificationId = record.id
