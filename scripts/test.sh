@@ -40,8 +40,12 @@ if ! swift format lint --strict --recursive Package.swift Sources Tests Benchmar
 fi
 
 echo "== test"
-# The kill -9 recovery test (100,000 sandbox devices, two gateway processes, about 4 minutes) runs
-# on its own afterwards, so that its load does not skew the suite's timeouts and its own run.
-PUSHGATE_REQUIRE_BROWSER=1 swift test --skip-build --parallel --skip OutboxRecoveryTests
+# Two tests run on their own afterwards: the kill -9 recovery test (100,000 sandbox devices, two
+# gateway processes, about 4 minutes), whose load skews the suite's timeouts, and the slowloris
+# flood (200 half-open connections against a cap of 32), which in 2 of 5 full parallel runs on the
+# 2-core machine found 1 or 2 slow connections still open 17 s after their 2 s header timeout.
+PUSHGATE_REQUIRE_BROWSER=1 swift test --skip-build --parallel --skip "OutboxRecoveryTests|slowClientsAreClosed"
+echo "== test: slowloris flood"
+swift test --skip-build --filter slowClientsAreClosed
 echo "== test: crash recovery"
 swift test --skip-build --filter OutboxRecoveryTests
