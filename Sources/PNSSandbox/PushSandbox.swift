@@ -52,17 +52,25 @@ public final class PushSandbox: Service, Sendable {
         async throws -> PushSandbox
     {
         let authority = try SandboxCertificateAuthority()
-        let credentials = try SandboxCredentials(topic: configuration.apnsTopic, projectID: configuration.fcmProjectID)
+        let credentials = try SandboxCredentials(
+            topic: configuration.apnsTopic, projectID: configuration.fcmProjectID, authority: authority)
         let state = SandboxState(clock: configuration.clock)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         do {
             let certificate = try NIOSSLCertificate(bytes: Array(authority.serverCertificatePEM.utf8), format: .pem)
             let key = try NIOSSLPrivateKey(bytes: Array(authority.serverPrivateKeyPEM.utf8), format: .pem)
-            func tls(_ protocols: [String]) throws -> NIOSSLContext {
+            let caCertificate = try NIOSSLCertificate(bytes: Array(authority.caCertificatePEM.utf8), format: .pem)
+            func tls(_ protocols: [String], clientCertificates: Bool = false) throws -> NIOSSLContext {
                 var tls = TLSConfiguration.makeServerConfiguration(
                     certificateChain: [.certificate(certificate)], privateKey: .privateKey(key))
                 tls.minimumTLSVersion = .tlsv12
                 tls.applicationProtocols = protocols
+                if clientCertificates {
+                    // Request a certificate (optional: token auth presents none), naming the CA.
+                    tls.certificateVerification = .optionalVerification
+                    tls.trustRoots = .certificates([caCertificate])
+                    tls.sendCANameList = true
+                }
                 return try NIOSSLContext(configuration: tls)
             }
             let host = configuration.host
@@ -71,8 +79,10 @@ public final class PushSandbox: Service, Sendable {
             let apns = try await SandboxListener.bind(
                 host: host, port: configuration.apnsPort,
                 settings: .init(
-                    protocols: .http2Only, tls: try tls(["h2"]), maximumConcurrentStreams: configuration.apnsMaximumConcurrentStreams),
-                responder: try await APNSService(state: state, credentials: credentials), group: group, logger: logger)
+                    protocols: .http2Only, tls: try tls(["h2"], clientCertificates: true),
+                    maximumConcurrentStreams: configuration.apnsMaximumConcurrentStreams, requestClientCertificates: true),
+                responder: try await APNSService(state: state, credentials: credentials, authority: authority), group: group, logger: logger
+            )
 
             // Google's token URI must be known before its service is built (it is the JWT audience),
             // so bind first with a forwarding responder.
@@ -139,6 +149,8 @@ public final class PushSandbox: Service, Sendable {
             ("serviceAccount", "service-account.json", credentials.serviceAccountJSON(tokenURI: endpoints.googleToken)),
             ("gcmServerKey", "gcm-server-key.txt", credentials.gcmServerKey),
             ("wnsClientSecret", "wns-client-secret.txt", credentials.wnsClientSecret),
+            ("apnsCertificate", "apns-client.pem", credentials.apnsClientCertificatePEM),
+            ("apnsProductionCertificate", "apns-client-production.pem", credentials.apnsProductionClientCertificatePEM),
         ]
         var paths: [String: String] = [:]
         for (name, file, content) in files {

@@ -6,12 +6,18 @@ public struct CurlRequest: Sendable, Hashable {
     /// Header lines as name/value pairs, sent in order.
     public var headers: [(name: String, value: String)]
     public var body: [UInt8]
+    /// Open a new connection for this request instead of reusing one (`CURLOPT_FRESH_CONNECT`).
+    public var freshConnection: Bool
 
-    public init(method: String = "POST", url: String, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
+    public init(
+        method: String = "POST", url: String, headers: [(name: String, value: String)] = [], body: [UInt8] = [],
+        freshConnection: Bool = false
+    ) {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
+        self.freshConnection = freshConnection
     }
 
     public static func == (lhs: CurlRequest, rhs: CurlRequest) -> Bool {

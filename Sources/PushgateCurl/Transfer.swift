@@ -84,6 +84,7 @@ final class Transfer: @unchecked Sendable {
             if code != CURLE_OK { throw CurlError(code) }
         }
         try set(CURLOPT_URL, request.url)
+        try set(CURLOPT_FRESH_CONNECT, request.freshConnection ? 1 : 0)
         errorBuffer[0] = 0
         _ = pushgate_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, UnsafeMutableRawPointer(errorBuffer))
         switch request.method {

@@ -19,7 +19,8 @@ public final class Dispatcher: Sendable {
     /// others are still on the wire. Pages are pulled only when there is room for them, so
     /// memory follows `batchesInFlight` × the page size, not the audience.
     ///
-    /// Targets of a platform with no payload or no configured provider get `Skipped`. Every
+    /// Targets of a platform with no configured provider get `InvalidCredentials`, with no payload
+    /// `InvalidNotificationFormat`; a second target with the same handle in a batch gets `Skipped`. Every
     /// outcome is counted; per-target results are kept up to `maximumReportedTargets` (failures
     /// first once the limit is reached). Handle changes (removals, canonical replacements) go to
     /// `applyHandleUpdates` in chunks of up to `handleUpdateChunk` as the send goes, or, when it is
@@ -104,17 +105,34 @@ public final class Dispatcher: Sendable {
         return await withTaskGroup(of: [DeliveryReport].self) { group in
             for (platform, platformTargets) in byPlatform {
                 guard let provider = providers[platform], let payload = payloads[platform] else {
-                    let reason = providers[platform] == nil ? "\(platform.serviceName) is not configured" : "no \(platform) template"
+                    // Notification Hubs' names: no credentials for the service, or no payload for it.
+                    let (outcome, reason) =
+                        providers[platform] == nil
+                        ? (Outcome.invalidCredentials, "\(platform.serviceName) is not configured")
+                        : (Outcome.invalidNotificationFormat, "no \(platform) template")
                     group.addTask {
                         platformTargets.map {
                             DeliveryReport(
-                                target: $0, verdict: DeliveryVerdict(outcome: .skipped, reason: reason), attempts: 0, latencyMilliseconds: 0
-                            )
+                                target: $0, verdict: DeliveryVerdict(outcome: outcome, reason: reason), attempts: 0, latencyMilliseconds: 0)
                         }
                     }
                     continue
                 }
-                group.addTask { await provider.deliver(payload, to: platformTargets) }
+                // One push per device: a second registration with the same handle is Skipped.
+                var first: [String: RegistrationID] = [:]
+                var unique: [DispatchTarget] = []
+                var skipped: [DeliveryReport] = []
+                for target in platformTargets {
+                    if let holder = first[target.handle.value] {
+                        let verdict = DeliveryVerdict(outcome: .skipped, reason: "registration \(holder) holds the same handle")
+                        skipped.append(DeliveryReport(target: target, verdict: verdict, attempts: 0, latencyMilliseconds: 0))
+                    } else {
+                        first[target.handle.value] = target.registrationID
+                        unique.append(target)
+                    }
+                }
+                if !skipped.isEmpty { group.addTask { skipped } }
+                group.addTask { await provider.deliver(payload, to: unique) }
             }
             return await group.reduce(into: [DeliveryReport]()) { $0.append(contentsOf: $1) }
         }

@@ -32,6 +32,16 @@ extension NotificationResult {
             writer.element("Attempts", String(target.attempts))
             writer.element("LatencyMs", String(target.latencyMilliseconds))
             if let action = target.handleAction { writer.element("HandleAction", action.rawValue) }
+            if !target.diagnostics.isEmpty {
+                writer.startElement("Diagnostics")
+                for header in target.diagnostics {
+                    writer.startElement("Header")
+                    writer.element("Name", header.name)
+                    writer.element("Value", header.value)
+                    writer.endElement()
+                }
+                writer.endElement()
+            }
             writer.endElement()
         }
         writer.endElement()

@@ -44,7 +44,7 @@ import Testing
             let otherKey = try _RSA.Signing.PrivateKey(keySize: .bits2048).pkcs8PEMRepresentation
             let cases: [(String, String)] = [
                 (try await fixture.googleAssertion(pem: otherKey), "invalid_grant"),
-                (try await fixture.googleAssertion(audience: "https://oauth2.googleapis.com/token"), "invalid_grant"),
+                (try await fixture.googleAssertion(audience: "https://example.com/token"), "invalid_grant"),
                 (try await fixture.googleAssertion(scope: "https://www.googleapis.com/auth/drive"), "invalid_scope"),
                 (try await fixture.googleAssertion(issuer: "someone@else.iam.gserviceaccount.com"), "invalid_grant"),
                 (try await fixture.googleAssertion(lifetime: 7200), "invalid_grant"),
@@ -93,7 +93,7 @@ import Testing
                 (#"{"data":{"m":"x"}}"#, 400, "INVALID_ARGUMENT", "Recipient of the message is not set."),
                 (#"{"token":"\#(device.handle)","topic":"news"}"#, 400, "INVALID_ARGUMENT", "Exactly one of"),
                 (#"{"token":"\#(device.handle)","data":{"count":12}}"#, 400, "INVALID_ARGUMENT", "message.data[0].value"),
-                (#"{"token":"not-a-token","data":{}}"#, 400, "INVALID_ARGUMENT", "not a valid FCM registration token"),
+                (#"{"token":"not-a-token","data":{}}"#, 400, "INVALID_ARGUMENT", "Request contains an invalid argument."),
                 (#"{"token":"\#(gone.handle)","data":{}}"#, 404, "UNREGISTERED", "Requested entity was not found."),
                 (#"{"token":"\#(foreign.handle)","data":{}}"#, 403, "SENDER_ID_MISMATCH", "SenderId mismatch"),
                 (
@@ -109,6 +109,28 @@ import Testing
                 #expect(response.json?["error"]?["code"]?.kind == .number(String(status)))
             }
             #expect(await fixture.sandbox.state.receivedCount() == 0)
+            // The documented detail naming the bad field, and protobuf JSON's unknown names.
+            let invalid = try await client.execute(fixture.fcmRequest(message: #"{"token":"not-a-token"}"#, accessToken: token))
+            #expect(invalid.bodyText.contains(#""fieldViolations":[{"field":"message.token","description":"Invalid registration token"}]"#))
+            let unknown = try await client.execute(
+                fixture.fcmRequest(message: #"{"token":"\#(device.handle)","priority":"high"}"#, accessToken: token))
+            #expect(unknown.status == 400)
+            #expect(
+                unknown.json?["error"]?["message"]?.stringValue
+                    == #"Invalid JSON payload received. Unknown name "priority" at 'message': Cannot find field."#)
+        }
+    }
+
+    @Test func bothDocumentedAssertionAudiencesBuyAToken() async throws {
+        try await SandboxFixture.with { fixture, client in
+            for audience in ["https://oauth2.googleapis.com/token", fixture.sandbox.endpoints.googleToken] {
+                let assertion = try await fixture.googleAssertion(audience: audience)
+                let response = try await client.execute(
+                    CurlRequest(
+                        url: fixture.sandbox.endpoints.googleToken, headers: [("content-type", "application/x-www-form-urlencoded")],
+                        body: Array("grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=\(assertion)".utf8)))
+                #expect(response.status == 200, "\(audience): \(response.bodyText)")
+            }
         }
     }
 

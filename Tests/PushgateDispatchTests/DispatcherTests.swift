@@ -37,7 +37,7 @@ import Testing
         }
     }
 
-    @Test func unselectedPlatformsAreLeftOutAndUnconfiguredOnesSkipped() async throws {
+    @Test func unselectedPlatformsAreLeftOutAndUnconfiguredOnesFailAsInvalidCredentials() async throws {
         try await DispatchFixture.with { fixture in
             let (_, apns) = await fixture.target(.apns)
             let (_, wns) = await fixture.target(.wns)
@@ -48,11 +48,26 @@ import Testing
                 targets: [apns, wns, fcm]
             ).result
             #expect(result.targets.map(\.platform).sorted() == [.apns, .wns])
-            #expect(result.targets.first(where: { $0.platform == .wns })?.outcome == .skipped)
+            #expect(result.targets.first(where: { $0.platform == .wns })?.outcome == .invalidCredentials)
             #expect(result.targets.first(where: { $0.platform == .wns })?.reason == "WNS is not configured")
             #expect(result.platforms.map(\.platform) == [.apns, .wns])
             let none = await dispatcher.dispatch(notificationID: "n2", selection: .all, payloads: [:], targets: []).result
             #expect(none.state == .noTargetFound)
+        }
+    }
+
+    @Test func aSecondRegistrationWithTheSameHandleIsSkipped() async throws {
+        try await DispatchFixture.with { fixture in
+            let (_, apns) = await fixture.target(.apns)
+            let twin = DispatchTarget(registrationID: try RegistrationID("99999999-9999-4999-8999-999999999999"), handle: apns.handle)
+            let dispatcher = Dispatcher(providers: [fixture.apns])
+            let result = await dispatcher.dispatch(
+                notificationID: "n", selection: .all, payloads: try Payloads.all, targets: [apns, twin]
+            ).result
+            #expect(result.targets.first(where: { $0.registrationID == apns.registrationID })?.outcome == .success)
+            let skipped = result.targets.first(where: { $0.registrationID == twin.registrationID })
+            #expect(skipped?.outcome == .skipped)
+            #expect(skipped?.reason == "registration \(apns.registrationID) holds the same handle")
         }
     }
 

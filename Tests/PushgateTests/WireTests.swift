@@ -41,6 +41,10 @@ import Testing
             (response(400, #"{"reason":"DeviceTokenNotForTopic"}"#), .wrongChannel, .never, nil),
             (response(400, #"{"reason":"BadPriority"}"#), .invalidNotificationFormat, .never, nil),
             (response(403, #"{"reason":"ExpiredProviderToken"}"#), .invalidCredentials, .refreshCredentials, nil),
+            (response(403, #"{"reason":"InvalidProviderToken"}"#), .invalidCredentials, .never, nil),
+            (response(403, #"{"reason":"BadCertificateEnvironment"}"#), .invalidCredentials, .never, nil),
+            (response(403, #"{"reason":"MissingProviderToken"}"#), .invalidCredentials, .never, nil),
+            (response(429, #"{"reason":"TooManyProviderTokenUpdates"}"#), .throttled, .newConnection, nil),
             (response(403, #"{"reason":"BadCertificate"}"#), .invalidCredentials, .never, nil),
             (response(413, #"{"reason":"PayloadTooLarge"}"#), .invalidNotificationSize, .never, nil),
             (
@@ -88,11 +92,13 @@ import Testing
             (response(200, #"{"name":"projects/p/messages/1"}"#), .success, .never, nil),
             (error(404, "UNREGISTERED"), .expiredChannel, .never, .remove),
             (error(403, "SENDER_ID_MISMATCH"), .wrongChannel, .never, nil),
-            (error(429, "QUOTA_EXCEEDED"), .throttled, .afterBackoff(retryAfterSeconds: 9), nil),
+            (error(429, "QUOTA_EXCEEDED"), .throttled, .afterBackoff(retryAfterSeconds: 60), nil),
+            (error(429, nil), .throttled, .afterBackoff(retryAfterSeconds: 60), nil),
             (error(503, "UNAVAILABLE"), .pnsUnavailable, .afterBackoff(retryAfterSeconds: 9), nil),
             (error(500, "INTERNAL"), .pnsServerError, .afterBackoff(retryAfterSeconds: 9), nil),
-            (error(401, "THIRD_PARTY_AUTH_ERROR"), .authenticationError, .never, nil),
-            (error(400, "INVALID_ARGUMENT", "The registration token is not a valid FCM registration token"), .badChannel, .never, nil),
+            (error(401, "THIRD_PARTY_AUTH_ERROR"), .invalidCredentials, .never, nil),
+            (error(400, "INVALID_ARGUMENT", "The registration token is not a valid FCM registration token"), .badChannel, .never, .remove),
+            (error(400, "INVALID_ARGUMENT", "Android message is too big"), .invalidNotificationSize, .never, nil),
             (error(400, "INVALID_ARGUMENT", "Message is too big"), .invalidNotificationSize, .never, nil),
             (error(400, "INVALID_ARGUMENT", "Invalid value at 'message.data[0].value'"), .invalidNotificationFormat, .never, nil),
             (error(401, nil), .invalidCredentials, .refreshCredentials, nil),
@@ -104,6 +110,15 @@ import Testing
             #expect(verdict.handleChange == change)
         }
         #expect(FCMWire.classify(response(200, #"{"name":"projects/p/messages/1"}"#), now: 0).serviceMessageID == "projects/p/messages/1")
+        // The documented shape: a google.rpc.BadRequest detail names the token field.
+        let violation = response(
+            400,
+            #"{"error":{"code":400,"message":"Request contains an invalid argument.","status":"INVALID_ARGUMENT","details":[{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"INVALID_ARGUMENT"},{"@type":"type.googleapis.com/google.rpc.BadRequest","fieldViolations":[{"field":"message.token","description":"Invalid registration token"}]}]}}"#
+        )
+        let invalid = FCMWire.classify(violation, now: 0)
+        #expect(invalid.outcome == .badChannel)
+        #expect(invalid.handleChange == .remove)
+        #expect(invalid.reason == "INVALID_ARGUMENT: Request contains an invalid argument. (message.token: Invalid registration token)")
         #expect(
             FCMWire.classify(error(404, "UNREGISTERED", "Requested entity was not found."), now: 0).reason
                 == "UNREGISTERED: Requested entity was not found.")
@@ -155,6 +170,11 @@ import Testing
             (response(404), .badChannel, .never, .remove),
             (response(406, headers: [("Retry-After", "60")]), .throttled, .afterBackoff(retryAfterSeconds: 60), nil),
             (response(410), .expiredChannel, .never, .remove),
+            (response(410, headers: [("X-WNS-Error-Description", "Domain Blocked")]), .invalidCredentials, .never, nil),
+            (
+                response(200, headers: [("X-WNS-Status", "dropped"), ("X-WNS-DeviceConnectionStatus", "disconnected")]),
+                .channelDisconnected, .never, nil
+            ),
             (response(413), .invalidNotificationSize, .never, nil),
             (response(400, headers: [("X-WNS-Error-Description", "bad xml")]), .invalidNotificationFormat, .never, nil),
             (response(503), .pnsUnavailable, .afterBackoff(retryAfterSeconds: nil), nil),
@@ -166,6 +186,12 @@ import Testing
             #expect(verdict.handleChange == change, "\(answer.status)")
         }
         #expect(WNSWire.classify(response(400, headers: [("X-WNS-Error-Description", "bad xml")]), now: 0).reason == "bad xml")
+        // Microsoft asks for the debug trace and correlation vector in problem reports.
+        let traced = WNSWire.classify(response(200, headers: [("X-WNS-Debug-Trace", "DB3WNS4011534"), ("MS-CV", "abc.1")]), now: 0)
+        #expect(
+            traced.diagnostics == [
+                HTTPHeader(name: "X-WNS-Debug-Trace", value: "DB3WNS4011534"), HTTPHeader(name: "MS-CV", value: "abc.1"),
+            ])
     }
 
     @Test func oauthRequestsAndAnswers() throws {

@@ -29,16 +29,31 @@ public struct SandboxCredentials: Sendable {
     public let wnsClientID: String
     public let wnsClientSecret: String
 
+    /// APNs client certificates with their keys (PEM, certificate then key), issued by the
+    /// sandbox's CA: one for the development environment the sandbox is, one for production
+    /// (`BadCertificateEnvironment` here).
+    public let apnsClientCertificatePEM: String
+    public let apnsProductionClientCertificatePEM: String
+
     let apnsPublicKeyPEM: String
     let fcmPublicKeyPEM: String
 
-    init(topic: String, projectID: String) throws {
+    /// Credentials with client certificates from a CA of their own (tests that need no listener).
+    public init(topic: String, projectID: String) throws {
+        try self.init(topic: topic, projectID: projectID, authority: try SandboxCertificateAuthority())
+    }
+
+    init(topic: String, projectID: String, authority: SandboxCertificateAuthority) throws {
         let apnsKey = P256.Signing.PrivateKey()
         apnsPrivateKeyPEM = apnsKey.pemRepresentation
         apnsPublicKeyPEM = apnsKey.publicKey.pemRepresentation
         apnsKeyID = Self.randomID(10)
         apnsTeamID = Self.randomID(10)
         apnsTopic = topic
+        apnsClientCertificatePEM = try authority.issueAPNSClientCertificate(
+            bundleID: topic, teamID: apnsTeamID, environment: .development)
+        apnsProductionClientCertificatePEM = try authority.issueAPNSClientCertificate(
+            bundleID: topic, teamID: apnsTeamID, environment: .production)
 
         let rsa = try _RSA.Signing.PrivateKey(keySize: .bits2048)
         fcmPrivateKeyPEM = rsa.pkcs8PEMRepresentation

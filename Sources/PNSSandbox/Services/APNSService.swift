@@ -8,6 +8,7 @@ struct APNSService: SandboxHTTPResponder {
     let state: SandboxState
     let credentials: SandboxCredentials
     let keys: JWTKeyCollection
+    let authority: SandboxCertificateAuthority
 
     static let pushTypes: Set<String> = [
         "alert", "background", "location", "voip", "complication", "fileprovider", "mdm", "liveactivity", "pushtotalk", "widgets",
@@ -18,9 +19,10 @@ struct APNSService: SandboxHTTPResponder {
         "liveactivity": ".push-type.liveactivity", "pushtotalk": ".voip-ptt",
     ]
 
-    init(state: SandboxState, credentials: SandboxCredentials) async throws {
+    init(state: SandboxState, credentials: SandboxCredentials, authority: SandboxCertificateAuthority) async throws {
         self.state = state
         self.credentials = credentials
+        self.authority = authority
         keys = JWTKeyCollection()
         await keys.add(ecdsa: try ES256PublicKey(pem: credentials.apnsPublicKeyPEM), kid: JWKIdentifier(string: credentials.apnsKeyID))
     }
@@ -51,6 +53,7 @@ struct APNSService: SandboxHTTPResponder {
         guard request.path.hasPrefix(prefix) else { return reject(404, "BadPath", apnsID: apnsID) }
         let token = String(request.path.dropFirst(prefix.count))
         if token.isEmpty { return reject(400, "MissingDeviceToken", apnsID: apnsID) }
+        if request.bodyTooLarge { return reject(413, "PayloadTooLarge", apnsID: apnsID) }
 
         if let action = await state.takeFault(service: .apns, handle: token) {
             switch action {
@@ -86,20 +89,44 @@ struct APNSService: SandboxHTTPResponder {
             return reject(400, "BadCollapseId", apnsID: apnsID)
         }
 
-        // Provider token.
-        guard let authorization = request.header("authorization"), authorization.lowercased().hasPrefix("bearer "),
-            authorization.count > "bearer ".count
-        else { return reject(403, "MissingProviderToken", apnsID: apnsID) }
-        let jwt = String(authorization.dropFirst("bearer ".count)).trimmingCharacters(in: .whitespaces)
-        if let reason = await verifyProviderToken(jwt, connection: request.connection) {
-            return reject(reason.status, reason.reason, apnsID: apnsID)
-        }
-
-        // Topic.
-        guard let topic = request.header("apns-topic") else { return reject(400, "MissingTopic", apnsID: apnsID) }
+        // Authentication: a client certificate presented on the connection, else a provider token.
+        let topic = request.header("apns-topic")
         let expectedTopic = credentials.apnsTopic + (pushType.flatMap { Self.topicSuffixes[$0] } ?? "")
-        if topic != expectedTopic && topic != credentials.apnsTopic {
-            return reject(400, SandboxAssumptions.apnsWrongTopicReason, apnsID: apnsID)
+        if let certificate = request.clientCertificate {
+            switch authority.checkAPNSClientCertificate(certificate, now: Date(timeIntervalSince1970: state.clock.now.secondsSinceEpoch)) {
+            case .bad:
+                return reject(403, "BadCertificate", apnsID: apnsID)
+            case .valid(_, development: false):
+                // The sandbox is the development environment (api.sandbox.push.apple.com).
+                return reject(403, "BadCertificateEnvironment", apnsID: apnsID)
+            case .valid(let topics, development: true):
+                // apns-topic is required with a certificate for several topics; it must be one of them.
+                // Without it, a single-topic certificate's subject UID is the topic.
+                guard let topic = topic ?? (topics.count == 1 ? topics.first : nil) else {
+                    return reject(400, "MissingTopic", apnsID: apnsID)
+                }
+                if !topics.contains(topic) { return reject(400, SandboxAssumptions.apnsWrongTopicReason, apnsID: apnsID) }
+                if topic != expectedTopic, pushType.flatMap({ Self.topicSuffixes[$0] }) != nil {
+                    return reject(400, SandboxAssumptions.apnsWrongTopicReason, apnsID: apnsID)
+                }
+            }
+        } else {
+            guard let authorization = request.header("authorization"), authorization.lowercased().hasPrefix("bearer "),
+                authorization.count > "bearer ".count
+            else { return reject(403, "MissingProviderToken", apnsID: apnsID) }
+            let jwt = String(authorization.dropFirst("bearer ".count)).trimmingCharacters(in: .whitespaces)
+            if let reason = await verifyProviderToken(jwt, connection: request.connection) {
+                return reject(reason.status, reason.reason, apnsID: apnsID)
+            }
+
+            // Topic: required with token auth. Push types with a topic suffix (voip, complication,
+            // fileprovider, location, liveactivity, pushtotalk) need it: the bare bundle id is
+            // another topic.
+            guard let topic else { return reject(400, "MissingTopic", apnsID: apnsID) }
+            let untypedSuffixed = pushType == nil && Self.topicSuffixes.values.contains { topic == credentials.apnsTopic + $0 }
+            if topic != expectedTopic && !untypedSuffixed {
+                return reject(400, SandboxAssumptions.apnsWrongTopicReason, apnsID: apnsID)
+            }
         }
 
         // Device token.
@@ -130,7 +157,12 @@ struct APNSService: SandboxHTTPResponder {
             ReceivedNotification(
                 platform: .apns, deviceID: device.id, messageID: apnsID, headers: kept,
                 payload: String(decoding: request.body, as: UTF8.self), receivedAt: state.clock.now.secondsSinceEpoch))
-        return SandboxHTTPResponse(status: 200, headers: [HTTPHeader(name: "apns-id", value: apnsID)])
+        // apns-unique-id: the development environment's id for the Push Notifications Console log.
+        return SandboxHTTPResponse(
+            status: 200,
+            headers: [
+                HTTPHeader(name: "apns-id", value: apnsID), HTTPHeader(name: "apns-unique-id", value: UUID().uuidString.lowercased()),
+            ])
     }
 
     /// Checks a provider token as APNs does: each distinct token is verified once and its verdict

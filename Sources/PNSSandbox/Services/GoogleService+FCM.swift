@@ -4,17 +4,44 @@ import Pushgate
 
 /// FCM HTTP v1: `POST /v1/projects/{project}/messages:send`.
 extension GoogleService {
+    /// A google.rpc.Status error: the FcmError detail when `errorCode` is given, and a
+    /// google.rpc.BadRequest detail naming each field in `violations` (field, description).
     func rpcError(
-        _ status: Int, _ canonical: String, _ message: String, errorCode: String?, retryAfter: Int? = nil
+        _ status: Int, _ canonical: String, _ message: String, errorCode: String?, violations: [(String?, String)] = [],
+        retryAfter: Int? = nil
     )
         -> SandboxHTTPResponse
     {
-        var details = ""
+        var details: [String] = []
         if let errorCode {
-            details = #","details":[{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"\#(errorCode)"}]"#
+            details.append(#"{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"\#(errorCode)"}"#)
         }
-        let body = #"{"error":{"code":\#(status),"message":"\#(message)","status":"\#(canonical)"\#(details)}}"#
+        if !violations.isEmpty {
+            let listed = violations.map { field, description in
+                let named = field.map { #""field":\#(Escaping.jsonString($0)),"# } ?? ""
+                return #"{\#(named)"description":\#(Escaping.jsonString(description))}"#
+            }
+            details.append(#"{"@type":"type.googleapis.com/google.rpc.BadRequest","fieldViolations":[\#(listed.joined(separator: ","))]}"#)
+        }
+        let detailsMember = details.isEmpty ? "" : #","details":[\#(details.joined(separator: ","))]"#
+        let body = #"{"error":{"code":\#(status),"message":\#(Escaping.jsonString(message)),"status":"\#(canonical)"\#(detailsMember)}}"#
         return .json(status, body, headers: retryAfter.map { [HTTPHeader(name: "retry-after", value: String($0))] } ?? [])
+    }
+
+    /// The members a v1 `Message` may have (Firebase's REST reference); anything else is refused
+    /// as protobuf JSON parsing refuses an unknown name.
+    static let messageFields: Set<String> = [
+        "name", "data", "notification", "android", "webpush", "apns", "fcm_options", "token", "topic", "condition",
+    ]
+    /// The members of the send request itself.
+    static let requestFields: Set<String> = ["validate_only", "message"]
+
+    /// Protobuf JSON's answer to a member the schema does not have.
+    /// (A top-level name has no "at" part, and its violation no field.)
+    func unknownName(_ name: String, at path: String?) -> SandboxHTTPResponse {
+        let location = path.map { " at '\($0)'" } ?? ""
+        let text = "Invalid JSON payload received. Unknown name \"\(name)\"\(location): Cannot find field."
+        return rpcError(400, "INVALID_ARGUMENT", text, errorCode: nil, violations: [(path, text)])
     }
 
     private static let canonicalStatus: [Int: String] = [
@@ -38,9 +65,13 @@ extension GoogleService {
         }
         guard let root = try? JSONParser.parse(request.body), let message = root["message"], let members = message.objectMembers else {
             return rpcError(
-                400, "INVALID_ARGUMENT", "Invalid JSON payload received. Expected an object with a \\\"message\\\" field.",
+                400, "INVALID_ARGUMENT", "Invalid JSON payload received. Expected an object with a \"message\" field.",
                 errorCode: "INVALID_ARGUMENT")
         }
+        if let unknown = root.objectMembers?.first(where: { !Self.requestFields.contains($0.key) }) {
+            return unknownName(unknown.key, at: nil)
+        }
+        if let unknown = members.first(where: { !Self.messageFields.contains($0.key) }) { return unknownName(unknown.key, at: "message") }
         let targets = members.filter { ["token", "topic", "condition"].contains($0.key) }
         guard targets.count == 1 else {
             return rpcError(
@@ -77,7 +108,7 @@ extension GoogleService {
         }
         let messageBytes = request.body.count - (token?.utf8.count ?? 0)
         if messageBytes > SandboxAssumptions.fcmMaximumMessageBytes {
-            return rpcError(400, "INVALID_ARGUMENT", "Message is too big", errorCode: "INVALID_ARGUMENT")
+            return rpcError(400, "INVALID_ARGUMENT", SandboxAssumptions.fcmMessageTooBigMessage, errorCode: "INVALID_ARGUMENT")
         }
         guard let token else {
             // Topic and condition sends have no device to deliver to; accept them.
@@ -85,7 +116,8 @@ extension GoogleService {
         }
         guard let device = await state.device(handle: token), device.platform == .fcm else {
             return rpcError(
-                400, "INVALID_ARGUMENT", "The registration token is not a valid FCM registration token", errorCode: "INVALID_ARGUMENT")
+                400, "INVALID_ARGUMENT", SandboxAssumptions.fcmInvalidArgumentMessage, errorCode: "INVALID_ARGUMENT",
+                violations: [("message.token", "Invalid registration token")])
         }
         if device.belongsToAnotherApp {
             return rpcError(403, "PERMISSION_DENIED", "SenderId mismatch", errorCode: "SENDER_ID_MISMATCH")
@@ -93,7 +125,7 @@ extension GoogleService {
         if device.status != .active {
             return rpcError(404, "NOT_FOUND", "Requested entity was not found.", errorCode: "UNREGISTERED")
         }
-        if message["validate_only"] == nil, root["validate_only"]?.kind != .bool(true) {
+        if root["validate_only"]?.kind != .bool(true) {
             let name = "projects/\(project)/messages/\(Self.messageNumber())"
             await deliver(request, platform: .fcm, to: device, messageID: name)
             return .json(200, #"{"name":"\#(name)"}"#)

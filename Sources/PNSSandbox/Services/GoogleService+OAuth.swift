@@ -4,6 +4,9 @@ import Pushgate
 
 /// Google's OAuth token endpoint: `POST /token` with an RS256 JWT-bearer assertion.
 extension GoogleService {
+    /// The assertion audience Google documents for service accounts.
+    static let documentedAudience = "https://oauth2.googleapis.com/token"
+
     func oauthError(_ error: String, _ description: String) -> SandboxHTTPResponse {
         .json(400, #"{"error":"\#(error)","error_description":"\#(description)"}"#)
     }
@@ -31,7 +34,11 @@ extension GoogleService {
         let issuedAt = claims.iat.value.timeIntervalSince1970
         let expiresAt = claims.exp.value.timeIntervalSince1970
         guard claims.iss == credentials.fcmClientEmail else { return oauthError("invalid_grant", "Invalid issuer: \(claims.iss)") }
-        guard claims.aud == tokenURI else { return oauthError("invalid_grant", "Invalid JWT: audience must be \(tokenURI)") }
+        // Google's documented audience is always https://oauth2.googleapis.com/token (google-auth
+        // sends it whatever token_uri says); golang.org/x/oauth2 sends the token URL: both pass.
+        guard claims.aud == Self.documentedAudience || claims.aud == tokenURI else {
+            return oauthError("invalid_grant", "Invalid JWT: Failed audience check. Expected \(Self.documentedAudience)")
+        }
         guard claims.scope.split(separator: " ").contains(where: { Self.scopes.contains(String($0)) }) else {
             return oauthError("invalid_scope", "Invalid OAuth scope: \(claims.scope)")
         }

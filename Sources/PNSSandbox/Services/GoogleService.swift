@@ -31,12 +31,16 @@ struct GoogleService: SandboxHTTPResponder {
             return response
         }
         if path == "/fcm/send" {
-            let response = await legacySend(request)
+            // Over the listener's 1 MiB: the legacy API's own words for an oversize message.
+            let response = request.bodyTooLarge ? .text(400, "MessageTooBig") : await legacySend(request)
             await state.count("gcm", status: response.status)
             return response
         }
         if path.hasPrefix("/v1/projects/"), path.hasSuffix("/messages:send") {
-            let response = await send(request)
+            let response =
+                request.bodyTooLarge
+                ? rpcError(400, "INVALID_ARGUMENT", SandboxAssumptions.fcmMessageTooBigMessage, errorCode: "INVALID_ARGUMENT")
+                : await send(request)
             await state.count("fcm", status: response.status)
             return response
         }

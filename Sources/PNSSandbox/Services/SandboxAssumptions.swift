@@ -19,6 +19,12 @@ enum SandboxAssumptions {
 
     /// FCM: what counts against the 4096-byte limit: the `message` object without its target.
     static let fcmMaximumMessageBytes = 4096
+    /// FCM: the `message` of a 400 whose cause is in a google.rpc.BadRequest detail (an invalid
+    /// token, a message too big), as real answers captured by client libraries show.
+    static let fcmInvalidArgumentMessage = "Request contains an invalid argument."
+    /// FCM: the `message` of a 400 for a message over the limit (firebase-admin-go#580, 2023; an
+    /// older capture has the generic text above and no details).
+    static let fcmMessageTooBigMessage = "Android message is too big"
     /// OAuth access-token lifetimes (Google: 3599 s; WNS: 86400 s).
     static let fcmAccessTokenLifetimeSeconds = 3599.0
     static let wnsAccessTokenLifetimeSeconds = 86400.0

@@ -9,9 +9,17 @@ struct WNSService: SandboxHTTPResponder {
     let credentials: SandboxCredentials
 
     static let rootElements = ["wns/toast": "toast", "wns/tile": "tile", "wns/badge": "badge"]
+    /// The Entra ID (v2.0) scope for WNS.
+    static let entraScope = "https://wns.windows.com/.default"
+
+    /// `/{tenant}/oauth2/v2.0/token` (or the v1 `/{tenant}/oauth2/token`): Microsoft Entra ID.
+    static func isEntraTokenPath(_ path: String) -> Bool {
+        let parts = path.split(separator: "/")
+        return parts.count >= 3 && parts[1] == "oauth2" && parts.last == "token"
+    }
 
     func respond(to request: SandboxHTTPRequest) async -> SandboxHTTPResponse {
-        if request.path == "/accesstoken.srf" {
+        if request.path == "/accesstoken.srf" || Self.isEntraTokenPath(request.path) {
             let response = await token(request)
             await state.count("wns-token", status: response.status)
             return response
@@ -33,10 +41,27 @@ struct WNSService: SandboxHTTPResponder {
         guard form["client_id"] == credentials.wnsClientID, form["client_secret"] == credentials.wnsClientSecret else {
             return .json(400, #"{"error":"invalid_client","error_description":"Invalid client id or client secret."}"#)
         }
-        guard form["scope"] == "notify.windows.com" else {
+        let lifetime = SandboxAssumptions.wnsAccessTokenLifetimeSeconds
+        if Self.isEntraTokenPath(request.path) {
+            // Windows App SDK: Microsoft Entra ID client credentials for the WNS resource; the
+            // v2.0 endpoint's answer carries its numbers as strings.
+            guard form["scope"] == Self.entraScope else {
+                return .json(
+                    400,
+                    #"{"error":"invalid_scope","error_description":"AADSTS70011: The provided value for the input parameter 'scope' is not valid. Expected \#(Self.entraScope)."}"#
+                )
+            }
+            let accessToken = await state.issueAccessToken(prefix: "eyJ0eXAiOiJKV1Qi.sandbox-", lifetime: lifetime)
+            let now = Int(state.clock.now.secondsSinceEpoch)
+            let seconds = Int(lifetime) - 1
+            return .json(
+                200,
+                #"{"token_type":"Bearer","expires_in":"\#(seconds)","ext_expires_in":"\#(seconds)","expires_on":"\#(now + seconds)","not_before":"\#(now)","resource":"https://wns.windows.com","access_token":"\#(accessToken)"}"#
+            )
+        }
+        guard form["scope"] == "notify.windows.com" || form["scope"] == Self.entraScope else {
             return .json(400, #"{"error":"invalid_scope","error_description":"The scope must be notify.windows.com."}"#)
         }
-        let lifetime = SandboxAssumptions.wnsAccessTokenLifetimeSeconds
         let accessToken = await state.issueAccessToken(prefix: "EgAcAQMAAAAEgAAAC4AA", lifetime: lifetime)
         return .json(200, #"{"token_type":"bearer","access_token":"\#(accessToken)","expires_in":\#(Int(lifetime))}"#)
     }
@@ -51,15 +76,27 @@ struct WNSService: SandboxHTTPResponder {
     private func send(_ request: SandboxHTTPRequest) async -> SandboxHTTPResponse {
         guard request.method == "POST" else { return reject(405, "Only POST is supported") }
         guard let token = request.query["token"], !token.isEmpty else { return reject(404, "The channel URI is not valid") }
-        let channel = "https://\(request.header("Host") ?? "")\(request.target)"
+        // Percent-escapes compare case-insensitively (RFC 3986 §2.1): urllib3 sends %2B for the
+        // %2b the channel was issued with. Channels are issued with lower-case escapes.
+        let channel = Self.lowercasingPercentEscapes("https://\(request.header("Host") ?? "")\(request.target)")
         guard let authorization = request.header("Authorization"), authorization.lowercased().hasPrefix("bearer "),
             await state.isAccessTokenValid(String(authorization.dropFirst("bearer ".count)))
         else { return reject(401, "The access token is missing, invalid or expired") }
 
         if let action = await state.takeFault(service: .wns, handle: channel) {
             switch action {
+            case .respond(200, let verdict?, _) where ["dropped", "channelthrottled"].contains(verdict):
+                // Accepted but not delivered: WNS's `X-WNS-Status` verdicts with a 200.
+                return SandboxHTTPResponse(
+                    status: 200,
+                    headers: [
+                        HTTPHeader(name: "X-WNS-Status", value: verdict),
+                        HTTPHeader(
+                            name: "X-WNS-Msg-ID", value: SandboxCredentials.randomHex(SandboxAssumptions.wnsMessageIDLength).uppercased()),
+                        HTTPHeader(name: "X-WNS-Debug-Trace", value: "SANDBOX\(Int.random(in: 1000...9999))"),
+                    ] + Self.correlation(request))
             case .respond(let status, let reason, let retryAfter):
-                return reject(status, reason, retryAfter: retryAfter)
+                return reject(status, reason, retryAfter: retryAfter, extra: Self.correlation(request))
             case .delay(let milliseconds):
                 try? await Task.sleep(for: .milliseconds(milliseconds))
             case .dropConnection:
@@ -88,10 +125,19 @@ struct WNSService: SandboxHTTPResponder {
         if let tag = request.header("X-WNS-Tag"), type != "wns/tile" || tag.count > 16 {
             return reject(400, "X-WNS-Tag is allowed on tiles only, at most 16 characters")
         }
+        if request.header("X-WNS-SuppressPopup") != nil {
+            // Microsoft: Windows Phone channels only; "on a Windows channel, your notification will
+            // be dropped and you will receive an error response" (status UNCONFIRMED: 400).
+            return reject(
+                400, "X-WNS-SuppressPopup is valid on Windows Phone channels only",
+                extra: [HTTPHeader(name: "X-WNS-Status", value: "dropped")])
+        }
         if let status = request.header("X-WNS-RequestForStatus"), !["true", "false"].contains(status) {
             return reject(400, "X-WNS-RequestForStatus must be true or false")
         }
-        if request.body.count > ServiceLimits.wnsPayloadBytes { return reject(413, "The notification payload exceeds 5000 bytes") }
+        if request.bodyTooLarge || request.body.count > ServiceLimits.wnsPayloadBytes {
+            return reject(413, "The notification payload exceeds 5000 bytes")
+        }
         if let expected = Self.rootElements[type] {
             do {
                 let root = try XMLPayload.rootElementName(of: request.body)
@@ -120,6 +166,29 @@ struct WNSService: SandboxHTTPResponder {
         if request.header("X-WNS-RequestForStatus") == "true" {
             headers.append(HTTPHeader(name: "X-WNS-DeviceConnectionStatus", value: "connected"))
         }
-        return SandboxHTTPResponse(status: 200, headers: headers)
+        return SandboxHTTPResponse(status: 200, headers: headers + Self.correlation(request))
+    }
+
+    static func lowercasingPercentEscapes(_ text: String) -> String {
+        guard text.contains("%") else { return text }
+        var characters = Array(text)
+        var index = 0
+        while index < characters.count {
+            if characters[index] == "%", index + 2 < characters.count {
+                characters[index + 1] = Character(characters[index + 1].lowercased())
+                characters[index + 2] = Character(characters[index + 2].lowercased())
+                index += 3
+            } else {
+                index += 1
+            }
+        }
+        return String(characters)
+    }
+
+    /// `MS-CV`: the request's correlation vector extended, or a new one (Microsoft asks senders to
+    /// quote it in problem reports).
+    static func correlation(_ request: SandboxHTTPRequest) -> [HTTPHeader] {
+        let vector = request.header("MS-CV").map { "\($0).1" } ?? "\(SandboxCredentials.randomToken(16)).0"
+        return [HTTPHeader(name: "MS-CV", value: vector)]
     }
 }

@@ -19,11 +19,13 @@ final class HTTP2StreamHandler: ChannelInboundHandler {
     private var tooLarge = false
     private var answered = false
     private let connection: UInt64
+    private let clientCertificate: [UInt8]?
 
-    init(responder: any SandboxHTTPResponder, maximumBodyBytes: Int, connection: UInt64) {
+    init(responder: any SandboxHTTPResponder, maximumBodyBytes: Int, connection: UInt64, clientCertificate: [UInt8]? = nil) {
         self.responder = responder
         self.maximumBodyBytes = maximumBodyBytes
         self.connection = connection
+        self.clientCertificate = clientCertificate
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -50,10 +52,6 @@ final class HTTP2StreamHandler: ChannelInboundHandler {
     private func requestComplete(context: ChannelHandlerContext) {
         guard !answered, let headers else { return }
         answered = true
-        if tooLarge {
-            write(SandboxHTTPResponse.text(413, "request body too large"), context: context)
-            return
-        }
         var method = ""
         var path = ""
         var fields: [HTTPHeader] = []
@@ -66,8 +64,10 @@ final class HTTP2StreamHandler: ChannelInboundHandler {
             default: fields.append(HTTPHeader(name: name, value: value))
             }
         }
-        var request = SandboxHTTPRequest(method: method, target: path, headers: fields, body: body, version: .http2)
+        var request = SandboxHTTPRequest(method: method, target: path, headers: fields, body: tooLarge ? [] : body, version: .http2)
         request.connection = connection
+        request.bodyTooLarge = tooLarge
+        request.clientCertificate = clientCertificate
         responder.answer(request, on: context.eventLoop) { response in
             self.write(response, context: context)
         }

@@ -36,13 +36,10 @@ final class RequestHandler: ChannelInboundHandler, RemovableChannelHandler {
         case .end:
             guard let head else { return }
             self.head = nil
-            if tooLarge {
-                write(SandboxHTTPResponse.text(413, "request body too large"), head: head, context: context)
-                return
-            }
-            let request = SandboxHTTPRequest(
+            var request = SandboxHTTPRequest(
                 method: head.method.rawValue, target: head.uri,
-                headers: head.headers.map { HTTPHeader(name: $0.name, value: $0.value) }, body: body, version: version)
+                headers: head.headers.map { HTTPHeader(name: $0.name, value: $0.value) }, body: tooLarge ? [] : body, version: version)
+            request.bodyTooLarge = tooLarge
             responder.answer(request, on: context.eventLoop) { response in
                 self.write(response, head: head, context: context)
             }

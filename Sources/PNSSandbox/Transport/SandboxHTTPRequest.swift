@@ -15,6 +15,11 @@ struct SandboxHTTPRequest: Sendable {
     var version: Version
     /// The HTTP/2 connection the request came on (numbered from 1 per process); 0 for HTTP/1.1.
     var connection: UInt64 = 0
+    /// The body was over the listener's limit (1 MiB) and was not kept: the service answers as it
+    /// does for an oversize payload.
+    var bodyTooLarge = false
+    /// The client certificate presented in the TLS handshake (DER), on listeners that ask for one.
+    var clientCertificate: [UInt8]?
 
     /// The path without the query.
     var path: String { String(target.prefix(while: { $0 != "?" })) }

@@ -26,8 +26,11 @@ final class SandboxListener: Sendable {
         var tls: NIOSSLContext?
         /// `SETTINGS_MAX_CONCURRENT_STREAMS` advertised on HTTP/2 connections.
         var maximumConcurrentStreams: Int = 1000
-        /// Largest request body accepted, in bytes; larger requests get 413.
+        /// Largest request body kept, in bytes; the services answer larger ones as oversize.
         var maximumBodyBytes: Int = 1 << 20
+        /// Ask for a client certificate in the TLS handshake (APNs certificate authentication).
+        /// Any certificate is accepted there; the service judges it (`BadCertificate`).
+        var requestClientCertificates = false
     }
 
     let channel: any Channel
@@ -67,14 +70,26 @@ final class SandboxListener: Sendable {
             try configureHTTP1(channel, settings: settings, responder: responder)
             return
         }
-        try pipeline.addHandler(NIOSSLServerHandler(context: tls))
+        if settings.requestClientCertificates {
+            // The handshake takes whatever certificate is offered (or none); APNs answers a bad
+            // one per request with 403 BadCertificate rather than failing the handshake.
+            try pipeline.addHandler(NIOSSLServerHandler(context: tls, verificationCallback: { _, _ in .certificateVerified }))
+        } else {
+            try pipeline.addHandler(NIOSSLServerHandler(context: tls))
+        }
         try pipeline.addHandler(
             ApplicationProtocolNegotiationHandler { result, channel in
                 switch (result, settings.protocols) {
-                case (.negotiated("h2"), .http2Only), (.negotiated("h2"), .http2AndHTTP1):
+                // APNs: a client offering no ALPN at all (aioapns' default context, Pushy) gets
+                // HTTP/2 with prior knowledge, as Apple serves it.
+                case (.negotiated("h2"), .http2Only), (.negotiated("h2"), .http2AndHTTP1), (.fallback, .http2Only):
                     connections.markHTTP2(channel)
                     return channel.eventLoop.makeCompletedFuture {
-                        try configureHTTP2(channel, settings: settings, responder: responder)
+                        let certificate =
+                            settings.requestClientCertificates
+                            ? try? channel.pipeline.syncOperations.handler(type: NIOSSLServerHandler.self).peerCertificate?.toDERBytes()
+                            : nil
+                        try configureHTTP2(channel, settings: settings, responder: responder, clientCertificate: certificate ?? nil)
                         try channel.pipeline.syncOperations.addHandler(ConnectionErrorLogger(logger: logger))
                     }
                 case (.negotiated("http/1.1"), .http2AndHTTP1), (.fallback, .http2AndHTTP1), (.negotiated("http/1.1"), .http1Only),
@@ -99,7 +114,9 @@ final class SandboxListener: Sendable {
     /// provider-token refresh rule to a connection).
     private static let connectionCounter = Atomic<UInt64>(0)
 
-    private static func configureHTTP2(_ channel: any Channel, settings: Settings, responder: any SandboxHTTPResponder) throws {
+    private static func configureHTTP2(
+        _ channel: any Channel, settings: Settings, responder: any SandboxHTTPResponder, clientCertificate: [UInt8]?
+    ) throws {
         let connection = connectionCounter.add(1, ordering: .relaxed).newValue
         var connectionConfiguration = NIOHTTP2Handler.ConnectionConfiguration()
         connectionConfiguration.initialSettings = [
@@ -126,7 +143,9 @@ final class SandboxListener: Sendable {
         ) { stream in
             stream.eventLoop.makeCompletedFuture {
                 try stream.pipeline.syncOperations.addHandler(
-                    HTTP2StreamHandler(responder: responder, maximumBodyBytes: settings.maximumBodyBytes, connection: connection))
+                    HTTP2StreamHandler(
+                        responder: responder, maximumBodyBytes: settings.maximumBodyBytes, connection: connection,
+                        clientCertificate: clientCertificate))
             }
         }
     }

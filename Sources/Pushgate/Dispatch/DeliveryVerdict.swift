@@ -9,6 +9,9 @@ public struct DeliveryVerdict: Sendable, Hashable {
     public var serviceMessageID: String?
     public var retry: RetryAdvice
     public var handleChange: HandleChange?
+    /// Answer headers the service asks senders to quote in problem reports (WNS
+    /// `X-WNS-Debug-Trace`, `MS-CV`, `X-WNS-DeviceConnectionStatus`; APNs `apns-unique-id`).
+    public var diagnostics: [HTTPHeader] = []
 
     public init(
         outcome: Outcome, statusCode: Int? = nil, reason: String? = nil, serviceMessageID: String? = nil, retry: RetryAdvice = .never,
@@ -44,6 +47,9 @@ public enum RetryAdvice: Sendable, Hashable {
     case afterBackoff(retryAfterSeconds: Double?)
     /// The service refused the gateway's access token as expired or invalid: refresh it and retry once.
     case refreshCredentials
+    /// The connection is unusable for this request (APNs `TooManyProviderTokenUpdates`: the rule
+    /// is per connection): retry once at once on a new connection.
+    case newConnection
 }
 
 /// A change the service asks for to the stored handle.

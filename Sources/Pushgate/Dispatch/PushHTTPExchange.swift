@@ -4,6 +4,9 @@ public struct PushHTTPRequest: Sendable, Hashable {
     public var url: String
     public var headers: [HTTPHeader]
     public var body: [UInt8]
+    /// Send on a new connection rather than a pooled one (the retry after APNs
+    /// `TooManyProviderTokenUpdates`, which makes that connection unusable).
+    public var freshConnection = false
 
     public init(method: String = "POST", url: String, headers: [HTTPHeader], body: [UInt8]) {
         self.method = method

@@ -56,6 +56,8 @@ public struct RetryStateMachine: Sendable {
         case retry(afterSeconds: Double)
         /// Refresh the access token, then send again at once.
         case refreshCredentialsAndRetry
+        /// Send again at once on a new connection.
+        case retryOnNewConnection
         /// Stop; the verdict is final.
         case finish
     }
@@ -65,6 +67,7 @@ public struct RetryStateMachine: Sendable {
     /// Attempts made so far.
     public private(set) var attempts = 0
     private var refreshedCredentials = false
+    private var triedNewConnection = false
     private var random: SplitMix64
 
     /// - Parameters:
@@ -87,6 +90,10 @@ public struct RetryStateMachine: Sendable {
             guard !refreshedCredentials, attempts < policy.maximumAttempts, now < deadline else { return .finish }
             refreshedCredentials = true
             return .refreshCredentialsAndRetry
+        case .newConnection:
+            guard !triedNewConnection, attempts < policy.maximumAttempts, now < deadline else { return .finish }
+            triedNewConnection = true
+            return .retryOnNewConnection
         case .afterBackoff(let retryAfter):
             guard attempts < policy.maximumAttempts else { return .finish }
             if let retryAfter, retryAfter > policy.maximumRetryAfterSeconds { return .finish }

@@ -131,11 +131,13 @@ public struct TargetResult: Sendable, Hashable, Codable {
     public var latencyMilliseconds: Double
     /// What the gateway did to the stored handle because of the answer.
     public var handleAction: HandleAction?
+    /// Answer headers the service asks for in problem reports (WNS `X-WNS-Debug-Trace`, `MS-CV`).
+    public var diagnostics: [HTTPHeader]
 
     public init(
         registrationID: RegistrationID, platform: Platform, maskedHandle: String, outcome: Outcome,
         statusCode: Int? = nil, reason: String? = nil, serviceMessageID: String? = nil, attempts: Int = 1,
-        latencyMilliseconds: Double = 0, handleAction: HandleAction? = nil
+        latencyMilliseconds: Double = 0, handleAction: HandleAction? = nil, diagnostics: [HTTPHeader] = []
     ) {
         self.registrationID = registrationID
         self.platform = platform
@@ -147,11 +149,12 @@ public struct TargetResult: Sendable, Hashable, Codable {
         self.attempts = attempts
         self.latencyMilliseconds = latencyMilliseconds
         self.handleAction = handleAction
+        self.diagnostics = diagnostics
     }
 
     enum CodingKeys: String, CodingKey {
         case registrationID = "registrationId", platform, handle, outcome, statusCode, reason
-        case serviceMessageID = "serviceMessageId", attempts, latencyMs, handleAction
+        case serviceMessageID = "serviceMessageId", attempts, latencyMs, handleAction, diagnostics
     }
 
     public init(from decoder: any Decoder) throws {
@@ -166,6 +169,7 @@ public struct TargetResult: Sendable, Hashable, Codable {
         attempts = try container.decode(Int.self, forKey: .attempts)
         latencyMilliseconds = try container.decode(Double.self, forKey: .latencyMs)
         handleAction = try container.decodeIfPresent(HandleAction.self, forKey: .handleAction)
+        diagnostics = try container.decodeIfPresent([HTTPHeader].self, forKey: .diagnostics) ?? []
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -180,6 +184,7 @@ public struct TargetResult: Sendable, Hashable, Codable {
         try container.encode(attempts, forKey: .attempts)
         try container.encode(latencyMilliseconds, forKey: .latencyMs)
         try container.encodeIfPresent(handleAction, forKey: .handleAction)
+        if !diagnostics.isEmpty { try container.encode(diagnostics, forKey: .diagnostics) }
     }
 }
 

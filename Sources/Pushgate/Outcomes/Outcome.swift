@@ -21,6 +21,9 @@ public struct Outcome: Sendable, Hashable, Comparable, RawRepresentable, Codable
     public static let throttled = Outcome(rawValue: "Throttled")
     /// The device channel is throttled (WNS `X-WNS-Status: channelthrottled`).
     public static let channelThrottled = Outcome(rawValue: "ChannelThrottled")
+    /// The device is disconnected and the notification was dropped (WNS `X-WNS-Status: dropped`
+    /// with `X-WNS-DeviceConnectionStatus: disconnected`).
+    public static let channelDisconnected = Outcome(rawValue: "ChannelDisconnected")
     /// The service dropped the notification (WNS `X-WNS-Status: dropped`).
     public static let dropped = Outcome(rawValue: "Dropped")
     /// The payload is over the service's limit.
@@ -29,8 +32,6 @@ public struct Outcome: Sendable, Hashable, Comparable, RawRepresentable, Codable
     public static let invalidNotificationFormat = Outcome(rawValue: "InvalidNotificationFormat")
     /// The gateway's credentials for the service are missing, wrong or expired.
     public static let invalidCredentials = Outcome(rawValue: "InvalidCredentials")
-    /// The service authenticated us but refused the sender (GCM MismatchSenderId, FCM THIRD_PARTY_AUTH_ERROR).
-    public static let authenticationError = Outcome(rawValue: "AuthenticationError")
     /// The service could not be reached (DNS, connect, TLS, reset, timeout).
     public static let pnsUnreachable = Outcome(rawValue: "PnsUnreachable")
     /// The service answered that it is unavailable (5xx, shutdown).
@@ -41,10 +42,11 @@ public struct Outcome: Sendable, Hashable, Comparable, RawRepresentable, Codable
     public static let pnsInterfaceError = Outcome(rawValue: "PnsInterfaceError")
     /// The gateway could not obtain an access token from the service's token endpoint.
     public static let tokenProviderUnreachable = Outcome(rawValue: "TokenProviderUnreachable")
-    /// The platform is not configured, or the registration was skipped.
+    /// Another registration of the same send holds the same handle: one push per device.
     public static let skipped = Outcome(rawValue: "Skipped")
-    /// The gateway gave up (deadline passed, shut down with the send in flight).
-    public static let abandoned = Outcome(rawValue: "Abandoned")
+    /// The gateway gave up (deadline passed, shut down with the send in flight). Notification
+    /// Hubs' name; `Abandoned` is a notification state, not an outcome.
+    public static let abandoned = Outcome(rawValue: "AbandonedNotificationMessages")
     /// The send was cancelled before this target was attempted.
     public static let cancelled = Outcome(rawValue: "Cancelled")
     /// Anything else.
@@ -53,7 +55,7 @@ public struct Outcome: Sendable, Hashable, Comparable, RawRepresentable, Codable
     /// Every outcome name the gateway produces.
     public static let known: [Outcome] = [
         .success, .expiredChannel, .badChannel, .wrongChannel, .wrongToken, .invalidToken, .throttled, .channelThrottled,
-        .dropped, .invalidNotificationSize, .invalidNotificationFormat, .invalidCredentials, .authenticationError,
+        .channelDisconnected, .dropped, .invalidNotificationSize, .invalidNotificationFormat, .invalidCredentials,
         .pnsUnreachable, .pnsUnavailable, .pnsServerError, .pnsInterfaceError, .tokenProviderUnreachable, .skipped,
         .abandoned, .cancelled, .unknownError,
     ]
@@ -71,17 +73,17 @@ public struct Outcome: Sendable, Hashable, Comparable, RawRepresentable, Codable
         case .invalidToken: "The push service refused the gateway's access token"
         case .throttled: "The push service is throttling notifications"
         case .channelThrottled: "The device channel is throttled"
+        case .channelDisconnected: "The device is disconnected; the push service dropped the notification"
         case .dropped: "The push service dropped the notification"
         case .invalidNotificationSize: "The payload is larger than the push service accepts"
         case .invalidNotificationFormat: "The push service rejected the payload or its headers"
         case .invalidCredentials: "The gateway's credentials for the push service are missing or invalid"
-        case .authenticationError: "The push service refused the sender"
         case .pnsUnreachable: "The push service could not be reached"
         case .pnsUnavailable: "The push service is unavailable"
         case .pnsServerError: "The push service failed internally"
         case .pnsInterfaceError: "The push service answered in an unexpected way"
         case .tokenProviderUnreachable: "The push service's token endpoint could not be reached"
-        case .skipped: "The notification was not sent"
+        case .skipped: "Another registration holds the same handle; the device got the notification once"
         case .abandoned: "The gateway gave up on the notification"
         case .cancelled: "The send was cancelled before the notification was sent"
         default: "The notification failed"

@@ -9,8 +9,9 @@ public actor APNSTokenManager {
     public static let refreshAge: Double = 50 * 60
     public static let minimumRefreshInterval: Double = 20 * 60
 
-    private let keyID: String
-    private let teamID: String
+    /// The key id (`kid`) and team id (`iss`) the tokens carry.
+    public nonisolated let keyID: String
+    public nonisolated let teamID: String
     private let keys: JWTKeyCollection
     private let clock: any PushgateClock
     private var current: (token: String, issuedAt: Double)?

@@ -12,6 +12,10 @@ public struct GoogleServiceAccount: Sendable {
     private let keys: JWTKeyCollection
 
     public static let scope = "https://www.googleapis.com/auth/firebase.messaging"
+    /// The assertion's audience. Google's service-account guide: "always"
+    /// `https://oauth2.googleapis.com/token`, whatever `token_uri` says (google-auth for Python,
+    /// Java and .NET send this constant too).
+    public static let audience = "https://oauth2.googleapis.com/token"
 
     /// Parses the service-account JSON. Errors name the missing field, never the key.
     public init(json: String) async throws(ServiceAccountError) {
@@ -38,7 +42,7 @@ public struct GoogleServiceAccount: Sendable {
     public func assertion(now: Double) async throws -> String {
         let issued = Date(timeIntervalSince1970: now.rounded(.down))
         let claims = Claims(
-            iss: clientEmail, scope: Self.scope, aud: tokenURI, iat: IssuedAtClaim(value: issued),
+            iss: clientEmail, scope: Self.scope, aud: Self.audience, iat: IssuedAtClaim(value: issued),
             exp: ExpirationClaim(value: issued.addingTimeInterval(3600)))
         return try await keys.sign(claims, kid: privateKeyID.map { JWKIdentifier(string: $0) })
     }

@@ -45,7 +45,15 @@ public final class APNSProvider: PushProvider {
                     endpoint: endpoint, deviceToken: target.handle.value, notification: notification,
                     headers: shared.headers(for: token) { APNSWire.headers(notification: notification, topic: topic, providerToken: $0) })
             },
-            classify: APNSWire.classify, maximumInFlight: maximumInFlight)
+            classify: { [keyID = tokens?.keyID, teamID = tokens?.teamID] response, now in
+                var verdict = APNSWire.classify(response, now: now)
+                if verdict.reason == "InvalidProviderToken", let keyID, let teamID {
+                    // Name what to check; the key itself never appears.
+                    verdict.reason =
+                        "InvalidProviderToken: APNs does not accept tokens signed with key id \(keyID) for team \(teamID); check apns.keyId, apns.teamId and the .p8 key"
+                }
+                return verdict
+            }, maximumInFlight: maximumInFlight)
     }
 
     public func shutdown() async { await transport.shutdown() }

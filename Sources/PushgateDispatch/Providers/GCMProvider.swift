@@ -57,7 +57,7 @@ public final class GCMProvider: PushProvider {
                 case .retry(let delay):
                     retryDelay = max(retryDelay, delay)
                     again.append(index)
-                case .finish, .refreshCredentialsAndRetry:
+                case .finish, .refreshCredentialsAndRetry, .retryOnNewConnection:
                     final[index] = verdict
                 }
             }

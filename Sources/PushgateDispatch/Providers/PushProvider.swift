@@ -19,7 +19,7 @@ public struct DeliveryReport: Sendable, Hashable {
         return TargetResult(
             registrationID: target.registrationID, platform: target.handle.platform, maskedHandle: target.handle.masked,
             outcome: verdict.outcome, statusCode: verdict.statusCode, reason: verdict.reason, serviceMessageID: verdict.serviceMessageID,
-            attempts: attempts, latencyMilliseconds: latencyMilliseconds, handleAction: action)
+            attempts: attempts, latencyMilliseconds: latencyMilliseconds, handleAction: action, diagnostics: verdict.diagnostics)
     }
 }
 
@@ -38,19 +38,27 @@ struct RetryingDelivery {
     let policy: RetryPolicy
     let clock: any PushgateClock
 
+    /// How an attempt after the first goes out.
+    enum AttemptKind: Sendable, Hashable {
+        case plain
+        /// Right after the state machine asked for a credential refresh.
+        case refreshedCredentials
+        /// On a new connection (the previous one is unusable for this request).
+        case newConnection
+    }
+
     /// - Parameters:
     ///   - resuming: a delivery whose first attempt went out in a batch: its state machine, what
     ///     it decided, and that first verdict.
-    ///   - attempt: sends once; `refreshCredentials` is true right after the state machine asked
-    ///     for a credential refresh.
+    ///   - attempt: sends once, as `kind` says.
     func run(
         resuming: FirstAttempt? = nil, started: ContinuousClock.Instant = .now,
-        _ attempt: (_ refreshCredentials: Bool) async -> DeliveryVerdict
+        _ attempt: (_ kind: AttemptKind) async -> DeliveryVerdict
     ) async -> (verdict: DeliveryVerdict, attempts: Int, milliseconds: Double) {
         var machine = resuming?.machine ?? RetryStateMachine(policy: policy, startedAt: clock.now.secondsSinceEpoch)
         // A resumed delivery starts from what its batched first attempt decided.
         var decided = resuming.map { (verdict: $0.verdict, action: $0.action) }
-        var refresh = false
+        var kind = AttemptKind.plain
         while true {
             let verdict: DeliveryVerdict
             let action: RetryStateMachine.Action
@@ -58,15 +66,17 @@ struct RetryingDelivery {
                 (verdict, action) = first
                 decided = nil
             } else {
-                verdict = await attempt(refresh)
+                verdict = await attempt(kind)
                 action = machine.record(verdict, now: clock.now.secondsSinceEpoch)
             }
-            refresh = false
+            kind = .plain
             switch action {
             case .finish:
                 return (verdict, machine.attempts, Self.milliseconds(since: started))
             case .refreshCredentialsAndRetry:
-                refresh = true
+                kind = .refreshedCredentials
+            case .retryOnNewConnection:
+                kind = .newConnection
             case .retry(let delay):
                 do {
                     try await clock.sleep(for: .seconds(delay))
@@ -88,18 +98,20 @@ struct RetryingDelivery {
         resuming: FirstAttempt? = nil, started: ContinuousClock.Instant = .now
     ) async -> DeliveryReport {
         var previous = resuming?.credential
-        let (verdict, attempts, milliseconds) = await run(resuming: resuming, started: started) { refresh in
+        let (verdict, attempts, milliseconds) = await run(resuming: resuming, started: started) { kind in
             var current: String?
             if let credential {
-                switch await credential(refresh, previous) {
+                switch await credential(kind == .refreshedCredentials, previous) {
                 case .issued(let value): current = value
                 case .refused(let verdict): return verdict
                 }
                 previous = current
             }
+            var outgoing = request(current)
+            outgoing.freshConnection = kind == .newConnection
             let answer: Result<PushHTTPResponse, PushTransportError>
             do throws(PushTransportError) {
-                answer = .success(try await transport.execute(request(current)))
+                answer = .success(try await transport.execute(outgoing))
             } catch {
                 answer = .failure(error)
             }

@@ -94,7 +94,7 @@ public final class CurlPushTransport: PushTransport {
     static func request(_ request: PushHTTPRequest, headers: [(name: String, value: String)]? = nil) -> CurlRequest {
         CurlRequest(
             method: request.method, url: request.url, headers: headers ?? request.headers.map { ($0.name, $0.value) },
-            body: request.body)
+            body: request.body, freshConnection: request.freshConnection)
     }
 
     static func response(_ response: CurlResponse) -> PushHTTPResponse {

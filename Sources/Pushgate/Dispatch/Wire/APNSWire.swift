@@ -41,6 +41,7 @@ public enum APNSWire {
         let apnsID = response.header("apns-id")
         let reason = response.json?["reason"]?.stringValue
         var verdict = DeliveryVerdict(outcome: .unknownError, statusCode: response.status, reason: reason, serviceMessageID: apnsID)
+        if let unique = response.header("apns-unique-id") { verdict.diagnostics = [HTTPHeader(name: "apns-unique-id", value: unique)] }
         let retryAfter = parseRetryAfter(response.header("retry-after"), now: now)
         switch (response.status, reason) {
         case (200, _):
@@ -60,18 +61,24 @@ public enum APNSWire {
             verdict.retry = .afterBackoff(retryAfterSeconds: retryAfter)
         case (400, _):
             verdict.outcome = .invalidNotificationFormat
-        case (403, "ExpiredProviderToken"), (403, "InvalidProviderToken"):
+        case (403, "ExpiredProviderToken"):
+            // Stale (or the clocks disagree): a newly signed token is the documented cure.
             verdict.outcome = .invalidCredentials
             verdict.retry = .refreshCredentials
         case (403, _):
+            // InvalidProviderToken (a key id, team id or key APNs does not know), BadCertificate,
+            // BadCertificateEnvironment, MissingProviderToken, Forbidden: configuration errors a
+            // retry cannot mend (a refresh would resend the same token for 20 minutes).
             verdict.outcome = .invalidCredentials
         case (404, _), (405, _):
             verdict.outcome = .pnsInterfaceError
         case (413, _):
             verdict.outcome = .invalidNotificationSize
         case (429, "TooManyProviderTokenUpdates"):
-            verdict.outcome = .invalidCredentials
-            verdict.retry = .afterBackoff(retryAfterSeconds: retryAfter)
+            // The token changed too often on this connection, which stays unusable for it (Apple's
+            // engineers: the rule is per connection); the same token on a new connection is fine.
+            verdict.outcome = .throttled
+            verdict.retry = .newConnection
         case (429, _):
             verdict.outcome = .throttled
             verdict.retry = .afterBackoff(retryAfterSeconds: retryAfter)

@@ -37,16 +37,28 @@ public enum FCMWire {
         return body
     }
 
+    /// Firebase's least backoff after `QUOTA_EXCEEDED` ("at least one minute").
+    public static let minimumQuotaBackoffSeconds = 60.0
+
     /// What FCM's answer means (google.rpc status and the `FcmError` detail).
     public static func classify(_ response: PushHTTPResponse, now: Double) -> DeliveryVerdict {
         let json = response.json
         let error = json?["error"]
-        let errorCode = error?["details"]?.arrayElements?
-            .first(where: { $0["@type"]?.stringValue?.hasSuffix("FcmError") == true })?["errorCode"]?.stringValue
+        let details = error?["details"]?.arrayElements ?? []
+        let errorCode = details.first(where: { $0["@type"]?.stringValue?.hasSuffix("FcmError") == true })?["errorCode"]?.stringValue
+        // google.rpc.BadRequest: which request fields were wrong ("message.token" for a bad token).
+        let violations = details.filter { $0["@type"]?.stringValue?.hasSuffix("google.rpc.BadRequest") == true }
+            .flatMap { $0["fieldViolations"]?.arrayElements ?? [] }
+        let violatedFields = violations.compactMap { $0["field"]?.stringValue }
+        let violationTexts = violations.compactMap { $0["description"]?.stringValue }
         let message = error?["message"]?.stringValue
         var verdict = DeliveryVerdict(
             outcome: .unknownError, statusCode: response.status, reason: errorCode ?? error?["status"]?.stringValue)
         if let message, let code = verdict.reason { verdict.reason = "\(code): \(message)" }
+        if !violations.isEmpty, let reason = verdict.reason {
+            let listed = zip(violatedFields, violationTexts).map { "\($0): \($1)" }
+            verdict.reason = "\(reason) (\(listed.joined(separator: "; ")))"
+        }
         let retryAfter = parseRetryAfter(response.header("retry-after"), now: now)
         switch (response.status, errorCode) {
         case (200, _):
@@ -59,8 +71,10 @@ public enum FCMWire {
         case (_, "SENDER_ID_MISMATCH"):
             verdict.outcome = .wrongChannel
         case (_, "QUOTA_EXCEEDED"):
+            // Firebase: back off exponentially from at least a minute (honouring Retry-After), so
+            // not in place: a retry policy that waits less gives the target up as Throttled.
             verdict.outcome = .throttled
-            verdict.retry = .afterBackoff(retryAfterSeconds: retryAfter)
+            verdict.retry = .afterBackoff(retryAfterSeconds: max(retryAfter ?? 0, Self.minimumQuotaBackoffSeconds))
         case (_, "UNAVAILABLE"):
             verdict.outcome = .pnsUnavailable
             verdict.retry = .afterBackoff(retryAfterSeconds: retryAfter)
@@ -68,12 +82,15 @@ public enum FCMWire {
             verdict.outcome = .pnsServerError
             verdict.retry = .afterBackoff(retryAfterSeconds: retryAfter)
         case (_, "THIRD_PARTY_AUTH_ERROR"), (_, "APNS_AUTH_ERROR"):
-            verdict.outcome = .authenticationError
+            // The APNs or Web Push credentials stored in the Firebase project; the reason says so.
+            verdict.outcome = .invalidCredentials
         case (_, "INVALID_ARGUMENT"):
-            let text = message?.lowercased() ?? ""
-            if text.contains("registration token") {
+            let text = ([message ?? ""] + violationTexts).joined(separator: " ").lowercased()
+            if violatedFields.contains("message.token") || text.contains("registration token") {
+                // Firebase's token-management guide: an invalid token is removed.
                 verdict.outcome = .badChannel
-            } else if text.contains("too big") {
+                verdict.handleChange = .remove
+            } else if text.contains("too big") || text.contains("too large") {
                 verdict.outcome = .invalidNotificationSize
             } else {
                 verdict.outcome = .invalidNotificationFormat
@@ -86,8 +103,9 @@ public enum FCMWire {
         case (404, _):
             verdict.outcome = .pnsInterfaceError
         case (429, _):
+            // Project quota: RESOURCE_EXHAUSTED with a google.rpc.ErrorInfo and no FcmError.
             verdict.outcome = .throttled
-            verdict.retry = .afterBackoff(retryAfterSeconds: retryAfter)
+            verdict.retry = .afterBackoff(retryAfterSeconds: max(retryAfter ?? 0, Self.minimumQuotaBackoffSeconds))
         case (500..., _):
             verdict.outcome = response.status == 500 ? .pnsServerError : .pnsUnavailable
             verdict.retry = .afterBackoff(retryAfterSeconds: retryAfter)

@@ -75,7 +75,7 @@ public enum GCMWire {
                 verdict.outcome = .throttled
                 verdict.retry = .afterBackoff(retryAfterSeconds: retryAfter)
             case "InvalidApnsCredential":
-                verdict.outcome = .authenticationError
+                verdict.outcome = .invalidCredentials
             default:
                 verdict.outcome = .invalidNotificationFormat
             }

@@ -10,6 +10,15 @@ public enum WNSWire {
             body: notification.body)
     }
 
+    /// Answer headers Microsoft asks for in problem reports, kept in the per-device result.
+    public static let diagnosticHeaders = ["X-WNS-Debug-Trace", "MS-CV", "X-WNS-DeviceConnectionStatus"]
+
+    /// Whether a 410's description is WNS's "Domain Blocked" rather than an expired channel.
+    static func isDomainBlocked(_ description: String?) -> Bool {
+        guard let text = description?.lowercased() else { return false }
+        return text.contains("domain blocked") || text.contains("domain is blocked")
+    }
+
     /// What WNS's answer means (status, `X-WNS-Status`, `X-WNS-Error-Description`).
     public static func classify(_ response: PushHTTPResponse, now: Double) -> DeliveryVerdict {
         let status = response.header("X-WNS-Status") ?? response.header("X-WNS-NotificationStatus")
@@ -18,10 +27,13 @@ public enum WNSWire {
             outcome: .unknownError, statusCode: response.status, reason: description ?? status,
             serviceMessageID: response.header("X-WNS-Msg-ID"))
         let retryAfter = parseRetryAfter(response.header("Retry-After"), now: now)
+        verdict.diagnostics = Self.diagnosticHeaders.compactMap { name in response.header(name).map { HTTPHeader(name: name, value: $0) } }
         switch response.status {
         case 200:
             switch status?.lowercased() {
-            case "dropped": verdict.outcome = .dropped
+            case "dropped":
+                let connection = response.header("X-WNS-DeviceConnectionStatus")?.lowercased()
+                verdict.outcome = connection == "disconnected" ? .channelDisconnected : .dropped
             case "channelthrottled": verdict.outcome = .channelThrottled
             default: verdict.outcome = .success
             }
@@ -37,6 +49,11 @@ public enum WNSWire {
         case 406:
             verdict.outcome = .throttled
             verdict.retry = .afterBackoff(retryAfterSeconds: retryAfter)
+        case 410 where Self.isDomainBlocked(description):
+            // "410 Domain Blocked": WNS refuses the sender, not the channel; pruning would delete
+            // every WNS registration the send reaches.
+            verdict.outcome = .invalidCredentials
+            verdict.reason = "Domain Blocked: \(description ?? "")"
         case 410:
             verdict.outcome = .expiredChannel
             verdict.handleChange = .remove
