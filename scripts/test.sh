@@ -33,6 +33,9 @@ if grep -E "^$(pwd)/(Sources|Tests)/.*: warning:" "$log" | sort -u | grep .; the
   exit 1
 fi
 
+echo "== interop: independent client libraries (aioapns, google-auth, requests) against pushgate sandbox"
+PUSHGATE_BIN=.build/release/pushgate scripts/interop.sh -q
+
 echo "== format"
 if ! swift format lint --strict --recursive Package.swift Sources Tests Benchmarks; then
   echo "swift format found problems; run: swift format --in-place --recursive Package.swift Sources Tests Benchmarks" >&2

@@ -161,3 +161,42 @@ import Testing
         }
     }
 }
+
+/// APNs certificate authentication: the gateway presents a client certificate (curl's
+/// `CURLOPT_SSLCERT`) and no provider token; the sandbox checks it as APNs does.
+@Suite struct APNSCertificateAuthenticationTests {
+    func provider(_ fixture: DispatchFixture, certificate: String) throws -> APNSProvider {
+        let transport = try CurlPushTransport(
+            configuration: .init(
+                httpVersion: .http2, caFile: fixture.files["ca"], clientCertificateFile: certificate, clientKeyFile: certificate))
+        return APNSProvider(
+            endpoint: fixture.sandbox.endpoints.apns, topic: fixture.sandbox.credentials.apnsTopic, tokens: nil, transport: transport,
+            policy: .none, clock: fixture.clock)
+    }
+
+    @Test func aDevelopmentCertificateDeliversWithoutAProviderToken() async throws {
+        try await DispatchFixture.with { fixture in
+            let (device, target) = await fixture.target(.apns)
+            let apns = try provider(fixture, certificate: try #require(fixture.files["apnsCertificate"]))
+            let report = await apns.deliver(try Payloads.notify(.apns), to: [target])[0]
+            await apns.shutdown()
+            #expect(report.verdict.outcome == .success, "\(report.verdict.reason ?? "")")
+            let inbox = await fixture.sandbox.state.inbox(deviceID: device.id)
+            #expect(inbox.count == 1)
+            #expect(inbox.first?.headers.contains { $0.name.lowercased() == "authorization" } != true)
+        }
+    }
+
+    @Test func aProductionCertificateIsTheWrongEnvironment() async throws {
+        try await DispatchFixture.with { fixture in
+            let (device, target) = await fixture.target(.apns)
+            let apns = try provider(fixture, certificate: try #require(fixture.files["apnsProductionCertificate"]))
+            let report = await apns.deliver(try Payloads.notify(.apns), to: [target])[0]
+            await apns.shutdown()
+            #expect(report.verdict.outcome == .invalidCredentials)
+            #expect(report.verdict.reason == "BadCertificateEnvironment")
+            #expect(report.attempts == 1)
+            #expect(await fixture.sandbox.state.inbox(deviceID: device.id).isEmpty)
+        }
+    }
+}

@@ -114,4 +114,62 @@ import Testing
         #expect(PayloadLimit.maximumBytes(for: .gcm) == 4096)
         #expect(throws: PayloadSizeError.self) { try PayloadLimit.check(size: 4097, platform: .gcm) }
     }
+
+    @Test func headerValuesMayVaryPerSend() throws {
+        let apns = try PlatformTemplate(
+            platform: .apns, template: try Template(json: alert),
+            headers: [("apns-push-type", "alert"), ("apns-collapse-id", "$(conversation)"), ("apns-id", "$(id)")])
+        let rendered = try apns.render(["message": "hi", "conversation": "c42", "id": "123e4567-e89b-12d3-a456-426614174000"])
+        #expect(
+            rendered.headers.map(\.description) == [
+                "apns-push-type: alert", "apns-collapse-id: c42", "apns-id: 123e4567-e89b-12d3-a456-426614174000",
+            ])
+        // A missing property leaves the header out.
+        #expect(try apns.render(["message": "hi"]).headers.map(\.name) == ["apns-push-type"])
+        // A value the service would refuse is refused per send, naming the header.
+        #expect {
+            try apns.render(["message": "hi", "conversation": String(repeating: "c", count: 65)])
+        } throws: { error in
+            (error as! NotificationRenderError).description == "header apns-collapse-id: is 65 bytes; the limit is 64"
+        }
+        #expect {
+            try apns.render(["message": "hi", "id": "NOT-A-UUID"])
+        } throws: { error in
+            (error as! NotificationRenderError).httpStatusCode == 400
+        }
+        let tile = try PlatformTemplate(
+            platform: .wns, template: try Template(raw: "$(message)"),
+            headers: [("X-WNS-Tag", "$(conversation)")])
+        #expect(try tile.render(["message": "m", "conversation": "chat7"]).headers.contains(HTTPHeader(name: "X-WNS-Tag", value: "chat7")))
+        // Headers that shape the payload stay fixed.
+        #expect(throws: TemplateError.self) {
+            try PlatformTemplate(platform: .apns, template: try Template(json: alert), headers: [("apns-push-type", "$(type)")])
+        }
+        // Microsoft: X-WNS-SuppressPopup fails on every Windows (non-Phone) channel.
+        #expect {
+            try PlatformTemplate(platform: .wns, template: try Template(raw: "x"), headers: [("X-WNS-SuppressPopup", "true")])
+        } throws: { error in
+            (error as! TemplateError).reason.contains("Windows Phone")
+        }
+    }
+
+    @Test func aTimeToLiveTakesEachServicesForm() throws {
+        let now = 1_700_000_000.0
+        let apns = try PlatformTemplate(platform: .apns, template: try Template(json: alert), headers: [("apns-expiration", "5")])
+            .render(["message": "m"]).withTimeToLive(3600, now: now)
+        #expect(apns.headers.filter { $0.name == "apns-expiration" }.map(\.value) == ["1700003600"])
+        #expect(
+            try PlatformTemplate(platform: .apns, template: try Template(json: alert)).render(["message": "m"]).withTimeToLive(0, now: now)
+                .headers.contains(HTTPHeader(name: "apns-expiration", value: "0")))
+        let fcm = try PlatformTemplate(
+            platform: .fcm, template: try Template(json: #"{"data":{"m":"$(message)"},"android":{"priority":"high"}}"#)
+        )
+        .render(["message": "m"]).withTimeToLive(60, now: now)
+        #expect(String(decoding: fcm.body, as: UTF8.self) == #"{"data":{"m":"m"},"android":{"priority":"high","ttl":"60s"}}"#)
+        let gcm = try PlatformTemplate(platform: .gcm, template: try Template(json: #"{"data":{"m":"$(message)"}}"#))
+            .render(["message": "m"]).withTimeToLive(60, now: now)
+        #expect(String(decoding: gcm.body, as: UTF8.self) == #"{"data":{"m":"m"},"time_to_live":60}"#)
+        let wns = try PlatformTemplate(platform: .wns, template: try Template(raw: "x")).render([:]).withTimeToLive(60, now: now)
+        #expect(wns.headers.contains(HTTPHeader(name: "X-WNS-TTL", value: "60")))
+    }
 }

@@ -13,13 +13,66 @@ public struct PlatformTemplate: Sendable {
     public let template: Template
     /// Header names in canonical spelling (lower-case for APNs' HTTP/2, `X-WNS-…` for WNS), in order.
     public let headers: [HTTPHeader]
+    /// Headers whose values are template expressions (`"apns-collapse-id": "$(conversation)"`),
+    /// evaluated per send and checked then; one that evaluates to the empty string is left out.
+    public let headerExpressions: [(name: String, expression: TemplateExpression)]
+
+    /// Headers that may take a per-send value: the ones that name or time one message.
+    static let expressionHeaders: Set<String> = [
+        "apns-collapse-id", "apns-expiration", "apns-id", "x-wns-tag", "x-wns-ttl", "x-wns-group",
+    ]
 
     public init(platform: Platform, template: Template, headers: [(String, String)] = []) throws(TemplateError) {
         self.platform = platform
         self.template = template
-        var checked = try Self.checkHeaders(headers, platform: platform)
+        var literal: [(String, String)] = []
+        var expressions: [(name: String, expression: TemplateExpression)] = []
+        for (name, value) in headers {
+            let expression: TemplateExpression
+            do { expression = try TemplateExpression(parsing: value, allowNumeric: false) } catch {
+                throw TemplateError(location: "header \(name)", reason: error.description)
+            }
+            if expression.isLiteral {
+                literal.append((name, value))
+                continue
+            }
+            guard Self.expressionHeaders.contains(name.lowercased()) else {
+                throw TemplateError(
+                    location: "header \(name)",
+                    reason: "takes no expression; only \(Self.expressionHeaders.sorted().joined(separator: ", ")) may vary per send")
+            }
+            // The name is checked now with a placeholder; the value once it is known.
+            let canonical = try Self.checkHeaders([(name, "")], platform: platform, checkValues: false)[0].name
+            if literal.contains(where: { $0.0.lowercased() == name.lowercased() }) || expressions.contains(where: { $0.name == canonical })
+            {
+                throw TemplateError(location: "header \(name)", reason: "is given twice")
+            }
+            expressions.append((canonical, expression))
+        }
+        var checked = try Self.checkHeaders(literal, platform: platform)
+        if let twice = checked.first(where: { header in expressions.contains { $0.name == header.name } }) {
+            throw TemplateError(location: "header \(twice.name)", reason: "is given twice")
+        }
         try Self.checkBody(template, platform: platform, headers: &checked)
         self.headers = checked
+        self.headerExpressions = expressions
+    }
+
+    /// The headers of one send: the fixed ones, then each expression's value, checked as a fixed
+    /// value would be (an empty value leaves the header out).
+    public func renderHeaders(_ properties: TemplateProperties) throws(NotificationRenderError) -> [HTTPHeader] {
+        guard !headerExpressions.isEmpty else { return headers }
+        var rendered = headers
+        for (name, expression) in headerExpressions {
+            let value = expression.evaluateText(in: properties)
+            if value.isEmpty { continue }
+            do {
+                rendered.append(contentsOf: try Self.checkHeaders([(name, value)], platform: platform))
+            } catch {
+                throw .header(name: name, reason: error.reason)
+            }
+        }
+        return rendered
     }
 
     /// The value of header `name` (case-insensitive).
@@ -44,7 +97,7 @@ public struct PlatformTemplate: Sendable {
         do {
             try PayloadLimit.check(size: body.count, platform: platform, apnsPushType: header("apns-push-type"))
         } catch { throw .size(error) }
-        return RenderedNotification(platform: platform, body: body, headers: headers, contentType: contentType)
+        return RenderedNotification(platform: platform, body: body, headers: try renderHeaders(properties), contentType: contentType)
     }
 
     // MARK: Validation
@@ -60,12 +113,21 @@ public struct PlatformTemplate: Sendable {
         "dry_run", "data", "notification",
     ]
 
-    private static func checkHeaders(_ headers: [(String, String)], platform: Platform) throws(TemplateError) -> [HTTPHeader] {
+    /// Checks headers and returns them with canonical names; with `checkValues` false only the
+    /// names are checked (for an expression, whose value is known per send).
+    private static func checkHeaders(
+        _ headers: [(String, String)], platform: Platform, checkValues: Bool = true
+    ) throws(TemplateError) -> [HTTPHeader] {
         var result: [HTTPHeader] = []
         for (rawName, value) in headers {
             let lowered = rawName.lowercased()
             let location = "header \(rawName)"
-            func fail(_ reason: String) -> TemplateError { TemplateError(location: location, reason: reason) }
+            func fail(_ reason: String) -> TemplateError {
+                TemplateError(location: location, reason: reason)
+            }
+            func check(_ valid: Bool, _ reason: @autoclosure () -> String) throws(TemplateError) {
+                if checkValues && !valid { throw fail(reason()) }
+            }
             if result.contains(where: { $0.name.lowercased() == lowered }) { throw fail("is given twice") }
             if value.contains(where: { $0.isNewline || ($0.asciiValue.map { $0 < 0x20 } ?? false) }) {
                 throw fail("value must not contain control characters")
@@ -74,50 +136,53 @@ public struct PlatformTemplate: Sendable {
             case .apns:
                 switch lowered {
                 case "apns-push-type":
-                    guard apnsPushTypes.contains(value) else {
-                        throw fail("'\(value)' is not an APNs push type (\(apnsPushTypes.sorted().joined(separator: ", ")))")
-                    }
+                    try check(
+                        apnsPushTypes.contains(value),
+                        "'\(value)' is not an APNs push type (\(apnsPushTypes.sorted().joined(separator: ", ")))")
                 case "apns-priority":
-                    guard ["1", "5", "10"].contains(value) else { throw fail("'\(value)' must be 1, 5 or 10") }
+                    try check(["1", "5", "10"].contains(value), "'\(value)' must be 1, 5 or 10")
                 case "apns-expiration":
-                    guard let seconds = Int(value), seconds >= 0 else {
-                        throw fail("'\(value)' must be UNIX epoch seconds (0 = do not store)")
-                    }
+                    try check(Int(value).map { $0 >= 0 } ?? false, "'\(value)' must be UNIX epoch seconds (0 = do not store)")
                 case "apns-topic":
-                    guard !value.isEmpty, !value.contains(" ") else { throw fail("must be a bundle id like com.example.app") }
+                    try check(!value.isEmpty && !value.contains(" "), "must be a bundle id like com.example.app")
                 case "apns-collapse-id":
-                    guard value.utf8.count <= 64 else { throw fail("is \(value.utf8.count) bytes; the limit is 64") }
+                    try check(value.utf8.count <= 64, "is \(value.utf8.count) bytes; the limit is 64")
+                case "apns-id":
+                    try check(isCanonicalUUID(value), "'\(value)' must be a lower-case UUID (8-4-4-4-12 hex digits)")
                 default:
                     throw fail(
-                        "is not an APNs template header (apns-push-type, apns-priority, apns-expiration, apns-topic, apns-collapse-id)")
+                        "is not an APNs template header (apns-push-type, apns-priority, apns-expiration, apns-topic, apns-collapse-id, apns-id)"
+                    )
                 }
                 result.append(HTTPHeader(name: lowered, value: value))
             case .wns:
                 let canonical: String
                 switch lowered {
                 case "x-wns-type":
-                    guard wnsTypes[value] != nil else { throw fail("'\(value)' must be wns/toast, wns/tile, wns/badge or wns/raw") }
+                    try check(wnsTypes[value] != nil, "'\(value)' must be wns/toast, wns/tile, wns/badge or wns/raw")
                     canonical = "X-WNS-Type"
                 case "x-wns-cache-policy":
-                    guard ["cache", "no-cache"].contains(value) else { throw fail("'\(value)' must be cache or no-cache") }
+                    try check(["cache", "no-cache"].contains(value), "'\(value)' must be cache or no-cache")
                     canonical = "X-WNS-Cache-Policy"
                 case "x-wns-requestforstatus":
-                    guard ["true", "false"].contains(value) else { throw fail("'\(value)' must be true or false") }
+                    try check(["true", "false"].contains(value), "'\(value)' must be true or false")
                     canonical = "X-WNS-RequestForStatus"
                 case "x-wns-tag", "x-wns-group":
-                    guard (1...16).contains(value.count), value.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
-                        throw fail("'\(value)' must be 1 to 16 letters or digits")
-                    }
+                    try check(
+                        (1...16).contains(value.count) && value.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }),
+                        "'\(value)' must be 1 to 16 letters or digits")
                     canonical = lowered == "x-wns-tag" ? "X-WNS-Tag" : "X-WNS-Group"
                 case "x-wns-ttl":
-                    guard let seconds = Int(value), seconds >= 0 else { throw fail("'\(value)' must be a whole number of seconds") }
+                    try check(Int(value).map { $0 >= 0 } ?? false, "'\(value)' must be a whole number of seconds")
                     canonical = "X-WNS-TTL"
                 case "x-wns-suppresspopup":
-                    guard ["true", "false"].contains(value) else { throw fail("'\(value)' must be true or false") }
-                    canonical = "X-WNS-SuppressPopup"
+                    // Microsoft: Windows Phone channels only; on a Windows channel the notification
+                    // is dropped with an error. Windows Phone is gone, so every channel is one where
+                    // it fails.
+                    throw fail("is for Windows Phone channels only; WNS drops the notification on Windows channels")
                 default:
                     throw fail(
-                        "is not a WNS template header (X-WNS-Type, X-WNS-Cache-Policy, X-WNS-RequestForStatus, X-WNS-Tag, X-WNS-TTL, X-WNS-Group, X-WNS-SuppressPopup)"
+                        "is not a WNS template header (X-WNS-Type, X-WNS-Cache-Policy, X-WNS-RequestForStatus, X-WNS-Tag, X-WNS-TTL, X-WNS-Group)"
                     )
                 }
                 result.append(HTTPHeader(name: canonical, value: value))
@@ -233,11 +298,14 @@ public struct RenderedNotification: Sendable, Hashable {
 public enum NotificationRenderError: PushgateInputError, Hashable {
     case template(TemplateRenderError)
     case size(PayloadSizeError)
+    /// A header's per-send value is not one the service accepts.
+    case header(name: String, reason: String)
 
     public var httpStatusCode: Int {
         switch self {
         case .template(let error): error.httpStatusCode
         case .size(let error): error.httpStatusCode
+        case .header: 400
         }
     }
 
@@ -245,6 +313,13 @@ public enum NotificationRenderError: PushgateInputError, Hashable {
         switch self {
         case .template(let error): error.description
         case .size(let error): error.description
+        case .header(let name, let reason): "header \(name): \(reason)"
         }
     }
+}
+
+/// Whether `text` is a UUID in APNs' canonical form (lower-case 8-4-4-4-12 hex digits).
+func isCanonicalUUID(_ text: String) -> Bool {
+    let groups = text.split(separator: "-", omittingEmptySubsequences: false).map(\.count)
+    return groups == [8, 4, 4, 4, 12] && text.allSatisfy { $0 == "-" || ($0.isHexDigit && !$0.isUppercase) }
 }

@@ -43,6 +43,21 @@ public struct TemplateExpression: Sendable, Hashable {
         return false
     }
 
+    /// The value as text (a header value): literals as they are, properties evaluated.
+    public func evaluateText(in properties: TemplateProperties) -> String {
+        switch kind {
+        case .literal(let text): text
+        case .numeric(let reference): reference.evaluate(in: properties)
+        case .text(let terms):
+            terms.map {
+                switch $0 {
+                case .literal(let text): text
+                case .property(let reference): reference.evaluate(in: properties)
+                }
+            }.joined()
+        }
+    }
+
     /// The lower-cased names of every property the value reads.
     public var propertyKeys: [String] {
         switch kind {

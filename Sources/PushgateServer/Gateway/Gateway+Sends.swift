@@ -12,12 +12,31 @@ extension Gateway {
         public var tagExpression: String?
         /// The body: a JSON string (the message) or a JSON object of properties with `message`.
         public var body: [UInt8]
+        /// `ttl=`: how long the services keep the notification for an offline device, in seconds
+        /// from delivery (`deliverAt`, else now); nil leaves the templates' own settings.
+        public var timeToLive: Int?
+        /// When a scheduled send is delivered (the time-to-live counts from then).
+        public var deliverAt: Timestamp?
 
-        public init(pns: String?, toTag: String?, tagExpression: String? = nil, body: [UInt8]) {
+        public init(
+            pns: String?, toTag: String?, tagExpression: String? = nil, body: [UInt8], timeToLive: Int? = nil, deliverAt: Timestamp? = nil
+        ) {
             self.pns = pns
             self.toTag = toTag
             self.tagExpression = tagExpression
             self.body = body
+            self.timeToLive = timeToLive
+            self.deliverAt = deliverAt
+        }
+
+        /// Parses `ttl=` (whole seconds, 0 to four weeks), naming the parameter when it is wrong.
+        public static func timeToLive(_ text: String?) throws(GatewayError) -> Int? {
+            guard let text, !text.isEmpty else { return nil }
+            guard let seconds = Int(text), (0...RenderedNotification.maximumTimeToLiveSeconds).contains(seconds) else {
+                throw .badRequest(
+                    "ttl: '\(text)' must be whole seconds from 0 to \(RenderedNotification.maximumTimeToLiveSeconds) (four weeks)")
+            }
+            return seconds
         }
     }
 
@@ -68,7 +87,9 @@ extension Gateway {
         let body = Array(#"{"message":"","secureId":"\#(id)"}"#.utf8)
         // Validate and render before storing, so that a refused send leaves nothing behind.
         var prepared = try prepare(
-            SendRequest(pns: request.pns, toTag: recipient, tagExpression: nil, body: body), user: user, purpose: "secure")
+            SendRequest(
+                pns: request.pns, toTag: recipient, tagExpression: nil, body: body, timeToLive: request.timeToLive, deliverAt: deliverAt),
+            user: user, purpose: "secure")
         let created = now()
         guard try await hasTargets(prepared, at: created) else {
             return prepared  // delivered to nobody: 404, and no message stored
@@ -135,7 +156,11 @@ extension Gateway {
         for platform in selection.platforms {
             guard let template = templates[platform] else { continue }
             do {
-                payloads[platform] = try template.render(properties)
+                var payload = try template.render(properties)
+                if let seconds = request.timeToLive {
+                    payload = payload.withTimeToLive(seconds, now: (request.deliverAt ?? now()).secondsSinceEpoch)
+                }
+                payloads[platform] = payload
             } catch {
                 throw GatewayError(error.httpStatusCode, "\(platform): \(error.description)")
             }

@@ -89,11 +89,12 @@ public enum GatewayHTTP {
             let user = try context.authenticatedUser()
             let body = try await collectJSON(request, limit: maximumBodyBytes)
             let query = request.uri.queryParameters
-            let sendRequest = Gateway.SendRequest(
-                pns: query.get("pns"), toTag: query.get("to_tag"), tagExpression: query.get("tags"), body: body)
             let secure = ["true", "1"].contains(query.get("secure")?.lowercased() ?? "")
             // Checked before anything is stored (a secure send stores its message while preparing).
             let deliverAt = try gateway.scheduleTime(query.get("deliverAt"))
+            let sendRequest = Gateway.SendRequest(
+                pns: query.get("pns"), toTag: query.get("to_tag"), tagExpression: query.get("tags"), body: body,
+                timeToLive: try Gateway.SendRequest.timeToLive(query.get("ttl")), deliverAt: deliverAt)
             let respondAsync = try asyncRequested(request)
             if deliverAt != nil, query.get("async").map({ ["false", "0"].contains($0.lowercased()) }) == true {
                 throw GatewayError.badRequest("async=false contradicts deliverAt: a scheduled send is always answered 202 at once")
