@@ -49,6 +49,35 @@ import Testing
         }
     }
 
+    @Test func aTimeToLiveAndADryRunReachTheServicesInTheirOwnForms() async throws {
+        try await GatewayFixture.with { fixture in
+            let apns = await fixture.sandbox.createDevice(.apns)
+            let fcm = await fixture.sandbox.createDevice(.fcm)
+            _ = try await fixture.register(apns, user: "alice")
+            _ = try await fixture.register(fcm, user: "alice")
+            let before = Int(Date().timeIntervalSince1970)
+            let timed = try await fixture.call("POST", "/api/notifications?pns=apns,fcm&to_tag=alice&ttl=600", user: "bob", body: #""hi""#)
+            #expect(timed.status == 200, "\(timed.bodyText)")
+            let expiration = await fixture.sandbox.state.inbox(deviceID: apns.id).first?.header("apns-expiration").flatMap { Int($0) }
+            #expect(expiration.map { $0 >= before + 600 && $0 <= before + 660 } == true, "\(expiration.map(String.init) ?? "none")")
+            #expect(await fixture.sandbox.state.inbox(deviceID: fcm.id).first?.payload.contains(#""ttl":"600s""#) == true)
+
+            // A dry run: FCM validates (validate_only) and delivers nothing; APNs has no such request.
+            let dry = try await fixture.call(
+                "POST", "/api/notifications?pns=fcm&to_tag=alice&validateOnly=true", user: "bob", body: #""hi""#)
+            #expect(dry.status == 200, "\(dry.bodyText)")
+            #expect(try JSONParser.parse(dry.body)["success"]?.kind == .number("1"))
+            #expect(await fixture.sandbox.state.inbox(deviceID: fcm.id).count == 1)
+            let refused = try await fixture.call(
+                "POST", "/api/notifications?pns=apns&to_tag=alice&validateOnly=true", user: "bob", body: #""hi""#)
+            #expect(refused.status == 400)
+            #expect(refused.bodyText.contains("validateOnly"))
+            let badTTL = try await fixture.call("POST", "/api/notifications?pns=apns&to_tag=alice&ttl=-1", user: "bob", body: #""hi""#)
+            #expect(badTTL.status == 400)
+            #expect(badTTL.bodyText.contains("ttl"))
+        }
+    }
+
     @Test func anUnknownRegistrationIsGoneAndTheClientReRegisters() async throws {
         try await GatewayFixture.with { fixture in
             let device = await fixture.sandbox.createDevice(.apns)

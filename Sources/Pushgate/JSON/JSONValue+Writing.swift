@@ -53,6 +53,23 @@ extension RenderedNotification {
     /// The notification with a relative time-to-live in each service's form: APNs
     /// `apns-expiration` (epoch seconds, `now` + `seconds`; 0 stays 0, "deliver once, do not
     /// store"), WNS `X-WNS-TTL`, FCM v1 `android.ttl` (`"3600s"`), legacy GCM `time_to_live`.
+    /// The notification as a dry run the service validates without delivering: FCM v1 sends
+    /// `validate_only: true` beside the message, legacy GCM `dry_run: true` in it. APNs and WNS
+    /// have no such request; nil for them.
+    public func validatingOnly() -> RenderedNotification? {
+        switch platform {
+        case .fcm:
+            RenderedNotification(platform: platform, body: body, headers: headers, contentType: contentType, validateOnly: true)
+        case .gcm:
+            RenderedNotification(
+                platform: platform,
+                body: (try? JSONParser.parse(body))?.setting(["dry_run"], to: JSONValue(.bool(true))).serialized() ?? body,
+                headers: headers, contentType: contentType, validateOnly: true)
+        case .apns, .wns:
+            nil
+        }
+    }
+
     public func withTimeToLive(_ seconds: Int, now: Double) -> RenderedNotification {
         func replacing(_ name: String, with value: String) -> [HTTPHeader] {
             headers.filter { $0.name.lowercased() != name.lowercased() } + [HTTPHeader(name: name, value: value)]
@@ -65,18 +82,20 @@ extension RenderedNotification {
         case .apns:
             let expiration = seconds == 0 ? 0 : Int(now) + seconds
             return RenderedNotification(
-                platform: platform, body: body, headers: replacing("apns-expiration", with: String(expiration)), contentType: contentType)
+                platform: platform, body: body, headers: replacing("apns-expiration", with: String(expiration)), contentType: contentType,
+                validateOnly: validateOnly)
         case .wns:
             return RenderedNotification(
-                platform: platform, body: body, headers: replacing("X-WNS-TTL", with: String(seconds)), contentType: contentType)
+                platform: platform, body: body, headers: replacing("X-WNS-TTL", with: String(seconds)), contentType: contentType,
+                validateOnly: validateOnly)
         case .fcm:
             return RenderedNotification(
                 platform: platform, body: settingBody(["android", "ttl"], JSONValue(.string("\(seconds)s"))), headers: headers,
-                contentType: contentType)
+                contentType: contentType, validateOnly: validateOnly)
         case .gcm:
             return RenderedNotification(
                 platform: platform, body: settingBody(["time_to_live"], JSONValue(.number(String(seconds)))), headers: headers,
-                contentType: contentType)
+                contentType: contentType, validateOnly: validateOnly)
         }
     }
 }

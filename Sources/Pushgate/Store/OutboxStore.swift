@@ -259,6 +259,7 @@ public enum OutboxPayloadCoding {
             }
             output += Array(#"],"body":"#.utf8)
             Escaping.appendJSONString(String(decoding: payload.body, as: UTF8.self), to: &output)
+            if payload.validateOnly { output += Array(#","validateOnly":true"#.utf8) }
             output.append(UInt8(ascii: "}"))
         }
         output.append(UInt8(ascii: "]"))
@@ -281,7 +282,8 @@ public enum OutboxPayloadCoding {
                 headers.append(HTTPHeader(name: name, value: value))
             }
             payloads[platform] = RenderedNotification(
-                platform: platform, body: Array(body.utf8), headers: headers, contentType: contentType)
+                platform: platform, body: Array(body.utf8), headers: headers, contentType: contentType,
+                validateOnly: element["validateOnly"]?.kind == .bool(true))
         }
         return payloads
     }

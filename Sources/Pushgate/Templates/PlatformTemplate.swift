@@ -285,12 +285,16 @@ public struct RenderedNotification: Sendable, Hashable {
     public let body: [UInt8]
     public let headers: [HTTPHeader]
     public let contentType: String
+    /// A dry run: the service validates the notification without delivering it (FCM v1's
+    /// top-level `validate_only`; legacy GCM's `dry_run` is in the body itself).
+    public let validateOnly: Bool
 
-    public init(platform: Platform, body: [UInt8], headers: [HTTPHeader], contentType: String) {
+    public init(platform: Platform, body: [UInt8], headers: [HTTPHeader], contentType: String, validateOnly: Bool = false) {
         self.platform = platform
         self.body = body
         self.headers = headers
         self.contentType = contentType
+        self.validateOnly = validateOnly
     }
 }
 

@@ -17,6 +17,9 @@ extension Gateway {
         public var timeToLive: Int?
         /// When a scheduled send is delivered (the time-to-live counts from then).
         public var deliverAt: Timestamp?
+        /// `validateOnly=true`: a dry run the services validate without delivering (FCM v1
+        /// `validate_only`, legacy GCM `dry_run`); refused for APNs and WNS, which have none.
+        public var validateOnly = false
 
         public init(
             pns: String?, toTag: String?, tagExpression: String? = nil, body: [UInt8], timeToLive: Int? = nil, deliverAt: Timestamp? = nil
@@ -155,15 +158,23 @@ extension Gateway {
         var payloads: [Platform: RenderedNotification] = [:]
         for platform in selection.platforms {
             guard let template = templates[platform] else { continue }
+            var payload: RenderedNotification
             do {
-                var payload = try template.render(properties)
-                if let seconds = request.timeToLive {
-                    payload = payload.withTimeToLive(seconds, now: (request.deliverAt ?? now()).secondsSinceEpoch)
-                }
-                payloads[platform] = payload
+                payload = try template.render(properties)
             } catch {
                 throw GatewayError(error.httpStatusCode, "\(platform): \(error.description)")
             }
+            if let seconds = request.timeToLive {
+                payload = payload.withTimeToLive(seconds, now: (request.deliverAt ?? now()).secondsSinceEpoch)
+            }
+            if request.validateOnly {
+                guard let dryRun = payload.validatingOnly() else {
+                    throw .badRequest(
+                        "validateOnly: \(platform.serviceName) has no validation request; select pns=fcm and/or gcm for a dry run")
+                }
+                payload = dryRun
+            }
+            payloads[platform] = payload
         }
         return PreparedSend(selection: selection, expression: expression, payloads: payloads, sender: user.name)
     }

@@ -92,9 +92,10 @@ public enum GatewayHTTP {
             let secure = ["true", "1"].contains(query.get("secure")?.lowercased() ?? "")
             // Checked before anything is stored (a secure send stores its message while preparing).
             let deliverAt = try gateway.scheduleTime(query.get("deliverAt"))
-            let sendRequest = Gateway.SendRequest(
+            var sendRequest = Gateway.SendRequest(
                 pns: query.get("pns"), toTag: query.get("to_tag"), tagExpression: query.get("tags"), body: body,
                 timeToLive: try Gateway.SendRequest.timeToLive(query.get("ttl")), deliverAt: deliverAt)
+            sendRequest.validateOnly = try flag(query.get("validateOnly"), name: "validateOnly")
             let respondAsync = try asyncRequested(request)
             if deliverAt != nil, query.get("async").map({ ["false", "0"].contains($0.lowercased()) }) == true {
                 throw GatewayError.badRequest("async=false contradicts deliverAt: a scheduled send is always answered 202 at once")
@@ -227,6 +228,15 @@ public enum GatewayHTTP {
         let handle = answer.status == 200 ? (try? JSONParser.parse(Array(answer.body.utf8)))?["handle"]?.stringValue : nil
         guard let handle, try await ownHandles(gateway, user: user).contains(handle) else {
             throw GatewayError.notFound("no sandbox device '\(id)' among your registrations")
+        }
+    }
+
+    /// A boolean query parameter: `true`/`1` or `false`/`0` (absent: false), naming it when wrong.
+    static func flag(_ text: String?, name: String) throws(GatewayError) -> Bool {
+        switch text?.lowercased() {
+        case nil, "", "false", "0": return false
+        case "true", "1": return true
+        default: throw .badRequest("\(name): '\(text!)' must be true or false")
         }
     }
 

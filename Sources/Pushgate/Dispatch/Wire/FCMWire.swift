@@ -29,7 +29,8 @@ public enum FCMWire {
 
     /// The message for one device: the rendered payload's members under `message`, with its token.
     public static func body(token: String, notification: RenderedNotification) -> [UInt8] {
-        var body: [UInt8] = Array(#"{"message":{"token":"#.utf8)
+        var body: [UInt8] = Array(
+            (notification.validateOnly ? #"{"validate_only":true,"message":{"token":"# : #"{"message":{"token":"#).utf8)
         body.reserveCapacity(notification.body.count + token.utf8.count + 32)
         Escaping.appendJSONString(token, to: &body)
         JSONSplice.appendMembers(of: notification.body, to: &body)
