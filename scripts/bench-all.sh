@@ -8,8 +8,9 @@
 # Environment: PUSHGATE_BIN (a release pushgate; default: build one), PUSHGATE_BENCH_OUT (JSON,
 # default .build/bench/bench-all.json), PUSHGATE_BENCH_BROADCAST (registrations, 1,000,000),
 # PUSHGATE_BENCH_DISPATCH (requests per dispatch round, 100,000), PUSHGATE_BENCH_ROUNDS (3),
-# PUSHGATE_BENCH_SECTIONS (default "dispatch broadcast latency upserts idle"; the broadcast always
-# runs: the later sections use its gateway and store), PUSHGATE_BENCH_PERF=1
+# PUSHGATE_BENCH_SECTIONS (default "dispatch broadcast latency upserts idle"; the broadcast's
+# store is always built: the later sections use it; "sandbox" adds the broadcast against
+# `pushgate sandbox` beside nginx, scripts/bench-sandbox-sink.sh), PUSHGATE_BENCH_PERF=1
 # (profile the gateway during the broadcast with perf; the report lands beside the JSON).
 #
 # 1. dispatch: one nghttpd HTTP/2 + TLS sink; per round, interleaved: h2load, the two plain-C
@@ -84,8 +85,10 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$w
   -days 1 -subj "/CN=localhost" -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" 2>/dev/null
 
 echo "== python virtual environment with aioapns" >&2
+if want dispatch; then
 python3 -m venv "$work/venv" >&2
 "$work/venv/bin/pip" install -q aioapns >&2
+fi
 
 # ---------------------------------------------------------------------------------------------
 # The nginx sink: each service's documented answers (used by the broadcast, the aioapns
@@ -332,15 +335,19 @@ config["outbox"] = {"enabled": False}
 json.dump(config, open(sys.argv[2], "w"), indent=2)
 PY
 broadcast_rounds=${PUSHGATE_BENCH_BROADCAST_ROUNDS:-1}
+want broadcast || broadcast_rounds=0
 for round in $(seq 1 "$broadcast_rounds"); do
   echo "-- broadcast round $round: without the outbox (reference), then through it" >&2
   broadcast_once "broadcast_direct.r$round" "$direct_config" no
   broadcast_once "broadcast.r$round" "$config" "$([ "$round" = 1 ] && echo yes || echo no)"
 done
 # The summary's broadcast figures are the last round's, through the outbox (the default path).
-grep "^broadcast\.r$broadcast_rounds\." "$results" | sed "s/^broadcast\.r$broadcast_rounds\./broadcast./" >> "$results.tmp"
-grep "^broadcast_direct\.r$broadcast_rounds\." "$results" | sed "s/^broadcast_direct\.r$broadcast_rounds\./broadcast_direct./" >> "$results.tmp"
-cat "$results.tmp" >> "$results"; rm -f "$results.tmp"
+grep "^broadcast\.r$broadcast_rounds\." "$results" | sed "s/^broadcast\.r$broadcast_rounds\./broadcast./" >> "$results.tmp" || true
+grep "^broadcast_direct\.r$broadcast_rounds\." "$results" | sed "s/^broadcast_direct\.r$broadcast_rounds\./broadcast_direct./" >> "$results.tmp" || true
+touch "$results.tmp"; cat "$results.tmp" >> "$results"; rm -f "$results.tmp"
+
+# The same broadcast against `pushgate sandbox` (every platform's real answers), nginx beside it.
+if want sandbox; then source scripts/bench-sandbox-sink.sh; fi
 
 # The later sections use a gateway on the full store (the outbox on, as shipped).
 (cd "$work/sandbox" && exec "$bin" serve --config "$config" > "$work/gateway.log" 2>&1) &

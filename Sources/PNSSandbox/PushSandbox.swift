@@ -54,7 +54,7 @@ public final class PushSandbox: Service, Sendable {
         let authority = try SandboxCertificateAuthority()
         let credentials = try SandboxCredentials(
             topic: configuration.apnsTopic, projectID: configuration.fcmProjectID, authority: authority)
-        let state = SandboxState(clock: configuration.clock)
+        let state = SandboxState(clock: configuration.clock, inboxLimit: configuration.inboxLimit)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         do {
             let certificate = try NIOSSLCertificate(bytes: Array(authority.serverCertificatePEM.utf8), format: .pem)
@@ -134,7 +134,7 @@ public final class PushSandbox: Service, Sendable {
         case .wns:
             handle = "\(endpoints.wns)/?token=" + SandboxCredentials.randomToken(88).replacingOccurrences(of: "-", with: "%2b")
         }
-        return await state.addDevice(platform: platform, handle: handle, belongsToAnotherApp: belongsToAnotherApp)
+        return state.addDevice(platform: platform, handle: handle, belongsToAnotherApp: belongsToAnotherApp)
     }
 
     /// Writes what a gateway needs into `directory`: `ca.pem`, the APNs key

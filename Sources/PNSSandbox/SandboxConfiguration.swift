@@ -20,11 +20,15 @@ public struct SandboxConfiguration: Sendable {
     public var apnsMaximumConcurrentStreams: Int
     /// Where the sandbox reads the time.
     public var clock: any PushgateClock
+    /// Notifications each device's inbox keeps: nil (the default) keeps every one; 0 keeps none
+    /// (deliveries are still counted: `GET /stats/inboxes`); N keeps the newest N. A 1,000,000-device
+    /// broadcast stores about 1 KB per notification when every one is kept.
+    public var inboxLimit: Int?
 
     public init(
         host: String = "127.0.0.1", apnsPort: Int = 0, googlePort: Int = 0, wnsPort: Int = 0, controlPort: Int = 0,
         apnsTopic: String = "com.example.pushgate", fcmProjectID: String = "pushgate-sandbox",
-        apnsMaximumConcurrentStreams: Int = 1000, clock: any PushgateClock = SystemClock()
+        apnsMaximumConcurrentStreams: Int = 1000, clock: any PushgateClock = SystemClock(), inboxLimit: Int? = nil
     ) {
         self.host = host
         self.apnsPort = apnsPort
@@ -35,6 +39,7 @@ public struct SandboxConfiguration: Sendable {
         self.fcmProjectID = fcmProjectID
         self.apnsMaximumConcurrentStreams = apnsMaximumConcurrentStreams
         self.clock = clock
+        self.inboxLimit = inboxLimit
     }
 }
 

@@ -30,7 +30,7 @@ struct APNSService: SandboxHTTPResponder {
     func respond(to request: SandboxHTTPRequest) async -> SandboxHTTPResponse {
         let apnsID = request.header("apns-id") ?? UUID().uuidString.lowercased()
         let response = await answer(request, apnsID: apnsID)
-        await state.count("apns", status: response.status)
+        state.count("apns", status: response.status)
         return response
     }
 
@@ -55,7 +55,7 @@ struct APNSService: SandboxHTTPResponder {
         if token.isEmpty { return reject(400, "MissingDeviceToken", apnsID: apnsID) }
         if request.bodyTooLarge { return reject(413, "PayloadTooLarge", apnsID: apnsID) }
 
-        if let action = await state.takeFault(service: .apns, handle: token) {
+        if let action = state.takeFault(service: .apns, handle: token) {
             switch action {
             case .respond(let status, let reason, let retryAfter):
                 return reject(status, reason ?? "InternalServerError", apnsID: apnsID, retryAfter: retryAfter)
@@ -64,7 +64,7 @@ struct APNSService: SandboxHTTPResponder {
             case .dropConnection:
                 return .dropConnection
             case .goAway(let reason):
-                await state.count("apns-goaway", status: 0)
+                state.count("apns-goaway", status: 0)
                 var response = reject(503, reason, apnsID: apnsID)
                 response.action = .goAway(#"{"reason":"\#(reason)"}"#)
                 return response
@@ -72,8 +72,11 @@ struct APNSService: SandboxHTTPResponder {
         }
 
         // Headers: no duplicates, each well formed.
-        let names = request.headers.map { $0.name.lowercased() }.filter { $0.hasPrefix("apns-") || $0 == "authorization" }
-        if Set(names).count != names.count { return reject(400, "DuplicateHeaders", apnsID: apnsID) }
+        // (HTTP/2 header names arrive lower-case.)
+        var seen: Set<String> = []
+        for header in request.headers where header.name.hasPrefix("apns-") || header.name == "authorization" {
+            if !seen.insert(header.name).inserted { return reject(400, "DuplicateHeaders", apnsID: apnsID) }
+        }
         if let id = request.header("apns-id"), !Self.isCanonicalUUID(id) { return reject(400, "BadMessageId", apnsID: apnsID) }
         let pushType = request.header("apns-push-type")
         if let pushType, !Self.pushTypes.contains(pushType) { return reject(400, "InvalidPushType", apnsID: apnsID) }
@@ -111,11 +114,14 @@ struct APNSService: SandboxHTTPResponder {
                 }
             }
         } else {
-            guard let authorization = request.header("authorization"), authorization.lowercased().hasPrefix("bearer "),
-                authorization.count > "bearer ".count
+            guard let authorization = request.header("authorization"),
+                SandboxHTTPRequest.name(authorization, hasLowercasePrefix: "bearer "), authorization.utf8.count > "bearer ".utf8.count
             else { return reject(403, "MissingProviderToken", apnsID: apnsID) }
-            let jwt = String(authorization.dropFirst("bearer ".count)).trimmingCharacters(in: .whitespaces)
-            if let reason = await verifyProviderToken(jwt, connection: request.connection) {
+            // Trimmed without Foundation (trimmingCharacters bridges through NSString on Linux).
+            var trimmed = Substring(authorization.dropFirst("bearer ".count))
+            while let first = trimmed.utf8.first, first == 0x20 || first == 0x09 { trimmed = trimmed.dropFirst() }
+            while let last = trimmed.utf8.last, last == 0x20 || last == 0x09 { trimmed = trimmed.dropLast() }
+            if let reason = await verifyProviderToken(String(trimmed), connection: request.connection) {
                 return reject(reason.status, reason.reason, apnsID: apnsID)
             }
 
@@ -130,10 +136,12 @@ struct APNSService: SandboxHTTPResponder {
         }
 
         // Device token.
-        guard token.count >= 64, token.count % 2 == 0, token.allSatisfy(\.isHexDigit) else {
+        let tokenBytes = token.utf8
+        guard tokenBytes.count >= 64, tokenBytes.count % 2 == 0, tokenBytes.allSatisfy(Self.isHexDigit) else {
             return reject(400, "BadDeviceToken", apnsID: apnsID)
         }
-        guard let device = await state.device(handle: token.lowercased()), device.platform == .apns else {
+        let lowercaseToken = tokenBytes.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "F") }) ? token.lowercased() : token
+        guard let device = state.lookUp(handle: lowercaseToken), device.platform == .apns else {
             return reject(400, SandboxAssumptions.apnsUnknownTokenReason, apnsID: apnsID)
         }
         if device.belongsToAnotherApp { return reject(400, "DeviceTokenNotForTopic", apnsID: apnsID) }
@@ -152,11 +160,13 @@ struct APNSService: SandboxHTTPResponder {
         case .active: break
         }
 
-        let kept = request.headers.filter { $0.name.lowercased().hasPrefix("apns-") || $0.name.lowercased() == "content-type" }
-        await state.deliver(
-            ReceivedNotification(
-                platform: .apns, deviceID: device.id, messageID: apnsID, headers: kept,
-                payload: String(decoding: request.body, as: UTF8.self), receivedAt: state.clock.now.secondsSinceEpoch))
+        state.deliver(
+            deviceID: device.id,
+            state.keepsInboxes
+                ? ReceivedNotification(
+                    platform: .apns, deviceID: device.id, messageID: apnsID,
+                    headers: request.headers.filter { $0.name.hasPrefix("apns-") || $0.name == "content-type" },
+                    payload: String(decoding: request.body, as: UTF8.self), receivedAt: state.clock.now.secondsSinceEpoch) : nil)
         // apns-unique-id: the development environment's id for the Push Notifications Console log.
         return SandboxHTTPResponse(
             status: 200,
@@ -172,12 +182,13 @@ struct APNSService: SandboxHTTPResponder {
     /// fresh token on a new connection — a restart, a replica — is accepted).
     private func verifyProviderToken(_ jwt: String, connection: UInt64) async -> (status: Int, reason: String)? {
         let now = state.clock.now.secondsSinceEpoch
-        if let cached = await state.providerTokenVerdict(jwt) {
-            if let reason = cached { return (403, reason) }
-            if let issuedAt = Self.issuedAt(jwt), now - issuedAt > SandboxAssumptions.apnsProviderTokenLifetimeSeconds {
+        // The common case, without suspending or parsing: a token judged before, its `iat` kept.
+        if let cached = state.providerToken(jwt) {
+            if let reason = cached.verdict { return (403, reason) }
+            if let issuedAt = cached.issuedAt, now - issuedAt > SandboxAssumptions.apnsProviderTokenLifetimeSeconds {
                 return (403, "ExpiredProviderToken")
             }
-            return await refreshVerdict(jwt, connection: connection)
+            return refreshVerdict(issuedAt: cached.issuedAt, connection: connection)
         }
         let verdict: (status: Int, reason: String)?
         if let header = Self.decodeSegment(jwt, 0), header["alg"]?.stringValue == "ES256",
@@ -199,16 +210,17 @@ struct APNSService: SandboxHTTPResponder {
             verdict = (403, "InvalidProviderToken")
         }
         // Expiry is re-checked on every use, so only the other verdicts are cached.
-        if verdict?.reason != "ExpiredProviderToken" { await state.recordProviderTokenVerdict(jwt, verdict: verdict?.reason) }
+        let issuedAt = Self.issuedAt(jwt)
+        if verdict?.reason != "ExpiredProviderToken" { state.recordProviderToken(jwt, verdict: verdict?.reason, issuedAt: issuedAt) }
         if verdict != nil { return verdict }
-        return await refreshVerdict(jwt, connection: connection)
+        return refreshVerdict(issuedAt: issuedAt, connection: connection)
     }
 
     /// A valid token on `connection`: refused when the connection moved to it too soon after its
     /// previous token.
-    private func refreshVerdict(_ jwt: String, connection: UInt64) async -> (status: Int, reason: String)? {
-        guard let issuedAt = Self.issuedAt(jwt) else { return nil }
-        let accepted = await state.acceptProviderToken(
+    private func refreshVerdict(issuedAt: Double?, connection: UInt64) -> (status: Int, reason: String)? {
+        guard let issuedAt else { return nil }
+        let accepted = state.acceptProviderToken(
             keyID: credentials.apnsKeyID, connection: connection, issuedAt: issuedAt,
             minimumInterval: SandboxAssumptions.apnsMinimumTokenRefreshSeconds)
         return accepted ? nil : (429, "TooManyProviderTokenUpdates")
@@ -225,9 +237,20 @@ struct APNSService: SandboxHTTPResponder {
         return Double(text)
     }
 
+    /// Lower-case 8-4-4-4-12 hex (bytes, not Characters: no grapheme breaking per request).
     static func isCanonicalUUID(_ text: String) -> Bool {
-        let groups = text.split(separator: "-", omittingEmptySubsequences: false).map(\.count)
-        return groups == [8, 4, 4, 4, 12] && text.allSatisfy { $0 == "-" || ($0.isHexDigit && !$0.isUppercase) }
+        let bytes = text.utf8
+        guard bytes.count == 36 else { return false }
+        for (offset, byte) in bytes.enumerated() {
+            let dash = offset == 8 || offset == 13 || offset == 18 || offset == 23
+            let valid = dash ? byte == UInt8(ascii: "-") : isHexDigit(byte) && !(byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "F"))
+            if !valid { return false }
+        }
+        return true
+    }
+
+    static func isHexDigit(_ byte: UInt8) -> Bool {
+        (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || (byte | 0x20 >= UInt8(ascii: "a") && byte | 0x20 <= UInt8(ascii: "f"))
     }
 }
 

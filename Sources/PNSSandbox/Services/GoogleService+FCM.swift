@@ -53,7 +53,7 @@ extension GoogleService {
         guard request.method == "POST" else { return .text(405, "Method Not Allowed") }
         let project = request.path.dropFirst("/v1/projects/".count).dropLast("/messages:send".count)
         guard let authorization = request.header("authorization"), authorization.hasPrefix("Bearer "),
-            await state.isAccessTokenValid(String(authorization.dropFirst("Bearer ".count)))
+            state.isAccessTokenValid(String(authorization.dropFirst("Bearer ".count)))
         else {
             return rpcError(
                 401, "UNAUTHENTICATED",
@@ -91,7 +91,7 @@ extension GoogleService {
             }
         }
         let token = message["token"]?.stringValue
-        if let action = await state.takeFault(service: .fcm, handle: token) {
+        if let action = state.takeFault(service: .fcm, handle: token) {
             switch action {
             case .respond(let status, let reason, let retryAfter):
                 let canonical = Self.canonicalStatus[status] ?? "UNKNOWN"
@@ -114,7 +114,7 @@ extension GoogleService {
             // Topic and condition sends have no device to deliver to; accept them.
             return .json(200, #"{"name":"projects/\#(project)/messages/\#(Self.messageNumber())"}"#)
         }
-        guard let device = await state.device(handle: token), device.platform == .fcm else {
+        guard let device = state.lookUp(handle: token), device.platform == .fcm else {
             return rpcError(
                 400, "INVALID_ARGUMENT", SandboxAssumptions.fcmInvalidArgumentMessage, errorCode: "INVALID_ARGUMENT",
                 violations: [("message.token", "Invalid registration token")])
@@ -127,7 +127,7 @@ extension GoogleService {
         }
         if root["validate_only"]?.kind != .bool(true) {
             let name = "projects/\(project)/messages/\(Self.messageNumber())"
-            await deliver(request, platform: .fcm, to: device, messageID: name)
+            deliver(request, platform: .fcm, to: device, messageID: name)
             return .json(200, #"{"name":"\#(name)"}"#)
         }
         return .json(200, #"{"name":"projects/\#(project)/messages/fake_message_id"}"#)

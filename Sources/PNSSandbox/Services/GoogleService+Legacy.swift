@@ -12,7 +12,7 @@ extension GoogleService {
                 body: Array(
                     "<HTML><HEAD><TITLE>Unauthorized</TITLE></HEAD><BODY><H1>Unauthorized</H1><H2>Error 401</H2></BODY></HTML>".utf8))
         }
-        if let action = await state.takeFault(service: .gcm, handle: nil), let response = await Self.apply(action) {
+        if let action = state.takeFault(service: .gcm, handle: nil), let response = await Self.apply(action) {
             return response
         }
         guard let root = try? JSONParser.parse(request.body), root.objectMembers != nil else {
@@ -42,16 +42,16 @@ extension GoogleService {
             let result: String
             if tooBig {
                 result = #"{"error":"MessageTooBig"}"#
-            } else if let action = await state.takeFault(service: .gcm, handle: token), case .respond(_, let reason, _) = action {
+            } else if let action = state.takeFault(service: .gcm, handle: token), case .respond(_, let reason, _) = action {
                 result = #"{"error":"\#(reason ?? "Unavailable")"}"#
-            } else if let device = await state.device(handle: token), device.platform == .gcm {
+            } else if let device = state.lookUp(handle: token), device.platform == .gcm {
                 if device.belongsToAnotherApp {
                     result = #"{"error":"MismatchSenderId"}"#
                 } else if device.status != .active {
                     result = #"{"error":"NotRegistered"}"#
                 } else {
                     let messageID = "0:\(Self.messageNumber())%\(credentials.gcmSenderID)"
-                    await deliver(request, platform: .gcm, to: device, messageID: messageID)
+                    deliver(request, platform: .gcm, to: device, messageID: messageID)
                     success += 1
                     if let replacement = device.canonicalHandle, replacement != token {
                         canonical += 1

@@ -12,7 +12,7 @@ extension GoogleService {
     }
 
     func token(_ request: SandboxHTTPRequest) async -> SandboxHTTPResponse {
-        if let action = await state.takeFault(service: .fcmToken, handle: nil), let response = await Self.apply(action) {
+        if let action = state.takeFault(service: .fcmToken, handle: nil), let response = await Self.apply(action) {
             return response
         }
         guard request.method == "POST" else { return .text(405, "Method Not Allowed") }
@@ -46,7 +46,7 @@ extension GoogleService {
             return oauthError("invalid_grant", "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe.")
         }
         let lifetime = SandboxAssumptions.fcmAccessTokenLifetimeSeconds
-        let accessToken = await state.issueAccessToken(prefix: "ya29.sandbox-", lifetime: lifetime)
+        let accessToken = state.issueAccessToken(prefix: "ya29.sandbox-", lifetime: lifetime)
         return .json(200, #"{"access_token":"\#(accessToken)","expires_in":\#(Int(lifetime)),"token_type":"Bearer"}"#)
     }
 }

@@ -27,13 +27,13 @@ struct GoogleService: SandboxHTTPResponder {
         let path = request.path
         if path == "/token" {
             let response = await token(request)
-            await state.count("fcm-token", status: response.status)
+            state.count("fcm-token", status: response.status)
             return response
         }
         if path == "/fcm/send" {
             // Over the listener's 1 MiB: the legacy API's own words for an oversize message.
             let response = request.bodyTooLarge ? .text(400, "MessageTooBig") : await legacySend(request)
-            await state.count("gcm", status: response.status)
+            state.count("gcm", status: response.status)
             return response
         }
         if path.hasPrefix("/v1/projects/"), path.hasSuffix("/messages:send") {
@@ -41,7 +41,7 @@ struct GoogleService: SandboxHTTPResponder {
                 request.bodyTooLarge
                 ? rpcError(400, "INVALID_ARGUMENT", SandboxAssumptions.fcmMessageTooBigMessage, errorCode: "INVALID_ARGUMENT")
                 : await send(request)
-            await state.count("fcm", status: response.status)
+            state.count("fcm", status: response.status)
             return response
         }
         return .text(404, "Not Found")
@@ -66,12 +66,14 @@ struct GoogleService: SandboxHTTPResponder {
     }
 
     /// Puts an accepted message in the device's inbox.
-    func deliver(_ request: SandboxHTTPRequest, platform: Platform, to device: SandboxDevice, messageID: String) async {
-        await state.deliver(
-            ReceivedNotification(
-                platform: platform, deviceID: device.id, messageID: messageID,
-                headers: request.headers.filter { $0.name.lowercased() == "content-type" },
-                payload: String(decoding: request.body, as: UTF8.self), receivedAt: state.clock.now.secondsSinceEpoch))
+    func deliver(_ request: SandboxHTTPRequest, platform: Platform, to device: SandboxDevice, messageID: String) {
+        state.deliver(
+            deviceID: device.id,
+            state.keepsInboxes
+                ? ReceivedNotification(
+                    platform: platform, deviceID: device.id, messageID: messageID,
+                    headers: request.headers.filter { SandboxHTTPRequest.sameName($0.name, "content-type") },
+                    payload: String(decoding: request.body, as: UTF8.self), receivedAt: state.clock.now.secondsSinceEpoch) : nil)
     }
 
     static func messageNumber() -> UInt64 { UInt64.random(in: 1_000_000_000_000_000...9_999_999_999_999_999) }

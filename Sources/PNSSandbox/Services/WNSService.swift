@@ -21,16 +21,16 @@ struct WNSService: SandboxHTTPResponder {
     func respond(to request: SandboxHTTPRequest) async -> SandboxHTTPResponse {
         if request.path == "/accesstoken.srf" || Self.isEntraTokenPath(request.path) {
             let response = await token(request)
-            await state.count("wns-token", status: response.status)
+            state.count("wns-token", status: response.status)
             return response
         }
         let response = await send(request)
-        await state.count("wns", status: response.status)
+        state.count("wns", status: response.status)
         return response
     }
 
     private func token(_ request: SandboxHTTPRequest) async -> SandboxHTTPResponse {
-        if let action = await state.takeFault(service: .wnsToken, handle: nil), let response = await GoogleService.apply(action) {
+        if let action = state.takeFault(service: .wnsToken, handle: nil), let response = await GoogleService.apply(action) {
             return response
         }
         guard request.method == "POST" else { return .text(405, "Method Not Allowed") }
@@ -51,7 +51,7 @@ struct WNSService: SandboxHTTPResponder {
                     #"{"error":"invalid_scope","error_description":"AADSTS70011: The provided value for the input parameter 'scope' is not valid. Expected \#(Self.entraScope)."}"#
                 )
             }
-            let accessToken = await state.issueAccessToken(prefix: "eyJ0eXAiOiJKV1Qi.sandbox-", lifetime: lifetime)
+            let accessToken = state.issueAccessToken(prefix: "eyJ0eXAiOiJKV1Qi.sandbox-", lifetime: lifetime)
             let now = Int(state.clock.now.secondsSinceEpoch)
             let seconds = Int(lifetime) - 1
             return .json(
@@ -62,7 +62,7 @@ struct WNSService: SandboxHTTPResponder {
         guard form["scope"] == "notify.windows.com" || form["scope"] == Self.entraScope else {
             return .json(400, #"{"error":"invalid_scope","error_description":"The scope must be notify.windows.com."}"#)
         }
-        let accessToken = await state.issueAccessToken(prefix: "EgAcAQMAAAAEgAAAC4AA", lifetime: lifetime)
+        let accessToken = state.issueAccessToken(prefix: "EgAcAQMAAAAEgAAAC4AA", lifetime: lifetime)
         return .json(200, #"{"token_type":"bearer","access_token":"\#(accessToken)","expires_in":\#(Int(lifetime))}"#)
     }
 
@@ -80,10 +80,10 @@ struct WNSService: SandboxHTTPResponder {
         // %2b the channel was issued with. Channels are issued with lower-case escapes.
         let channel = Self.lowercasingPercentEscapes("https://\(request.header("Host") ?? "")\(request.target)")
         guard let authorization = request.header("Authorization"), authorization.lowercased().hasPrefix("bearer "),
-            await state.isAccessTokenValid(String(authorization.dropFirst("bearer ".count)))
+            state.isAccessTokenValid(String(authorization.dropFirst("bearer ".count)))
         else { return reject(401, "The access token is missing, invalid or expired") }
 
-        if let action = await state.takeFault(service: .wns, handle: channel) {
+        if let action = state.takeFault(service: .wns, handle: channel) {
             switch action {
             case .respond(200, let verdict?, _) where ["dropped", "channelthrottled"].contains(verdict):
                 // Accepted but not delivered: WNS's `X-WNS-Status` verdicts with a 200.
@@ -147,18 +147,22 @@ struct WNSService: SandboxHTTPResponder {
             }
         }
 
-        guard let device = await state.device(handle: channel), device.platform == .wns else {
+        guard let device = state.lookUp(handle: channel), device.platform == .wns else {
             return reject(404, "The channel URI is not valid or not recognized by WNS")
         }
         if device.belongsToAnotherApp { return reject(403, "The channel belongs to another app") }
         if device.status != .active { return reject(410, "The channel expired") }
 
         let messageID = SandboxCredentials.randomHex(SandboxAssumptions.wnsMessageIDLength).uppercased()
-        let kept = request.headers.filter { $0.name.lowercased().hasPrefix("x-wns-") || $0.name.lowercased() == "content-type" }
-        await state.deliver(
-            ReceivedNotification(
-                platform: .wns, deviceID: device.id, messageID: messageID, headers: kept,
-                payload: String(decoding: request.body, as: UTF8.self), receivedAt: state.clock.now.secondsSinceEpoch))
+        state.deliver(
+            deviceID: device.id,
+            state.keepsInboxes
+                ? ReceivedNotification(
+                    platform: .wns, deviceID: device.id, messageID: messageID,
+                    headers: request.headers.filter {
+                        SandboxHTTPRequest.name($0.name, hasLowercasePrefix: "x-wns-") || SandboxHTTPRequest.sameName($0.name, "content-type")
+                    },
+                    payload: String(decoding: request.body, as: UTF8.self), receivedAt: state.clock.now.secondsSinceEpoch) : nil)
         var headers = [
             HTTPHeader(name: "X-WNS-Status", value: "received"), HTTPHeader(name: "X-WNS-Msg-ID", value: messageID),
             HTTPHeader(name: "X-WNS-Debug-Trace", value: "SANDBOX\(Int.random(in: 1000...9999))"),

@@ -1,156 +1,230 @@
 import Foundation
 import Pushgate
+import Synchronization
 
 /// Everything the sandbox remembers: devices and their inboxes, scripted faults, issued access
-/// tokens and provider-token verdicts. One actor, so concurrent requests never race.
-public actor SandboxState {
-    private var devices: [String: SandboxDevice] = [:]
-    private var deviceByHandle: [String: String] = [:]
-    private var inboxes: [String: [ReceivedNotification]] = [:]
-    private var faults: [SandboxFault] = []
-    private var nextDeviceNumber = 1
+/// tokens and provider-token verdicts. One lock; every operation is short and never suspends, so
+/// the services' hot path takes it without an actor hop (a broadcast makes 5–6 state calls per
+/// request). The public methods stay `async` so that callers' `await` keeps compiling unchanged.
+public final class SandboxState: Sendable {
+    /// Counts of answers per service and status.
+    struct AnswerKey: Hashable {
+        var service: String
+        var status: Int
+    }
 
-    /// APNs provider tokens already judged, and the verdict (nil = accepted).
-    private var providerTokenVerdicts: [String: String?] = [:]
-    /// The `iat` of the newest accepted provider token per key id.
-    private var newestProviderTokenIssuedAt: [String: Double] = [:]
-    /// OAuth access tokens issued, with their expiry (epoch seconds), per service.
-    private var accessTokens: [String: Double] = [:]
+    private struct Storage {
+        var devices: [String: SandboxDevice] = [:]
+        var deviceByHandle: [String: String] = [:]
+        /// What each device received, oldest first, at most `inboxLimit` per device (nil: all).
+        var inboxes: [String: [ReceivedNotification]] = [:]
+        /// How many notifications each device received, kept or not.
+        var receivedCounts: [String: Int] = [:]
+        var faults: [SandboxFault] = []
+        var nextDeviceNumber = 1
+        /// APNs provider tokens already judged: the verdict (nil = accepted) and the token's `iat`.
+        var providerTokens: [String: (verdict: String?, issuedAt: Double?)] = [:]
+        /// The `iat` of the newest accepted provider token per key id and connection.
+        var newestProviderTokenIssuedAt: [ProviderTokenScope: Double] = [:]
+        var accessTokens: [String: Double] = [:]
+        var answered: [AnswerKey: Int] = [:]
+    }
 
-    /// Counts of requests answered per service and status, for tests and the control API.
-    private(set) var answered: [String: Int] = [:]
+    struct ProviderTokenScope: Hashable {
+        var keyID: String
+        var connection: UInt64
+    }
+
+    private let storage = Mutex(Storage())
+    /// Scripted faults outstanding: the hot path skips the fault lookup when there are none.
+    private let pendingFaults = Atomic<Int>(0)
 
     let clock: any PushgateClock
+    /// Notifications kept per device: nil keeps every one (the default), 0 keeps none (counts only,
+    /// `GET /stats/inboxes` still works), N keeps the newest N.
+    let inboxLimit: Int?
 
-    init(clock: any PushgateClock) { self.clock = clock }
+    /// Whether a delivered notification is stored (services skip building it otherwise).
+    var keepsInboxes: Bool { inboxLimit != 0 }
+
+    init(clock: any PushgateClock, inboxLimit: Int? = nil) {
+        self.clock = clock
+        self.inboxLimit = inboxLimit
+    }
 
     // MARK: Devices
 
     /// Registers a device with `handle` on `platform`.
     func addDevice(platform: Platform, handle: String, belongsToAnotherApp: Bool = false) -> SandboxDevice {
-        let id = "\(platform.rawValue)-\(nextDeviceNumber)"
-        nextDeviceNumber += 1
-        let device = SandboxDevice(
-            id: id, platform: platform, handle: handle, status: .active, goneAtMilliseconds: nil, canonicalHandle: nil,
-            belongsToAnotherApp: belongsToAnotherApp)
-        devices[id] = device
-        deviceByHandle[handle] = id
-        inboxes[id] = []
-        return device
+        storage.withLock { state in
+            let id = "\(platform.rawValue)-\(state.nextDeviceNumber)"
+            state.nextDeviceNumber += 1
+            let device = SandboxDevice(
+                id: id, platform: platform, handle: handle, status: .active, goneAtMilliseconds: nil, canonicalHandle: nil,
+                belongsToAnotherApp: belongsToAnotherApp)
+            state.devices[id] = device
+            state.deviceByHandle[handle] = id
+            return device
+        }
     }
 
-    public func device(id: String) -> SandboxDevice? { devices[id] }
+    public func device(id: String) async -> SandboxDevice? { storage.withLock { $0.devices[id] } }
 
-    public func device(handle: String) -> SandboxDevice? { deviceByHandle[handle].flatMap { devices[$0] } }
+    public func device(handle: String) async -> SandboxDevice? { lookUp(handle: handle) }
 
-    public func allDevices() -> [SandboxDevice] { devices.values.sorted { $0.id < $1.id } }
+    /// The hot path's lookup (no suspension).
+    func lookUp(handle: String) -> SandboxDevice? {
+        storage.withLock { state in state.deviceByHandle[handle].flatMap { state.devices[$0] } }
+    }
+
+    public func allDevices() async -> [SandboxDevice] { storage.withLock { Array($0.devices.values) }.sorted { $0.id < $1.id } }
 
     /// Marks a device uninstalled (or expired): the service answers "gone" from now on.
     @discardableResult
-    public func setStatus(_ status: SandboxDevice.Status, deviceID: String) -> SandboxDevice? {
-        guard var device = devices[deviceID] else { return nil }
-        device.status = status
-        device.goneAtMilliseconds = status == .active ? nil : Int64(clock.now.secondsSinceEpoch * 1000)
-        devices[deviceID] = device
-        return device
+    public func setStatus(_ status: SandboxDevice.Status, deviceID: String) async -> SandboxDevice? {
+        let now = Int64(clock.now.secondsSinceEpoch * 1000)
+        return storage.withLock { state in
+            guard var device = state.devices[deviceID] else { return nil }
+            device.status = status
+            device.goneAtMilliseconds = status == .active ? nil : now
+            state.devices[deviceID] = device
+            return device
+        }
     }
 
     /// Legacy GCM: answers future sends to this device with a canonical `registration_id`.
     @discardableResult
-    public func setCanonicalHandle(_ canonical: String?, deviceID: String) -> SandboxDevice? {
-        guard var device = devices[deviceID] else { return nil }
-        device.canonicalHandle = canonical
-        devices[deviceID] = device
-        if let canonical { deviceByHandle[canonical] = deviceID }
-        return device
-    }
-
-    /// What the device received, oldest first.
-    public func inbox(deviceID: String) -> [ReceivedNotification] { inboxes[deviceID] ?? [] }
-
-    /// Every notification received on `platform`, per device.
-    public func receivedCount(platform: Platform? = nil) -> Int {
-        inboxes.reduce(0) { total, entry in
-            total + (platform == nil || devices[entry.key]?.platform == platform ? entry.value.count : 0)
+    public func setCanonicalHandle(_ canonical: String?, deviceID: String) async -> SandboxDevice? {
+        storage.withLock { state in
+            guard var device = state.devices[deviceID] else { return nil }
+            device.canonicalHandle = canonical
+            state.devices[deviceID] = device
+            if let canonical { state.deviceByHandle[canonical] = deviceID }
+            return device
         }
     }
 
-    /// How many devices hold how many notifications: `{"1": 99998, "2": 2}` (keys are counts),
-    /// and the total under `"total"`. How a test counts duplicates across a whole audience.
-    public func inboxHistogram() -> [String: Int] {
-        var histogram: [String: Int] = ["total": 0]
-        for inbox in inboxes.values where !inbox.isEmpty {
-            histogram[String(inbox.count), default: 0] += 1
-            histogram["total", default: 0] += inbox.count
+    /// What the device received (the newest `inboxLimit` when set), oldest first.
+    public func inbox(deviceID: String) async -> [ReceivedNotification] { storage.withLock { $0.inboxes[deviceID] ?? [] } }
+
+    /// Every notification received on `platform` (kept in an inbox or not).
+    public func receivedCount(platform: Platform? = nil) async -> Int {
+        storage.withLock { state in
+            state.receivedCounts.reduce(0) { total, entry in
+                total + (platform == nil || state.devices[entry.key]?.platform == platform ? entry.value : 0)
+            }
         }
-        return histogram
     }
 
-    func deliver(_ notification: ReceivedNotification) {
-        inboxes[notification.deviceID, default: []].append(notification)
+    /// How many devices received how many notifications: `{"1": 99998, "2": 2}` (keys are counts),
+    /// and the total under `"total"`. Counts every delivery, whatever the inbox limit.
+    public func inboxHistogram() async -> [String: Int] {
+        storage.withLock { state in
+            var histogram: [String: Int] = ["total": 0]
+            for count in state.receivedCounts.values where count > 0 {
+                histogram[String(count), default: 0] += 1
+                histogram["total", default: 0] += count
+            }
+            return histogram
+        }
+    }
+
+    /// Counts a delivery to `deviceID`, and keeps `notification` (built only when
+    /// ``keepsInboxes``) within the inbox limit.
+    func deliver(deviceID: String, _ notification: ReceivedNotification?) {
+        let limit = inboxLimit
+        storage.withLock { state in
+            state.receivedCounts[deviceID, default: 0] += 1
+            guard let notification, limit != 0 else { return }
+            state.inboxes[deviceID, default: []].append(notification)
+            if let limit, let count = state.inboxes[deviceID]?.count, count > limit {
+                state.inboxes[deviceID]?.removeFirst(count - limit)
+            }
+        }
     }
 
     // MARK: Faults
 
-    public func addFault(_ fault: SandboxFault) {
+    public func addFault(_ fault: SandboxFault) async {
         guard fault.count > 0 else { return }
-        faults.append(fault)
+        storage.withLock { $0.faults.append(fault) }
+        pendingFaults.add(1, ordering: .releasing)
     }
 
-    public func clearFaults() { faults.removeAll() }
+    public func clearFaults() async {
+        let removed = storage.withLock { state in
+            defer { state.faults.removeAll() }
+            return state.faults.count
+        }
+        pendingFaults.subtract(removed, ordering: .releasing)
+    }
 
-    /// Takes one use of the first fault matching `service` and `handle`.
+    /// Takes one use of the first fault matching `service` and `handle` (no lock when none is scripted).
     func takeFault(service: SandboxFault.Service, handle: String?) -> SandboxFault.Action? {
-        guard
-            let index = faults.firstIndex(where: { fault in
-                fault.service == service && (fault.handle == nil || fault.handle == handle)
-            })
-        else { return nil }
-        let action = faults[index].action
-        faults[index].count -= 1
-        if faults[index].count <= 0 { faults.remove(at: index) }
+        guard pendingFaults.load(ordering: .acquiring) > 0 else { return nil }
+        let (action, removed) = storage.withLock { state -> (SandboxFault.Action?, Bool) in
+            guard
+                let index = state.faults.firstIndex(where: { fault in
+                    fault.service == service && (fault.handle == nil || fault.handle == handle)
+                })
+            else { return (nil, false) }
+            let action = state.faults[index].action
+            state.faults[index].count -= 1
+            guard state.faults[index].count <= 0 else { return (action, false) }
+            state.faults.remove(at: index)
+            return (action, true)
+        }
+        if removed { pendingFaults.subtract(1, ordering: .releasing) }
         return action
     }
 
     // MARK: Tokens
 
-    func providerTokenVerdict(_ token: String) -> String?? { providerTokenVerdicts[token] }
+    /// The cached verdict on a provider token (outer nil: never judged) and its `iat`.
+    func providerToken(_ token: String) -> (verdict: String?, issuedAt: Double?)? { storage.withLock { $0.providerTokens[token] } }
 
-    func recordProviderTokenVerdict(_ token: String, verdict: String?) {
-        providerTokenVerdicts[token] = verdict
+    func recordProviderToken(_ token: String, verdict: String?, issuedAt: Double?) {
+        storage.withLock { $0.providerTokens[token] = (verdict, issuedAt) }
     }
 
     /// Accepts a valid provider token issued at `issuedAt` for `keyID` on `connection`, unless the
     /// connection used an older token and this one comes sooner than `minimumInterval` after it
     /// (APNs `TooManyProviderTokenUpdates`). Tokens of the same age or older are accepted.
     func acceptProviderToken(keyID: String, connection: UInt64, issuedAt: Double, minimumInterval: Double) -> Bool {
-        let key = "\(keyID)/\(connection)"
-        if let previous = newestProviderTokenIssuedAt[key], issuedAt > previous, issuedAt - previous < minimumInterval {
-            return false
+        let key = ProviderTokenScope(keyID: keyID, connection: connection)
+        return storage.withLock { state in
+            if let previous = state.newestProviderTokenIssuedAt[key], issuedAt > previous, issuedAt - previous < minimumInterval {
+                return false
+            }
+            state.newestProviderTokenIssuedAt[key] = max(issuedAt, state.newestProviderTokenIssuedAt[key] ?? issuedAt)
+            return true
         }
-        newestProviderTokenIssuedAt[key] = max(issuedAt, newestProviderTokenIssuedAt[key] ?? issuedAt)
-        return true
     }
 
     func issueAccessToken(prefix: String, lifetime: Double) -> String {
         let token = prefix + SandboxCredentials.randomToken(64)
-        accessTokens[token] = clock.now.secondsSinceEpoch + lifetime
+        let expiry = clock.now.secondsSinceEpoch + lifetime
+        storage.withLock { $0.accessTokens[token] = expiry }
         return token
     }
 
     /// Whether `token` was issued here and has not expired.
     func isAccessTokenValid(_ token: String) -> Bool {
-        guard let expiry = accessTokens[token] else { return false }
+        guard let expiry = storage.withLock({ $0.accessTokens[token] }) else { return false }
         return clock.now.secondsSinceEpoch < expiry
     }
 
     /// Forgets every access token (forces the gateway to refresh).
-    public func revokeAccessTokens() { accessTokens.removeAll() }
+    public func revokeAccessTokens() async { storage.withLock { $0.accessTokens.removeAll() } }
 
     func count(_ service: String, status: Int) {
-        answered["\(service) \(status)", default: 0] += 1
+        storage.withLock { $0.answered[AnswerKey(service: service, status: status), default: 0] += 1 }
     }
 
     /// Requests answered so far, by `"<service> <status>"`.
-    public func answeredCounts() -> [String: Int] { answered }
+    public func answeredCounts() async -> [String: Int] {
+        storage.withLock { state in
+            Dictionary(uniqueKeysWithValues: state.answered.map { ("\($0.key.service) \($0.key.status)", $0.value) })
+        }
+    }
 }

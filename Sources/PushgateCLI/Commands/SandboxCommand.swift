@@ -43,6 +43,9 @@ struct SandboxCommand: AsyncParsableCommand {
     @Option(help: "Port the generated gateway configuration listens on.")
     var gatewayPort: Int = 8080
 
+    @Option(help: "Notifications kept per device inbox (0: none, only counted; default: all). Bounds memory in long or large runs.")
+    var inboxLimit: Int?
+
     func run() async throws {
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
@@ -52,7 +55,8 @@ struct SandboxCommand: AsyncParsableCommand {
         let logger = Logger(label: "pushgate.sandbox")
         let sandbox = try await PushSandbox.start(
             configuration: SandboxConfiguration(
-                host: host, apnsPort: apnsPort, googlePort: googlePort, wnsPort: wnsPort, controlPort: controlPort, apnsTopic: topic),
+                host: host, apnsPort: apnsPort, googlePort: googlePort, wnsPort: wnsPort, controlPort: controlPort, apnsTopic: topic,
+                inboxLimit: inboxLimit),
             logger: logger)
         let directory = URL(fileURLWithPath: dir).standardizedFileURL.path
         let configPath = try sandbox.writeGatewayConfiguration(to: directory, listenerPort: gatewayPort)
