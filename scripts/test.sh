@@ -46,9 +46,11 @@ echo "== test"
 # Two tests run on their own afterwards: the kill -9 recovery test (100,000 sandbox devices, two
 # gateway processes, about 4 minutes), whose load skews the suite's timeouts, and the slowloris
 # flood (200 half-open connections against a cap of 32), which in 2 of 5 full parallel runs on the
-# 2-core machine found 1 or 2 slow connections still open 17 s after their 2 s header timeout.
-PUSHGATE_REQUIRE_BROWSER=1 swift test --skip-build --parallel --skip "OutboxRecoveryTests|slowClientsAreClosed"
-echo "== test: slowloris flood"
-swift test --skip-build --filter slowClientsAreClosed
+# 2-core machine found 1 or 2 slow connections still open 17 s after their 2 s header timeout, and
+# the connection-timeout test, whose idle keep-alive connection was still open after 10 s in 2 of 2
+# full parallel runs once the 66-row fault table joined the suite (it passes alone in 4 s).
+PUSHGATE_REQUIRE_BROWSER=1 swift test --skip-build --parallel --skip "OutboxRecoveryTests|slowClientsAreClosed|idleTrickledAndStalled"
+echo "== test: slowloris flood and connection timeouts"
+swift test --skip-build --filter "slowClientsAreClosed|idleTrickledAndStalled"
 echo "== test: crash recovery"
 swift test --skip-build --filter OutboxRecoveryTests

@@ -21,7 +21,7 @@ public struct CurlRequest: Sendable, Hashable {
     }
 
     public static func == (lhs: CurlRequest, rhs: CurlRequest) -> Bool {
-        lhs.method == rhs.method && lhs.url == rhs.url && lhs.body == rhs.body
+        lhs.method == rhs.method && lhs.url == rhs.url && lhs.body == rhs.body && lhs.freshConnection == rhs.freshConnection
             && lhs.headers.map(\.name) == rhs.headers.map(\.name) && lhs.headers.map(\.value) == rhs.headers.map(\.value)
     }
 

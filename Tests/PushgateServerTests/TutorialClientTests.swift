@@ -72,6 +72,15 @@ import Testing
                 "POST", "/api/notifications?pns=apns&to_tag=alice&validateOnly=true", user: "bob", body: #""hi""#)
             #expect(refused.status == 400)
             #expect(refused.bodyText.contains("validateOnly"))
+            let gcm = await fixture.sandbox.createDevice(.gcm)
+            _ = try await fixture.register(gcm, user: "alice")
+            let dryGCM = try await fixture.call(
+                "POST", "/api/notifications?pns=gcm&to_tag=alice&validateOnly=true", user: "bob", body: #""hi""#)
+            #expect(dryGCM.status == 200, "\(dryGCM.bodyText)")
+            #expect(await fixture.sandbox.state.inbox(deviceID: gcm.id).isEmpty)
+            let secureDry = try await fixture.call(
+                "POST", "/api/notifications?pns=fcm&to_tag=alice&validateOnly=true&secure=true", user: "bob", body: #""hi""#)
+            #expect(secureDry.status == 400)
             let badTTL = try await fixture.call("POST", "/api/notifications?pns=apns&to_tag=alice&ttl=-1", user: "bob", body: #""hi""#)
             #expect(badTTL.status == 400)
             #expect(badTTL.bodyText.contains("ttl"))

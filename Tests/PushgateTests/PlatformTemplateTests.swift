@@ -137,10 +137,17 @@ import Testing
         } throws: { error in
             (error as! NotificationRenderError).httpStatusCode == 400
         }
-        let tile = try PlatformTemplate(
-            platform: .wns, template: try Template(raw: "$(message)"),
-            headers: [("X-WNS-Tag", "$(conversation)")])
-        #expect(try tile.render(["message": "m", "conversation": "chat7"]).headers.contains(HTTPHeader(name: "X-WNS-Tag", value: "chat7")))
+        let raw = try PlatformTemplate(platform: .wns, template: try Template(raw: "$(message)"), headers: [("X-WNS-TTL", "$(ttl)")])
+        #expect(try raw.render(["message": "m", "ttl": "90"]).headers.contains(HTTPHeader(name: "X-WNS-TTL", value: "90")))
+        // Microsoft: X-WNS-Tag is for tiles only; X-WNS-Group for Windows Phone only.
+        #expect {
+            try PlatformTemplate(platform: .wns, template: try Template(raw: "$(message)"), headers: [("X-WNS-Tag", "$(conversation)")])
+        } throws: { error in
+            (error as! TemplateError).reason.contains("tile")
+        }
+        #expect(throws: TemplateError.self) {
+            try PlatformTemplate(platform: .wns, template: try Template(raw: "x"), headers: [("X-WNS-Group", "g1")])
+        }
         // Headers that shape the payload stay fixed.
         #expect(throws: TemplateError.self) {
             try PlatformTemplate(platform: .apns, template: try Template(json: alert), headers: [("apns-push-type", "$(type)")])

@@ -106,7 +106,9 @@ extension GoogleService {
                 return response
             }
         }
-        let messageBytes = request.body.count - (token?.utf8.count ?? 0)
+        // The message alone: neither its token nor a dry run's validate_only counts.
+        let wrapper = root["validate_only"] == nil ? 0 : #""validate_only":true,"#.utf8.count
+        let messageBytes = request.body.count - (token?.utf8.count ?? 0) - wrapper
         if messageBytes > SandboxAssumptions.fcmMaximumMessageBytes {
             return rpcError(400, "INVALID_ARGUMENT", SandboxAssumptions.fcmMessageTooBigMessage, errorCode: "INVALID_ARGUMENT")
         }

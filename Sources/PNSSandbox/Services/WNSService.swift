@@ -160,7 +160,8 @@ struct WNSService: SandboxHTTPResponder {
                 ? ReceivedNotification(
                     platform: .wns, deviceID: device.id, messageID: messageID,
                     headers: request.headers.filter {
-                        SandboxHTTPRequest.name($0.name, hasLowercasePrefix: "x-wns-") || SandboxHTTPRequest.sameName($0.name, "content-type")
+                        SandboxHTTPRequest.name($0.name, hasLowercasePrefix: "x-wns-")
+                            || SandboxHTTPRequest.sameName($0.name, "content-type")
                     },
                     payload: String(decoding: request.body, as: UTF8.self), receivedAt: state.clock.now.secondsSinceEpoch) : nil)
         var headers = [

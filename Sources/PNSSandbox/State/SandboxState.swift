@@ -147,35 +147,36 @@ public final class SandboxState: Sendable {
 
     public func addFault(_ fault: SandboxFault) async {
         guard fault.count > 0 else { return }
-        storage.withLock { $0.faults.append(fault) }
-        pendingFaults.add(1, ordering: .releasing)
+        storage.withLock {
+            $0.faults.append(fault)
+            pendingFaults.add(1, ordering: .releasing)
+        }
     }
 
     public func clearFaults() async {
-        let removed = storage.withLock { state in
-            defer { state.faults.removeAll() }
-            return state.faults.count
+        storage.withLock { state in
+            pendingFaults.subtract(state.faults.count, ordering: .releasing)
+            state.faults.removeAll()
         }
-        pendingFaults.subtract(removed, ordering: .releasing)
     }
 
     /// Takes one use of the first fault matching `service` and `handle` (no lock when none is scripted).
     func takeFault(service: SandboxFault.Service, handle: String?) -> SandboxFault.Action? {
         guard pendingFaults.load(ordering: .acquiring) > 0 else { return nil }
-        let (action, removed) = storage.withLock { state -> (SandboxFault.Action?, Bool) in
+        return storage.withLock { state -> SandboxFault.Action? in
             guard
                 let index = state.faults.firstIndex(where: { fault in
                     fault.service == service && (fault.handle == nil || fault.handle == handle)
                 })
-            else { return (nil, false) }
+            else { return nil }
             let action = state.faults[index].action
             state.faults[index].count -= 1
-            guard state.faults[index].count <= 0 else { return (action, false) }
-            state.faults.remove(at: index)
-            return (action, true)
+            if state.faults[index].count <= 0 {
+                state.faults.remove(at: index)
+                pendingFaults.subtract(1, ordering: .releasing)
+            }
+            return action
         }
-        if removed { pendingFaults.subtract(1, ordering: .releasing) }
-        return action
     }
 
     // MARK: Tokens

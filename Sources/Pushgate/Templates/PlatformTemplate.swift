@@ -19,7 +19,7 @@ public struct PlatformTemplate: Sendable {
 
     /// Headers that may take a per-send value: the ones that name or time one message.
     static let expressionHeaders: Set<String> = [
-        "apns-collapse-id", "apns-expiration", "apns-id", "x-wns-tag", "x-wns-ttl", "x-wns-group",
+        "apns-collapse-id", "apns-expiration", "apns-id", "x-wns-tag", "x-wns-ttl",
     ]
 
     public init(platform: Platform, template: Template, headers: [(String, String)] = []) throws(TemplateError) {
@@ -54,6 +54,11 @@ public struct PlatformTemplate: Sendable {
             throw TemplateError(location: "header \(twice.name)", reason: "is given twice")
         }
         try Self.checkBody(template, platform: platform, headers: &checked)
+        // Microsoft: X-WNS-Tag is for tile notifications only.
+        let tagged = checked.contains { $0.name == "X-WNS-Tag" } || expressions.contains { $0.name == "X-WNS-Tag" }
+        if platform == .wns, tagged, checked.first(where: { $0.name == "X-WNS-Type" })?.value != "wns/tile" {
+            throw TemplateError(location: "header X-WNS-Tag", reason: "is for tile notifications (X-WNS-Type: wns/tile) only")
+        }
         self.headers = checked
         self.headerExpressions = expressions
     }
@@ -167,11 +172,13 @@ public struct PlatformTemplate: Sendable {
                 case "x-wns-requestforstatus":
                     try check(["true", "false"].contains(value), "'\(value)' must be true or false")
                     canonical = "X-WNS-RequestForStatus"
-                case "x-wns-tag", "x-wns-group":
+                case "x-wns-tag":
                     try check(
                         (1...16).contains(value.count) && value.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }),
                         "'\(value)' must be 1 to 16 letters or digits")
-                    canonical = lowered == "x-wns-tag" ? "X-WNS-Tag" : "X-WNS-Group"
+                    canonical = "X-WNS-Tag"
+                case "x-wns-group":
+                    throw fail("is for Windows Phone channels only")
                 case "x-wns-ttl":
                     try check(Int(value).map { $0 >= 0 } ?? false, "'\(value)' must be a whole number of seconds")
                     canonical = "X-WNS-TTL"
@@ -182,7 +189,7 @@ public struct PlatformTemplate: Sendable {
                     throw fail("is for Windows Phone channels only; WNS drops the notification on Windows channels")
                 default:
                     throw fail(
-                        "is not a WNS template header (X-WNS-Type, X-WNS-Cache-Policy, X-WNS-RequestForStatus, X-WNS-Tag, X-WNS-TTL, X-WNS-Group)"
+                        "is not a WNS template header (X-WNS-Type, X-WNS-Cache-Policy, X-WNS-RequestForStatus, X-WNS-Tag, X-WNS-TTL)"
                     )
                 }
                 result.append(HTTPHeader(name: canonical, value: value))

@@ -12,7 +12,8 @@ struct SandboxCommand: AsyncParsableCommand {
         commandName: "sandbox",
         abstract: "Run local APNs, FCM (v1 and legacy) and WNS services that speak the real protocols.",
         discussion: """
-            Writes into --dir: ca.pem (trust it), the APNs key, service-account.json, the GCM server key, \
+            Writes into --dir: ca.pem (trust it), the APNs key, APNs client certificates (apns-client.pem, \
+            apns-client-production.pem), service-account.json, the GCM server key, \
             the WNS client secret, sandbox.json (endpoints and ids) and config.json, a gateway configuration \
             that delivers through the sandbox (check it with `pushgate templates check --secrets --config <dir>/config.json`). \
             The control API (plain HTTP) creates devices, shows their inboxes and scripts faults. \
@@ -66,7 +67,7 @@ struct SandboxCommand: AsyncParsableCommand {
 
         let banner = """
             Pushgate sandbox running (Ctrl-C to stop)
-              APNs      \(endpoints.apns)   (HTTP/2, token auth, topic \(credentials.apnsTopic))
+              APNs      \(endpoints.apns)   (HTTP/2, token or certificate auth, topic \(credentials.apnsTopic))
               FCM v1    \(endpoints.fcm)/v1/projects/\(credentials.fcmProjectID)/messages:send
               GCM       \(endpoints.gcm)
               OAuth     \(endpoints.googleToken)   \(endpoints.wnsToken)

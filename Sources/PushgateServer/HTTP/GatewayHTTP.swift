@@ -96,6 +96,9 @@ public enum GatewayHTTP {
                 pns: query.get("pns"), toTag: query.get("to_tag"), tagExpression: query.get("tags"), body: body,
                 timeToLive: try Gateway.SendRequest.timeToLive(query.get("ttl")), deliverAt: deliverAt)
             sendRequest.validateOnly = try flag(query.get("validateOnly"), name: "validateOnly")
+            if sendRequest.validateOnly && secure {
+                throw GatewayError.badRequest("validateOnly cannot be combined with secure: a secure send stores its message")
+            }
             let respondAsync = try asyncRequested(request)
             if deliverAt != nil, query.get("async").map({ ["false", "0"].contains($0.lowercased()) }) == true {
                 throw GatewayError.badRequest("async=false contradicts deliverAt: a scheduled send is always answered 202 at once")
