@@ -73,7 +73,8 @@ final class SandboxListener: Sendable {
         if settings.requestClientCertificates {
             // The handshake takes whatever certificate is offered (or none); APNs answers a bad
             // one per request with 403 BadCertificate rather than failing the handshake.
-            try pipeline.addHandler(NIOSSLServerHandler(context: tls, verificationCallback: { _, _ in .certificateVerified }))
+            try pipeline.addHandler(
+                NIOSSLServerHandler(context: tls, customVerificationCallback: { _, promise in promise.succeed(.certificateVerified) }))
         } else {
             try pipeline.addHandler(NIOSSLServerHandler(context: tls))
         }
