@@ -274,6 +274,16 @@ record "broadcast.reference_dispatch_rate" "$("$bin" bench dispatch --url "$sink
 
 # One broadcast through a freshly started gateway: `prefix` names the figures, `config` the
 # configuration (the outbox on, or off for the reference), `profile` whether perf records it.
+# A perf recording summarised: self time by thread, by library, by symbol (top 40 each). perf
+# report goes to a file, then head: a pipe would end the script under pipefail (SIGPIPE).
+perf_tables() {
+  for key in comm dso sym; do
+    perf report -i "$1" --no-children --sort "$key" -g none -q 2>/dev/null > "$work/report.txt" || true
+    head -n 40 "$work/report.txt"
+    echo
+  done
+}
+
 broadcast_once() {
   local prefix=$1 config=$2 profile=$3
   (cd "$work/sandbox" && exec "$bin" serve --config "$config" > "$work/gateway-$prefix.log" 2>&1) &
@@ -299,11 +309,7 @@ broadcast_once() {
     mkdir -p "$(dirname "$out")"
     profile=${out%.json}-broadcast-profile.txt
     { echo "# perf, gateway process, during the broadcast: by thread, by library, top symbols"
-      for key in comm dso sym; do
-        perf report -i "$work/broadcast.perf" --no-children --sort "$key" -g none -q 2>/dev/null > "$work/report.txt" || true
-        head -n 40 "$work/report.txt"
-        echo
-      done
+      perf_tables "$work/broadcast.perf"
     } > "$profile"
     echo "profile: $profile" >&2
   fi

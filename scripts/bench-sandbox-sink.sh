@@ -11,7 +11,7 @@
 #
 # It uses bench-all.sh's variables and helpers: bin, work, out, broadcast, results, gateway_port,
 # config (the nginx-sink configuration, outbox on), pids, record, free_port, wait_http,
-# cpu_seconds, rss_kib, hwm_kib, broadcast_once.
+# cpu_seconds, rss_kib, hwm_kib, broadcast_once, perf_tables.
 #
 # Environment: PUSHGATE_BENCH_BROADCAST_ROUNDS (rounds, each: nginx then sandbox; default 1),
 # PUSHGATE_BENCH_SANDBOX_ARGS (extra `pushgate sandbox` arguments; default `--inbox-limit
@@ -123,12 +123,7 @@ if [ -n "${PUSHGATE_BENCH_SANDBOX_PERF:-}" ] && command -v perf >/dev/null; then
   broadcast_once "sandbox_profiled" "$sbx_config" no
   kill -INT "$sbx_profiler"; wait "$sbx_profiler" 2>/dev/null || true
   { echo "# perf, sandbox process, during a broadcast: by thread, by library, top symbols (self), top symbols (children)"
-    # (perf report into a file, then head: a pipe would end the script under pipefail, SIGPIPE)
-    for key in comm dso sym; do
-      perf report -i "$work/sandbox.perf" --no-children --sort "$key" -g none -q 2>/dev/null > "$work/sandbox-report.txt" || true
-      head -n 40 "$work/sandbox-report.txt"
-      echo
-    done
+    perf_tables "$work/sandbox.perf"
     perf report -i "$work/sandbox.perf" --children --sort sym -g none -q 2>/dev/null > "$work/sandbox-report.txt" || true
     head -n 60 "$work/sandbox-report.txt"
   } > "${out%.json}-sandbox-profile.txt"

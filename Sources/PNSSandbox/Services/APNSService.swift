@@ -94,7 +94,8 @@ struct APNSService: SandboxHTTPResponder {
 
         // Authentication: a client certificate presented on the connection, else a provider token.
         let topic = request.header("apns-topic")
-        let expectedTopic = credentials.apnsTopic + (pushType.flatMap { Self.topicSuffixes[$0] } ?? "")
+        let topicSuffix = pushType.flatMap { Self.topicSuffixes[$0] }
+        let expectedTopic = credentials.apnsTopic + (topicSuffix ?? "")
         if let certificate = request.clientCertificate {
             switch authority.checkAPNSClientCertificate(certificate, now: Date(timeIntervalSince1970: state.clock.now.secondsSinceEpoch)) {
             case .bad:
@@ -109,7 +110,7 @@ struct APNSService: SandboxHTTPResponder {
                     return reject(400, "MissingTopic", apnsID: apnsID)
                 }
                 if !topics.contains(topic) { return reject(400, SandboxAssumptions.apnsWrongTopicReason, apnsID: apnsID) }
-                if topic != expectedTopic, pushType.flatMap({ Self.topicSuffixes[$0] }) != nil {
+                if topic != expectedTopic, topicSuffix != nil {
                     return reject(400, SandboxAssumptions.apnsWrongTopicReason, apnsID: apnsID)
                 }
             }
@@ -191,11 +192,14 @@ struct APNSService: SandboxHTTPResponder {
             return refreshVerdict(issuedAt: cached.issuedAt, connection: connection)
         }
         let verdict: (status: Int, reason: String)?
+        // The `iat` of a token that verified (only an accepted token's is ever read again).
+        var issuedAt: Double?
         if let header = Self.decodeSegment(jwt, 0), header["alg"]?.stringValue == "ES256",
             header["kid"]?.stringValue == credentials.apnsKeyID
         {
             do {
                 let claims = try await keys.verify(jwt, as: APNSProviderClaims.self)
+                issuedAt = claims.iat.value.timeIntervalSince1970
                 if claims.iss != credentials.apnsTeamID {
                     verdict = (403, "InvalidProviderToken")
                 } else if now - claims.iat.value.timeIntervalSince1970 > SandboxAssumptions.apnsProviderTokenLifetimeSeconds {
@@ -210,7 +214,6 @@ struct APNSService: SandboxHTTPResponder {
             verdict = (403, "InvalidProviderToken")
         }
         // Expiry is re-checked on every use, so only the other verdicts are cached.
-        let issuedAt = Self.issuedAt(jwt)
         if verdict?.reason != "ExpiredProviderToken" { state.recordProviderToken(jwt, verdict: verdict?.reason, issuedAt: issuedAt) }
         if verdict != nil { return verdict }
         return refreshVerdict(issuedAt: issuedAt, connection: connection)
@@ -230,11 +233,6 @@ struct APNSService: SandboxHTTPResponder {
         let parts = jwt.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let data = Base64URL.decode(String(parts[index])) else { return nil }
         return try? JSONParser.parse(Array(data))
-    }
-
-    static func issuedAt(_ jwt: String) -> Double? {
-        guard case .number(let text)? = decodeSegment(jwt, 1)?["iat"]?.kind else { return nil }
-        return Double(text)
     }
 
     /// Lower-case 8-4-4-4-12 hex (bytes, not Characters: no grapheme breaking per request).
