@@ -26,9 +26,11 @@ public struct LocalGateway: Sendable {
     let serverTask: Task<Void, any Error>
 
     /// Starts both. `retryPolicy` applies to every provider; `adjust` may change the generated
-    /// configuration (limits, timeouts) before the gateway is assembled.
+    /// configuration (limits, timeouts) before the gateway is assembled; `clock` is the gateway's
+    /// (tests move a ``ManualClock`` past a backoff).
     public static func start(
-        retryPolicy: RetryPolicy = RetryPolicy(), adjust: @Sendable (inout PushgateConfiguration) -> Void = { _ in }
+        retryPolicy: RetryPolicy = RetryPolicy(), clock: any PushgateClock = SystemClock(),
+        adjust: @Sendable (inout PushgateConfiguration) -> Void = { _ in }
     ) async throws -> LocalGateway {
         let sandbox = try await PushSandbox.start()
         let directory = NSTemporaryDirectory() + "pushgate-demo-" + UUID().uuidString.prefix(8)
@@ -41,7 +43,7 @@ public struct LocalGateway: Sendable {
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
         let server = try await GatewayServer.assemble(
             configuration: loaded, app: loaded.defaultApp, store: store, policy: retryPolicy, port: 0,
-            logger: Logger(label: "pushgate.local"), onListening: { portContinuation.yield($0) })
+            logger: Logger(label: "pushgate.local"), clock: clock, onListening: { portContinuation.yield($0) })
         let services = server.serviceGroup()
         let serverTask = Task { try await services.run() }
         var iterator = ports.makeAsyncIterator()

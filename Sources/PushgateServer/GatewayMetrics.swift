@@ -18,6 +18,7 @@ public final class GatewayMetrics: Sendable {
     private let outboxLeaseExpiries: Counter
     private let outboxPruned: Counter
     private let outboxRecordFailures: Counter
+    private let outboxDeferredTargets: Counter
     /// Per platform and outcome, made once (the sets are closed).
     private let deliveries: [Platform: [Outcome: Counter]]
     private let retries: [Platform: Counter]
@@ -65,6 +66,8 @@ public final class GatewayMetrics: Sendable {
         outboxPruned = outboxCounter("pruned_notifications", "Finished notifications deleted after the retention time")
         outboxRecordFailures = outboxCounter(
             "record_failures", "Pages whose outcomes the store could not record (they are delivered again)")
+        outboxDeferredTargets = outboxCounter(
+            "deferred_targets", "Targets a push service throttled, put off to a retry page at the delay it asked for")
         var deliveries: [Platform: [Outcome: Counter]] = [:]
         var retries: [Platform: Counter] = [:]
         var latency: [Platform: DurationHistogram] = [:]
@@ -181,6 +184,8 @@ public final class GatewayMetrics: Sendable {
     func outboxPruned(_ count: Int) { outboxPruned.increment(by: Int64(count)) }
 
     func outboxRecordFailed() { outboxRecordFailures.increment() }
+
+    func outboxTargetsDeferred(_ count: Int) { outboxDeferredTargets.increment(by: Int64(count)) }
 
     /// The Prometheus text exposition.
     public func exposition() -> [UInt8] { registry.emitToBuffer() }

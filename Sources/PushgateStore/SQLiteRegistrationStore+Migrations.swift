@@ -128,6 +128,13 @@ extension SQLiteRegistrationStore {
             PRIMARY KEY (app, notification_id, registration_id)
         ) WITHOUT ROWID;
         """,
+        // FCM topic and condition sends; retry pages of throttled targets (their own target list,
+        // due when their unowned lease expires).
+        """
+        ALTER TABLE outbox_notifications ADD COLUMN recipient TEXT;
+        ALTER TABLE outbox_pages ADD COLUMN targets TEXT;
+        ALTER TABLE outbox_pages ADD COLUMN attempt INTEGER NOT NULL DEFAULT 0;
+        """,
     ]
 
     static func migrate(_ connection: SQLiteConnection) throws(StoreError) {

@@ -1,6 +1,6 @@
 import Pushgate
 
-/// The outbox in the same SQLite file as the registrations (schema v4): a page claim reads the
+/// The outbox in the same SQLite file as the registrations (schema v4, v5): a page claim reads the
 /// audience and records the page in one transaction, so a claim is never half made.
 extension SQLiteRegistrationStore: OutboxStore {
     public func enqueue(_ notification: OutboxNotification, lease: OutboxLease?) async throws(StoreError) {
@@ -9,16 +9,17 @@ extension SQLiteRegistrationStore: OutboxStore {
             try connection.prepare(
                 """
                 INSERT INTO outbox_notifications (app, id, sender, state, platforms, audience, payloads, secure_id, enqueued_at,
-                    deliver_at, started_at, lease_owner, lease_expires)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    deliver_at, started_at, lease_owner, lease_expires, recipient)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """
             ).bind([
                 .text(notification.app.rawValue), .text(notification.id), .text(notification.sender),
                 .text((lease == nil ? notification.initialState : .processing).rawValue), .text(notification.selection.description),
-                .text(notification.expression.description), .text(payloads), notification.secureID.map(SQLiteValue.text) ?? .null,
+                .text(notification.audience.description), .text(payloads), notification.secureID.map(SQLiteValue.text) ?? .null,
                 .real(notification.enqueuedAt.secondsSinceEpoch), .real(notification.deliverAt.secondsSinceEpoch),
                 lease == nil ? .null : .real(notification.enqueuedAt.secondsSinceEpoch), lease.map { .text($0.owner) } ?? .null,
                 .real(lease?.until.secondsSinceEpoch ?? 0),
+                { if case .fcm(let recipient) = notification.audience { .text(recipient.handleValue) } else { .null } }(),
             ]).run()
         }
     }
@@ -79,7 +80,7 @@ extension SQLiteRegistrationStore: OutboxStore {
                 let key: [SQLiteValue] = [.text(app.rawValue), .text(notificationID)]
                 let row = try connection.prepare(
                     """
-                    SELECT lease_owner, ended_at, cursor, exhausted, next_page, cancel_requested, platforms, audience
+                    SELECT lease_owner, ended_at, cursor, exhausted, next_page, cancel_requested, platforms, audience, recipient
                     FROM outbox_notifications WHERE app = ? AND id = ?
                     """
                 ).bind(key)
@@ -89,13 +90,13 @@ extension SQLiteRegistrationStore: OutboxStore {
                 let nextPage = Int(row.int64(4))
                 let cancelled = row.int64(5) != 0
                 let platforms = row.text(6) ?? ""
-                let audience = row.text(7) ?? ""
-                let query = try Self.tagQuery(platforms: platforms, audience: audience, app: app, now: now, connection: connection)
+                let audience = try Self.audience(text: row.text(7) ?? "", recipient: row.text(8))
+                let query = try Self.audienceWalk(platforms: platforms, audience: audience, app: app, now: now, connection: connection)
 
                 // A page whose lease expired first: its driver died or was stopped.
                 let expired = try connection.prepare(
                     """
-                    SELECT number, after_id, last_id FROM outbox_pages
+                    SELECT number, after_id, last_id, targets, attempt, claims FROM outbox_pages
                     WHERE app = ? AND notification_id = ? AND done = 0 AND lease_expires <= ? LIMIT 1
                     """
                 ).bind(key + [.real(now.secondsSinceEpoch)])
@@ -111,14 +112,23 @@ extension SQLiteRegistrationStore: OutboxStore {
                         WHERE app = ? AND notification_id = ? AND number = ?
                         """
                     ).bind([.text(lease.owner), .real(lease.until.secondsSinceEpoch)] + key + [.integer(Int64(number))]).run()
-                    let targets = try OutboxPage.targets(after: after, through: last, size: size) {
-                        (position, limit) throws(StoreError) in
-                        try query.targets(after: position?.rawValue ?? "", limit: limit, connection: connection)
+                    let targets: [DispatchTarget]
+                    if let stored = expired.text(3) {
+                        // A retry page: its own targets.
+                        guard let decoded = OutboxRetry.decode(stored) else { throw StoreError(.storage, "a stored retry page is corrupt") }
+                        targets = decoded
+                    } else {
+                        targets = try OutboxPage.targets(after: after, through: last, size: size) { (position, limit) throws(StoreError) in
+                            try query(position, limit)
+                        }
                     }
-                    return .page(OutboxPage(number: number, targets: targets, reclaimed: true, cancelled: cancelled))
+                    return .page(
+                        OutboxPage(
+                            number: number, targets: targets, reclaimed: expired.int64(5) > 0, cancelled: cancelled,
+                            attempt: Int(expired.int64(4))))
                 }
                 if exhausted { return .exhausted }
-                let targets = try query.targets(after: cursor, limit: size, connection: connection)
+                let targets = try query(cursor.isEmpty ? nil : try? RegistrationID(cursor), size)
                 guard let last = targets.last else {
                     try connection.prepare("UPDATE outbox_notifications SET exhausted = 1 WHERE app = ? AND id = ?").bind(key).run()
                     return .exhausted
@@ -144,7 +154,8 @@ extension SQLiteRegistrationStore: OutboxStore {
     }
 
     public func completePage(
-        notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult]
+        notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult],
+        retry: OutboxRetry?
     ) async throws(StoreError) -> Bool {
         try await run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Bool in
@@ -152,6 +163,24 @@ extension SQLiteRegistrationStore: OutboxStore {
                 try connection.prepare("UPDATE outbox_pages SET done = 1 WHERE app = ? AND notification_id = ? AND number = ? AND done = 0")
                     .bind(key + [.integer(Int64(number))]).run()
                 guard connection.changes == 1 else { return false }
+                if let retry, let last = retry.targets.last {
+                    // A page of its own, nobody's until it is due.
+                    try connection.prepare(
+                        """
+                        INSERT INTO outbox_pages (app, notification_id, number, after_id, last_id, lease_owner, lease_expires, claims,
+                            targets, attempt)
+                        SELECT app, id, next_page, '', ?, NULL, ?, 0, ?, ? FROM outbox_notifications WHERE app = ? AND id = ?
+                        """
+                    ).bind(
+                        [
+                            .text(last.registrationID.rawValue), .real(retry.due.secondsSinceEpoch),
+                            .text(OutboxRetry.encode(retry.targets)),
+                            .integer(Int64(retry.attempt)),
+                        ] + key
+                    ).run()
+                    try connection.prepare("UPDATE outbox_notifications SET next_page = next_page + 1 WHERE app = ? AND id = ?").bind(key)
+                        .run()
+                }
                 for (platform, outcomes) in counts {
                     for (outcome, count) in outcomes where count > 0 {
                         try connection.prepare(
@@ -205,6 +234,31 @@ extension SQLiteRegistrationStore: OutboxStore {
         }
     }
 
+    public func parkNotification(
+        notificationID: String, app: AppID, owner: String, now: Timestamp
+    ) async throws(StoreError) -> Timestamp? {
+        try await run { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) -> Timestamp? in
+                let key: [SQLiteValue] = [.text(app.rawValue), .text(notificationID)]
+                let row = try connection.prepare(
+                    "SELECT exhausted, lease_owner FROM outbox_notifications WHERE app = ? AND id = ? AND ended_at IS NULL"
+                ).bind(key)
+                guard try row.step(), row.int64(0) != 0, row.text(1) == owner else { return nil }
+                // Every open page a retry not yet due: nobody's, its lease in the future.
+                let open = try connection.prepare(
+                    """
+                    SELECT count(*), coalesce(sum(lease_owner IS NOT NULL OR targets IS NULL OR lease_expires <= ?), 0), min(lease_expires)
+                    FROM outbox_pages WHERE app = ? AND notification_id = ? AND done = 0
+                    """
+                ).bind([.real(now.secondsSinceEpoch)] + key)
+                guard try open.step(), open.int64(0) > 0, open.int64(1) == 0, let due = open.double(2) else { return nil }
+                try connection.prepare("UPDATE outbox_notifications SET lease_owner = NULL, lease_expires = ? WHERE app = ? AND id = ?")
+                    .bind([.real(due)] + key).run()
+                return Timestamp(secondsSinceEpoch: due)
+            }
+        }
+    }
+
     public func renewLeases(owner: String, until: Timestamp) async throws(StoreError) {
         try await run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) in
@@ -242,8 +296,18 @@ extension SQLiteRegistrationStore: OutboxStore {
             try connection.transaction { () throws(StoreError) -> NotificationRecord? in
                 guard let record = try Self.record(id: notificationID, app: app, connection: connection) else { return nil }
                 guard !record.state.isFinal else { return record }
-                try connection.prepare("UPDATE outbox_notifications SET cancel_requested = 1 WHERE app = ? AND id = ?")
-                    .bind([.text(app.rawValue), .text(notificationID)]).run()
+                let key: [SQLiteValue] = [.text(app.rawValue), .text(notificationID)]
+                // Parked work (retries not yet due) is due at once: its targets are counted Cancelled.
+                try connection.prepare(
+                    """
+                    UPDATE outbox_notifications SET cancel_requested = 1,
+                        lease_expires = CASE WHEN lease_owner IS NULL THEN 0 ELSE lease_expires END
+                    WHERE app = ? AND id = ?
+                    """
+                ).bind(key).run()
+                try connection.prepare(
+                    "UPDATE outbox_pages SET lease_expires = 0 WHERE app = ? AND notification_id = ? AND done = 0 AND lease_owner IS NULL"
+                ).bind(key).run()
                 return record
             }
         }
@@ -333,36 +397,48 @@ extension SQLiteRegistrationStore: OutboxStore {
 
     // MARK: Reading
 
-    static func tagQuery(
-        platforms: String, audience: String, app: AppID, now: Timestamp, connection: SQLiteConnection
-    ) throws(StoreError) -> TagQuery {
+    /// The walk of a stored audience: its targets after an id, at most a limit.
+    static func audienceWalk(
+        platforms: String, audience: Audience, app: AppID, now: Timestamp, connection: SQLiteConnection
+    ) throws(StoreError) -> (RegistrationID?, Int) throws(StoreError) -> [DispatchTarget] {
         let selection: PlatformSelection
-        let expression: TagExpression
         do { selection = try PlatformSelection(parsing: platforms) } catch {
             throw StoreError(.storage, "a stored platform list is corrupt")
         }
-        do { expression = try TagExpression(parsing: audience) } catch { throw StoreError(.storage, "a stored audience is corrupt") }
-        return try TagQuery(expression: expression, platforms: selection, app: app, now: now, connection: connection)
+        let query = try audience.expression.map { (expression) throws(StoreError) in
+            try TagQuery(expression: expression, platforms: selection, app: app, now: now, connection: connection)
+        }
+        return { (after, limit) throws(StoreError) in
+            try audience.targets(after: after, limit: limit) { (_, after, limit) throws(StoreError) in
+                try query?.targets(after: after?.rawValue ?? "", limit: limit, connection: connection) ?? []
+            }
+        }
+    }
+
+    /// A stored audience: the FCM recipient when there is one, else the tag expression's text.
+    static func audience(text: String, recipient: String?) throws(StoreError) -> Audience {
+        if let recipient {
+            guard let parsed = FCMRecipient(handleValue: recipient) else { throw StoreError(.storage, "a stored FCM recipient is corrupt") }
+            return .fcm(parsed)
+        }
+        do { return .tags(try TagExpression(parsing: text)) } catch { throw StoreError(.storage, "a stored audience is corrupt") }
     }
 
     static func outboxNotification(id: String, app: AppID, connection: SQLiteConnection) throws(StoreError) -> OutboxNotification? {
         let row = try connection.prepare(
             """
-            SELECT sender, platforms, audience, payloads, secure_id, enqueued_at, deliver_at FROM outbox_notifications
+            SELECT sender, platforms, audience, payloads, secure_id, enqueued_at, deliver_at, recipient FROM outbox_notifications
             WHERE app = ? AND id = ?
             """
         ).bind([.text(app.rawValue), .text(id)])
         guard try row.step() else { return nil }
         let selection: PlatformSelection
-        let expression: TagExpression
         do { selection = try PlatformSelection(parsing: row.text(1) ?? "") } catch {
             throw StoreError(.storage, "a stored platform list is corrupt")
         }
-        do { expression = try TagExpression(parsing: row.text(2) ?? "") } catch {
-            throw StoreError(.storage, "a stored audience is corrupt")
-        }
         return OutboxNotification(
-            id: id, app: app, sender: row.text(0) ?? "", selection: selection, expression: expression,
+            id: id, app: app, sender: row.text(0) ?? "", selection: selection,
+            audience: try audience(text: row.text(2) ?? "", recipient: row.text(7)),
             payloads: try OutboxPayloadCoding.decode(row.text(3) ?? ""), secureID: row.text(4),
             enqueuedAt: Timestamp(secondsSinceEpoch: row.double(5) ?? 0), deliverAt: Timestamp(secondsSinceEpoch: row.double(6) ?? 0))
     }

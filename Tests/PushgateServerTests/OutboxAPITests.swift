@@ -180,4 +180,91 @@ import Testing
             #expect(try await fixture.call("GET", "/api/notifications/\(id)/outcome?failedLimit=0", user: "bob").status == 400)
         }
     }
+
+    /// FCM answers QUOTA_EXCEEDED (Firebase: back off at least a minute): the throttled target is
+    /// not retried in place but put off to a retry page; the send answers 202 with the rest
+    /// counted, and once the backoff has passed (the gateway's clock moved on) the retry delivers
+    /// it. A target still throttled after `outbox.throttledRetries` retries ends `Throttled`.
+    @Test func throttledTargetsAreRescheduledAtTheServicesDelay() async throws {
+        let clock = ManualClock()
+        try await GatewayFixture.with(clock: clock, adjust: { $0.outbox.throttledRetries = 1 }) { fixture in
+            let devices = [
+                await fixture.sandbox.createDevice(.fcm), await fixture.sandbox.createDevice(.fcm),
+                await fixture.sandbox.createDevice(.fcm),
+            ]
+            for device in devices { _ = try await fixture.register(device, user: "alice") }
+            let quota = SandboxFault.Action.respond(status: 429, reason: "QUOTA_EXCEEDED", retryAfterSeconds: nil)
+            // The second device is throttled once, the third every time.
+            await fixture.sandbox.state.addFault(SandboxFault(service: .fcm, handle: devices[1].handle, action: quota, count: 1))
+            await fixture.sandbox.state.addFault(SandboxFault(service: .fcm, handle: devices[2].handle, action: quota, count: 100))
+            let sent = try await fixture.call("POST", "/api/notifications?pns=fcm&to_tag=alice", user: "bob", body: #""slow down""#)
+            #expect(sent.status == 202, "\(sent.bodyText)")
+            let body = try json(sent)
+            let id = try #require(body["notificationId"] as? String)
+            #expect(body["state"] as? String == "Processing")
+            #expect((body["error"] as? String ?? "").contains("throttled"), "\(body)")
+            #expect(sent.header("Location") == "/api/notifications/\(id)/outcome")
+            // Only the delivered target has its outcome; the throttled ones are not counted yet.
+            #expect(body["success"] as? Int == 1 && body["failure"] as? Int == 0, "\(body)")
+            #expect(await fixture.sandbox.state.inbox(deviceID: devices[1].id).isEmpty)
+            try await Task.sleep(for: .milliseconds(600))
+            #expect(
+                try json(try await fixture.call("GET", "/api/notifications/\(id)/outcome", user: "bob"))["state"] as? String == "Processing"
+            )
+            let metrics = try await fixture.call("GET", "/metrics", user: nil).bodyText
+            #expect(metrics.contains("pushgate_outbox_deferred_targets_total 2"), "\(metrics)")
+
+            clock.advance(seconds: 61)
+            let outcome = try await waitForFinal(fixture, id)
+            #expect(outcome["state"] as? String == "Completed", "\(outcome)")
+            #expect(outcome["processed"] as? Int == 3 && outcome["success"] as? Int == 2, "\(outcome)")
+            #expect(await fixture.sandbox.state.inbox(deviceID: devices[1].id).count == 1)
+            #expect(await fixture.sandbox.state.inbox(deviceID: devices[2].id).isEmpty)
+            let listed = try json(try await fixture.call("GET", "/api/notifications/\(id)/outcome?failedLimit=10", user: "bob"))
+            let failed = try #require(listed["failedTargets"] as? [[String: Any]])
+            #expect(failed.count == 1 && failed.first?["outcome"] as? String == "Throttled", "\(failed)")
+        }
+    }
+
+    /// `topic=` and `condition=` send one FCM message that Firebase fans out to the subscribed
+    /// devices; what is malformed is refused naming the field before anything is stored.
+    @Test func fcmTopicAndConditionSendsReachTheSubscribedDevices() async throws {
+        try await GatewayFixture.with { fixture in
+            let devices = [await fixture.sandbox.createDevice(.fcm), await fixture.sandbox.createDevice(.fcm)]
+            #expect(fixture.sandbox.state.changeSubscriptions(tokens: devices.map(\.handle), topic: "news", subscribe: true) == [nil, nil])
+            #expect(fixture.sandbox.state.changeSubscriptions(tokens: [devices[1].handle], topic: "eu", subscribe: true) == [nil])
+            let topic = try await fixture.call("POST", "/api/notifications?pns=fcm&topic=news", user: "bob", body: #""extra""#)
+            #expect(topic.status == 200, "\(topic.bodyText)")
+            let result = try json(topic)
+            #expect(result["success"] as? Int == 1, "\(result)")
+            let target = try #require((result["targets"] as? [[String: Any]])?.first)
+            #expect(target["registrationId"] as? String == "fcm-topic" && target["handle"] as? String == "/topics/news", "\(target)")
+            for device in devices { #expect(await fixture.sandbox.state.inbox(deviceID: device.id).count == 1) }
+            let payload = try #require(await fixture.sandbox.state.inbox(deviceID: devices[0].id).first?.payload)
+            #expect(payload.contains(#""topic":"news""#) && !payload.contains(#""token""#), "\(payload)")
+
+            let condition = "'news' in topics && !('eu' in topics)"
+            let encoded = condition.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+            let conditional = try await fixture.call(
+                "POST", "/api/notifications?pns=fcm&condition=\(encoded)&async=true", user: "bob", body: #""only outside the eu""#)
+            #expect(conditional.status == 202, "\(conditional.bodyText)")
+            let id = try #require(try json(conditional)["notificationId"] as? String)
+            let outcome = try await waitForFinal(fixture, id)
+            #expect(outcome["state"] as? String == "Completed" && outcome["success"] as? Int == 1, "\(outcome)")
+            #expect(await fixture.sandbox.state.inbox(deviceID: devices[0].id).count == 2)
+            #expect(await fixture.sandbox.state.inbox(deviceID: devices[1].id).count == 1)
+
+            for (query, expected) in [
+                ("pns=fcm&topic=bad%20name", "topic: has an invalid character U+0020 at position 4"),
+                ("pns=apns&topic=news", "pns: a topic or condition send is FCM v1's alone"),
+                ("pns=fcm&topic=news&to_tag=alice", "topic and condition replace to_tag and tags"),
+                ("pns=fcm&topic=news&condition=%27a%27%20in%20topics", "give topic or condition, not both"),
+                ("pns=fcm&condition=%27a%27%20in%20topics%20%26%26", "condition: ends where a topic is expected"),
+                ("pns=fcm&topic=news&secure=true", "secure push goes to one user"),
+            ] {
+                let refused = try await fixture.call("POST", "/api/notifications?\(query)", user: "bob", body: #""x""#)
+                #expect(refused.status == 400 && refused.bodyText.contains(expected), "\(query): \(refused.bodyText)")
+            }
+        }
+    }
 }

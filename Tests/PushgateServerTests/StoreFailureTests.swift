@@ -33,9 +33,13 @@ final class FailingStore: RegistrationStore, SecureMessageStore, OutboxStore {
         await inner.takeDueNotification(app: app, lease: lease, now: now)
     }
     func completePage(
-        notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult]
+        notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult],
+        retry: OutboxRetry?
     ) async throws(StoreError) -> Bool {
-        await inner.completePage(notificationID: notificationID, app: app, number: number, counts: counts, failures: failures)
+        await inner.completePage(notificationID: notificationID, app: app, number: number, counts: counts, failures: failures, retry: retry)
+    }
+    func parkNotification(notificationID: String, app: AppID, owner: String, now: Timestamp) async throws(StoreError) -> Timestamp? {
+        await inner.parkNotification(notificationID: notificationID, app: app, owner: owner, now: now)
     }
     func finish(notificationID: String, app: AppID, owner: String, now: Timestamp) async throws(StoreError) -> NotificationRecord? {
         await inner.finish(notificationID: notificationID, app: app, owner: owner, now: now)

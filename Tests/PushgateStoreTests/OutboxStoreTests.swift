@@ -29,7 +29,7 @@ import Testing
 
     func notification(_ id: String = UUID().uuidString.lowercased(), deliverAt: Timestamp? = nil) throws -> OutboxNotification {
         OutboxNotification(
-            id: id, app: .default, sender: "bob", selection: PlatformSelection([.apns, .fcm]), expression: .tag(try Tag("news")),
+            id: id, app: .default, sender: "bob", selection: PlatformSelection([.apns, .fcm]), audience: .tags(.tag(try Tag("news"))),
             payloads: [
                 .apns: RenderedNotification(
                     platform: .apns, body: Array(#"{"aps":{"alert":"hé \"x\""}}"#.utf8),
@@ -262,4 +262,106 @@ import Testing
         #expect(try await store.pruneNotifications(endedBefore: start.adding(seconds: 1e9)) == 1)
         #expect(try await store.notificationRecords(app: .default, sender: nil, limit: 10).map(\.id) == [ids[2]])
     }
+
+    /// Throttled targets become a retry page of their own, due later: the notification is parked
+    /// (nobody's, not taken) until then, taken again when due, and its retry page carries those
+    /// targets and its attempt number; only then does it finish, with every target counted once.
+    @Test(arguments: StoreKind.allCases)
+    func throttledTargetsAreRetriedOnAPageOfTheirOwnWhenDue(kind: StoreKind) async throws {
+        let (store, path) = try await make(kind)
+        defer { cleanUp(path) }
+        _ = try await seed(store, count: 6)
+        let sent = try notification()
+        try await store.enqueue(sent, lease: lease("a", until: 30))
+        guard
+            case .page(let page) = try await store.claimPage(
+                notificationID: sent.id, app: .default, lease: lease("a", until: 30), pageSize: 10, now: start)
+        else { Issue.record("no page"); return }
+        #expect(page.attempt == 0)
+        let throttled = Array(page.targets.suffix(2))
+        var counts: [Platform: [Outcome: Int]] = [:]
+        for target in page.targets.dropLast(2) { counts[target.handle.platform, default: [:]][.success, default: 0] += 1 }
+        let due = start.adding(seconds: 60)
+        #expect(
+            try await store.completePage(
+                notificationID: sent.id, app: .default, number: page.number, counts: counts, failures: [],
+                retry: OutboxRetry(targets: throttled, attempt: 1, due: due)))
+        // The retry page is not due yet: nothing to claim, not finished, parked until it is.
+        #expect(
+            try await store.claimPage(
+                notificationID: sent.id, app: .default, lease: lease("a", until: 30), pageSize: 10, now: start.adding(seconds: 1))
+                == .exhausted)
+        #expect(try await store.finish(notificationID: sent.id, app: .default, owner: "a", now: start) == nil)
+        #expect(try await store.parkNotification(notificationID: sent.id, app: .default, owner: "b", now: start) == nil)
+        #expect(try await store.parkNotification(notificationID: sent.id, app: .default, owner: "a", now: start) == due)
+        #expect(try await store.notificationRecord(id: sent.id, app: .default)?.state == .processing)
+        #expect(try await store.takeDueNotification(app: .default, lease: lease("b", until: 90), now: start.adding(seconds: 59)) == nil)
+        let takeover = try #require(
+            try await store.takeDueNotification(app: .default, lease: lease("b", until: 90), now: start.adding(seconds: 60)))
+        #expect(!takeover.leaseExpired)
+        #expect(takeover.notification.id == sent.id)
+        guard
+            case .page(let retry) = try await store.claimPage(
+                notificationID: sent.id, app: .default, lease: lease("b", until: 90), pageSize: 10, now: start.adding(seconds: 60))
+        else { Issue.record("the retry page was not claimed"); return }
+        #expect(retry.targets == throttled && retry.attempt == 1 && !retry.reclaimed && retry.number != page.number)
+        #expect(
+            try await store.completePage(
+                notificationID: sent.id, app: .default, number: retry.number, counts: successCounts(retry), failures: []))
+        let finished = try #require(
+            try await store.finish(notificationID: sent.id, app: .default, owner: "b", now: start.adding(seconds: 61)))
+        #expect(finished.state == .completed && finished.processed == 6 && finished.succeeded == 6)
+    }
+
+    /// A cancel makes parked retries due at once: they are claimed marked cancelled.
+    @Test(arguments: StoreKind.allCases)
+    func aCancelEndsParkedRetriesAtOnce(kind: StoreKind) async throws {
+        let (store, path) = try await make(kind)
+        defer { cleanUp(path) }
+        _ = try await seed(store, count: 2)
+        let sent = try notification()
+        try await store.enqueue(sent, lease: lease("a", until: 30))
+        guard
+            case .page(let page) = try await store.claimPage(
+                notificationID: sent.id, app: .default, lease: lease("a", until: 30), pageSize: 10, now: start)
+        else { Issue.record("no page"); return }
+        _ = try await store.completePage(
+            notificationID: sent.id, app: .default, number: page.number, counts: [:], failures: [],
+            retry: OutboxRetry(targets: page.targets, attempt: 1, due: start.adding(seconds: 3600)))
+        _ = try await store.claimPage(notificationID: sent.id, app: .default, lease: lease("a", until: 30), pageSize: 10, now: start)
+        #expect(try await store.parkNotification(notificationID: sent.id, app: .default, owner: "a", now: start) != nil)
+        _ = try await store.requestCancel(notificationID: sent.id, app: .default, now: start.adding(seconds: 1))
+        _ = try #require(try await store.takeDueNotification(app: .default, lease: lease("c", until: 60), now: start.adding(seconds: 1)))
+        guard
+            case .page(let retry) = try await store.claimPage(
+                notificationID: sent.id, app: .default, lease: lease("c", until: 60), pageSize: 10, now: start.adding(seconds: 1))
+        else { Issue.record("the retry page was not claimed"); return }
+        #expect(retry.cancelled && retry.targets == page.targets)
+    }
+
+    /// An FCM topic audience is one target, whatever the registrations, and survives the store.
+    @Test(arguments: StoreKind.allCases)
+    func aTopicAudienceIsOneTarget(kind: StoreKind) async throws {
+        let (store, path) = try await make(kind)
+        defer { cleanUp(path) }
+        _ = try await seed(store, count: 20)
+        var sent = try notification()
+        let recipient = try FCMRecipient(condition: "'news' in topics && !('eu' in topics)")
+        sent.audience = .fcm(recipient)
+        sent.selection = PlatformSelection([.fcm])
+        try await store.enqueue(sent, lease: nil)
+        let takeover = try #require(try await store.takeDueNotification(app: .default, lease: lease("a", until: 30), now: start))
+        #expect(takeover.notification.audience == .fcm(recipient))
+        guard
+            case .page(let page) = try await store.claimPage(
+                notificationID: sent.id, app: .default, lease: lease("a", until: 30), pageSize: 10, now: start)
+        else { Issue.record("no page"); return }
+        #expect(page.targets == [recipient.target])
+        #expect(
+            try await store.claimPage(notificationID: sent.id, app: .default, lease: lease("a", until: 30), pageSize: 10, now: start)
+                == .exhausted)
+        #expect(
+            try await store.notificationRecord(id: sent.id, app: .default)?.audience == "condition 'news' in topics && !('eu' in topics)")
+    }
+
 }

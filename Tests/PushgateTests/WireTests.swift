@@ -81,6 +81,51 @@ import Testing
         #expect(String(decoding: empty.body, as: UTF8.self) == #"{"message":{"token":"t"}}"#)
     }
 
+    @Test func fcmTopicAndConditionTargetsReplaceTheToken() throws {
+        let topic = try FCMRecipient(topic: "/topics/news")
+        #expect(topic == .topic("news") && topic.target.handle.value == "/topics/news")
+        #expect(topic.target.registrationID == FCMRecipient.topicTargetID)
+        let condition = try FCMRecipient(condition: "'news' in topics && ('eu' in topics || !('uk' in topics))")
+        for (recipient, member, value) in [
+            (topic, "topic", "news"), (condition, "condition", "'news' in topics && ('eu' in topics || !('uk' in topics))"),
+        ] {
+            #expect(FCMRecipient(handleValue: recipient.handleValue) == recipient)
+            let body = FCMWire.body(token: recipient.target.handle.value, notification: notification(.fcm, #"{"data":{"m":"x"}}"#))
+            let json = try JSONParser.parse(body)
+            #expect(json["message"]?[member]?.stringValue == value)
+            #expect(json["message"]?["token"] == nil && json["message"]?["data"]?["m"]?.stringValue == "x")
+            // Shown whole in results: a topic is no secret.
+            #expect(recipient.target.handle.masked == recipient.handleValue)
+        }
+        // A registration token is never read as a topic or condition.
+        #expect(FCMRecipient(handleValue: "dGVzdA:APA91b-x_y.z") == nil)
+
+        // Firebase's rules, refused with the field and the position.
+        let refusals: [(String, String, String)] = [
+            ("topic", "", "topic: is empty"), ("topic", "new s", "topic: has an invalid character U+0020 at position 4"),
+            ("topic", String(repeating: "a", count: 901), "at most 900"),
+            ("condition", "'a' in topics &&", "condition: ends where a topic is expected"),
+            ("condition", "'a' in topics & 'b' in topics", "expects '&&', '||' or ')' at position 15"),
+            ("condition", "\"a\" in topics", "expects a quoted topic name, '!' or '(' at position 1"),
+            ("condition", "('a' in topics", "1 unclosed '('"), ("condition", "'a' in topics)", "unmatched ')' at position 14"),
+            ("condition", "'a' in topic", "expects 'topics' at position 8"),
+            ("condition", "'a b' in topics", "topic at position 1 has an invalid"),
+            (
+                "condition", "'a' in topics || 'b' in topics || 'c' in topics || 'd' in topics || 'e' in topics || 'f' in topics",
+                "names more than 5 topics (at position 86)"
+            ),
+        ]
+        for (field, text, expected) in refusals {
+            do {
+                _ = try field == "topic" ? FCMRecipient(topic: text) : FCMRecipient(condition: text)
+                Issue.record("\(field) \(text) was accepted")
+            } catch {
+                #expect(error.description.contains(expected), "\(error.description)")
+                #expect(error.field == field)
+            }
+        }
+    }
+
     @Test func fcmAnswersMapToOutcomes() {
         func error(_ status: Int, _ code: String?, _ message: String = "m") -> PushHTTPResponse {
             let details =

@@ -106,15 +106,26 @@ extension GoogleService {
                 return response
             }
         }
-        // The message alone: neither its token nor a dry run's validate_only counts.
+        // The message alone: neither its target nor a dry run's validate_only counts.
         let wrapper = root["validate_only"] == nil ? 0 : #""validate_only":true,"#.utf8.count
-        let messageBytes = request.body.count - (token?.utf8.count ?? 0) - wrapper
-        if messageBytes > SandboxAssumptions.fcmMaximumMessageBytes {
+        let target = targets.first.flatMap { $0.value.stringValue } ?? ""
+        let messageBytes = request.body.count - target.utf8.count - wrapper
+        let limit = token == nil ? SandboxAssumptions.fcmMaximumTopicMessageBytes : SandboxAssumptions.fcmMaximumMessageBytes
+        if messageBytes > limit {
             return rpcError(400, "INVALID_ARGUMENT", SandboxAssumptions.fcmMessageTooBigMessage, errorCode: "INVALID_ARGUMENT")
         }
         guard let token else {
-            // Topic and condition sends have no device to deliver to; accept them.
-            return .json(200, #"{"name":"projects/\#(project)/messages/\#(Self.messageNumber())"}"#)
+            // A topic or condition: every subscribed device that matches receives it.
+            let name = "projects/\(project)/messages/\(Self.messageNumber())"
+            switch topicAudience(topic: message["topic"]?.stringValue, condition: message["condition"]?.stringValue) {
+            case .refused(let refusal):
+                return refusal
+            case .devices(let devices):
+                if root["validate_only"]?.kind != .bool(true) {
+                    for device in devices { deliver(request, platform: .fcm, to: device, messageID: name) }
+                }
+            }
+            return .json(200, #"{"name":"\#(name)"}"#)
         }
         guard let device = state.lookUp(handle: token), device.platform == .fcm else {
             return rpcError(

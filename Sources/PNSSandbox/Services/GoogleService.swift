@@ -36,6 +36,11 @@ struct GoogleService: SandboxHTTPResponder {
             state.count("gcm", status: response.status)
             return response
         }
+        if path == "/iid/v1:batchAdd" || path == "/iid/v1:batchRemove" {
+            let response = topicSubscription(request, subscribe: path.hasSuffix("batchAdd"))
+            state.count("fcm-iid", status: response.status)
+            return response
+        }
         if path.hasPrefix("/v1/projects/"), path.hasSuffix("/messages:send") {
             let response =
                 request.bodyTooLarge

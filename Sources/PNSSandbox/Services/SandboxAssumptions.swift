@@ -19,6 +19,14 @@ enum SandboxAssumptions {
 
     /// FCM: what counts against the 4096-byte limit: the `message` object without its target.
     static let fcmMaximumMessageBytes = 4096
+    /// FCM's error-code reference: "2048 bytes in the case of messages to topics".
+    static let fcmMaximumTopicMessageBytes = 2048
+    /// Firebase's topic-messaging limits: an app instance may be subscribed to 2,000 topics; a
+    /// batch subscription names at most 1,000 registration tokens.
+    static let fcmMaximumTopicsPerInstance = 2000
+    static let fcmMaximumTokensPerBatch = 1000
+    /// Firebase: a condition names at most five topics.
+    static let fcmMaximumConditionTopics = 5
     /// FCM: the `message` of a 400 whose cause is in a google.rpc.BadRequest detail (an invalid
     /// token, a message too big), as real answers captured by client libraries show.
     static let fcmInvalidArgumentMessage = "Request contains an invalid argument."

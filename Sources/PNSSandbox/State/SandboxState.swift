@@ -28,6 +28,8 @@ public final class SandboxState: Sendable {
         var newestProviderTokenIssuedAt: [ProviderTokenScope: Double] = [:]
         var accessTokens: [String: Double] = [:]
         var answered: [AnswerKey: Int] = [:]
+        /// FCM topic subscriptions: the topics of each registration token (Instance ID API).
+        var topicsByToken: [String: Set<String>] = [:]
     }
 
     struct ProviderTokenScope: Hashable {
@@ -106,6 +108,42 @@ public final class SandboxState: Sendable {
 
     /// What the device received (the newest `inboxLimit` when set), oldest first.
     public func inbox(deviceID: String) async -> [ReceivedNotification] { storage.withLock { $0.inboxes[deviceID] ?? [] } }
+
+    /// Subscribes (or, with `subscribe` false, unsubscribes) FCM registration tokens to `topic`;
+    /// per token nil, or the Instance ID API's error (`NOT_FOUND` for a token it does not know,
+    /// `TOO_MANY_TOPICS` past Firebase's 2,000 topics per app instance).
+    public func changeSubscriptions(tokens: [String], topic: String, subscribe: Bool) -> [String?] {
+        storage.withLock { state in
+            tokens.map { token -> String? in
+                guard let id = state.deviceByHandle[token], let device = state.devices[id], device.platform == .fcm else {
+                    return "NOT_FOUND"
+                }
+                if subscribe {
+                    var topics = state.topicsByToken[token, default: []]
+                    guard topics.contains(topic) || topics.count < SandboxAssumptions.fcmMaximumTopicsPerInstance else {
+                        return "TOO_MANY_TOPICS"
+                    }
+                    topics.insert(topic)
+                    state.topicsByToken[token] = topics
+                } else {
+                    state.topicsByToken[token]?.remove(topic)
+                }
+                return nil
+            }
+        }
+    }
+
+    /// The active FCM devices whose topics satisfy `matches` (a topic send's audience).
+    func fcmSubscribers(where matches: (Set<String>) -> Bool) -> [SandboxDevice] {
+        storage.withLock { state in
+            state.topicsByToken.compactMap { token, topics in
+                guard matches(topics), let id = state.deviceByHandle[token], let device = state.devices[id], device.platform == .fcm,
+                    device.status == .active, !device.belongsToAnotherApp
+                else { return nil }
+                return device
+            }.sorted { $0.id < $1.id }
+        }
+    }
 
     /// Every notification received on `platform` (kept in an inbox or not).
     public func receivedCount(platform: Platform? = nil) async -> Int {

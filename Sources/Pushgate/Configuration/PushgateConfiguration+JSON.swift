@@ -58,9 +58,11 @@ extension PushgateConfiguration {
             outbox.maximumScheduleAheadSeconds =
                 try object.int("maxScheduleAheadSeconds", in: 60...(366 * 86400)) ?? outbox.maximumScheduleAheadSeconds
             outbox.scheduleSkewSeconds = try object.int("scheduleSkewSeconds", in: 0...3600) ?? outbox.scheduleSkewSeconds
+            outbox.throttledRetries = try object.int("throttledRetries", in: 0...20) ?? outbox.throttledRetries
+            outbox.throttledBackoffSeconds = try object.int("throttledBackoffSeconds", in: 1...86400) ?? outbox.throttledBackoffSeconds
             try object.finish(expected: [
                 "enabled", "leaseSeconds", "pageSize", "concurrentNotifications", "retentionSeconds", "maxScheduleAheadSeconds",
-                "scheduleSkewSeconds",
+                "scheduleSkewSeconds", "throttledRetries", "throttledBackoffSeconds",
             ])
         }
 

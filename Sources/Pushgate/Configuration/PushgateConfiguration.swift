@@ -108,6 +108,13 @@ public struct OutboxConfiguration: Sendable, Hashable {
     public var maximumScheduleAheadSeconds: Int = 30 * 86400
     /// How far in the past `deliverAt` may be (clock skew); it is then sent at once. Default 60 s.
     public var scheduleSkewSeconds: Int = 60
+    /// Targets a push service throttled past what the in-place retry waits (FCM `QUOTA_EXCEEDED`
+    /// and 429s ask for a minute or more) are sent again later, as pages of their own, this many
+    /// times at most before `Throttled` is final. Default 5 (0: never).
+    public var throttledRetries: Int = 5
+    /// The first such retry's delay, doubled for each next (Firebase: exponential backoff from at
+    /// least a minute); a longer `Retry-After` wins. Default 60 s.
+    public var throttledBackoffSeconds: Int = 60
 
     public init() {}
 }

@@ -7,7 +7,14 @@ public struct InMemoryOutbox: Sendable {
         var last: RegistrationID
         var lease: OutboxLease?
         var done = false
+        /// A retry page's own targets (its range is not walked).
+        var targets: [DispatchTarget]? = nil
+        var attempt = 0
+        var claims = 1
     }
+
+    /// The owner of a retry page's lease until it is due: nobody.
+    static let nobody = ""
 
     struct Entry: Sendable {
         var notification: OutboxNotification
@@ -17,6 +24,8 @@ public struct InMemoryOutbox: Sendable {
         var exhausted = false
         var pages: [Page] = []
         var failures: [RegistrationID: TargetResult] = [:]
+        /// Parked (only retries not yet due are left): not taken before this.
+        var parkedUntil: Timestamp?
     }
 
     struct Key: Hashable, Sendable {
@@ -37,7 +46,7 @@ public struct InMemoryOutbox: Sendable {
         let record = NotificationRecord(
             id: notification.id, app: notification.app, sender: notification.sender,
             state: lease == nil ? notification.initialState : .processing, selection: notification.selection,
-            audience: notification.expression.description, secureID: notification.secureID, enqueuedAt: notification.enqueuedAt,
+            audience: notification.audience.description, secureID: notification.secureID, enqueuedAt: notification.enqueuedAt,
             deliverAt: notification.deliverAt, startedAt: lease == nil ? nil : notification.enqueuedAt, endedAt: nil, counts: [:],
             cancelRequested: false)
         entries[key] = Entry(notification: notification, record: record, lease: lease)
@@ -47,13 +56,14 @@ public struct InMemoryOutbox: Sendable {
         let due = entries.filter { entry in
             entry.key.app == app && entry.value.record.endedAt == nil
                 && (entry.value.record.deliverAt <= now || entry.value.record.cancelRequested)
-                && (entry.value.lease.map { $0.until <= now } ?? true)
+                && (entry.value.lease.map { $0.until <= now } ?? true) && (entry.value.parkedUntil.map { $0 <= now } ?? true)
         }
         guard let key = due.min(by: { $0.value.record.deliverAt < $1.value.record.deliverAt })?.key, var entry = entries[key] else {
             return nil
         }
         let expired = entry.lease != nil
         entry.lease = lease
+        entry.parkedUntil = nil
         entry.record.state = .processing
         if entry.record.startedAt == nil { entry.record.startedAt = now }
         entries[key] = entry
@@ -71,12 +81,18 @@ public struct InMemoryOutbox: Sendable {
             !entry.pages[$0].done && (entry.pages[$0].lease.map { $0.until <= now } ?? true)
         }) {
             entry.pages[number].lease = lease
+            entry.pages[number].claims += 1
             let page = entry.pages[number]
             let notification = entry.notification
-            let targets = OutboxPage.targets(after: page.after, through: page.last, size: size) { after, limit in
-                audience(notification, after, limit)
-            }
-            return .page(OutboxPage(number: number, targets: targets, reclaimed: true, cancelled: entry.record.cancelRequested))
+            let targets =
+                page.targets
+                ?? OutboxPage.targets(after: page.after, through: page.last, size: size) { after, limit in
+                    audience(notification, after, limit)
+                }
+            return .page(
+                OutboxPage(
+                    number: number, targets: targets, reclaimed: page.claims > 1, cancelled: entry.record.cancelRequested,
+                    attempt: page.attempt))
         }
         if entry.exhausted { return .exhausted }
         let targets = audience(entry.notification, entry.cursor, size)
@@ -95,11 +111,18 @@ public struct InMemoryOutbox: Sendable {
     }
 
     public mutating func completePage(
-        notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult]
+        notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult],
+        retry: OutboxRetry?
     ) -> Bool {
         let key = Key(app: app, id: notificationID)
         guard var entry = entries[key], entry.pages.indices.contains(number), !entry.pages[number].done else { return false }
         entry.pages[number].done = true
+        if let retry, let last = retry.targets.last {
+            entry.pages.append(
+                Page(
+                    after: nil, last: last.registrationID, lease: OutboxLease(owner: Self.nobody, until: retry.due),
+                    targets: retry.targets, attempt: retry.attempt, claims: 0))
+        }
         for (platform, outcomes) in counts {
             for (outcome, count) in outcomes where count > 0 { entry.record.counts[platform, default: [:]][outcome, default: 0] += count }
         }
@@ -120,6 +143,19 @@ public struct InMemoryOutbox: Sendable {
         entry.pages = []
         entries[key] = entry
         return entry.record
+    }
+
+    public mutating func parkNotification(notificationID: String, app: AppID, owner: String, now: Timestamp) -> Timestamp? {
+        let key = Key(app: app, id: notificationID)
+        guard var entry = entries[key], entry.record.endedAt == nil, entry.exhausted, entry.lease?.owner == owner else { return nil }
+        let open = entry.pages.filter { !$0.done }
+        guard !open.isEmpty, open.allSatisfy({ $0.lease?.owner == Self.nobody && $0.lease!.until > now }),
+            let due = open.compactMap({ $0.lease?.until }).min()
+        else { return nil }
+        entry.lease = nil
+        entry.parkedUntil = due
+        entries[key] = entry
+        return due
     }
 
     public mutating func renewLeases(owner: String, until: Timestamp) {
@@ -150,6 +186,11 @@ public struct InMemoryOutbox: Sendable {
         let before = entry.record
         guard !before.state.isFinal else { return before }
         entry.record.cancelRequested = true
+        // Parked work is due at once: its targets are counted Cancelled.
+        entry.parkedUntil = nil
+        for index in entry.pages.indices where !entry.pages[index].done && entry.pages[index].lease?.owner == Self.nobody {
+            entry.pages[index].lease?.until = Timestamp(secondsSinceEpoch: 0)
+        }
         entries[key] = entry
         return before
     }
@@ -195,17 +236,24 @@ extension InMemoryRegistrationStore: OutboxStore {
         let snapshot = snapshot(app: app)
         return outbox.claimPage(notificationID: notificationID, app: app, lease: lease, pageSize: pageSize, now: now) {
             notification, after, limit in
-            snapshot.lazy.filter { registration in
-                (after.map { registration.id > $0 } ?? true) && notification.selection.contains(registration.platform)
-                    && !registration.isExpired(at: now) && notification.expression.matches(registration.tags)
-            }.prefix(limit).map { DispatchTarget(registrationID: $0.id, handle: $0.handle) }
+            notification.audience.targets(after: after, limit: limit) { expression, after, limit in
+                snapshot.lazy.filter { registration in
+                    (after.map { registration.id > $0 } ?? true) && notification.selection.contains(registration.platform)
+                        && !registration.isExpired(at: now) && expression.matches(registration.tags)
+                }.prefix(limit).map { DispatchTarget(registrationID: $0.id, handle: $0.handle) }
+            }
         }
     }
 
     public func completePage(
-        notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult]
+        notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult],
+        retry: OutboxRetry?
     ) -> Bool {
-        outbox.completePage(notificationID: notificationID, app: app, number: number, counts: counts, failures: failures)
+        outbox.completePage(notificationID: notificationID, app: app, number: number, counts: counts, failures: failures, retry: retry)
+    }
+
+    public func parkNotification(notificationID: String, app: AppID, owner: String, now: Timestamp) -> Timestamp? {
+        outbox.parkNotification(notificationID: notificationID, app: app, owner: owner, now: now)
     }
 
     public func finish(notificationID: String, app: AppID, owner: String, now: Timestamp) -> NotificationRecord? {

@@ -33,9 +33,16 @@ public protocol OutboxStore: Sendable {
     ) async throws(StoreError)
         -> OutboxClaim
     /// Records a page's outcomes and marks it done; false (nothing recorded) when it was done already.
+    /// With a `retry`, its targets (which a service throttled; they are not in `counts`) become a
+    /// page of their own, due at `retry.due`, in the same transaction.
     func completePage(
-        notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult]
+        notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult],
+        retry: OutboxRetry?
     ) async throws(StoreError) -> Bool
+    /// When the audience is exhausted and the only pages left are retries not yet due: gives up
+    /// `owner`'s lease on the notification until the first of them is due (so that no driver holds
+    /// it meanwhile) and answers that time. nil, with nothing changed, otherwise.
+    func parkNotification(notificationID: String, app: AppID, owner: String, now: Timestamp) async throws(StoreError) -> Timestamp?
     /// Ends the notification when its audience is exhausted and every page is done: the final
     /// state follows its counts (or `Cancelled`). nil while pages are left.
     func finish(notificationID: String, app: AppID, owner: String, now: Timestamp) async throws(StoreError) -> NotificationRecord?
@@ -66,7 +73,7 @@ public struct OutboxNotification: Sendable, Hashable {
     public var app: AppID
     public var sender: String
     public var selection: PlatformSelection
-    public var expression: TagExpression
+    public var audience: Audience
     /// Rendered once, when the notification was accepted.
     public var payloads: [Platform: RenderedNotification]
     /// The message id of a secure send.
@@ -76,14 +83,14 @@ public struct OutboxNotification: Sendable, Hashable {
     public var deliverAt: Timestamp
 
     public init(
-        id: String, app: AppID, sender: String, selection: PlatformSelection, expression: TagExpression,
+        id: String, app: AppID, sender: String, selection: PlatformSelection, audience: Audience,
         payloads: [Platform: RenderedNotification], secureID: String? = nil, enqueuedAt: Timestamp, deliverAt: Timestamp? = nil
     ) {
         self.id = id
         self.app = app
         self.sender = sender
         self.selection = selection
-        self.expression = expression
+        self.audience = audience
         self.payloads = payloads
         self.secureID = secureID
         self.enqueuedAt = enqueuedAt
@@ -125,12 +132,64 @@ public struct OutboxPage: Sendable, Hashable {
     public var reclaimed: Bool
     /// The notification is being cancelled: count these targets `Cancelled`, do not send.
     public var cancelled: Bool
+    /// 0 for a page of the audience; n for the n-th retry of targets a service throttled.
+    public var attempt: Int
 
-    public init(number: Int, targets: [DispatchTarget], reclaimed: Bool, cancelled: Bool) {
+    public init(number: Int, targets: [DispatchTarget], reclaimed: Bool, cancelled: Bool, attempt: Int = 0) {
         self.number = number
         self.targets = targets
         self.reclaimed = reclaimed
         self.cancelled = cancelled
+        self.attempt = attempt
+    }
+}
+
+extension OutboxStore {
+    /// Records a page's outcomes with no retry.
+    public func completePage(
+        notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult]
+    ) async throws(StoreError) -> Bool {
+        try await completePage(notificationID: notificationID, app: app, number: number, counts: counts, failures: failures, retry: nil)
+    }
+}
+
+/// Targets a push service throttled (FCM `QUOTA_EXCEEDED`, a 429) past what the in-place retry
+/// waits: sent again later as a page of their own, at the delay the service asks for.
+public struct OutboxRetry: Sendable, Hashable {
+    public var targets: [DispatchTarget]
+    /// Which retry this is: 1 for the first.
+    public var attempt: Int
+    /// When the page is due.
+    public var due: Timestamp
+
+    public init(targets: [DispatchTarget], attempt: Int, due: Timestamp) {
+        self.targets = targets
+        self.attempt = attempt
+        self.due = due
+    }
+
+    /// The stored form of the targets: a line per target, `id TAB platform TAB handle` (handles
+    /// hold neither tabs nor line breaks).
+    public static func encode(_ targets: [DispatchTarget]) -> String {
+        targets.map { "\($0.registrationID.rawValue)\t\($0.handle.platform.rawValue)\t\($0.handle.value)" }.joined(separator: "\n")
+    }
+
+    /// The targets back from ``encode(_:)``; nil when the text is not its form.
+    public static func decode(_ text: String) -> [DispatchTarget]? {
+        var targets: [DispatchTarget] = []
+        for line in text.split(separator: "\n") {
+            let fields = line.split(separator: "\t", maxSplits: 2, omittingEmptySubsequences: false)
+            guard fields.count == 3, let id = try? RegistrationID(String(fields[0])), let platform = Platform(rawValue: String(fields[1]))
+            else { return nil }
+            targets.append(DispatchTarget(registrationID: id, handle: DeviceHandle(uncheckedPlatform: platform, value: String(fields[2]))))
+        }
+        return targets
+    }
+
+    /// The delay before retry `attempt` (1, 2, …): the service's `Retry-After` when longer, else
+    /// `base` doubled per earlier attempt (Firebase: exponential backoff from at least a minute).
+    public static func delay(attempt: Int, base: Double, retryAfter: Double?) -> Double {
+        max(retryAfter ?? 0, base * Double(1 << min(max(attempt - 1, 0), 20)))
     }
 }
 
@@ -169,7 +228,7 @@ public struct NotificationRecord: Sendable, Hashable {
     public var sender: String
     public var state: NotificationState
     public var selection: PlatformSelection
-    /// The audience: a tag expression's text.
+    /// The audience: a tag expression's text, or an FCM topic or condition (``Audience/description``).
     public var audience: String
     public var secureID: String?
     public var enqueuedAt: Timestamp

@@ -40,7 +40,14 @@ public final class FCMProvider: PushProvider {
                     url: url, token: target.handle.value, notification: notification,
                     headers: shared.headers(for: accessToken) { FCMWire.headers(accessToken: $0 ?? "") })
             },
-            classify: FCMWire.classify, maximumInFlight: maximumInFlight)
+            classify: FCMWire.classify, maximumInFlight: maximumInFlight
+        ).map { report in
+            // A topic or condition is no registration: nothing to prune or replace.
+            guard report.verdict.handleChange != nil, FCMRecipient(handleValue: report.target.handle.value) != nil else { return report }
+            var report = report
+            report.verdict.handleChange = nil
+            return report
+        }
     }
 
     public func shutdown() async { await transport.shutdown() }

@@ -40,17 +40,17 @@ public struct GatewayServer: Sendable {
     public static func assemble(
         configuration loaded: LoadedConfiguration, app: LoadedApp, store: any GatewayStore,
         policy: RetryPolicy = RetryPolicy(), port: Int? = nil, logger: Logger = Logger(label: "pushgate"),
-        onListening: @escaping @Sendable (Int) -> Void = { _ in }
+        clock: any PushgateClock = SystemClock(), onListening: @escaping @Sendable (Int) -> Void = { _ in }
     ) async throws -> GatewayServer {
         let configuration = loaded.configuration
         let listener = configuration.listener
         let providers = try await GatewayAssembly.providers(
-            for: app, secrets: SecretResolver(baseDirectory: loaded.baseDirectory), policy: policy)
+            for: app, secrets: SecretResolver(baseDirectory: loaded.baseDirectory), policy: policy, clock: clock)
         let dispatcher = Dispatcher(providers: providers)
         let metrics = GatewayMetrics()
         let gateway = Gateway(
             app: app, store: store, dispatcher: dispatcher, limits: configuration.limits, outbox: configuration.outbox, metrics: metrics,
-            logger: Logger(label: "pushgate.gateway"))
+            logger: Logger(label: "pushgate.gateway"), clock: clock)
         let sandboxBridge = try configuration.console.sandboxControl.map(SandboxBridge.init(controlURL:))
         let router = GatewayHTTP.router(
             gateway: gateway, authenticator: Authenticator(configuration: configuration.auth), maximumBodyBytes: listener.maximumBodyBytes,

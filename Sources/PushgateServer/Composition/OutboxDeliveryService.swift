@@ -124,6 +124,8 @@ struct OutboxDeliveryService: Service {
             logger.notice("notification interrupted by shutdown; it resumes after the next start")
         case .lost:
             logger.notice("notification taken over by another driver")
+        case .deferred(let due):
+            logger.notice("notification waits for its throttled targets' retry", metadata: ["due": "\(RFC3339.format(due))"])
         case .storeFailed(let failure), .recordFailed(let failure):
             logger.error("notification stopped: the store failed; it is retried", metadata: ["error": "\(failure)"])
             try? await gateway.store.releaseLeases(owner: gateway.outbox.owner, notificationID: notification.id)

@@ -141,6 +141,9 @@ extension Gateway {
         case recordFailed(String)
         /// Another driver holds the notification now.
         case lost
+        /// Only targets a service throttled are left; they are retried from this time, by
+        /// whichever driver takes the notification then.
+        case deferred(until: Timestamp)
     }
 
     /// What driving a notification did: its final record when it finished, and what this process
@@ -152,13 +155,24 @@ extension Gateway {
         var stop: DriveStop?
     }
 
-    /// Pages handed to the dispatcher, by the order it read them.
+    /// Pages handed to the dispatcher, by the order it read them, and the throttled targets put
+    /// off to retry pages (not final: left out of what the drive reports).
     final class PageLedger: Sendable {
-        private let numbers = Mutex<[Int]>([])
+        private let pages = Mutex<[(number: Int, attempt: Int)]>([])
         private let stopped = Mutex<DriveStop?>(nil)
+        private let deferred = Mutex<(counts: [Platform: Int], ids: Set<RegistrationID>)>(([:], []))
 
-        func append(_ number: Int) { numbers.withLock { $0.append(number) } }
-        func number(at index: Int) -> Int? { numbers.withLock { $0.indices.contains(index) ? $0[index] : nil } }
+        func append(_ page: OutboxPage) { pages.withLock { $0.append((page.number, page.attempt)) } }
+        func page(at index: Int) -> (number: Int, attempt: Int)? { pages.withLock { $0.indices.contains(index) ? $0[index] : nil } }
+        func deferring(_ targets: [DispatchTarget]) {
+            deferred.withLock { deferred in
+                for target in targets {
+                    deferred.counts[target.handle.platform, default: 0] += 1
+                    deferred.ids.insert(target.registrationID)
+                }
+            }
+        }
+        var deferredTargets: (counts: [Platform: Int], ids: Set<RegistrationID>) { deferred.withLock { $0 } }
         func stop(_ reason: DriveStop) { stopped.withLock { $0 = $0 ?? reason } }
         var stop: DriveStop? { stopped.withLock { $0 } }
     }
@@ -186,7 +200,7 @@ extension Gateway {
                     applyHandleUpdates: { [logger] updates in await self.applyHandleUpdates(updates, logger: logger) },
                     batchFinished: { [self] index, reports in
                         await self.record(
-                            reports, page: ledger.number(at: index), of: notification, cancelledByUser: drive.cancelledByUser,
+                            reports, page: ledger.page(at: index), of: notification, cancelledByUser: drive.cancelledByUser,
                             ledger: ledger, logger: logger)
                     }, progress: progress, logger: logger)
             }
@@ -196,10 +210,15 @@ extension Gateway {
             } onCancel: {
                 dispatch.cancel()
             }
+            // Throttled targets put off to a retry page have no final outcome yet.
+            let deferred = ledger.deferredTargets
             for platform in summary.result.platforms {
-                for (outcome, count) in platform.counts { result.counts[platform.platform, default: [:]][outcome, default: 0] += count }
+                for (outcome, count) in platform.counts {
+                    let final = count - (outcome == .throttled ? deferred.counts[platform.platform] ?? 0 : 0)
+                    if final > 0 { result.counts[platform.platform, default: [:]][outcome, default: 0] += final }
+                }
             }
-            result.targets += summary.result.targets
+            result.targets += summary.result.targets.filter { $0.outcome != .throttled || !deferred.ids.contains($0.registrationID) }
             if let failure = summary.targetsFailure {
                 result.stop = .storeFailed(failure)
                 return result
@@ -226,6 +245,14 @@ extension Gateway {
             } catch {
                 result.stop = .recordFailed(error.description)
                 try? await store.releaseLeases(owner: outbox.owner, notificationID: notification.id)
+                return result
+            }
+            // Only retries of throttled targets left, not yet due: nobody holds the notification
+            // until they are (the delivery service takes it then).
+            if let due = try? await store.parkNotification(
+                notificationID: notification.id, app: notification.app, owner: outbox.owner, now: now())
+            {
+                result.stop = .deferred(until: due)
                 return result
             }
             // Pages are left: a former driver's, whose lease has not expired yet. Claim them when it has.
@@ -260,7 +287,7 @@ extension Gateway {
                         notificationID: notification.id, app: notification.app, number: page.number, counts: counts, failures: [])
                     continue
                 }
-                ledger.append(page.number)
+                ledger.append(page)
                 return page.targets
             }
         }
@@ -269,24 +296,51 @@ extension Gateway {
     /// Records a delivered page's outcomes once. A page cut short by shutdown is not recorded:
     /// its lease is released and it is delivered again after the next start. A page cut short by
     /// a cancel is recorded, its abandoned targets as `Cancelled`.
+    ///
+    /// Targets a service throttled past what the in-place retry waits (it asked for a minute or
+    /// more) go to a retry page due after the backoff, up to `outbox.throttledRetries` times; the
+    /// last time, `Throttled` is final.
     private func record(
-        _ reports: [DeliveryReport], page: Int?, of notification: OutboxNotification, cancelledByUser: Bool, ledger: PageLedger,
-        logger: Logger
+        _ reports: [DeliveryReport], page: (number: Int, attempt: Int)?, of notification: OutboxNotification, cancelledByUser: Bool,
+        ledger: PageLedger, logger: Logger
     ) async {
-        guard let page else { return }
+        guard let (page, attempt) = page else { return }
         // Cut short by shutdown: recorded only when every target got its final answer anyway.
         if Task.isCancelled, !cancelledByUser, reports.contains(where: { $0.verdict.outcome == .abandoned }) { return }
         var counts: [Platform: [Outcome: Int]] = [:]
         var failures: [TargetResult] = []
+        var retried: [DispatchTarget] = []
+        var retryDelay = 0.0
+        let configuration = outbox.configuration
         for report in reports {
             var outcome = report.verdict.outcome
             if cancelledByUser && outcome == .abandoned { outcome = .cancelled }
+            if outcome == .throttled, !cancelledByUser, attempt < configuration.throttledRetries,
+                case .afterBackoff(let retryAfter) = report.verdict.retry
+            {
+                retried.append(report.target)
+                retryDelay = max(
+                    retryDelay,
+                    OutboxRetry.delay(attempt: attempt + 1, base: Double(configuration.throttledBackoffSeconds), retryAfter: retryAfter))
+                continue
+            }
             counts[report.target.handle.platform, default: [:]][outcome, default: 0] += 1
             if !outcome.isSuccess && outcome != .cancelled { failures.append(report.targetResult) }
         }
+        let retry = retried.isEmpty ? nil : OutboxRetry(targets: retried, attempt: attempt + 1, due: now().adding(seconds: retryDelay))
         do {
             _ = try await store.completePage(
-                notificationID: notification.id, app: notification.app, number: page, counts: counts, failures: failures)
+                notificationID: notification.id, app: notification.app, number: page, counts: counts, failures: failures, retry: retry)
+            if let retry {
+                ledger.deferring(retry.targets)
+                metrics.outboxTargetsDeferred(retry.targets.count)
+                logger.notice(
+                    "throttled targets put off to a retry page",
+                    metadata: [
+                        "page": "\(page)", "targets": "\(retry.targets.count)", "attempt": "\(retry.attempt)",
+                        "due": "\(RFC3339.format(retry.due))",
+                    ])
+            }
         } catch {
             metrics.outboxRecordFailed()
             ledger.stop(.recordFailed(error.description))
@@ -337,12 +391,17 @@ extension Gateway {
                 "the registration store failed while \(what); \(reached) targets were reached, the rest is retried in the background"
                 + " (GET /api/notifications/\(notification.id)/outcome)"
             status = 503
-        case .lost, .draining:
-            // Accepted, not finished: the rest goes out elsewhere or after the next start.
+        case .lost, .draining, .deferred:
+            // Accepted, not finished: the rest goes out elsewhere, later, or after the next start.
             let why =
-                run.stop == .lost
-                ? "another gateway instance took the send over; \(reached) targets were reached here"
-                : "the gateway is shutting down; \(reached) targets were reached, the rest will be delivered after it starts again"
+                switch run.stop {
+                case .lost: "another gateway instance took the send over; \(reached) targets were reached here"
+                case .deferred(let due):
+                    "the push services throttled some targets; \(reached) targets have their outcome, the throttled ones are sent again"
+                        + " from \(RFC3339.format(due))"
+                default:
+                    "the gateway is shutting down; \(reached) targets were reached, the rest will be delivered after it starts again"
+                }
             logger.warning("send interrupted: \(why)")
             result.state = .processing
             result.error = why + " (GET /api/notifications/\(notification.id)/outcome)"
@@ -357,7 +416,7 @@ extension Gateway {
     func outboxNotification(_ prepared: PreparedSend, enqueuedAt: Timestamp, deliverAt: Timestamp?) -> OutboxNotification {
         OutboxNotification(
             id: UUID().uuidString.lowercased(), app: appID, sender: prepared.sender, selection: prepared.selection,
-            expression: prepared.expression, payloads: prepared.payloads, secureID: prepared.secureID, enqueuedAt: enqueuedAt,
+            audience: prepared.audience, payloads: prepared.payloads, secureID: prepared.secureID, enqueuedAt: enqueuedAt,
             deliverAt: deliverAt)
     }
 
@@ -378,7 +437,7 @@ extension Gateway {
             ])
         return NotificationRecord(
             id: notification.id, app: appID, sender: notification.sender, state: notification.initialState,
-            selection: notification.selection, audience: notification.expression.description, secureID: notification.secureID,
+            selection: notification.selection, audience: notification.audience.description, secureID: notification.secureID,
             enqueuedAt: notification.enqueuedAt, deliverAt: notification.deliverAt, startedAt: nil, endedAt: nil, counts: [:],
             cancelRequested: false)
     }

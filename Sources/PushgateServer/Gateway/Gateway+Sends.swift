@@ -20,6 +20,11 @@ extension Gateway {
         /// `validateOnly=true`: a dry run the services validate without delivering (FCM v1
         /// `validate_only`, legacy GCM `dry_run`); refused for APNs and WNS, which have none.
         public var validateOnly = false
+        /// `topic=` (FCM v1 only): one message to the devices Firebase has subscribed to the
+        /// topic, instead of registrations matched by tags.
+        public var fcmTopic: String?
+        /// `condition=` (FCM v1 only): one message to the devices whose topics satisfy it.
+        public var fcmCondition: String?
 
         public init(
             pns: String?, toTag: String?, tagExpression: String? = nil, body: [UInt8], timeToLive: Int? = nil, deliverAt: Timestamp? = nil
@@ -55,7 +60,7 @@ extension Gateway {
     /// A validated send: payloads rendered once per platform, ready to dispatch.
     public struct PreparedSend: Sendable {
         var selection: PlatformSelection
-        var expression: TagExpression
+        var audience: Audience
         var payloads: [Platform: RenderedNotification]
         /// Set for secure sends.
         var secureID: String?
@@ -77,6 +82,9 @@ extension Gateway {
     public func prepareSecure(
         _ request: SendRequest, user: AuthenticatedUser, deliverAt: Timestamp? = nil
     ) async throws(GatewayError) -> PreparedSend {
+        if request.fcmTopic.map({ !$0.isEmpty }) == true || request.fcmCondition.map({ !$0.isEmpty }) == true {
+            throw .badRequest("secure push goes to one user (to_tag), not to an FCM topic or condition")
+        }
         guard let recipient = request.toTag, !recipient.isEmpty else {
             throw .badRequest("to_tag is required for secure push (the one user who may read the message)")
         }
@@ -107,9 +115,11 @@ extension Gateway {
 
     /// Whether any registration matches a prepared send.
     func hasTargets(_ prepared: PreparedSend, at time: Timestamp) async throws(GatewayError) -> Bool {
+        // A topic or condition: Firebase knows its subscribers.
+        guard let expression = prepared.audience.expression else { return true }
         do {
             for try await batch in store.registrations(
-                matching: prepared.expression, platforms: prepared.selection, app: appID, batchSize: 1, now: time)
+                matching: expression, platforms: prepared.selection, app: appID, batchSize: 1, now: time)
             where !batch.isEmpty {
                 return true
             }
@@ -143,13 +153,19 @@ extension Gateway {
         }
         let selection: PlatformSelection
         do { selection = try PlatformSelection(parsing: pns) } catch { throw .badRequest("pns: \(error.description)") }
-        let expression: TagExpression
-        if let text = request.tagExpression, !text.isEmpty {
-            do { expression = try TagExpression(parsing: text) } catch { throw .badRequest("tags: \(error.description)") }
+        let audience: Audience
+        if let recipient = try Self.fcmRecipient(request) {
+            guard selection.platforms == [.fcm] else {
+                throw .badRequest("pns: a topic or condition send is FCM v1's alone; use pns=fcm (not '\(pns)')")
+            }
+            audience = .fcm(recipient)
+        } else if let text = request.tagExpression, !text.isEmpty {
+            do { audience = .tags(try TagExpression(parsing: text)) } catch { throw .badRequest("tags: \(error.description)") }
         } else if let toTag = request.toTag, !toTag.isEmpty {
-            do { expression = .tag(try Tag.username(toTag)) } catch { throw .badRequest("to_tag: \(error.description)") }
+            do { audience = .tags(.tag(try Tag.username(toTag))) } catch { throw .badRequest("to_tag: \(error.description)") }
         } else {
-            throw .badRequest("to_tag is required (the recipient's user name), or tags= with a tag expression")
+            throw .badRequest(
+                "to_tag is required (the recipient's user name), or tags= with a tag expression, or topic= / condition= (FCM)")
         }
         var properties = try Self.properties(from: request.body)
         properties["user"] = user.name
@@ -176,7 +192,24 @@ extension Gateway {
             }
             payloads[platform] = payload
         }
-        return PreparedSend(selection: selection, expression: expression, payloads: payloads, sender: user.name)
+        return PreparedSend(selection: selection, audience: audience, payloads: payloads, sender: user.name)
+    }
+
+    /// The FCM topic or condition a send names instead of tags, checked as Firebase documents them.
+    static func fcmRecipient(_ request: SendRequest) throws(GatewayError) -> FCMRecipient? {
+        let topic = request.fcmTopic.flatMap { $0.isEmpty ? nil : $0 }
+        let condition = request.fcmCondition.flatMap { $0.isEmpty ? nil : $0 }
+        guard topic != nil || condition != nil else { return nil }
+        if topic != nil && condition != nil { throw .badRequest("give topic or condition, not both (an FCM message has one target)") }
+        if request.toTag.map({ !$0.isEmpty }) == true || request.tagExpression.map({ !$0.isEmpty }) == true {
+            throw .badRequest("topic and condition replace to_tag and tags: Firebase picks the devices; give one of them")
+        }
+        do {
+            if let topic { return try FCMRecipient(topic: topic) }
+            return try FCMRecipient(condition: condition ?? "")
+        } catch {
+            throw .badRequest(error.description)
+        }
     }
 
     /// Without the outbox (`outbox.enabled` false): dispatches a prepared send to every matching
@@ -194,9 +227,17 @@ extension Gateway {
         logger[metadataKey: "notification"] = "\(notificationID)"
         let started = ContinuousClock.now
         let sendTime = now()
-        let targets = store.deliveryTargets(
-            matching: prepared.expression, platforms: prepared.selection, app: appID, pageSize: outbox.configuration.pageSize,
-            now: sendTime)
+        let targets: AsyncThrowingStream<[DispatchTarget], any Error>
+        switch prepared.audience {
+        case .tags(let expression):
+            targets = store.deliveryTargets(
+                matching: expression, platforms: prepared.selection, app: appID, pageSize: outbox.configuration.pageSize, now: sendTime)
+        case .fcm(let recipient):
+            targets = AsyncThrowingStream { continuation in
+                continuation.yield([recipient.target])
+                continuation.finish()
+            }
+        }
         var summary = await dispatcher.dispatch(
             notificationID: notificationID, selection: prepared.selection, payloads: prepared.payloads, targets: targets,
             applyHandleUpdates: { [logger] updates in await self.applyHandleUpdates(updates, logger: logger) }, progress: progress,

@@ -96,6 +96,8 @@ public enum GatewayHTTP {
                 pns: query.get("pns"), toTag: query.get("to_tag"), tagExpression: query.get("tags"), body: body,
                 timeToLive: try Gateway.SendRequest.timeToLive(query.get("ttl")), deliverAt: deliverAt)
             sendRequest.validateOnly = try flag(query.get("validateOnly"), name: "validateOnly")
+            sendRequest.fcmTopic = query.get("topic")
+            sendRequest.fcmCondition = query.get("condition")
             if sendRequest.validateOnly && secure {
                 throw GatewayError.badRequest("validateOnly cannot be combined with secure: a secure send stores its message")
             }

@@ -27,12 +27,15 @@ public enum FCMWire {
         ]
     }
 
-    /// The message for one device: the rendered payload's members under `message`, with its token.
+    /// The message for one device: the rendered payload's members under `message`, with its token
+    /// (or, for a topic or condition target, its `topic` or `condition`; see ``FCMRecipient``).
     public static func body(token: String, notification: RenderedNotification) -> [UInt8] {
-        var body: [UInt8] = Array(
-            (notification.validateOnly ? #"{"validate_only":true,"message":{"token":"# : #"{"message":{"token":"#).utf8)
-        body.reserveCapacity(notification.body.count + token.utf8.count + 32)
-        Escaping.appendJSONString(token, to: &body)
+        let recipient = FCMRecipient(handleValue: token)
+        var body: [UInt8] = Array((notification.validateOnly ? #"{"validate_only":true,"message":{""# : #"{"message":{""#).utf8)
+        body.reserveCapacity(notification.body.count + token.utf8.count + 40)
+        body.append(contentsOf: (recipient?.field ?? "token").utf8)
+        body.append(contentsOf: #"":"#.utf8)
+        Escaping.appendJSONString(recipient?.value ?? token, to: &body)
         JSONSplice.appendMembers(of: notification.body, to: &body)
         body.append(contentsOf: "}}".utf8)
         return body

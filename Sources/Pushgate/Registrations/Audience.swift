@@ -1,0 +1,188 @@
+/// Who a send goes to: the registrations whose tags satisfy an expression, or one FCM topic or
+/// condition, which Firebase fans out to the devices subscribed to it.
+public enum Audience: Sendable, Hashable, CustomStringConvertible {
+    case tags(TagExpression)
+    case fcm(FCMRecipient)
+
+    /// The tag expression, when the audience is one.
+    public var expression: TagExpression? {
+        if case .tags(let expression) = self { return expression }
+        return nil
+    }
+
+    /// The expression's text, or `topic news` / `condition 'a' in topics && …` (telemetry).
+    public var description: String {
+        switch self {
+        case .tags(let expression): expression.description
+        case .fcm(let recipient): recipient.description
+        }
+    }
+
+    /// The targets of the audience after `after` (ids in order), at most `limit`, where the
+    /// registrations' own walk is `registrations`: an FCM recipient is one target, first.
+    public func targets<Failure: Error>(
+        after: RegistrationID?, limit: Int, registrations: (TagExpression, RegistrationID?, Int) throws(Failure) -> [DispatchTarget]
+    ) throws(Failure) -> [DispatchTarget] {
+        switch self {
+        case .tags(let expression): try registrations(expression, after, limit)
+        case .fcm(let recipient): after == nil && limit > 0 ? [recipient.target] : []
+        }
+    }
+}
+
+/// An FCM HTTP v1 message's recipient other than a device token: a `topic` (its name) or a
+/// `condition` over topics (`'news' in topics && ('eu' in topics || 'uk' in topics)`).
+///
+/// It travels through the send pipeline as one ``DispatchTarget`` whose handle holds
+/// ``handleValue``: `/topics/NAME` or the condition. Neither form can be a registration token
+/// (those are letters, digits and `-_:.` only), so ``init(handleValue:)`` tells them apart.
+public enum FCMRecipient: Sendable, Hashable, CustomStringConvertible {
+    case topic(String)
+    case condition(String)
+
+    /// Firebase: topic names match `[a-zA-Z0-9-_.~%]+`; 900 characters is the documented bound.
+    public static let maximumTopicLength = 900
+    /// Firebase: a condition names at most five topics.
+    public static let maximumConditionTopics = 5
+    /// A bound on a condition's text (five topics of the longest names and their operators).
+    public static let maximumConditionLength = 5 * (maximumTopicLength + 16) + 64
+
+    /// The registration id results report for the one target of a topic or condition send.
+    public static let topicTargetID = try! RegistrationID("fcm-topic")
+    public static let conditionTargetID = try! RegistrationID("fcm-condition")
+
+    /// A topic, by name (`news`, or `/topics/news` as the legacy API wrote it).
+    public init(topic text: String) throws(FCMRecipientError) {
+        let name = text.hasPrefix("/topics/") ? String(text.dropFirst("/topics/".count)) : text
+        if let problem = Self.topicNameProblem(name) { throw FCMRecipientError(field: "topic", problem: problem) }
+        self = .topic(name)
+    }
+
+    /// A condition: topic names in single quotes followed by `in topics`, joined by `&&` and `||`,
+    /// with `!` and parentheses; at most five topics. Firebase evaluates it; this checks its form
+    /// so that a mistake is named here, with its position, instead of by the service.
+    public init(condition text: String) throws(FCMRecipientError) {
+        func fail(_ problem: String) -> FCMRecipientError { FCMRecipientError(field: "condition", problem: problem) }
+        guard !text.isEmpty else { throw fail("is empty") }
+        guard text.utf8.count <= Self.maximumConditionLength else {
+            throw fail("is \(text.utf8.count) bytes; at most \(Self.maximumConditionLength)")
+        }
+        let characters = Array(text)
+        var index = 0
+        var topics = 0
+        var expectOperand = true
+        var depth = 0
+        func skipSpaces() { while index < characters.count, characters[index] == " " { index += 1 } }
+        func consume(_ word: String) -> Bool {
+            let word = Array(word)
+            guard index + word.count <= characters.count, Array(characters[index..<(index + word.count)]) == word else { return false }
+            index += word.count
+            return true
+        }
+        while true {
+            skipSpaces()
+            guard index < characters.count else { break }
+            let position = index + 1
+            if expectOperand {
+                if consume("!") || consume("(") {
+                    if characters[index - 1] == "(" { depth += 1 }
+                    continue
+                }
+                guard characters[index] == "'" else {
+                    throw fail("expects a quoted topic name, '!' or '(' at position \(position)")
+                }
+                index += 1
+                let start = index
+                while index < characters.count, characters[index] != "'" { index += 1 }
+                guard index < characters.count else { throw fail("has an unterminated topic name at position \(position)") }
+                if let problem = Self.topicNameProblem(String(characters[start..<index])) {
+                    throw fail("topic at position \(position) \(problem)")
+                }
+                index += 1
+                topics += 1
+                guard topics <= Self.maximumConditionTopics else {
+                    throw fail("names more than \(Self.maximumConditionTopics) topics (at position \(position))")
+                }
+                skipSpaces()
+                guard consume("in") else { throw fail("expects 'in topics' at position \(index + 1)") }
+                skipSpaces()
+                guard consume("topics") else { throw fail("expects 'topics' at position \(index + 1)") }
+                expectOperand = false
+            } else if consume(")") {
+                depth -= 1
+                guard depth >= 0 else { throw fail("has an unmatched ')' at position \(position)") }
+            } else if consume("&&") || consume("||") {
+                expectOperand = true
+            } else {
+                throw fail("expects '&&', '||' or ')' at position \(position)")
+            }
+        }
+        guard !expectOperand else { throw fail("ends where a topic is expected") }
+        guard depth == 0 else { throw fail("has \(depth) unclosed '('") }
+        self = .condition(text)
+    }
+
+    /// The recipient a target's handle holds, or nil for a device token.
+    public init?(handleValue: String) {
+        if handleValue.hasPrefix("/topics/") {
+            self = .topic(String(handleValue.dropFirst("/topics/".count)))
+        } else if handleValue.utf8.contains(UInt8(ascii: "'")) {
+            self = .condition(handleValue)
+        } else {
+            return nil
+        }
+    }
+
+    /// What a ``DispatchTarget`` handle holds for it.
+    public var handleValue: String {
+        switch self {
+        case .topic(let name): "/topics/" + name
+        case .condition(let text): text
+        }
+    }
+
+    /// The send's one target.
+    public var target: DispatchTarget {
+        DispatchTarget(
+            registrationID: { if case .topic = self { Self.topicTargetID } else { Self.conditionTargetID } }(),
+            handle: DeviceHandle(uncheckedPlatform: .fcm, value: handleValue))
+    }
+
+    /// The v1 message member: `topic` or `condition`.
+    public var field: String {
+        if case .topic = self { return "topic" }
+        return "condition"
+    }
+
+    /// The member's value: the topic's name (without `/topics/`) or the condition.
+    public var value: String {
+        switch self {
+        case .topic(let name): name
+        case .condition(let text): text
+        }
+    }
+
+    public var description: String { "\(field) \(value)" }
+
+    static func topicNameProblem(_ name: String) -> String? {
+        if name.isEmpty { return "is empty" }
+        if name.utf8.count > maximumTopicLength { return "is \(name.utf8.count) characters long; at most \(maximumTopicLength)" }
+        if let (offset, bad) = name.enumerated().first(where: { !isTopicCharacter($0.element) }) {
+            return "has an invalid character \(quoted(bad)) at position \(offset + 1); expected letters, digits and - _ . ~ %"
+        }
+        return nil
+    }
+
+    static func isTopicCharacter(_ character: Character) -> Bool {
+        guard character.isASCII else { return false }
+        return character.isLetter || character.isNumber || "-_.~%".contains(character)
+    }
+}
+
+/// A topic or condition FCM would refuse; names the field (`topic` or `condition`) and the problem.
+public struct FCMRecipientError: PushgateInputError, Hashable {
+    public let field: String
+    public let problem: String
+
+    public var description: String { "\(field): \(problem)" }
+}
