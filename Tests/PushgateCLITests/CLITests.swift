@@ -152,6 +152,20 @@ import Testing
             ])
             #expect(unknown.status != 0)
             #expect(unknown.stderr.contains("pns 'mpns' is not a known platform"))
+
+            // An FCM topic instead of tags.
+            let listener = await local.sandbox.createDevice(.fcm)
+            _ = local.sandbox.state.changeSubscriptions(tokens: [listener.handle], topic: "news", subscribe: true)
+            let topic = try await PushgateProcess.run([
+                "send", "--server", local.baseURL, "--user", "bob:bob", "--pns", "fcm", "--topic", "news", "--ttl", "600", "To the topic",
+            ])
+            #expect(topic.status == 0, "\(topic.stdout) \(topic.stderr)")
+            let received = try #require(await local.sandbox.state.inbox(deviceID: listener.id).last?.payload)
+            #expect(received.contains(#""topic":"news""#) && received.contains(#""ttl":"600s""#), "\(received)")
+            let both = try await PushgateProcess.run([
+                "send", "--server", local.baseURL, "--user", "bob:bob", "--topic", "news", "--to-tag", "alice", "x",
+            ])
+            #expect(both.status != 0 && both.stderr.contains("give one of --to-tag"), "\(both.stderr)")
         } catch {
             await local.stop()
             throw error
@@ -219,7 +233,7 @@ import Testing
         #expect(noUser.status != 0)
         #expect(noUser.stderr.contains("--user"))
         let noTarget = try PushgateProcess.run(["send", "--user", "bob:bob", "x"])
-        #expect(noTarget.stderr.contains("give --to-tag (a user name) or --tags"))
+        #expect(noTarget.stderr.contains("give one of --to-tag (a user name), --tags (a tag expression), --topic or --condition"))
     }
 }
 

@@ -33,6 +33,18 @@ struct SendCommand: AsyncParsableCommand {
     @Option(help: "A tag expression instead of --to-tag, e.g. 'news && lang:en'.")
     var tags: String?
 
+    @Option(help: "An FCM topic instead of tags (with --pns fcm): Firebase sends to the devices subscribed to it.")
+    var topic: String?
+
+    @Option(help: "An FCM condition over topics instead of tags, e.g. \"'news' in topics && 'eu' in topics\" (with --pns fcm).")
+    var condition: String?
+
+    @Option(help: "Time to live in seconds: how long the services keep the notification for an offline device.")
+    var ttl: Int?
+
+    @Flag(name: .customLong("validate-only"), help: "A dry run: the services validate the message without delivering it (FCM, GCM).")
+    var validateOnly = false
+
     @Option(
         name: .customLong("property"), help: ArgumentHelp("An extra template property, name=value (repeatable).", valueName: "name=value"))
     var properties: [String] = []
@@ -65,7 +77,9 @@ struct SendCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard user.contains(":") else { throw ValidationError("--user must be name:password") }
-        guard toTag != nil || tags != nil else { throw ValidationError("give --to-tag (a user name) or --tags (a tag expression)") }
+        guard [toTag, tags, topic, condition].compactMap({ $0 }).count == 1 else {
+            throw ValidationError("give one of --to-tag (a user name), --tags (a tag expression), --topic or --condition (FCM)")
+        }
         guard !(json && xml) else { throw ValidationError("choose one of --json and --xml") }
         if let at {
             do { _ = try RFC3339.parse(at) } catch { throw ValidationError("--at: \(error.description)") }
@@ -83,6 +97,10 @@ struct SendCommand: AsyncParsableCommand {
         var query = "pns=\(Self.encode(pns))"
         if let toTag { query += "&to_tag=\(Self.encode(toTag))" }
         if let tags { query += "&tags=\(Self.encode(tags))" }
+        if let topic { query += "&topic=\(Self.encode(topic))" }
+        if let condition { query += "&condition=\(Self.encode(condition))" }
+        if let ttl { query += "&ttl=\(ttl)" }
+        if validateOnly { query += "&validateOnly=true" }
         if secure { query += "&secure=true" }
         if let at { query += "&deliverAt=\(Self.encode(at))" }
         let accepted = respondAsync || at != nil
