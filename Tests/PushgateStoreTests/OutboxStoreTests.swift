@@ -263,6 +263,16 @@ import Testing
         #expect(try await store.notificationRecords(app: .default, sender: nil, limit: 10).map(\.id) == [ids[2]])
     }
 
+    /// Enqueues a notification held by "a" and claims its first page (of at most 10).
+    func enqueueAndClaim(_ store: any GatewayStore) async throws -> (OutboxNotification, OutboxPage) {
+        let sent = try notification()
+        try await store.enqueue(sent, lease: lease("a", until: 30))
+        let claim = try await store.claimPage(
+            notificationID: sent.id, app: .default, lease: lease("a", until: 30), pageSize: 10, now: start)
+        guard case .page(let page) = claim else { throw StoreError(.storage, "no page: \(claim)") }
+        return (sent, page)
+    }
+
     /// Throttled targets become a retry page of their own, due later: the notification is parked
     /// (nobody's, not taken) until then, taken again when due, and its retry page carries those
     /// targets and its attempt number; only then does it finish, with every target counted once.
@@ -271,12 +281,7 @@ import Testing
         let (store, path) = try await make(kind)
         defer { cleanUp(path) }
         _ = try await seed(store, count: 6)
-        let sent = try notification()
-        try await store.enqueue(sent, lease: lease("a", until: 30))
-        guard
-            case .page(let page) = try await store.claimPage(
-                notificationID: sent.id, app: .default, lease: lease("a", until: 30), pageSize: 10, now: start)
-        else { Issue.record("no page"); return }
+        let (sent, page) = try await enqueueAndClaim(store)
         #expect(page.attempt == 0)
         let throttled = Array(page.targets.suffix(2))
         var counts: [Platform: [Outcome: Int]] = [:]
@@ -319,12 +324,7 @@ import Testing
         let (store, path) = try await make(kind)
         defer { cleanUp(path) }
         _ = try await seed(store, count: 2)
-        let sent = try notification()
-        try await store.enqueue(sent, lease: lease("a", until: 30))
-        guard
-            case .page(let page) = try await store.claimPage(
-                notificationID: sent.id, app: .default, lease: lease("a", until: 30), pageSize: 10, now: start)
-        else { Issue.record("no page"); return }
+        let (sent, page) = try await enqueueAndClaim(store)
         _ = try await store.completePage(
             notificationID: sent.id, app: .default, number: page.number, counts: [:], failures: [],
             retry: OutboxRetry(targets: page.targets, attempt: 1, due: start.adding(seconds: 3600)))

@@ -105,21 +105,21 @@ enum TopicCondition {
         }
 
         mutating func disjunction() -> Predicate? {
-            guard var left = conjunction() else { return nil }
-            while take("||") {
-                guard let right = conjunction() else { return nil }
-                let first = left
-                left = { first($0) || right($0) }
-            }
-            return left
+            chain("||", combine: { first, second in { first($0) || second($0) } }) { $0.conjunction() }
         }
 
         mutating func conjunction() -> Predicate? {
-            guard var left = operand() else { return nil }
-            while take("&&") {
-                guard let right = operand() else { return nil }
-                let first = left
-                left = { first($0) && right($0) }
+            chain("&&", combine: { first, second in { first($0) && second($0) } }) { $0.operand() }
+        }
+
+        /// `next (operator next)*`, left to right.
+        mutating func chain(
+            _ symbol: String, combine: (@escaping Predicate, @escaping Predicate) -> Predicate, next: (inout Parser) -> Predicate?
+        ) -> Predicate? {
+            guard var left = next(&self) else { return nil }
+            while take(symbol) {
+                guard let right = next(&self) else { return nil }
+                left = combine(left, right)
             }
             return left
         }
