@@ -116,7 +116,7 @@ extension SQLiteRegistrationStore: OutboxStore {
                     if let stored = expired.text(3) {
                         // A retry page: its own targets.
                         guard let decoded = OutboxRetry.decode(stored) else { throw StoreError(.storage, "a stored retry page is corrupt") }
-                        targets = decoded
+                        targets = try Self.currentTargets(decoded, app: app, now: now, connection: connection)
                     } else {
                         targets = try OutboxPage.targets(after: after, through: last, size: size) { (position, limit) throws(StoreError) in
                             try query(position, limit)
@@ -169,7 +169,8 @@ extension SQLiteRegistrationStore: OutboxStore {
                         """
                         INSERT INTO outbox_pages (app, notification_id, number, after_id, last_id, lease_owner, lease_expires, claims,
                             targets, attempt)
-                        SELECT app, id, next_page, '', ?, NULL, ?, 0, ?, ? FROM outbox_notifications WHERE app = ? AND id = ?
+                        SELECT app, id, next_page, '', ?, NULL, CASE WHEN cancel_requested = 1 THEN 0 ELSE ? END, 0, ?, ?
+                        FROM outbox_notifications WHERE app = ? AND id = ?
                         """
                     ).bind(
                         [
@@ -241,9 +242,10 @@ extension SQLiteRegistrationStore: OutboxStore {
             try connection.transaction { () throws(StoreError) -> Timestamp? in
                 let key: [SQLiteValue] = [.text(app.rawValue), .text(notificationID)]
                 let row = try connection.prepare(
-                    "SELECT exhausted, lease_owner FROM outbox_notifications WHERE app = ? AND id = ? AND ended_at IS NULL"
+                    "SELECT exhausted, lease_owner, cancel_requested FROM outbox_notifications WHERE app = ? AND id = ? AND ended_at IS NULL"
                 ).bind(key)
-                guard try row.step(), row.int64(0) != 0, row.text(1) == owner else { return nil }
+                // Being cancelled: its retries are due at once, nothing is parked.
+                guard try row.step(), row.int64(0) != 0, row.text(1) == owner, row.int64(2) == 0 else { return nil }
                 // Every open page a retry not yet due: nobody's, its lease in the future.
                 let open = try connection.prepare(
                     """
@@ -384,8 +386,12 @@ extension SQLiteRegistrationStore: OutboxStore {
         try await run { connection throws(StoreError) in
             let statement = try connection.prepare(
                 """
-                SELECT count(*), coalesce(sum(deliver_at <= ? OR cancel_requested = 1), 0), min(CASE WHEN deliver_at <= ? THEN deliver_at END)
-                FROM outbox_notifications WHERE ended_at IS NULL
+                WITH pending AS (
+                    -- Parked (only retries of throttled targets left, not yet due) is not due.
+                    SELECT deliver_at <= ? AND NOT (lease_owner IS NULL AND lease_expires > ?) AS due, cancel_requested, deliver_at
+                    FROM outbox_notifications WHERE ended_at IS NULL
+                )
+                SELECT count(*), coalesce(sum(due OR cancel_requested = 1), 0), min(CASE WHEN due THEN deliver_at END) FROM pending
                 """
             ).bind([.real(now.secondsSinceEpoch), .real(now.secondsSinceEpoch)])
             guard try statement.step() else { return OutboxDepth(pending: 0, due: 0, oldestDue: nil) }
@@ -413,6 +419,27 @@ extension SQLiteRegistrationStore: OutboxStore {
                 try query?.targets(after: after?.rawValue ?? "", limit: limit, connection: connection) ?? []
             }
         }
+    }
+
+    /// A retry page's targets as they are now: each registration's current handle, the deleted
+    /// and expired ones left out (a topic or condition target is no registration: kept).
+    static func currentTargets(
+        _ targets: [DispatchTarget], app: AppID, now: Timestamp, connection: SQLiteConnection
+    ) throws(StoreError) -> [DispatchTarget] {
+        var current: [DispatchTarget] = []
+        for target in targets {
+            if target.handle.platform == .fcm, FCMRecipient(handleValue: target.handle.value) != nil {
+                current.append(target)
+                continue
+            }
+            let row = try connection.prepare(
+                "SELECT platform, handle FROM registrations WHERE app = ? AND id = ? AND (expires_at IS NULL OR expires_at > ?)"
+            ).bind([.text(app.rawValue), .text(target.registrationID.rawValue), .real(now.secondsSinceEpoch)])
+            guard try row.step(), let platform = row.text(0).flatMap(Platform.init(rawValue:)), let handle = row.text(1) else { continue }
+            current.append(
+                DispatchTarget(registrationID: target.registrationID, handle: DeviceHandle(uncheckedPlatform: platform, value: handle)))
+        }
+        return current
     }
 
     /// A stored audience: the FCM recipient when there is one, else the tag expression's text.

@@ -176,7 +176,8 @@ def test_fcm_topic_and_condition_reach_subscribed_devices(sandbox, fcm):
 
 @pytest.mark.parametrize(
     "target, field",
-    [({"topic": "bad topic"}, "message.topic"), ({"condition": "'a' in topics &&"}, "message.condition"),
+    [({"topic": "bad topic"}, "message.topic"), ({"topic": "/topics/news"}, "message.topic"),
+     ({"condition": "'a' in topics &&"}, "message.condition"), ({"condition": "(" * 100000 + "'a' in topics" + ")" * 100000}, "message.condition"),
      ({"condition": " || ".join(f"'t{i}' in topics" for i in range(6))}, "message.condition")],
 )
 def test_fcm_malformed_topic_or_condition_is_invalid_argument(sandbox, fcm, target, field):
@@ -194,6 +195,24 @@ def test_fcm_topic_messages_are_limited_to_2048_bytes(sandbox, fcm):
     response = fcm_post(sandbox, session, token, json.dumps(big).encode())
     assert response.status_code == 400, response.text
     assert rpc_error(response)["status"] == "INVALID_ARGUMENT"
-    # The same message to a token is under the 4096-byte limit (the token is unknown: a token error, not size).
+    # The same message to a token is under the 4096-byte limit: refused for its unknown token, not its size.
     response = fcm_post(sandbox, session, token, json.dumps({"message": {"token": "no-such-token-1234", "data": {"a": "x" * 2100}}}).encode())
-    assert "too big" not in response.text.lower(), response.text
+    assert response.status_code == 400, response.text
+    assert detail(rpc_error(response), "google.rpc.BadRequest")["fieldViolations"][0]["field"] == "message.token", response.text
+
+
+def test_fcm_condition_is_evaluated_left_to_right(sandbox, fcm):
+    """Firebase evaluates parentheses first, then left to right: `A || B && C` is `(A || B) && C`,
+    so a device subscribed to A alone does not receive it; with the parentheses moved it does."""
+    session, token = fcm
+    device = sandbox.create_device("fcm")
+    stamp = int(time.time() * 1000)
+    a, b, c = (f"lr{stamp}{name}" for name in "abc")
+    assert iid_post(sandbox, session, token, "batchAdd", a, [device["handle"]])["results"] == [{}]
+    for condition, received in [
+        (f"'{a}' in topics || '{b}' in topics && '{c}' in topics", 0),
+        (f"'{a}' in topics || ('{b}' in topics && '{c}' in topics)", 1),
+    ]:
+        response = fcm_post(sandbox, session, token, json.dumps({"message": {"condition": condition, "data": {"x": "y"}}}).encode())
+        assert response.status_code == 200, response.text
+        assert len(sandbox.inbox(device["id"])) == received, condition

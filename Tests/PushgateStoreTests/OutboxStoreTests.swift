@@ -300,6 +300,9 @@ import Testing
         #expect(try await store.parkNotification(notificationID: sent.id, app: .default, owner: "b", now: start) == nil)
         #expect(try await store.parkNotification(notificationID: sent.id, app: .default, owner: "a", now: start) == due)
         #expect(try await store.notificationRecord(id: sent.id, app: .default)?.state == .processing)
+        // Parked is pending, not due (the outbox-lag gauges do not count the wait the service asked for).
+        #expect(try await store.outboxDepth(now: start.adding(seconds: 1)) == OutboxDepth(pending: 1, due: 0, oldestDue: nil))
+        #expect(try await store.outboxDepth(now: due) == OutboxDepth(pending: 1, due: 1, oldestDue: start))
         #expect(try await store.takeDueNotification(app: .default, lease: lease("b", until: 90), now: start.adding(seconds: 59)) == nil)
         let takeover = try #require(
             try await store.takeDueNotification(app: .default, lease: lease("b", until: 90), now: start.adding(seconds: 60)))
@@ -337,6 +340,54 @@ import Testing
                 notificationID: sent.id, app: .default, lease: lease("c", until: 60), pageSize: 10, now: start.adding(seconds: 1))
         else { Issue.record("the retry page was not claimed"); return }
         #expect(retry.cancelled && retry.targets == page.targets)
+        var cancelled: [Platform: [Outcome: Int]] = [:]
+        for target in retry.targets { cancelled[target.handle.platform, default: [:]][.cancelled, default: 0] += 1 }
+        #expect(
+            try await store.completePage(notificationID: sent.id, app: .default, number: retry.number, counts: cancelled, failures: []))
+        let finished = try await store.finish(notificationID: sent.id, app: .default, owner: "c", now: start.adding(seconds: 2))
+        #expect(finished?.state == .cancelled && finished?.cancelled == 2)
+    }
+
+    /// A cancel that lands while a page is on the wire (asked elsewhere): the page's retry is due
+    /// at once, and nothing is parked.
+    @Test(arguments: StoreKind.allCases)
+    func aRetryRecordedAfterACancelIsDueAtOnce(kind: StoreKind) async throws {
+        let (store, path) = try await make(kind)
+        defer { cleanUp(path) }
+        _ = try await seed(store, count: 2)
+        let (sent, page) = try await enqueueAndClaim(store)
+        _ = try await store.requestCancel(notificationID: sent.id, app: .default, now: start)
+        _ = try await store.completePage(
+            notificationID: sent.id, app: .default, number: page.number, counts: [:], failures: [],
+            retry: OutboxRetry(targets: page.targets, attempt: 1, due: start.adding(seconds: 3600)))
+        #expect(try await store.parkNotification(notificationID: sent.id, app: .default, owner: "a", now: start) == nil)
+        guard
+            case .page(let retry) = try await store.claimPage(
+                notificationID: sent.id, app: .default, lease: lease("a", until: 30), pageSize: 10, now: start.adding(seconds: 1))
+        else { Issue.record("the retry page was not due at once"); return }
+        #expect(retry.cancelled && retry.attempt == 1)
+    }
+
+    /// A retry page re-reads its registrations: a deleted one is dropped, a changed handle used.
+    @Test(arguments: StoreKind.allCases)
+    func aRetryPageReadsTheRegistrationsAsTheyAreNow(kind: StoreKind) async throws {
+        let (store, path) = try await make(kind)
+        defer { cleanUp(path) }
+        _ = try await seed(store, count: 3)
+        let (sent, page) = try await enqueueAndClaim(store)
+        _ = try await store.completePage(
+            notificationID: sent.id, app: .default, number: page.number, counts: [:], failures: [],
+            retry: OutboxRetry(targets: page.targets, attempt: 1, due: start.adding(seconds: 60)))
+        #expect(try await store.delete(id: page.targets[0].registrationID, app: .default))
+        var moved = try #require(try await store.registration(id: page.targets[1].registrationID, app: .default))
+        moved.handle = try HandlePolicy().validate(String(repeating: "ab", count: 32), for: .apns)
+        try await store.restore([moved], now: start)
+        guard
+            case .page(let retry) = try await store.claimPage(
+                notificationID: sent.id, app: .default, lease: lease("a", until: 90), pageSize: 10, now: start.adding(seconds: 60))
+        else { Issue.record("no retry page"); return }
+        #expect(retry.targets.map(\.registrationID) == Array(page.targets.dropFirst().map(\.registrationID)))
+        #expect(retry.targets.first?.handle == moved.handle)
     }
 
     /// An FCM topic audience is one target, whatever the registrations, and survives the store.

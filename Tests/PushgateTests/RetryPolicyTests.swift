@@ -64,6 +64,14 @@ import Testing
         #expect(parseRetryAfter("Sun, 06 Nov 1994 08:49:37 GMT", now: 784_111_767) == 10)
         #expect(parseRetryAfter("Sun, 06 Nov 1994 08:49:37 GMT", now: 784_111_800) == 0)
         #expect(parseRetryAfter("soon", now: 0) == nil)
+        // Not a number of seconds a clock can reach: refused, not carried into a schedule.
+        #expect(parseRetryAfter("inf", now: 0) == nil && parseRetryAfter("nan", now: 0) == nil && parseRetryAfter("-5", now: 0) == nil)
+        // The outbox's retry of throttled targets: doubled per attempt, the longer Retry-After
+        // wins, and never beyond its limit.
+        #expect(OutboxRetry.delay(attempt: 1, base: 60, retryAfter: nil, limit: 86400) == 60)
+        #expect(OutboxRetry.delay(attempt: 3, base: 60, retryAfter: 90, limit: 86400) == 240)
+        #expect(OutboxRetry.delay(attempt: 1, base: 60, retryAfter: 300, limit: 86400) == 300)
+        #expect(OutboxRetry.delay(attempt: 20, base: 86400, retryAfter: 1e20, limit: 2_592_000) == 2_592_000)
         #expect(parseRetryAfter("-5", now: 0) == nil)
         #expect(parseRetryAfter(nil, now: 0) == nil)
     }

@@ -97,8 +97,11 @@ import Testing
             // Shown whole in results: a topic is no secret.
             #expect(recipient.target.handle.masked == recipient.handleValue)
         }
-        // A registration token is never read as a topic or condition.
+        // A registration token is never read as a topic or condition; a WNS channel URI with a
+        // quote is still masked.
         #expect(FCMRecipient(handleValue: "dGVzdA:APA91b-x_y.z") == nil)
+        let channel = DeviceHandle(uncheckedPlatform: .wns, value: "https://db5.notify.windows.com/?token=AwYAAAB'secret'0123456789")
+        #expect(!channel.masked.contains("secret"))
 
         // Firebase's rules, refused with the field and the position.
         let refusals: [(String, String, String)] = [

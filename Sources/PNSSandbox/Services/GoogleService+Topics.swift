@@ -48,7 +48,8 @@ extension GoogleService {
 
     func topicAudience(topic: String?, condition: String?) -> TopicAudience {
         if let topic {
-            let name = topic.hasPrefix("/topics/") ? String(topic.dropFirst("/topics/".count)) : topic
+            // The v1 field is the bare name (Firebase: without `/topics/`; the prefix is refused).
+            let name = topic
             guard Self.isTopicName(name) else {
                 return .refused(
                     rpcError(
@@ -68,13 +69,16 @@ extension GoogleService {
 }
 
 /// An FCM condition (`'a' in topics && ('b' in topics || !('c' in topics))`) as a predicate over a
-/// device's topics: precedence `!` over `&&` over `||`, at most five topics.
+/// device's topics. Firebase: "FCM first evaluates any conditions in parentheses, and then
+/// evaluates the expression from left to right", so `&&` and `||` have one precedence (`!`
+/// binds to its operand); at most five topics. Nesting is bounded: a hostile condition of a
+/// million `(` is refused, not a stack overflow.
 enum TopicCondition {
     typealias Predicate = @Sendable (Set<String>) -> Bool
 
     static func parse(_ text: String) -> Predicate? {
         var parser = Parser(bytes: Array(text.utf8))
-        guard let predicate = parser.disjunction(), parser.atEnd, parser.topics <= SandboxAssumptions.fcmMaximumConditionTopics else {
+        guard let predicate = parser.expression(), parser.atEnd, parser.topics <= SandboxAssumptions.fcmMaximumConditionTopics else {
             return nil
         }
         return predicate
@@ -84,6 +88,8 @@ enum TopicCondition {
         let bytes: [UInt8]
         var index = 0
         var topics = 0
+        var depth = 0
+        static let maximumDepth = 64
 
         init(bytes: [UInt8]) { self.bytes = bytes }
 
@@ -104,33 +110,33 @@ enum TopicCondition {
             return true
         }
 
-        mutating func disjunction() -> Predicate? {
-            chain("||", combine: { first, second in { first($0) || second($0) } }) { $0.conjunction() }
-        }
-
-        mutating func conjunction() -> Predicate? {
-            chain("&&", combine: { first, second in { first($0) && second($0) } }) { $0.operand() }
-        }
-
-        /// `next (operator next)*`, left to right.
-        mutating func chain(
-            _ symbol: String, combine: (@escaping Predicate, @escaping Predicate) -> Predicate, next: (inout Parser) -> Predicate?
-        ) -> Predicate? {
-            guard var left = next(&self) else { return nil }
-            while take(symbol) {
-                guard let right = next(&self) else { return nil }
-                left = combine(left, right)
+        /// `operand ((&& | ||) operand)*`, evaluated left to right.
+        mutating func expression() -> Predicate? {
+            guard var left = operand() else { return nil }
+            while true {
+                let first = left
+                if take("&&") {
+                    guard let right = operand() else { return nil }
+                    left = { first($0) && right($0) }
+                } else if take("||") {
+                    guard let right = operand() else { return nil }
+                    left = { first($0) || right($0) }
+                } else {
+                    return left
+                }
             }
-            return left
         }
 
         mutating func operand() -> Predicate? {
+            depth += 1
+            defer { depth -= 1 }
+            guard depth <= Self.maximumDepth else { return nil }
             if take("!") {
                 guard let inner = operand() else { return nil }
                 return { !inner($0) }
             }
             if take("(") {
-                guard let inner = disjunction(), take(")") else { return nil }
+                guard let inner = expression(), take(")") else { return nil }
                 return inner
             }
             guard take("'") else { return nil }

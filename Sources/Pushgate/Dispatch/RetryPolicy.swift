@@ -153,7 +153,7 @@ struct SplitMix64: RandomNumberGenerator, Sendable {
 /// (seconds since the Unix epoch). Nil when malformed.
 public func parseRetryAfter(_ value: String?, now: Double) -> Double? {
     guard let value = value?.trimmed() else { return nil }
-    if let seconds = Double(value), seconds >= 0 { return seconds }
+    if let seconds = Double(value) { return seconds.isFinite && seconds >= 0 ? seconds : nil }
     // IMF-fixdate: "Sun, 06 Nov 1994 08:49:37 GMT"
     let parts = value.split(separator: " ")
     guard parts.count == 6, parts[5] == "GMT", let day = Int(parts[1]), let year = Int(parts[3]) else { return nil }

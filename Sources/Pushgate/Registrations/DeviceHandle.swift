@@ -12,12 +12,14 @@ public struct DeviceHandle: Sendable, Hashable, CustomStringConvertible, Codable
     }
 
     /// The handle with its middle hidden, safe for logs and results: `3f2a9c…b41e`.
-    public var masked: String { Self.mask(value) }
+    public var masked: String {
+        // An FCM topic or condition target is no secret: shown whole.
+        if platform == .fcm, FCMRecipient(handleValue: value) != nil { return value }
+        return Self.mask(value)
+    }
 
     /// Hides the middle of a handle: at most the first 6 and last 4 characters remain.
     public static func mask(_ value: String) -> String {
-        // An FCM topic or condition target is no secret: shown whole.
-        if FCMRecipient(handleValue: value) != nil { return value }
         if value.hasPrefix("https://") || value.hasPrefix("http://") {
             // Channel URIs: keep scheme and host, hide the token that makes them a secret.
             let afterScheme = value[value.index(value.firstIndex(of: ":")!, offsetBy: 3)...]

@@ -70,8 +70,11 @@ public struct InMemoryOutbox: Sendable {
         return OutboxTakeover(notification: entry.notification, leaseExpired: expired)
     }
 
+    /// `current` gives a retry page's target as it is now (its registration's handle), or nil when
+    /// the registration is gone.
     public mutating func claimPage(
-        notificationID: String, app: AppID, lease: OutboxLease, pageSize: Int, now: Timestamp, audience: Audience
+        notificationID: String, app: AppID, lease: OutboxLease, pageSize: Int, now: Timestamp,
+        current: (DispatchTarget) -> DispatchTarget?, audience: Audience
     ) -> OutboxClaim {
         let key = Key(app: app, id: notificationID)
         guard var entry = entries[key], entry.lease?.owner == lease.owner, entry.record.endedAt == nil else { return .lost }
@@ -85,7 +88,7 @@ public struct InMemoryOutbox: Sendable {
             let page = entry.pages[number]
             let notification = entry.notification
             let targets =
-                page.targets
+                page.targets?.compactMap(current)
                 ?? OutboxPage.targets(after: page.after, through: page.last, size: size) { after, limit in
                     audience(notification, after, limit)
                 }
@@ -120,7 +123,9 @@ public struct InMemoryOutbox: Sendable {
         if let retry, let last = retry.targets.last {
             entry.pages.append(
                 Page(
-                    after: nil, last: last.registrationID, lease: OutboxLease(owner: Self.nobody, until: retry.due),
+                    after: nil, last: last.registrationID,
+                    lease: OutboxLease(
+                        owner: Self.nobody, until: entry.record.cancelRequested ? Timestamp(secondsSinceEpoch: 0) : retry.due),
                     targets: retry.targets, attempt: retry.attempt, claims: 0))
         }
         for (platform, outcomes) in counts {
@@ -147,7 +152,9 @@ public struct InMemoryOutbox: Sendable {
 
     public mutating func parkNotification(notificationID: String, app: AppID, owner: String, now: Timestamp) -> Timestamp? {
         let key = Key(app: app, id: notificationID)
-        guard var entry = entries[key], entry.record.endedAt == nil, entry.exhausted, entry.lease?.owner == owner else { return nil }
+        guard var entry = entries[key], entry.record.endedAt == nil, entry.exhausted, entry.lease?.owner == owner,
+            !entry.record.cancelRequested
+        else { return nil }
         let open = entry.pages.filter { !$0.done }
         guard !open.isEmpty, open.allSatisfy({ $0.lease?.owner == Self.nobody && $0.lease!.until > now }),
             let due = open.compactMap({ $0.lease?.until }).min()
@@ -218,8 +225,10 @@ public struct InMemoryOutbox: Sendable {
 
     public func depth(now: Timestamp) -> OutboxDepth {
         let pending = entries.values.filter { $0.record.endedAt == nil }
-        let due = pending.filter { $0.record.deliverAt <= now || $0.record.cancelRequested }
-        return OutboxDepth(pending: pending.count, due: due.count, oldestDue: due.map(\.record.deliverAt).filter { $0 <= now }.min())
+        // Parked (only retries of throttled targets left, not yet due) is not due.
+        let ready = pending.filter { $0.record.deliverAt <= now && ($0.parkedUntil.map { $0 <= now } ?? true) }
+        let due = pending.filter { $0.record.cancelRequested }.count + ready.filter { !$0.record.cancelRequested }.count
+        return OutboxDepth(pending: pending.count, due: due, oldestDue: ready.map(\.record.deliverAt).min())
     }
 }
 
@@ -234,7 +243,15 @@ extension InMemoryRegistrationStore: OutboxStore {
 
     public func claimPage(notificationID: String, app: AppID, lease: OutboxLease, pageSize: Int, now: Timestamp) -> OutboxClaim {
         let snapshot = snapshot(app: app)
-        return outbox.claimPage(notificationID: notificationID, app: app, lease: lease, pageSize: pageSize, now: now) {
+        let byID = Dictionary(snapshot.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        return outbox.claimPage(
+            notificationID: notificationID, app: app, lease: lease, pageSize: pageSize, now: now,
+            current: { target in
+                if target.handle.platform == .fcm, FCMRecipient(handleValue: target.handle.value) != nil { return target }
+                guard let registration = byID[target.registrationID], !registration.isExpired(at: now) else { return nil }
+                return DispatchTarget(registrationID: registration.id, handle: registration.handle)
+            }
+        ) {
             notification, after, limit in
             notification.audience.targets(after: after, limit: limit) { expression, after, limit in
                 snapshot.lazy.filter { registration in

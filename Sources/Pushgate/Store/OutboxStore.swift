@@ -187,9 +187,10 @@ public struct OutboxRetry: Sendable, Hashable {
     }
 
     /// The delay before retry `attempt` (1, 2, …): the service's `Retry-After` when longer, else
-    /// `base` doubled per earlier attempt (Firebase: exponential backoff from at least a minute).
-    public static func delay(attempt: Int, base: Double, retryAfter: Double?) -> Double {
-        max(retryAfter ?? 0, base * Double(1 << min(max(attempt - 1, 0), 20)))
+    /// `base` doubled per earlier attempt (Firebase: exponential backoff from at least a minute);
+    /// never more than `limit`.
+    public static func delay(attempt: Int, base: Double, retryAfter: Double?, limit: Double) -> Double {
+        min(limit, max(retryAfter.flatMap { $0.isFinite ? $0 : nil } ?? 0, base * Double(1 << min(max(attempt - 1, 0), 20))))
     }
 }
 

@@ -2,6 +2,8 @@
 public enum PayloadLimit {
     /// APNs VoIP notifications may be larger than regular ones.
     public static let apnsVoIPBytes = 5120
+    /// FCM messages to a topic or condition: Firebase's error-code reference gives 2048 bytes.
+    public static let fcmTopicBytes = 2048
 
     /// The limit in bytes for `platform`; `apnsPushType` selects the VoIP limit on APNs.
     public static func maximumBytes(for platform: Platform, apnsPushType: String? = nil) -> Int {

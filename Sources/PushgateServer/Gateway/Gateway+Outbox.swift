@@ -160,7 +160,7 @@ extension Gateway {
     final class PageLedger: Sendable {
         private let pages = Mutex<[(number: Int, attempt: Int)]>([])
         private let stopped = Mutex<DriveStop?>(nil)
-        private let deferred = Mutex<(counts: [Platform: Int], ids: Set<RegistrationID>)>(([:], []))
+        private let deferred = Mutex<(counts: [Platform: Int], ids: [RegistrationID: Int])>(([:], [:]))
 
         func append(_ page: OutboxPage) { pages.withLock { $0.append((page.number, page.attempt)) } }
         func page(at index: Int) -> (number: Int, attempt: Int)? { pages.withLock { $0.indices.contains(index) ? $0[index] : nil } }
@@ -168,11 +168,11 @@ extension Gateway {
             deferred.withLock { deferred in
                 for target in targets {
                     deferred.counts[target.handle.platform, default: 0] += 1
-                    deferred.ids.insert(target.registrationID)
+                    deferred.ids[target.registrationID, default: 0] += 1
                 }
             }
         }
-        var deferredTargets: (counts: [Platform: Int], ids: Set<RegistrationID>) { deferred.withLock { $0 } }
+        var deferredTargets: (counts: [Platform: Int], ids: [RegistrationID: Int]) { deferred.withLock { $0 } }
         func stop(_ reason: DriveStop) { stopped.withLock { $0 = $0 ?? reason } }
         var stop: DriveStop? { stopped.withLock { $0 } }
     }
@@ -218,7 +218,13 @@ extension Gateway {
                     if final > 0 { result.counts[platform.platform, default: [:]][outcome, default: 0] += final }
                 }
             }
-            result.targets += summary.result.targets.filter { $0.outcome != .throttled || !deferred.ids.contains($0.registrationID) }
+            var unreported = deferred.ids
+            result.targets += summary.result.targets.filter { target in
+                // One throttled result per deferral (a retry claimed in the same round reports again).
+                guard target.outcome == .throttled, let left = unreported[target.registrationID], left > 0 else { return true }
+                unreported[target.registrationID] = left - 1
+                return false
+            }
             if let failure = summary.targetsFailure {
                 result.stop = .storeFailed(failure)
                 return result
@@ -321,7 +327,9 @@ extension Gateway {
                 retried.append(report.target)
                 retryDelay = max(
                     retryDelay,
-                    OutboxRetry.delay(attempt: attempt + 1, base: Double(configuration.throttledBackoffSeconds), retryAfter: retryAfter))
+                    OutboxRetry.delay(
+                        attempt: attempt + 1, base: Double(configuration.throttledBackoffSeconds), retryAfter: retryAfter,
+                        limit: Double(configuration.maximumScheduleAheadSeconds)))
                 continue
             }
             counts[report.target.handle.platform, default: [:]][outcome, default: 0] += 1
@@ -329,9 +337,9 @@ extension Gateway {
         }
         let retry = retried.isEmpty ? nil : OutboxRetry(targets: retried, attempt: attempt + 1, due: now().adding(seconds: retryDelay))
         do {
-            _ = try await store.completePage(
+            let recorded = try await store.completePage(
                 notificationID: notification.id, app: notification.app, number: page, counts: counts, failures: failures, retry: retry)
-            if let retry {
+            if recorded, let retry {
                 ledger.deferring(retry.targets)
                 metrics.outboxTargetsDeferred(retry.targets.count)
                 logger.notice(

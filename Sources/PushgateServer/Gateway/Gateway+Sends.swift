@@ -190,6 +190,11 @@ extension Gateway {
                 }
                 payload = dryRun
             }
+            if case .fcm = audience, payload.body.count > PayloadLimit.fcmTopicBytes {
+                throw GatewayError(
+                    413,
+                    "fcm: the payload is \(payload.body.count) bytes; a topic or condition message may have \(PayloadLimit.fcmTopicBytes)")
+            }
             payloads[platform] = payload
         }
         return PreparedSend(selection: selection, audience: audience, payloads: payloads, sender: user.name)
