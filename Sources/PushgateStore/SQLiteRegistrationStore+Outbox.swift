@@ -428,7 +428,7 @@ extension SQLiteRegistrationStore: OutboxStore {
     ) throws(StoreError) -> [DispatchTarget] {
         var current: [DispatchTarget] = []
         for target in targets {
-            if target.handle.platform == .fcm, FCMRecipient(handleValue: target.handle.value) != nil {
+            if target.handle.fcmRecipient != nil {
                 current.append(target)
                 continue
             }

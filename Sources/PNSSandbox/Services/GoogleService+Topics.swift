@@ -30,14 +30,12 @@ extension GoogleService {
     }
 
     /// Firebase's topic names: `[a-zA-Z0-9-_.~%]+`.
-    static func isTopicName(_ name: Substring) -> Bool {
+    static func isTopicName(_ name: some StringProtocol) -> Bool {
         !name.isEmpty
             && name.utf8.allSatisfy { byte in
                 (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || "-_.~%".utf8.contains(byte)
             }
     }
-
-    static func isTopicName(_ name: String) -> Bool { isTopicName(name[...]) }
 
     /// The devices a topic or condition message reaches, or the service's refusal when the topic
     /// or condition is malformed.
@@ -49,14 +47,13 @@ extension GoogleService {
     func topicAudience(topic: String?, condition: String?) -> TopicAudience {
         if let topic {
             // The v1 field is the bare name (Firebase: without `/topics/`; the prefix is refused).
-            let name = topic
-            guard Self.isTopicName(name) else {
+            guard Self.isTopicName(topic) else {
                 return .refused(
                     rpcError(
                         400, "INVALID_ARGUMENT", "Request contains an invalid argument.", errorCode: "INVALID_ARGUMENT",
-                        violations: [("message.topic", "Invalid topic name \(name)")]))
+                        violations: [("message.topic", "Invalid topic name \(topic)")]))
             }
-            return .devices(state.fcmSubscribers { $0.contains(name) })
+            return .devices(state.fcmSubscribers { $0.contains(topic) })
         }
         guard let condition, let matches = TopicCondition.parse(condition) else {
             return .refused(

@@ -14,9 +14,12 @@ public struct DeviceHandle: Sendable, Hashable, CustomStringConvertible, Codable
     /// The handle with its middle hidden, safe for logs and results: `3f2a9c…b41e`.
     public var masked: String {
         // An FCM topic or condition target is no secret: shown whole.
-        if platform == .fcm, FCMRecipient(handleValue: value) != nil { return value }
-        return Self.mask(value)
+        fcmRecipient == nil ? Self.mask(value) : value
     }
+
+    /// The FCM topic or condition this handle holds as a send's one target (no registration's
+    /// handle), or nil.
+    public var fcmRecipient: FCMRecipient? { platform == .fcm ? FCMRecipient(handleValue: value) : nil }
 
     /// Hides the middle of a handle: at most the first 6 and last 4 characters remain.
     public static func mask(_ value: String) -> String {

@@ -243,12 +243,12 @@ extension InMemoryRegistrationStore: OutboxStore {
 
     public func claimPage(notificationID: String, app: AppID, lease: OutboxLease, pageSize: Int, now: Timestamp) -> OutboxClaim {
         let snapshot = snapshot(app: app)
-        let byID = Dictionary(snapshot.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        let stored = registrations(app: app)
         return outbox.claimPage(
             notificationID: notificationID, app: app, lease: lease, pageSize: pageSize, now: now,
             current: { target in
-                if target.handle.platform == .fcm, FCMRecipient(handleValue: target.handle.value) != nil { return target }
-                guard let registration = byID[target.registrationID], !registration.isExpired(at: now) else { return nil }
+                if target.handle.fcmRecipient != nil { return target }
+                guard let registration = stored[target.registrationID], !registration.isExpired(at: now) else { return nil }
                 return DispatchTarget(registrationID: registration.id, handle: registration.handle)
             }
         ) {

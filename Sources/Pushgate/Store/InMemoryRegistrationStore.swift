@@ -83,6 +83,9 @@ public actor InMemoryRegistrationStore: RegistrationStore {
         })
     }
 
+    /// The registrations of `app` by id.
+    func registrations(app: AppID) -> [RegistrationID: Registration] { registrations[app] ?? [:] }
+
     func snapshot(app: AppID) -> [Registration] { (registrations[app] ?? [:]).values.sorted { $0.id < $1.id } }
 
     public func apply(_ changes: [StoredHandleChange], app: AppID, now: Timestamp) throws(StoreError) {

@@ -43,7 +43,7 @@ public final class FCMProvider: PushProvider {
             classify: FCMWire.classify, maximumInFlight: maximumInFlight
         ).map { report in
             // A topic or condition is no registration: nothing to prune or replace.
-            guard report.verdict.handleChange != nil, FCMRecipient(handleValue: report.target.handle.value) != nil else { return report }
+            guard report.verdict.handleChange != nil, report.target.handle.fcmRecipient != nil else { return report }
             var report = report
             report.verdict.handleChange = nil
             return report

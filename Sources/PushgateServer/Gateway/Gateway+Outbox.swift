@@ -160,19 +160,12 @@ extension Gateway {
     final class PageLedger: Sendable {
         private let pages = Mutex<[(number: Int, attempt: Int)]>([])
         private let stopped = Mutex<DriveStop?>(nil)
-        private let deferred = Mutex<(counts: [Platform: Int], ids: [RegistrationID: Int])>(([:], [:]))
+        private let deferred = Mutex<[DispatchTarget]>([])
 
         func append(_ page: OutboxPage) { pages.withLock { $0.append((page.number, page.attempt)) } }
         func page(at index: Int) -> (number: Int, attempt: Int)? { pages.withLock { $0.indices.contains(index) ? $0[index] : nil } }
-        func deferring(_ targets: [DispatchTarget]) {
-            deferred.withLock { deferred in
-                for target in targets {
-                    deferred.counts[target.handle.platform, default: 0] += 1
-                    deferred.ids[target.registrationID, default: 0] += 1
-                }
-            }
-        }
-        var deferredTargets: (counts: [Platform: Int], ids: [RegistrationID: Int]) { deferred.withLock { $0 } }
+        func deferring(_ targets: [DispatchTarget]) { deferred.withLock { $0 += targets } }
+        var deferredTargets: [DispatchTarget] { deferred.withLock { $0 } }
         func stop(_ reason: DriveStop) { stopped.withLock { $0 = $0 ?? reason } }
         var stop: DriveStop? { stopped.withLock { $0 } }
     }
@@ -212,13 +205,14 @@ extension Gateway {
             }
             // Throttled targets put off to a retry page have no final outcome yet.
             let deferred = ledger.deferredTargets
+            let deferredCounts = Dictionary(grouping: deferred, by: \.handle.platform).mapValues(\.count)
             for platform in summary.result.platforms {
                 for (outcome, count) in platform.counts {
-                    let final = count - (outcome == .throttled ? deferred.counts[platform.platform] ?? 0 : 0)
+                    let final = count - (outcome == .throttled ? deferredCounts[platform.platform] ?? 0 : 0)
                     if final > 0 { result.counts[platform.platform, default: [:]][outcome, default: 0] += final }
                 }
             }
-            var unreported = deferred.ids
+            var unreported = Dictionary(deferred.map { ($0.registrationID, 1) }, uniquingKeysWith: +)
             result.targets += summary.result.targets.filter { target in
                 // One throttled result per deferral (a retry claimed in the same round reports again).
                 guard target.outcome == .throttled, let left = unreported[target.registrationID], left > 0 else { return true }
