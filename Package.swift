@@ -24,6 +24,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         // C libraries: a module map plus `static inline` shims, nothing else.
@@ -62,6 +63,15 @@ let package = Package(
         ),
         // The SQLite registration store.
         .target(name: "PushgateStore", dependencies: ["Pushgate", "CSQLite"]),
+        // The PostgreSQL store: the same stores on postgres-nio, shared by several instances.
+        .target(
+            name: "PushgatePostgres",
+            dependencies: [
+                "Pushgate", "PushgateStore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // The Hummingbird application: the tutorials' app-backend API, authentication, error mapping.
         .target(
             name: "PushgateServer",
@@ -124,7 +134,7 @@ let package = Package(
             name: "PushgateCLI",
             dependencies: [
                 "Pushgate", "PushgateXML", "PushgateConfig", "PushgateCurl", "PNSSandbox", "PushgateDispatch", "PushgateServer",
-                "PushgateStore", "PushgateLocal",
+                "PushgateStore", "PushgatePostgres", "PushgateLocal",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -135,7 +145,7 @@ let package = Package(
         .testTarget(name: "PushgateTests", dependencies: ["Pushgate"]),
         .testTarget(name: "PushgateXMLTests", dependencies: ["Pushgate", "PushgateXML"]),
         .testTarget(name: "PushgateCurlTests", dependencies: ["PushgateCurl"]),
-        .testTarget(name: "PushgateStoreTests", dependencies: ["PushgateStore", "Pushgate"]),
+        .testTarget(name: "PushgateStoreTests", dependencies: ["PushgateStore", "PushgatePostgres", "Pushgate"]),
         .testTarget(
             name: "PushgateServerTests",
             dependencies: [

@@ -171,7 +171,7 @@ final class SQLiteStatement: @unchecked Sendable {
 }
 
 /// A value bound to a statement parameter.
-enum SQLiteValue: Sendable, Hashable {
+package enum SQLiteValue: Sendable, Hashable {
     case null
     case integer(Int64)
     case real(Double)

@@ -443,7 +443,7 @@ extension SQLiteRegistrationStore: OutboxStore {
     }
 
     /// A stored audience: the FCM recipient when there is one, else the tag expression's text.
-    static func audience(text: String, recipient: String?) throws(StoreError) -> Audience {
+    package static func audience(text: String, recipient: String?) throws(StoreError) -> Audience {
         if let recipient {
             guard let parsed = FCMRecipient(handleValue: recipient) else { throw StoreError(.storage, "a stored FCM recipient is corrupt") }
             return .fcm(parsed)

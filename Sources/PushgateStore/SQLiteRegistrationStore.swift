@@ -13,17 +13,37 @@ import Synchronization
 /// let store = try await SQLiteRegistrationStore.open(path: "pushgate.sqlite")
 /// let id = try await store.createRegistrationID(app: .default, now: now)
 /// ```
-public final class SQLiteRegistrationStore: RegistrationStore {
+public final class SQLiteRegistrationStore: RegistrationStore, DatabaseStore {
     /// How long a created but unused registration id stays valid, in seconds.
     public let reservationLifetime: Double
+    /// The database file.
+    public let path: String
     let connection: SQLiteConnection
     private let queue: DispatchQueue
 
-    private init(connection: SQLiteConnection, queue: DispatchQueue, reservationLifetime: Double) {
+    private init(connection: SQLiteConnection, queue: DispatchQueue, path: String, reservationLifetime: Double) {
         self.connection = connection
         self.queue = queue
+        self.path = path
         self.reservationLifetime = reservationLifetime
     }
+
+    public var summary: String { "SQLite \(path)" }
+
+    public func checkHealth() async -> String? {
+        do {
+            try await run { connection throws(StoreError) in try connection.execute("SELECT 1") }
+            return nil
+        } catch {
+            return error.message
+        }
+    }
+
+    /// One instance per file: nothing else enqueues.
+    public func listenForOutboxWork(_ wake: @escaping @Sendable () -> Void) async {}
+
+    /// The connection closes with the store.
+    public func close() async {}
 
     /// Opens (creating if needed) the database at `path` and migrates it to the current schema.
     public static func open(path: String, reservationLifetime: Double = 86400) async throws(StoreError) -> SQLiteRegistrationStore {
@@ -41,7 +61,7 @@ public final class SQLiteRegistrationStore: RegistrationStore {
                 }
             }
         }
-        return SQLiteRegistrationStore(connection: try result.get(), queue: queue, reservationLifetime: reservationLifetime)
+        return SQLiteRegistrationStore(connection: try result.get(), queue: queue, path: path, reservationLifetime: reservationLifetime)
     }
 
     /// The schema version of the open database.

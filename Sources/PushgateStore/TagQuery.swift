@@ -14,7 +14,7 @@ import Pushgate
 /// The rest of the expression is checked per row with `EXISTS` lookups on `(app, id, tag)`. No
 /// list subquery is built, correlated or not (wave 1's `id IN (SELECT …)` was rebuilt for every
 /// page and made a broadcast quadratic in its audience).
-struct TagQuery: Sendable {
+package struct TagQuery: Sendable {
     /// nil: every registration.
     let expression: TagExpression?
     let platforms: PlatformSelection
@@ -24,12 +24,12 @@ struct TagQuery: Sendable {
     let driver: [Tag]?
 
     /// Counting a tag's registrations stops here: enough to tell a rare tag from a common one.
-    static let cardinalityCap = 10_000
+    package static let cardinalityCap = 10_000
 
     /// Plans the query: `count` tells how many registrations carry a tag (at most ``cardinalityCap``).
     /// It is asked only where a choice depends on it (the sides of an `&&`): a single tag or an
     /// OR of tags drives itself, and a send to one user costs no count.
-    init(
+    package init(
         expression: TagExpression?, platforms: PlatformSelection, app: AppID, now: Timestamp,
         count: (Tag) throws(StoreError) -> Int
     ) throws(StoreError) {
@@ -60,7 +60,7 @@ struct TagQuery: Sendable {
 
     /// A query of the registrations' ids (with `withHandles`, their platforms and handles too)
     /// after `after`, at most `limit`, ordered by id.
-    func sql(after: String, limit: Int, withHandles: Bool = false) -> (sql: String, values: [SQLiteValue]) {
+    package func sql(after: String, limit: Int, withHandles: Bool = false) -> (sql: String, values: [SQLiteValue]) {
         var filter = " AND (r.expires_at IS NULL OR r.expires_at > ?)"
         var filterValues: [SQLiteValue] = [.real(now.secondsSinceEpoch)]
         let platformList = platforms.platforms
@@ -79,7 +79,7 @@ struct TagQuery: Sendable {
         let armColumns = withHandles ? "t.id AS id, r.platform AS platform, r.handle AS handle" : "t.id AS id"
         let arm =
             "SELECT * FROM (SELECT \(armColumns) FROM registration_tags t JOIN registrations r ON r.app = t.app AND r.id = t.id"
-            + " WHERE t.app = ? AND t.tag = ? AND t.id > ?\(filter) ORDER BY t.id LIMIT ?)"
+            + " WHERE t.app = ? AND t.tag = ? AND t.id > ?\(filter) ORDER BY t.id LIMIT ?) AS arm"
         var values: [SQLiteValue] = []
         for tag in driver {
             values += [.text(app.rawValue), .text(tag.rawValue), .text(after)] + filterValues + [.integer(Int64(limit))]
@@ -87,7 +87,7 @@ struct TagQuery: Sendable {
         if driver.count == 1 { return (arm, values) }
         let sql =
             "SELECT \(withHandles ? "id, platform, handle" : "id") FROM ("
-            + Array(repeating: arm, count: driver.count).joined(separator: " UNION ") + ") ORDER BY id LIMIT ?"
+            + Array(repeating: arm, count: driver.count).joined(separator: " UNION ") + ") AS walk ORDER BY id LIMIT ?"
         return (sql, values + [.integer(Int64(limit))])
     }
 
@@ -122,7 +122,7 @@ struct TagQuery: Sendable {
     /// How many registrations of `app` carry `tag`, counted in the tag index up to ``cardinalityCap``.
     static func count(_ tag: Tag, app: AppID, connection: SQLiteConnection) throws(StoreError) -> Int {
         let statement = try connection.prepare(
-            "SELECT count(*) FROM (SELECT 1 FROM registration_tags WHERE app = ? AND tag = ? LIMIT ?)")
+            "SELECT count(*) FROM (SELECT 1 FROM registration_tags WHERE app = ? AND tag = ? LIMIT ?) AS capped")
         try statement.bind([.text(app.rawValue), .text(tag.rawValue), .integer(Int64(cardinalityCap))])
         guard try statement.step() else { return 0 }
         return Int(statement.int64(0))

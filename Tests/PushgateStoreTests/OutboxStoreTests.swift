@@ -7,13 +7,7 @@ import Testing
 /// record once, finish; lease expiry and takeover, release, cancel, schedule, prune.
 @Suite struct OutboxStoreTests {
     func make(_ kind: StoreKind) async throws -> (any GatewayStore, String?) {
-        switch kind {
-        case .memory:
-            return (InMemoryRegistrationStore(), nil)
-        case .sqlite:
-            let path = NSTemporaryDirectory() + "pushgate-outbox-\(UUID().uuidString).sqlite"
-            return (try await SQLiteRegistrationStore.open(path: path), path)
-        }
+        try await kind.make()
     }
 
     /// `count` registrations tagged `news` (APNs and FCM alternately), plus one without the tag.

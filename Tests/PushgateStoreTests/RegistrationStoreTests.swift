@@ -1,21 +1,28 @@
 import Foundation
 import Pushgate
+import PushgatePostgres
 import PushgateStore
 import Testing
 
-/// Makes a fresh store of each kind; the same behaviour is expected of both.
+/// Makes a fresh store of each kind; the same behaviour is expected of all three. PostgreSQL's
+/// runs when `PUSHGATE_TEST_POSTGRES` names a server (scripts/test.sh starts one), each test in a
+/// database of its own.
 enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
-    case memory, sqlite
+    case memory, sqlite, postgres
+
+    static var allCases: [StoreKind] { PostgresTesting.isAvailable ? [.memory, .sqlite, .postgres] : [.memory, .sqlite] }
 
     var testDescription: String { rawValue }
 
-    func make(reservationLifetime: Double = 3600) async throws -> (any RegistrationStore, String?) {
+    func make(reservationLifetime: Double = 3600) async throws -> (any GatewayStore, String?) {
         switch self {
         case .memory:
             return (InMemoryRegistrationStore(reservationLifetime: reservationLifetime), nil)
         case .sqlite:
             let path = NSTemporaryDirectory() + "pushgate-store-\(UUID().uuidString).sqlite"
             return (try await SQLiteRegistrationStore.open(path: path, reservationLifetime: reservationLifetime), path)
+        case .postgres:
+            return (try await PostgresTesting.freshStore(reservationLifetime: reservationLifetime), nil)
         }
     }
 }
@@ -215,12 +222,7 @@ func collect(_ stream: AsyncThrowingStream<[Registration], any Error>) async thr
 
 @Suite struct SecureMessageStoreTests {
     func make(_ kind: StoreKind) async throws -> (any SecureMessageStore, String?) {
-        switch kind {
-        case .memory: return (InMemoryRegistrationStore(), nil)
-        case .sqlite:
-            let path = NSTemporaryDirectory() + "pushgate-store-\(UUID().uuidString).sqlite"
-            return (try await SQLiteRegistrationStore.open(path: path), path)
-        }
+        try await kind.make()
     }
 
     @Test(arguments: StoreKind.allCases)

@@ -72,7 +72,20 @@ extension PushgateConfiguration {
                 store.kind = .sqlite(path: try sqlite.requiredString("path"))
                 try sqlite.finish(expected: ["path"])
             }
-            try object.finish(expected: ["sqlite"])
+            if var postgres = try object.object("postgres") {
+                if store.kind != StoreConfiguration().kind || object.members.contains(where: { $0.key == "sqlite" }) {
+                    throw object.error("give one of \"sqlite\" or \"postgres\", not both", key: "postgres")
+                }
+                let text = try postgres.requiredString("url")
+                let url: PostgresURL
+                do { url = try PostgresURL(parsing: text) } catch { throw postgres.error(error.description, key: "url") }
+                var settings = PostgresSettings(url: url, password: try postgres.secret("password"))
+                settings.poolSize = try postgres.int("poolSize", in: 1...200) ?? settings.poolSize
+                settings.timeoutSeconds = try postgres.int("timeoutSeconds", in: 1...600) ?? settings.timeoutSeconds
+                try postgres.finish(expected: ["url", "password", "poolSize", "timeoutSeconds"])
+                store.kind = .postgres(settings)
+            }
+            try object.finish(expected: ["sqlite", "postgres"])
         }
 
         var auth = AuthConfiguration()

@@ -138,6 +138,8 @@ public struct StoreConfiguration: Sendable, Hashable {
     public enum Kind: Sendable, Hashable {
         /// An SQLite database file (relative to the configuration file). The default.
         case sqlite(path: String)
+        /// A PostgreSQL database, which several gateway instances can share.
+        case postgres(PostgresSettings)
     }
 
     public var kind: Kind

@@ -351,3 +351,17 @@ public enum OutboxPayloadCoding {
 
 /// Everything a gateway keeps: registrations, secure messages and the outbox.
 public typealias GatewayStore = RegistrationStore & SecureMessageStore & OutboxStore
+
+/// A store on a database the gateway opened itself (SQLite, PostgreSQL): what the server and the
+/// CLI need beyond the stores' operations.
+public protocol DatabaseStore: GatewayStore {
+    /// What and where it is (`SQLite /var/lib/pushgate.sqlite`, `PostgreSQL postgres://…`), no secret.
+    var summary: String { get }
+    func schemaVersion() async throws(StoreError) -> Int
+    /// nil while the database answers; otherwise why it does not (`/healthz` answers 503 with it).
+    func checkHealth() async -> String?
+    /// Wakes `wake` whenever another instance has outbox work (PostgreSQL's LISTEN/NOTIFY); runs
+    /// until cancelled. Stores with only one instance return at once.
+    func listenForOutboxWork(_ wake: @escaping @Sendable () -> Void) async
+    func close() async
+}

@@ -94,6 +94,9 @@ public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
         case storage
         /// A per-user limit was reached (HTTP 429).
         case limitReached
+        /// The database cannot be reached (down, restarting, or no connection free in time): HTTP
+        /// 503, and the call may be retried.
+        case unavailable
     }
 
     public let kind: Kind

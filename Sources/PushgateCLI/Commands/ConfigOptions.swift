@@ -1,6 +1,7 @@
 import ArgumentParser
 import Pushgate
 import PushgateConfig
+import PushgatePostgres
 import PushgateStore
 
 /// Options shared by commands that read `config.json`.
@@ -33,24 +34,41 @@ struct ConfigOptions: ParsableArguments {
 
 extension ConfigOptions {
     /// Opens the store the configuration names, for the selected app.
-    func openStore() async throws -> (SQLiteRegistrationStore, AppID) {
+    func openStore() async throws -> (any DatabaseStore, AppID) {
         let loaded = try load()
         let app = try selectedApp(in: loaded)
         return (try await openStore(loaded), app.id)
     }
 
-    func openStore(_ loaded: LoadedConfiguration) async throws -> SQLiteRegistrationStore {
-        do {
-            return try await SQLiteRegistrationStore.open(path: storePath(loaded))
-        } catch {
-            throw CLIError("cannot open the store \(storePath(loaded)): \(error.description)")
-        }
+    func openStore(_ loaded: LoadedConfiguration) async throws -> any DatabaseStore {
+        try await Self.openStore(loaded.configuration.store, baseDirectory: loaded.baseDirectory)
     }
 
-    /// The SQLite file, resolved against the configuration's folder.
-    func storePath(_ loaded: LoadedConfiguration) -> String {
-        switch loaded.configuration.store.kind {
-        case .sqlite(let path): ConfigurationLoader.resolve(path, against: loaded.baseDirectory)
+    /// Opens (and migrates) a configured store: the SQLite file resolved against the
+    /// configuration's folder, or the PostgreSQL database with its password read from its secret.
+    static func openStore(_ configuration: StoreConfiguration, baseDirectory: String) async throws -> any DatabaseStore {
+        switch configuration.kind {
+        case .sqlite(let path):
+            let resolved = ConfigurationLoader.resolve(path, against: baseDirectory)
+            do {
+                return try await SQLiteRegistrationStore.open(path: resolved)
+            } catch {
+                throw CLIError("cannot open the store \(resolved): \(error.description)")
+            }
+        case .postgres(let settings):
+            let password: String?
+            do {
+                password = try settings.password.map { source throws(SecretError) in
+                    try SecretResolver(baseDirectory: baseDirectory).resolve(source)
+                }
+            } catch {
+                throw CLIError("store.postgres.password: \(error.description)")
+            }
+            do {
+                return try await PostgresStore.open(settings: settings, password: password)
+            } catch {
+                throw CLIError("cannot open the store \(settings.url): \(error.description)")
+            }
         }
     }
 }

@@ -30,7 +30,7 @@ struct RegistrationsCommand: AsyncParsableCommand {
         }
 
         func stream(
-            _ store: SQLiteRegistrationStore, app: AppID, batchSize: Int = 500
+            _ store: any RegistrationStore, app: AppID, batchSize: Int = 500
         ) throws
             -> AsyncThrowingStream<[Registration], any Error>
         {

@@ -34,14 +34,13 @@ struct ServeCommand: AsyncParsableCommand {
         let configuration = loaded.configuration
         let listener = configuration.listener
 
-        let storePath = options.storePath(loaded)
         let store = try await options.openStore(loaded)
         let server = try await GatewayServer.assemble(
             configuration: loaded, app: app, store: store, port: port, logger: logger,
             onListening: { port in logger.info("listening on http://\(listener.host):\(port)") })
 
         let schema = try await store.schemaVersion()
-        logger.info("store: SQLite \(storePath) (schema \(schema))")
+        logger.info("store: \(store.summary) (schema \(schema))")
         for platform in app.configuration.services.configuredPlatforms {
             logger.info("service \(platform.serviceName): \(Self.endpoint(of: platform, in: app.configuration.services))")
         }
@@ -59,6 +58,7 @@ struct ServeCommand: AsyncParsableCommand {
             "limits: \(listener.maximumConnections) connections, header timeout \(listener.headerTimeoutSeconds) s, body timeout \(listener.bodyTimeoutSeconds) s, idle timeout \(listener.idleTimeoutSeconds) s, shutdown deadline \(listener.shutdownDeadlineSeconds) s"
         )
         try await server.serviceGroup(signals: [.sigterm, .sigint]).run()
+        await store.close()
         logger.info("stopped")
     }
 

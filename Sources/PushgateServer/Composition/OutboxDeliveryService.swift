@@ -31,6 +31,8 @@ struct OutboxDeliveryService: Service {
         let (deadline, logger) = (self.deadline, self.logger)
         let drivers = Task { await self.deliverDue() }
         let housekeeping = Task { await self.keepHouse() }
+        // Other instances' enqueues, releases and cancels wake this one (PostgreSQL's NOTIFY).
+        let listener = Task { await (store as? any DatabaseStore)?.listenForOutboxWork { control.wake() } }
         await withTaskCancellationHandler {
             await withGracefulShutdownHandler {
                 await drivers.value
@@ -46,7 +48,9 @@ struct OutboxDeliveryService: Service {
         } onCancel: {
             drivers.cancel()
             housekeeping.cancel()
+            listener.cancel()
         }
+        listener.cancel()
         housekeeping.cancel()
         _ = await housekeeping.value
         do {

@@ -69,6 +69,8 @@ public final class Gateway: Sendable {
         case .gone: GatewayError.gone(error.message)
         case .limitReached: GatewayError(429, error.message)
         case .storage: GatewayError(503, "the registration store is unavailable")
+        // The reason names the database's state (down, no connection in time), never a secret.
+        case .unavailable: GatewayError(503, "\(error.message); retry later")
         }
     }
 }

@@ -32,8 +32,14 @@ public enum GatewayHTTP {
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                 body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition())))
         }
+        // 503 while the database is unavailable, so that a load balancer sends no traffic here.
         router.get("healthz") { _, _ in
-            Response(status: .ok, headers: [.contentType: "text/plain"], body: .init(byteBuffer: ByteBuffer(string: "ok\n")))
+            if let database = gateway.store as? any DatabaseStore, let problem = await database.checkHealth() {
+                return Response(
+                    status: .serviceUnavailable, headers: [.contentType: "text/plain", .retryAfter: "1"],
+                    body: .init(byteBuffer: ByteBuffer(string: "database unavailable: \(problem)\n")))
+            }
+            return Response(status: .ok, headers: [.contentType: "text/plain"], body: .init(byteBuffer: ByteBuffer(string: "ok\n")))
         }
 
         if console.enabled {

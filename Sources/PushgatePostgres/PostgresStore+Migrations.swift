@@ -1,0 +1,171 @@
+import PostgresNIO
+import Pushgate
+
+/// The versioned schema: each migration runs once, in its own transaction, recorded in
+/// `pushgate_schema`. Instances starting together take an advisory lock, so one migrates and the
+/// others find it done.
+extension PostgresStore {
+    /// Schema migrations; index + 1 is the version each one produces. Version 1 is the SQLite
+    /// schema at its version 5, in PostgreSQL's types.
+    static let migrations: [String] = [
+        """
+        CREATE TABLE registrations (
+            app text COLLATE "C" NOT NULL,
+            id text COLLATE "C" NOT NULL,
+            platform text NOT NULL,
+            handle text NOT NULL,
+            owner text NOT NULL,
+            template text,
+            expires_at double precision,
+            created_at double precision NOT NULL,
+            updated_at double precision NOT NULL,
+            PRIMARY KEY (app, id)
+        );
+        CREATE INDEX registrations_by_handle ON registrations (app, handle);
+        CREATE TABLE registration_tags (
+            app text COLLATE "C" NOT NULL,
+            tag text COLLATE "C" NOT NULL,
+            id text COLLATE "C" NOT NULL,
+            PRIMARY KEY (app, tag, id)
+        );
+        CREATE INDEX registration_tags_by_id ON registration_tags (app, id, tag);
+        CREATE TABLE reserved_ids (
+            app text COLLATE "C" NOT NULL,
+            id text COLLATE "C" NOT NULL,
+            expires_at double precision NOT NULL,
+            owner text NOT NULL DEFAULT '',
+            PRIMARY KEY (app, id)
+        );
+        CREATE INDEX reserved_ids_by_owner ON reserved_ids (app, owner, expires_at);
+        CREATE INDEX reserved_ids_by_expiry ON reserved_ids (app, expires_at);
+        CREATE TABLE handle_removals (
+            sequence bigserial PRIMARY KEY,
+            app text NOT NULL,
+            id text NOT NULL,
+            platform text NOT NULL,
+            handle text NOT NULL,
+            outcome text NOT NULL,
+            reason text,
+            removed_at double precision NOT NULL
+        );
+        CREATE INDEX handle_removals_by_app ON handle_removals (app, sequence);
+        CREATE TABLE secure_messages (
+            app text COLLATE "C" NOT NULL,
+            id text COLLATE "C" NOT NULL,
+            recipient text NOT NULL,
+            sender text NOT NULL,
+            payload text NOT NULL,
+            created_at double precision NOT NULL,
+            expires_at double precision NOT NULL,
+            read boolean NOT NULL DEFAULT false,
+            PRIMARY KEY (app, id)
+        );
+        CREATE INDEX secure_messages_by_expiry ON secure_messages (expires_at);
+        CREATE TABLE outbox_notifications (
+            app text COLLATE "C" NOT NULL,
+            id text COLLATE "C" NOT NULL,
+            sender text NOT NULL,
+            state text NOT NULL,
+            platforms text NOT NULL,
+            audience text NOT NULL,
+            recipient text,
+            payloads text NOT NULL,
+            secure_id text,
+            enqueued_at double precision NOT NULL,
+            deliver_at double precision NOT NULL,
+            started_at double precision,
+            ended_at double precision,
+            cursor text COLLATE "C",
+            exhausted boolean NOT NULL DEFAULT false,
+            next_page integer NOT NULL DEFAULT 0,
+            claimed bigint NOT NULL DEFAULT 0,
+            cancel_requested boolean NOT NULL DEFAULT false,
+            lease_owner text,
+            lease_expires double precision NOT NULL DEFAULT 0,
+            PRIMARY KEY (app, id)
+        );
+        CREATE INDEX outbox_due ON outbox_notifications (app, deliver_at) WHERE ended_at IS NULL;
+        CREATE INDEX outbox_cancelling ON outbox_notifications (app) WHERE ended_at IS NULL AND cancel_requested;
+        CREATE INDEX outbox_leased ON outbox_notifications (lease_owner) WHERE ended_at IS NULL;
+        CREATE INDEX outbox_ended ON outbox_notifications (ended_at) WHERE ended_at IS NOT NULL;
+        CREATE INDEX outbox_by_sender ON outbox_notifications (app, sender, enqueued_at);
+        CREATE INDEX outbox_by_time ON outbox_notifications (app, enqueued_at);
+        CREATE TABLE outbox_pages (
+            app text COLLATE "C" NOT NULL,
+            notification_id text COLLATE "C" NOT NULL,
+            number integer NOT NULL,
+            after_id text COLLATE "C" NOT NULL,
+            last_id text COLLATE "C" NOT NULL,
+            lease_owner text,
+            lease_expires double precision NOT NULL,
+            claims integer NOT NULL DEFAULT 1,
+            done boolean NOT NULL DEFAULT false,
+            targets text,
+            attempt integer NOT NULL DEFAULT 0,
+            PRIMARY KEY (app, notification_id, number)
+        );
+        CREATE INDEX outbox_pages_open ON outbox_pages (app, notification_id, lease_expires) WHERE NOT done;
+        CREATE INDEX outbox_pages_leased ON outbox_pages (lease_owner) WHERE NOT done;
+        CREATE TABLE outbox_counts (
+            app text COLLATE "C" NOT NULL,
+            notification_id text COLLATE "C" NOT NULL,
+            platform text NOT NULL,
+            outcome text NOT NULL,
+            count bigint NOT NULL,
+            PRIMARY KEY (app, notification_id, platform, outcome)
+        );
+        CREATE TABLE outbox_failures (
+            app text COLLATE "C" NOT NULL,
+            notification_id text COLLATE "C" NOT NULL,
+            registration_id text COLLATE "C" NOT NULL,
+            platform text NOT NULL,
+            handle text NOT NULL,
+            outcome text NOT NULL,
+            status integer,
+            reason text,
+            attempts integer NOT NULL,
+            PRIMARY KEY (app, notification_id, registration_id)
+        );
+        """
+    ]
+
+    /// Applies the migrations not yet applied; answers the versions it applied.
+    @discardableResult
+    public func migrate() async throws(StoreError) -> [Int] {
+        let logger = self.logger
+        let count = Self.migrations.count
+        return try await transaction { connection in
+            // One instance migrates at a time (the lock ends with the transaction).
+            try await connection.query("SELECT pg_advisory_xact_lock(7366147284)", logger: logger)
+            try await connection.query(
+                """
+                CREATE TABLE IF NOT EXISTS pushgate_schema (
+                    version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())
+                """, logger: logger)
+            let current =
+                try await connection.query("SELECT coalesce(max(version), 0) FROM pushgate_schema", logger: logger).all(Int.self)
+                .first ?? 0
+            guard current <= count else {
+                throw StoreError(.storage, "the database has schema version \(current), newer than this Pushgate understands (\(count))")
+            }
+            var applied: [Int] = []
+            for version in current..<count {
+                // One statement at a time (the extended protocol takes one per query).
+                for statement in Self.migrations[version].split(separator: ";\n") where !statement.allSatisfy(\.isWhitespace) {
+                    try await connection.query(PostgresQuery(unsafeSQL: String(statement)), logger: logger)
+                }
+                try await connection.query("INSERT INTO pushgate_schema (version) VALUES (\(version + 1))", logger: logger)
+                applied.append(version + 1)
+            }
+            return applied
+        }
+    }
+
+    /// The schema version of the database.
+    public func schemaVersion() async throws(StoreError) -> Int {
+        let logger = self.logger
+        return try await perform { connection in
+            try await connection.query("SELECT coalesce(max(version), 0) FROM pushgate_schema", logger: logger).all(Int.self).first ?? 0
+        }
+    }
+}

@@ -1,0 +1,350 @@
+import Foundation
+import PostgresNIO
+import Pushgate
+import PushgateStore
+import Synchronization
+
+extension PostgresStore: RegistrationStore {
+    public func createRegistrationID(
+        app: AppID, owner: String, maximumReserved: Int, now: Timestamp
+    ) async throws(StoreError) -> RegistrationID {
+        let id = RegistrationID.random()
+        let (expiry, logger) = (now.secondsSinceEpoch + reservationLifetime, self.logger)
+        try await transaction { connection in
+            try await connection.query(
+                "DELETE FROM reserved_ids WHERE app = \(app.rawValue) AND expires_at <= \(now.secondsSinceEpoch)", logger: logger)
+            let held =
+                try await connection.query(
+                    """
+                    SELECT count(*) FROM (SELECT 1 FROM reserved_ids WHERE app = \(app.rawValue) AND owner = \(owner)
+                    LIMIT \(min(maximumReserved, Int(Int32.max)))) AS held
+                    """, logger: logger
+                ).all(Int.self).first ?? 0
+            if held >= maximumReserved { throw StoreError.tooManyReservations(maximumReserved) }
+            try await connection.query(
+                "INSERT INTO reserved_ids (app, id, expires_at, owner) VALUES (\(app.rawValue), \(id.rawValue), \(expiry), \(owner))",
+                logger: logger)
+        }
+        return id
+    }
+
+    public func registrationIDs(handle: String, app: AppID) async throws(StoreError) -> [RegistrationID] {
+        let logger = self.logger
+        return try await perform { connection in
+            try await connection.query(
+                "SELECT id FROM registrations WHERE app = \(app.rawValue) AND handle = \(handle) ORDER BY id", logger: logger
+            ).all(String.self).compactMap { try? RegistrationID($0) }
+        }
+    }
+
+    public func upsert(_ registration: Registration, now: Timestamp) async throws(StoreError) {
+        let template = try Self.encodedTemplate(registration)
+        let logger = self.logger
+        try await transaction { connection in
+            let (app, id) = (registration.app.rawValue, registration.id.rawValue)
+            let exists = try await connection.query(
+                "SELECT 1 FROM registrations WHERE app = \(app) AND id = \(id) FOR UPDATE", logger: logger
+            ).collect()
+            if exists.isEmpty {
+                let reserved = try await connection.query(
+                    "SELECT 1 FROM reserved_ids WHERE app = \(app) AND id = \(id) AND expires_at > \(now.secondsSinceEpoch)", logger: logger
+                ).collect()
+                guard !reserved.isEmpty else { throw StoreError.gone(registration.id) }
+            }
+            try await Self.write([registration], templates: [template], now: now, connection: connection, logger: logger)
+        }
+    }
+
+    public func restore(_ registrations: [Registration], now: Timestamp) async throws(StoreError) {
+        guard !registrations.isEmpty else { return }
+        var templates: [String?] = []
+        for registration in registrations { templates.append(try Self.encodedTemplate(registration)) }
+        let logger = self.logger
+        try await transaction { [templates] connection in
+            try await Self.write(registrations, templates: templates, now: now, connection: connection, logger: logger)
+        }
+    }
+
+    static func encodedTemplate(_ registration: Registration) throws(StoreError) -> String? {
+        try registration.template.map { template throws(StoreError) in
+            do {
+                return String(decoding: try JSONEncoder().encode(template), as: UTF8.self)
+            } catch {
+                throw StoreError(.storage, "cannot encode the template of registration \(registration.id)")
+            }
+        }
+    }
+
+    /// Inserts or replaces `registrations` and their tags, consuming their reservations, in a few
+    /// statements whatever their number (arrays unnested server-side); inside a transaction.
+    static func write(
+        _ registrations: [Registration], templates: [String?], now: Timestamp, connection: PostgresConnection, logger: Logger
+    ) async throws {
+        guard let app = registrations.first?.app.rawValue else { return }
+        // Registrations of one app per statement.
+        if registrations.contains(where: { $0.app.rawValue != app }) {
+            for (registration, template) in zip(registrations, templates) {
+                try await write([registration], templates: [template], now: now, connection: connection, logger: logger)
+            }
+            return
+        }
+        // The last of repeated ids wins, as writing them one by one would.
+        var seen: Set<RegistrationID> = []
+        var rows: [(Registration, String?)] = []
+        for (registration, template) in zip(registrations, templates).reversed() where seen.insert(registration.id).inserted {
+            rows.append((registration, template))
+        }
+        rows.reverse()
+        let ids = rows.map { $0.0.id.rawValue }
+        let platforms = rows.map { $0.0.platform.rawValue }
+        let handles = rows.map { $0.0.handle.value }
+        let owners = rows.map { $0.0.owner }
+        // Arrays hold no NULLs here: a flag says which values are absent.
+        let templateTexts = rows.map { $0.1 ?? "" }
+        let hasTemplate = rows.map { $0.1 != nil }
+        let expiries = rows.map { $0.0.expiresAt?.secondsSinceEpoch ?? 0 }
+        let hasExpiry = rows.map { $0.0.expiresAt != nil }
+        let time = now.secondsSinceEpoch
+        try await connection.query("DELETE FROM reserved_ids WHERE app = \(app) AND id = ANY(\(ids))", logger: logger)
+        try await connection.query(
+            """
+            INSERT INTO registrations (app, id, platform, handle, owner, template, expires_at, created_at, updated_at)
+            SELECT \(app), r.id, r.platform, r.handle, r.owner, CASE WHEN r.has_template THEN r.template END,
+                CASE WHEN r.has_expiry THEN r.expires_at END, \(time), \(time)
+            FROM unnest(\(ids)::text[], \(platforms)::text[], \(handles)::text[], \(owners)::text[], \(templateTexts)::text[],
+                \(hasTemplate)::boolean[], \(expiries)::double precision[], \(hasExpiry)::boolean[])
+                AS r(id, platform, handle, owner, template, has_template, expires_at, has_expiry)
+            ON CONFLICT (app, id) DO UPDATE SET platform = excluded.platform, handle = excluded.handle, owner = excluded.owner,
+                template = excluded.template, expires_at = excluded.expires_at, updated_at = excluded.updated_at
+            """, logger: logger)
+        try await connection.query("DELETE FROM registration_tags WHERE app = \(app) AND id = ANY(\(ids))", logger: logger)
+        var tagIDs: [String] = []
+        var tags: [String] = []
+        for (registration, _) in rows {
+            for tag in registration.tags {
+                tagIDs.append(registration.id.rawValue)
+                tags.append(tag.rawValue)
+            }
+        }
+        if !tags.isEmpty {
+            try await connection.query(
+                """
+                INSERT INTO registration_tags (app, tag, id) SELECT \(app), t.tag, t.id FROM unnest(\(tags)::text[], \(tagIDs)::text[]) AS t(tag, id)
+                ON CONFLICT DO NOTHING
+                """, logger: logger)
+        }
+    }
+
+    public func registration(id: RegistrationID, app: AppID) async throws(StoreError) -> Registration? {
+        let logger = self.logger
+        return try await perform { connection in
+            try await Self.load(ids: [id], app: app, connection: connection, logger: logger).first
+        }
+    }
+
+    public func delete(id: RegistrationID, app: AppID) async throws(StoreError) -> Bool {
+        let logger = self.logger
+        return try await transaction { connection in
+            let (app, id) = (app.rawValue, id.rawValue)
+            try await connection.query("DELETE FROM reserved_ids WHERE app = \(app) AND id = \(id)", logger: logger)
+            try await connection.query("DELETE FROM registration_tags WHERE app = \(app) AND id = \(id)", logger: logger)
+            return
+                !(try await connection.query("DELETE FROM registrations WHERE app = \(app) AND id = \(id) RETURNING 1", logger: logger)
+                .collect().isEmpty)
+        }
+    }
+
+    /// The audience query of a send, planned on `connection` (an `&&` counts its sides' tags).
+    static func plan(
+        _ expression: TagExpression?, platforms: PlatformSelection, app: AppID, now: Timestamp, connection: PostgresConnection,
+        logger: Logger
+    ) async throws -> TagQuery {
+        var counts: [Tag: Int] = [:]
+        // Only the sides of an `&&` are weighed: a tag or an OR of tags drives itself.
+        func weighs(_ expression: TagExpression) -> Bool {
+            switch expression {
+            case .tag: false
+            case .not(let inner): weighs(inner)
+            case .and: true
+            case .or(let lhs, let rhs): weighs(lhs) || weighs(rhs)
+            }
+        }
+        if let expression, weighs(expression) {
+            for tag in expression.tags where counts[tag] == nil {
+                let count: Int =
+                    try await connection.query(
+                        """
+                        SELECT count(*) FROM (SELECT 1 FROM registration_tags WHERE app = \(app.rawValue) AND tag = \(tag.rawValue)
+                        LIMIT \(TagQuery.cardinalityCap)) AS capped
+                        """, logger: logger
+                    ).all(Int.self).first ?? 0
+                counts[tag] = count
+            }
+        }
+        return try TagQuery(expression: expression, platforms: platforms, app: app, now: now) { tag in counts[tag] ?? 0 }
+    }
+
+    /// The targets of `query` after `after`, at most `limit`.
+    static func targets(
+        _ query: TagQuery, after: String, limit: Int, connection: PostgresConnection, logger: Logger
+    ) async throws
+        -> [DispatchTarget]
+    {
+        let (sql, values) = query.sql(after: after, limit: limit, withHandles: true)
+        var targets: [DispatchTarget] = []
+        targets.reserveCapacity(limit)
+        for try await (text, platformText, handle) in try await connection.query(dynamicQuery(sql, values), logger: logger).decode(
+            (String, String, String).self)
+        {
+            guard let id = try? RegistrationID(text), let platform = Platform(rawValue: platformText) else { continue }
+            targets.append(DispatchTarget(registrationID: id, handle: DeviceHandle(uncheckedPlatform: platform, value: handle)))
+        }
+        return targets
+    }
+
+    public func registrations(
+        matching expression: TagExpression?, platforms: PlatformSelection, app: AppID, batchSize: Int, now: Timestamp
+    ) -> AsyncThrowingStream<[Registration], any Error> {
+        let (batch, logger) = (max(1, batchSize), self.logger)
+        let cursor = PageCursor()
+        let planned = PlannedQuery()
+        return AsyncThrowingStream(unfolding: {
+            guard let after = cursor.position, !Task.isCancelled else { return nil }
+            let page = try await self.perform { connection in
+                let query = try await planned.query(
+                    expression, platforms: platforms, app: app, now: now, connection: connection, logger: logger)
+                let ids = try await Self.targets(query, after: after?.rawValue ?? "", limit: batch, connection: connection, logger: logger)
+                    .map(\.registrationID)
+                return (ids.last, ids.count, try await Self.load(ids: ids, app: app, connection: connection, logger: logger))
+            }
+            cursor.advance(past: page.0, full: page.1 == batch)
+            return page.1 == 0 ? nil : page.2
+        })
+    }
+
+    public func deliveryTargets(
+        matching expression: TagExpression?, platforms: PlatformSelection, app: AppID, pageSize: Int, now: Timestamp
+    ) -> AsyncThrowingStream<[DispatchTarget], any Error> {
+        let (size, logger) = (max(1, pageSize), self.logger)
+        let cursor = PageCursor()
+        let planned = PlannedQuery()
+        return AsyncThrowingStream(unfolding: {
+            guard let after = cursor.position, !Task.isCancelled else { return nil }
+            let page = try await self.perform { connection in
+                let query = try await planned.query(
+                    expression, platforms: platforms, app: app, now: now, connection: connection, logger: logger)
+                return try await Self.targets(query, after: after?.rawValue ?? "", limit: size, connection: connection, logger: logger)
+            }
+            cursor.advance(past: page.last?.registrationID, full: page.count == size)
+            return page.isEmpty ? nil : page
+        })
+    }
+
+    /// One page of an audience query as the send path runs it, with PostgreSQL's plan of it as
+    /// run (`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)`): how tests show that a page's cost does not
+    /// grow with the audience.
+    package func explainPage(
+        matching expression: TagExpression?, platforms: PlatformSelection, app: AppID, after: String, limit: Int, now: Timestamp
+    ) async throws(StoreError) -> (ids: [RegistrationID], plan: String) {
+        let logger = self.logger
+        return try await perform { connection in
+            let query = try await Self.plan(expression, platforms: platforms, app: app, now: now, connection: connection, logger: logger)
+            let ids = try await Self.targets(query, after: after, limit: limit, connection: connection, logger: logger).map(
+                \.registrationID)
+            let (sql, values) = query.sql(after: after, limit: limit, withHandles: true)
+            let plan = try await connection.query(
+                dynamicQuery("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql, values), logger: logger
+            ).all(String.self).joined()
+            return (ids, plan)
+        }
+    }
+
+    public func apply(_ changes: [StoredHandleChange], app: AppID, now: Timestamp) async throws(StoreError) {
+        guard !changes.isEmpty else { return }
+        let logger = self.logger
+        try await transaction { connection in
+            let appText = app.rawValue
+            for change in changes {
+                let id = change.registrationID.rawValue
+                switch change.change {
+                case .remove:
+                    guard
+                        let registration = try await Self.load(
+                            ids: [change.registrationID], app: app, connection: connection, logger: logger
+                        ).first
+                    else { continue }
+                    try await connection.query(
+                        """
+                        INSERT INTO handle_removals (app, id, platform, handle, outcome, reason, removed_at)
+                        VALUES (\(appText), \(id), \(registration.platform.rawValue), \(registration.handle.masked), \(change.outcome.rawValue),
+                            \(change.reason), \(now.secondsSinceEpoch))
+                        """, logger: logger)
+                    try await connection.query("DELETE FROM registration_tags WHERE app = \(appText) AND id = \(id)", logger: logger)
+                    try await connection.query("DELETE FROM registrations WHERE app = \(appText) AND id = \(id)", logger: logger)
+                case .replace(let handle):
+                    try await connection.query(
+                        "UPDATE registrations SET handle = \(handle), updated_at = \(now.secondsSinceEpoch) WHERE app = \(appText) AND id = \(id)",
+                        logger: logger)
+                }
+            }
+        }
+    }
+
+    public func removals(app: AppID, limit: Int) async throws(StoreError) -> [HandleRemoval] {
+        let logger = self.logger
+        return try await perform { connection in
+            try await connection.query(
+                """
+                SELECT id, platform, handle, outcome, reason, removed_at FROM handle_removals WHERE app = \(app.rawValue)
+                ORDER BY sequence DESC LIMIT \(max(0, limit))
+                """, logger: logger
+            ).all((String, String, String, String, String?, Double).self).compactMap { row in
+                guard let id = try? RegistrationID(row.0), let platform = Platform(rawValue: row.1) else { return nil }
+                return HandleRemoval(
+                    registrationID: id, platform: platform, handle: row.2, outcome: Outcome(rawValue: row.3), reason: row.4,
+                    removedAt: Timestamp(secondsSinceEpoch: row.5))
+            }
+        }
+    }
+
+    /// Loads full registrations (with tags) for `ids`, in the order of `ids`.
+    static func load(ids: [RegistrationID], app: AppID, connection: PostgresConnection, logger: Logger) async throws -> [Registration] {
+        guard !ids.isEmpty else { return [] }
+        let texts = ids.map(\.rawValue)
+        var tags: [String: [Tag]] = [:]
+        for (id, tag) in try await connection.query(
+            "SELECT id, tag FROM registration_tags WHERE app = \(app.rawValue) AND id = ANY(\(texts)) ORDER BY id, tag", logger: logger
+        ).all((String, String).self) {
+            if let tag = try? Tag(tag) { tags[id, default: []].append(tag) }
+        }
+        var byID: [String: Registration] = [:]
+        for row in try await connection.query(
+            """
+            SELECT id, platform, handle, owner, template, expires_at FROM registrations WHERE app = \(app.rawValue) AND id = ANY(\(texts))
+            """, logger: logger
+        ).all((String, String, String, String, String?, Double?).self) {
+            guard let id = try? RegistrationID(row.0), let platform = Platform(rawValue: row.1) else { continue }
+            let template = row.4.flatMap { try? JSONDecoder().decode(RegistrationTemplate.self, from: Data($0.utf8)) }
+            byID[row.0] = try? Registration(
+                app: app, id: id, handle: DeviceHandle(uncheckedPlatform: platform, value: row.2), tags: tags[row.0] ?? [],
+                template: template, expiresAt: row.5.map(Timestamp.init(secondsSinceEpoch:)), owner: row.3)
+        }
+        return ids.compactMap { byID[$0.rawValue] }
+    }
+}
+
+/// A send's audience query, planned on its first page and reused for the rest.
+final class PlannedQuery: Sendable {
+    private let planned = Mutex<TagQuery?>(nil)
+
+    func query(
+        _ expression: TagExpression?, platforms: PlatformSelection, app: AppID, now: Timestamp, connection: PostgresConnection,
+        logger: Logger
+    ) async throws -> TagQuery {
+        if let query = planned.withLock({ $0 }) { return query }
+        let query = try await PostgresStore.plan(
+            expression, platforms: platforms, app: app, now: now, connection: connection, logger: logger)
+        planned.withLock { $0 = query }
+        return query
+    }
+}

@@ -1,0 +1,336 @@
+import Logging
+import NIOCore
+import PostgresNIO
+import Pushgate
+import PushgateStore
+import Synchronization
+
+/// Registrations, secure messages and the outbox in PostgreSQL, on postgres-nio's connection
+/// pool: the store several gateway instances share.
+///
+/// - Every table's ids are `COLLATE "C"`, so the keyset walks order ids as the other stores do,
+///   whatever the database's locale.
+/// - The outbox is claimed with `FOR UPDATE SKIP LOCKED` under leases: instances never wait on
+///   each other's rows, and the work of an instance that died is taken over when its leases
+///   expire. An enqueue sends `NOTIFY pushgate_outbox`, which wakes idle instances at once.
+/// - A store call waits at most `timeoutSeconds` for a connection; while the database is down it
+///   fails at once with ``StoreError/Kind/unavailable`` (HTTP 503), and the pool reconnects by
+///   itself when the server is back.
+///
+/// ```swift
+/// let store = try await PostgresStore.open(settings: settings, password: password)
+/// defer { Task { await store.close() } }
+/// ```
+public final class PostgresStore: Sendable {
+    /// How long a created but unused registration id stays valid, in seconds.
+    public let reservationLifetime: Double
+    let client: PostgresClient
+    let logger: Logger
+    let timeout: Duration
+    /// The server and database, without the password.
+    public let summary: String
+    private let running: Task<Void, Never>
+    private let monitor = Mutex<Task<Void, Never>?>(nil)
+    /// Why the database is unavailable, or nil while it answers.
+    private let unavailability = Mutex<String?>(nil)
+
+    /// The outbox's wake-up channel.
+    static let outboxChannel = "pushgate_outbox"
+
+    private init(client: PostgresClient, settings: PostgresSettings, reservationLifetime: Double, logger: Logger) {
+        self.client = client
+        self.logger = logger
+        self.reservationLifetime = reservationLifetime
+        self.timeout = .seconds(settings.timeoutSeconds)
+        self.summary = "PostgreSQL \(settings.url)"
+        running = Task { await client.run() }
+    }
+
+    /// Connects to the database and migrates it to the current schema (creating it when empty).
+    public static func open(
+        settings: PostgresSettings, password: String?, reservationLifetime: Double = 86400,
+        logger: Logger = Logger(label: "pushgate.postgres")
+    ) async throws(StoreError) -> PostgresStore {
+        let store = PostgresStore(
+            client: PostgresClient(configuration: configuration(settings, password: password), backgroundLogger: logger),
+            settings: settings, reservationLifetime: reservationLifetime, logger: logger)
+        do {
+            try await store.migrate()
+        } catch {
+            await store.close()
+            throw error
+        }
+        store.startMonitor()
+        return store
+    }
+
+    static func configuration(_ settings: PostgresSettings, password: String?) -> PostgresClient.Configuration {
+        let url = settings.url
+        var configuration: PostgresClient.Configuration
+        if let socket = url.socketPath {
+            configuration = .init(unixSocketPath: socket, username: url.user, password: password, database: url.database)
+        } else {
+            let tls: PostgresClient.Configuration.TLS =
+                switch url.tls {
+                case .disable: .disable
+                case .prefer: .prefer(.makeClientConfiguration())
+                case .require: .require(.makeClientConfiguration())
+                }
+            configuration = .init(
+                host: url.host ?? "localhost", port: url.port, username: url.user, password: password, database: url.database, tls: tls)
+        }
+        configuration.options.maximumConnections = settings.poolSize
+        configuration.options.minimumConnections = 1
+        configuration.options.connectTimeout = .seconds(settings.timeoutSeconds)
+        // A query that waits on a lock or runs away fails instead of holding its connection.
+        configuration.options.additionalStartupParameters = [
+            ("application_name", "pushgate"), ("lock_timeout", "\(settings.timeoutSeconds * 1000)"),
+            ("statement_timeout", "\(max(60, settings.timeoutSeconds * 12) * 1000)"), ("TimeZone", "UTC"),
+        ]
+        return configuration
+    }
+
+    deinit {
+        monitor.withLock { $0?.cancel() }
+        running.cancel()
+    }
+
+    /// Closes the pool (and the health monitor).
+    public func close() async {
+        monitor.withLock { $0?.cancel() }
+        running.cancel()
+        _ = await running.value
+    }
+
+    // MARK: Outbox wake-ups
+
+    /// Listens on `pushgate_outbox` on a pooled connection of its own, calling `wake` for every
+    /// notification (an enqueue, a release, a cancel on any instance); reconnects after a failure.
+    public func listenForOutboxWork(_ wake: @escaping @Sendable () -> Void) async {
+        let (client, logger) = (self.client, self.logger)
+        while !Task.isCancelled {
+            do {
+                try await client.withConnection { connection in
+                    try await connection.listen(on: Self.outboxChannel) { notifications in
+                        // Work may have come while nobody listened.
+                        wake()
+                        for try await _ in notifications { wake() }
+                    }
+                }
+            } catch {
+                if Task.isCancelled { return }
+                logger.debug("outbox listener lost its connection; listening again", metadata: ["error": "\(String(reflecting: error))"])
+            }
+            try? await Task.sleep(for: .seconds(1))
+        }
+    }
+
+    // MARK: Health
+
+    /// nil while the database answers; otherwise why it does not. While the monitor finds it down
+    /// this answers at once with the reason (the monitor checks again every second).
+    public func checkHealth() async -> String? {
+        if let reason = unavailability.withLock({ $0 }) { return reason }
+        return await probe()
+    }
+
+    /// Asks the database (`SELECT 1`) and records the answer.
+    private func probe() async -> String? {
+        do {
+            try await perform(gated: false) { connection in
+                _ = try await connection.query("SELECT 1", logger: self.logger).collect()
+            }
+            unavailability.withLock { $0 = nil }
+            return nil
+        } catch {
+            let reason = String(error.message.trimmingPrefix("the database is unavailable: "))
+            unavailability.withLock { $0 = reason }
+            return reason
+        }
+    }
+
+    /// Checks the database every second while it is down, every five while it is up, so that calls
+    /// fail at once while it is down and go through again as soon as it is back.
+    private func isHealthy() async -> Bool { await probe() == nil }
+
+    /// A call found the database unavailable: checks it now rather than at the next tick.
+    private func startMonitorCheckSoon() {
+        Task { _ = await self.probe() }
+    }
+
+    private func startMonitor() {
+        let task = Task { [weak self] in
+            while !Task.isCancelled {
+                // Only the check holds the store: it closes when its last user lets go.
+                guard let healthy = await self?.isHealthy() else { return }
+                try? await Task.sleep(for: healthy ? .seconds(5) : .seconds(1))
+            }
+        }
+        monitor.withLock { $0 = task }
+    }
+
+    // MARK: Running queries
+
+    /// Runs `body` with a pooled connection. Waiting for the connection takes at most `timeout`;
+    /// while the monitor finds the database down, fails at once. Deadlocks and serialisation
+    /// failures are retried.
+    func perform<T: Sendable>(
+        gated: Bool = true, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws(StoreError) -> T {
+        if gated, let reason = unavailability.withLock({ $0 }) {
+            throw StoreError(.unavailable, "the database is unavailable: \(reason)")
+        }
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                return try await leasing(body)
+            } catch {
+                let failure = Self.storeError(error)
+                if attempt < 4, Self.isRetryable(error) { continue }
+                if failure.kind == .unavailable, gated { startMonitorCheckSoon() }
+                throw failure
+            }
+        }
+    }
+
+    /// Runs `body` in a transaction: committed when it returns, rolled back when it throws.
+    func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws(StoreError) -> T {
+        let logger = self.logger
+        return try await perform { connection in
+            try await connection.query("BEGIN", logger: logger)
+            do {
+                let value = try await body(connection)
+                try await connection.query("COMMIT", logger: logger)
+                return value
+            } catch {
+                do {
+                    try await connection.query("ROLLBACK", logger: logger)
+                } catch {
+                    // A connection in an unknown state goes back to the pool closed.
+                    try? await connection.close()
+                }
+                throw error
+            }
+        }
+    }
+
+    private enum Race<T: Sendable>: Sendable {
+        case value(T)
+        case timedOut
+        case leased
+    }
+
+    private final class Leased: Sendable {
+        let flag = Atomic<Bool>(false)
+    }
+
+    /// `body` on a pooled connection, failing when none is leased within `timeout` (the body
+    /// itself is bounded by the server's statement and lock timeouts).
+    private func leasing<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+        let (client, timeout) = (self.client, self.timeout)
+        let leased = Leased()
+        return try await withThrowingTaskGroup(of: Race<T>.self) { group in
+            group.addTask {
+                .value(
+                    try await client.withConnection { connection in
+                        leased.flag.store(true, ordering: .relaxed)
+                        return try await body(connection)
+                    })
+            }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                return leased.flag.load(ordering: .relaxed) ? .leased : .timedOut
+            }
+            while let next = try await group.next() {
+                switch next {
+                case .value(let value):
+                    group.cancelAll()
+                    return value
+                case .timedOut:
+                    group.cancelAll()
+                    throw StoreError(.unavailable, "the database is unavailable: no connection within \(timeout)")
+                case .leased:
+                    continue
+                }
+            }
+            throw CancellationError()
+        }
+    }
+
+    static func isRetryable(_ error: any Error) -> Bool {
+        guard let error = error as? PSQLError, error.code == .server, let state = error.serverInfo?[.sqlState] else { return false }
+        // serialization_failure, deadlock_detected
+        return state == "40001" || state == "40P01"
+    }
+
+    /// The store's error for what postgres-nio threw: a server's refusal names its SQL state and
+    /// message; a connection failure is `unavailable`.
+    static func storeError(_ error: any Error) -> StoreError {
+        switch error {
+        case let error as StoreError:
+            return error
+        case let error as PSQLError:
+            if error.code == .server {
+                let state = error.serverInfo?[.sqlState] ?? "?"
+                let message = error.serverInfo?[.message] ?? "no message"
+                // 08: connection exceptions; 57P: the server is shutting down or restarting.
+                if state.hasPrefix("08") || state.hasPrefix("57P") || state == "53300" {
+                    return StoreError(.unavailable, "the database is unavailable: \(message) (SQLSTATE \(state))")
+                }
+                return StoreError(.storage, "the database refused a query: \(message) (SQLSTATE \(state))")
+            }
+            return StoreError(.unavailable, "the database is unavailable: \(describe(error.code))")
+        case is CancellationError:
+            return StoreError(.unavailable, "the database is unavailable: the call was cancelled")
+        default:
+            return StoreError(.unavailable, "the database is unavailable: \(error)")
+        }
+    }
+
+    static func describe(_ code: PSQLError.Code) -> String {
+        switch code {
+        case .connectionError: "cannot connect"
+        case .serverClosedConnection: "the server closed the connection"
+        case .clientClosedConnection, .poolClosed: "the connection pool is closed"
+        case .authMechanismRequiresPassword: "the server asks for a password and none is configured"
+        case .sslUnsupported: "the server does not support TLS (sslmode=require)"
+        default: "\(code)"
+        }
+    }
+}
+
+extension PostgresRowSequence {
+    /// Every row, decoded as `type`.
+    func all<each Column: PostgresDecodable>(_ type: (repeat each Column).Type) async throws -> [(repeat each Column)] {
+        var result: [(repeat each Column)] = []
+        for try await row in self { result.append(try row.decode(type)) }
+        return result
+    }
+}
+
+/// A dynamic query: SQL with `?` placeholders (as ``TagQuery`` writes it) numbered `$1…` and its
+/// values bound.
+func dynamicQuery(_ sql: String, _ values: [SQLiteValue]) -> PostgresQuery {
+    var bindings = PostgresBindings(capacity: values.count)
+    for value in values {
+        switch value {
+        case .null: bindings.appendNull()
+        case .integer(let number): bindings.append(number)
+        case .real(let number): bindings.append(number)
+        case .text(let text): bindings.append(text)
+        }
+    }
+    var numbered = ""
+    numbered.reserveCapacity(sql.utf8.count + 2 * values.count)
+    var index = 0
+    for character in sql {
+        if character == "?" {
+            index += 1
+            numbered += "$\(index)"
+        } else {
+            numbered.append(character)
+        }
+    }
+    return PostgresQuery(unsafeSQL: numbered, binds: bindings)
+}

@@ -1,0 +1,47 @@
+import Foundation
+import Logging
+import PostgresNIO
+import Pushgate
+
+/// The PostgreSQL server of the tests: `PUSHGATE_TEST_POSTGRES` holds its URL (scripts/test.sh
+/// starts a throwaway cluster and sets it). Without it the PostgreSQL tests are skipped, with one
+/// line saying so, unless `PUSHGATE_REQUIRE_POSTGRES` is set, when they fail instead.
+package enum PostgresTesting {
+    package static let environmentKey = "PUSHGATE_TEST_POSTGRES"
+
+    /// The server's URL, if the tests have one.
+    package static let url: String? = {
+        let environment = ProcessInfo.processInfo.environment
+        if let url = environment[environmentKey], !url.isEmpty { return url }
+        if environment["PUSHGATE_REQUIRE_POSTGRES"] != nil {
+            fatalError("PUSHGATE_REQUIRE_POSTGRES is set but \(environmentKey) is not: scripts/test.sh starts a PostgreSQL cluster")
+        }
+        print("◇ PostgreSQL tests skipped: \(environmentKey) is not set (scripts/test.sh starts a throwaway cluster and sets it)")
+        return nil
+    }()
+
+    package static var isAvailable: Bool { url != nil }
+
+    /// A new, empty database on the test server (its settings).
+    package static func freshDatabase(prefix: String = "t") async throws -> PostgresSettings {
+        guard let url else { throw StoreError(.unavailable, "\(environmentKey) is not set") }
+        let admin = PostgresSettings(url: try PostgresURL(parsing: url), poolSize: 1)
+        let name = "\(prefix)_\(UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: ""))"
+        let client = PostgresClient(
+            configuration: PostgresStore.configuration(admin, password: nil), backgroundLogger: Logger(label: "pushgate.test.postgres"))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
+            defer { group.cancelAll() }
+            try await client.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"))
+        }
+        var settings = admin
+        settings.url.database = name
+        settings.poolSize = 4
+        return settings
+    }
+
+    /// A PostgreSQL store on a new, empty database.
+    package static func freshStore(reservationLifetime: Double = 86400) async throws -> PostgresStore {
+        try await PostgresStore.open(settings: try await freshDatabase(), password: nil, reservationLifetime: reservationLifetime)
+    }
+}
