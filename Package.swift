@@ -169,7 +169,9 @@ let package = Package(
         .testTarget(name: "PushgateConfigTests", dependencies: ["Pushgate", "PushgateConfig"]),
         .testTarget(
             name: "PushgateCLITests",
-            dependencies: ["PushgateCLI", "PushgateLocal", "PNSSandbox", "PushgateStore", "PushgateCurl", "Pushgate", "PushgateTesting"]),
+            dependencies: [
+                "PushgateCLI", "PushgateLocal", "PNSSandbox", "PushgateStore", "PushgatePostgres", "PushgateCurl", "Pushgate", "PushgateTesting",
+            ]),
         .testTarget(name: "PushgateConsoleTests", dependencies: ["PushgateLocal", "PNSSandbox", "Pushgate", "PushgateTesting"]),
     ],
     swiftLanguageModes: [.v6]

@@ -4,6 +4,8 @@
 #
 #   scripts/setup.sh             # what building and running Pushgate needs
 #   scripts/setup.sh --browser   # also headless Chromium, for the web console's browser test
+#   scripts/setup.sh --postgres  # also PostgreSQL's server, for the tests' throwaway clusters
+#                                # (scripts/postgres.sh); flags combine
 #
 # libcurl comes from Debian's bookworm-backports (8.x): bookworm's libcurl 7.88 sends
 # RST_STREAM after every completed HTTP/2 stream, and hardened HTTP/2 servers (nghttp2's and
@@ -20,12 +22,22 @@ packages=(
   libsqlite3-dev       # embedded registration store
   ca-certificates
 )
-if [ "${1:-}" = "--browser" ]; then
-  packages+=(
-    chromium             # the web console's browser test drives it headless (DevTools over a pipe)
-    fonts-dejavu-core    # so its screenshots have readable text
-  )
-fi
+for flag in "$@"; do
+  case "$flag" in
+  --browser)
+    packages+=(
+      chromium             # the web console's browser test drives it headless (DevTools over a pipe)
+      fonts-dejavu-core    # so its screenshots have readable text
+    )
+    ;;
+  --postgres)
+    packages+=(
+      postgresql           # the PostgreSQL store's tests and benchmarks start throwaway clusters of it
+    )
+    ;;
+  *) echo "setup: unknown flag $flag (--browser, --postgres)" >&2; exit 1 ;;
+  esac
+done
 minimum_curl="8.0"
 
 sudo_cmd=()

@@ -136,7 +136,10 @@ extension PostgresStore {
         let count = Self.migrations.count
         return try await transaction { connection in
             // One instance migrates at a time (the lock ends with the transaction).
-            try await connection.query("SELECT pg_advisory_xact_lock(7366147284)", logger: logger)
+            // A migration may take longer than a store call: no lock or statement timeout here.
+            try await connection.query("SET LOCAL lock_timeout = 0", logger: logger)
+            try await connection.query("SET LOCAL statement_timeout = 0", logger: logger)
+            _ = try await connection.query("SELECT pg_advisory_xact_lock(7366147284)", logger: logger).collect()
             try await connection.query(
                 """
                 CREATE TABLE IF NOT EXISTS pushgate_schema (
@@ -159,6 +162,12 @@ extension PostgresStore {
             }
             return applied
         }
+    }
+
+    /// Refreshes the planner's statistics (after a bulk load).
+    package func analyze() async throws(StoreError) {
+        let logger = self.logger
+        _ = try await perform { connection in try await connection.query("ANALYZE", logger: logger) }
     }
 
     /// The schema version of the database.

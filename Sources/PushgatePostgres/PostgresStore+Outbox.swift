@@ -33,10 +33,11 @@ extension PostgresStore: OutboxStore, DatabaseStore {
     public func takeDueNotification(app: AppID, lease: OutboxLease, now: Timestamp) async throws(StoreError) -> OutboxTakeover? {
         let logger = self.logger
         let time = now.secondsSinceEpoch
-        let found: (id: String, expired: Bool)? = try await transaction { connection in
+        return try await transaction { connection in
             // Two index walks (a range of due times; the few being cancelled), each skipping rows
             // another instance is taking right now.
-            for condition in ["deliver_at <= \(time)", "cancel_requested AND deliver_at > \(time)"] {
+            var found: (id: String, expired: Bool)?
+            for condition in ["deliver_at <= \(time)", "cancel_requested AND deliver_at > \(time)"] where found == nil {
                 let rows = try await connection.query(
                     PostgresQuery(
                         unsafeSQL: """
@@ -54,27 +55,23 @@ extension PostgresStore: OutboxStore, DatabaseStore {
                             app.rawValue, time, lease.owner, lease.until.secondsSinceEpoch, NotificationState.processing.rawValue)),
                     logger: logger
                 ).all((String, String?).self)
-                if let row = rows.first { return (row.0, row.1 != nil) }
+                if let row = rows.first { found = (row.0, row.1 != nil) }
             }
-            return nil
-        }
-        guard let found else { return nil }
-        do {
-            let notification = try await perform { connection in
-                try await Self.outboxNotification(id: found.id, app: app, connection: connection, logger: logger)
-            }
-            guard let notification else { return nil }
-            return OutboxTakeover(notification: notification, leaseExpired: found.expired)
-        } catch  where error.kind == .storage {
-            // Unreadable (a corrupt row): ended, so that the notifications behind it go out.
-            _ = try await perform { connection in
+            guard let found else { return nil }
+            // Read in the same transaction: a failure leaves the lease untaken.
+            let notification: OutboxNotification?
+            do {
+                notification = try await Self.outboxNotification(id: found.id, app: app, connection: connection, logger: logger)
+            } catch let error as StoreError where error.kind == .storage {
+                // Unreadable (a corrupt row): ended, so that the notifications behind it go out.
                 try await connection.query(
                     """
                     UPDATE outbox_notifications SET state = \(NotificationState.abandoned.rawValue), ended_at = \(time), lease_owner = NULL,
                         lease_expires = 0 WHERE app = \(app.rawValue) AND id = \(found.id)
                     """, logger: logger)
+                return nil
             }
-            return nil
+            return notification.map { OutboxTakeover(notification: $0, leaseExpired: found.expired) }
         }
     }
 
@@ -109,11 +106,13 @@ extension PostgresStore: OutboxStore, DatabaseStore {
                 return try await Self.targets(query, after: after?.rawValue ?? "", limit: limit, connection: connection, logger: logger)
             }
 
-            // A page whose lease expired first: its driver died or was stopped.
+            // A page whose lease expired first: its driver died or was stopped. Never the
+            // claimer's own (it is on the wire here; a renewal came late under load).
             if let expired = try await connection.query(
                 """
                 SELECT number, after_id, last_id, targets, attempt, claims FROM outbox_pages
                 WHERE app = \(appText) AND notification_id = \(notificationID) AND NOT done AND lease_expires <= \(time)
+                    AND lease_owner IS DISTINCT FROM \(lease.owner)
                 LIMIT 1 FOR UPDATE
                 """, logger: logger
             ).all((Int, String, String, String?, Int, Int).self).first {
@@ -181,8 +180,15 @@ extension PostgresStore: OutboxStore, DatabaseStore {
                 numbers.append(count)
             }
         }
-        let failures = failures.sorted { $0.registrationID < $1.registrationID }
+        // One row per target (the last result wins, as SQLite's INSERT OR REPLACE), in id order.
+        var latest: [RegistrationID: TargetResult] = [:]
+        for failure in failures { latest[failure.registrationID] = failure }
+        let failures = latest.values.sorted { $0.registrationID < $1.registrationID }
         return try await transaction { [platforms, outcomes, numbers] connection in
+            // The notification's row first, as every other outbox transaction locks it: one lock order.
+            _ = try await connection.query(
+                "SELECT 1 FROM outbox_notifications WHERE app = \(appText) AND id = \(notificationID) FOR UPDATE", logger: logger
+            ).collect()
             let marked = try await connection.query(
                 """
                 UPDATE outbox_pages SET done = true
@@ -516,6 +522,18 @@ extension PostgresStore: OutboxStore, DatabaseStore {
             enqueuedAt: Timestamp(secondsSinceEpoch: row.5), deliverAt: Timestamp(secondsSinceEpoch: row.6),
             startedAt: row.7.map(Timestamp.init(secondsSinceEpoch:)), endedAt: row.8.map(Timestamp.init(secondsSinceEpoch:)),
             counts: byPlatform, cancelRequested: row.9, targetsClaimed: row.10, audienceExhausted: row.11)
+    }
+
+    /// Pages claimed and not yet recorded, and their targets (at most a page size each): a dead
+    /// driver's in-flight window, for tests.
+    package func unfinishedPages(notificationID: String, app: AppID) async throws(StoreError) -> Int {
+        let logger = self.logger
+        return try await perform { connection in
+            try await connection.query(
+                "SELECT count(*) FROM outbox_pages WHERE app = \(app.rawValue) AND notification_id = \(notificationID) AND NOT done",
+                logger: logger
+            ).all(Int.self).first ?? 0
+        }
     }
 
     static func bindings(_ values: any PostgresDynamicTypeEncodable...) -> PostgresBindings {

@@ -11,6 +11,9 @@ extension PostgresStore: RegistrationStore {
         let id = RegistrationID.random()
         let (expiry, logger) = (now.secondsSinceEpoch + reservationLifetime, self.logger)
         try await transaction { connection in
+            // One count-and-insert per user at a time, across instances.
+            _ = try await connection.query("SELECT pg_advisory_xact_lock(hashtext(\(app.rawValue + "\n" + owner)))", logger: logger)
+                .collect()
             try await connection.query(
                 "DELETE FROM reserved_ids WHERE app = \(app.rawValue) AND expires_at <= \(now.secondsSinceEpoch)", logger: logger)
             let held =
@@ -203,10 +206,12 @@ extension PostgresStore: RegistrationStore {
     }
 
     public func registrations(
-        matching expression: TagExpression?, platforms: PlatformSelection, app: AppID, batchSize: Int, now: Timestamp
+        matching expression: TagExpression?, platforms: PlatformSelection, app: AppID, batchSize: Int, now: Timestamp,
+        after start: RegistrationID?
     ) -> AsyncThrowingStream<[Registration], any Error> {
         let (batch, logger) = (max(1, batchSize), self.logger)
         let cursor = PageCursor()
+        if let start { cursor.advance(past: start, full: true) }
         let planned = PlannedQuery()
         return AsyncThrowingStream(unfolding: {
             guard let after = cursor.position, !Task.isCancelled else { return nil }

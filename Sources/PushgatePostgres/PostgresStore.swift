@@ -30,6 +30,10 @@ public final class PostgresStore: Sendable {
     /// The server and database, without the password.
     public let summary: String
     private let running: Task<Void, Never>
+    /// A connection of its own for each health probe: the pool being busy is not the database
+    /// being down.
+    private let probeConfiguration: PostgresConnection.Configuration
+    private let probing = Mutex(false)
     private let monitor = Mutex<Task<Void, Never>?>(nil)
     /// Why the database is unavailable, or nil while it answers.
     private let unavailability = Mutex<String?>(nil)
@@ -37,8 +41,9 @@ public final class PostgresStore: Sendable {
     /// The outbox's wake-up channel.
     static let outboxChannel = "pushgate_outbox"
 
-    private init(client: PostgresClient, settings: PostgresSettings, reservationLifetime: Double, logger: Logger) {
+    private init(client: PostgresClient, settings: PostgresSettings, password: String?, reservationLifetime: Double, logger: Logger) {
         self.client = client
+        self.probeConfiguration = Self.probeConfiguration(settings, password: password)
         self.logger = logger
         self.reservationLifetime = reservationLifetime
         self.timeout = .seconds(settings.timeoutSeconds)
@@ -53,7 +58,7 @@ public final class PostgresStore: Sendable {
     ) async throws(StoreError) -> PostgresStore {
         let store = PostgresStore(
             client: PostgresClient(configuration: configuration(settings, password: password), backgroundLogger: logger),
-            settings: settings, reservationLifetime: reservationLifetime, logger: logger)
+            settings: settings, password: password, reservationLifetime: reservationLifetime, logger: logger)
         do {
             try await store.migrate()
         } catch {
@@ -73,8 +78,9 @@ public final class PostgresStore: Sendable {
             let tls: PostgresClient.Configuration.TLS =
                 switch url.tls {
                 case .disable: .disable
-                case .prefer: .prefer(.makeClientConfiguration())
-                case .require: .require(.makeClientConfiguration())
+                case .prefer: .prefer(Self.tlsConfiguration(verify: false))
+                case .require: .require(Self.tlsConfiguration(verify: false))
+                case .verifyFull: .require(Self.tlsConfiguration(verify: true))
                 }
             configuration = .init(
                 host: url.host ?? "localhost", port: url.port, username: url.user, password: password, database: url.database, tls: tls)
@@ -93,6 +99,37 @@ public final class PostgresStore: Sendable {
     deinit {
         monitor.withLock { $0?.cancel() }
         running.cancel()
+    }
+
+    /// libpq's modes: `prefer` and `require` encrypt without checking the certificate (a server's
+    /// self-signed one is accepted); `verify-full` checks it and the host name.
+    static func tlsConfiguration(verify: Bool) -> TLSConfiguration {
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        if !verify { configuration.certificateVerification = .none }
+        return configuration
+    }
+
+    static func probeConfiguration(_ settings: PostgresSettings, password: String?) -> PostgresConnection.Configuration {
+        let url = settings.url
+        var configuration: PostgresConnection.Configuration
+        if let socket = url.socketPath {
+            configuration = .init(unixSocketPath: socket, username: url.user, password: password, database: url.database)
+        } else {
+            let tls: PostgresConnection.Configuration.TLS =
+                switch url.tls {
+                case .disable: .disable
+                case .prefer: .prefer(try! NIOSSLContext(configuration: tlsConfiguration(verify: false)))
+                case .require: .require(try! NIOSSLContext(configuration: tlsConfiguration(verify: false)))
+                case .verifyFull: .require(try! NIOSSLContext(configuration: tlsConfiguration(verify: true)))
+                }
+            configuration = .init(
+                host: url.host ?? "localhost", port: url.port, username: url.user, password: password, database: url.database, tls: tls)
+        }
+        configuration.options.connectTimeout = .seconds(Int64(settings.timeoutSeconds))
+        configuration.options.additionalStartupParameters = [
+            ("application_name", "pushgate-health"), ("statement_timeout", "\(settings.timeoutSeconds * 1000)"),
+        ]
+        return configuration
     }
 
     /// Closes the pool (and the health monitor).
@@ -134,28 +171,37 @@ public final class PostgresStore: Sendable {
         return await probe()
     }
 
-    /// Asks the database (`SELECT 1`) and records the answer.
+    /// Asks the database (`SELECT 1` on a new connection of its own) and records the answer.
     private func probe() async -> String? {
+        let reason: String?
         do {
-            try await perform(gated: false) { connection in
-                _ = try await connection.query("SELECT 1", logger: self.logger).collect()
-            }
-            unavailability.withLock { $0 = nil }
-            return nil
+            let connection = try await PostgresConnection.connect(configuration: probeConfiguration, id: 0, logger: logger)
+            defer { Task { try? await connection.close() } }
+            _ = try await connection.query("SELECT 1", logger: logger).collect()
+            reason = nil
         } catch {
-            let reason = String(error.message.trimmingPrefix("the database is unavailable: "))
-            unavailability.withLock { $0 = reason }
-            return reason
+            reason = String(Self.storeError(error).message.trimmingPrefix("the database is unavailable: "))
         }
+        unavailability.withLock { $0 = reason }
+        return reason
     }
 
-    /// Checks the database every second while it is down, every five while it is up, so that calls
-    /// fail at once while it is down and go through again as soon as it is back.
     private func isHealthy() async -> Bool { await probe() == nil }
 
     /// A call found the database unavailable: checks it now rather than at the next tick.
     private func startMonitorCheckSoon() {
-        Task { _ = await self.probe() }
+        // One probe at a time, however many calls fail together.
+        guard
+            probing.withLock({ (busy: inout Bool) -> Bool in
+                if busy { return false }
+                busy = true
+                return true
+            })
+        else { return }
+        Task {
+            _ = await self.probe()
+            self.probing.withLock { $0 = false }
+        }
     }
 
     private func startMonitor() {
@@ -221,8 +267,9 @@ public final class PostgresStore: Sendable {
         case leased
     }
 
+    /// 0 waiting for a connection, 1 leased (the body runs), 2 timed out (the body must not run).
     private final class Leased: Sendable {
-        let flag = Atomic<Bool>(false)
+        let state = Atomic<Int>(0)
     }
 
     /// `body` on a pooled connection, failing when none is leased within `timeout` (the body
@@ -234,13 +281,16 @@ public final class PostgresStore: Sendable {
             group.addTask {
                 .value(
                     try await client.withConnection { connection in
-                        leased.flag.store(true, ordering: .relaxed)
+                        guard leased.state.compareExchange(expected: 0, desired: 1, ordering: .acquiringAndReleasing).exchanged else {
+                            throw CancellationError()
+                        }
                         return try await body(connection)
                     })
             }
             group.addTask {
                 try await Task.sleep(for: timeout)
-                return leased.flag.load(ordering: .relaxed) ? .leased : .timedOut
+                return leased.state.compareExchange(expected: 0, desired: 2, ordering: .acquiringAndReleasing).exchanged
+                    ? .timedOut : .leased
             }
             while let next = try await group.next() {
                 switch next {

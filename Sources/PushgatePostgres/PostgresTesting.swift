@@ -36,7 +36,8 @@ package enum PostgresTesting {
         }
         var settings = admin
         settings.url.database = name
-        settings.poolSize = 4
+        settings.poolSize = 8
+        settings.timeoutSeconds = 30
         return settings
     }
 

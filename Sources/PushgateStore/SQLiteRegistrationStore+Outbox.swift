@@ -93,13 +93,14 @@ extension SQLiteRegistrationStore: OutboxStore {
                 let audience = try Self.audience(text: row.text(7) ?? "", recipient: row.text(8))
                 let query = try Self.audienceWalk(platforms: platforms, audience: audience, app: app, now: now, connection: connection)
 
-                // A page whose lease expired first: its driver died or was stopped.
+                // A page whose lease expired first: its driver died or was stopped. Never the
+                // claimer's own (it is on the wire here; a renewal came late under load).
                 let expired = try connection.prepare(
                     """
                     SELECT number, after_id, last_id, targets, attempt, claims FROM outbox_pages
-                    WHERE app = ? AND notification_id = ? AND done = 0 AND lease_expires <= ? LIMIT 1
+                    WHERE app = ? AND notification_id = ? AND done = 0 AND lease_expires <= ? AND lease_owner IS NOT ? LIMIT 1
                     """
-                ).bind(key + [.real(now.secondsSinceEpoch)])
+                ).bind(key + [.real(now.secondsSinceEpoch), .text(lease.owner)])
                 if try expired.step() {
                     let number = Int(expired.int64(0))
                     let after = expired.text(1).flatMap { try? RegistrationID($0) }

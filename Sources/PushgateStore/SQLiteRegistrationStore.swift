@@ -209,12 +209,13 @@ public final class SQLiteRegistrationStore: RegistrationStore, DatabaseStore {
     }
 
     public func registrations(
-        matching expression: TagExpression?, platforms: PlatformSelection, app: AppID, batchSize: Int, now: Timestamp
+        matching expression: TagExpression?, platforms: PlatformSelection, app: AppID, batchSize: Int, now: Timestamp,
+        after start: RegistrationID?
     ) -> AsyncThrowingStream<[Registration], any Error> {
         let batch = max(1, batchSize)
         return AsyncThrowingStream { continuation in
             let task = Task {
-                var after = ""
+                var after = start?.rawValue ?? ""
                 do {
                     let query = try await self.run { connection throws(StoreError) in
                         try TagQuery(expression: expression, platforms: platforms, app: app, now: now, connection: connection)

@@ -562,10 +562,10 @@ struct StandingSandbox {
         let configPath = folder + "/config.json"
         var config = try #require(
             try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: configPath))) as? [String: Any])
+        let storeFile = try #require(((config["store"] as? [String: Any])?["sqlite"] as? [String: Any])?["path"] as? String)
         adjust(&config)
         try JSONSerialization.data(withJSONObject: config).write(to: URL(fileURLWithPath: configPath))
         let control = try #require((config["console"] as? [String: Any])?["sandboxControl"] as? String)
-        let storeFile = try #require(((config["store"] as? [String: Any])?["sqlite"] as? [String: Any])?["path"] as? String)
         return StandingSandbox(
             process: process, configPath: configPath, control: control,
             storePath: storeFile.hasPrefix("/") ? storeFile : folder + "/" + storeFile)

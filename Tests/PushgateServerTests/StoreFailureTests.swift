@@ -87,9 +87,10 @@ final class FailingStore: RegistrationStore, SecureMessageStore, OutboxStore {
 
     /// The first page, then a storage error.
     func registrations(
-        matching expression: TagExpression?, platforms: PlatformSelection, app: AppID, batchSize: Int, now: Timestamp
+        matching expression: TagExpression?, platforms: PlatformSelection, app: AppID, batchSize: Int, now: Timestamp,
+        after: RegistrationID?
     ) -> AsyncThrowingStream<[Registration], any Error> {
-        let pages = inner.registrations(matching: expression, platforms: platforms, app: app, batchSize: batchSize, now: now)
+        let pages = inner.registrations(matching: expression, platforms: platforms, app: app, batchSize: batchSize, now: now, after: after)
         return AsyncThrowingStream { continuation in
             Task {
                 var iterator = pages.makeAsyncIterator()

@@ -1,5 +1,6 @@
 import Foundation
 import Pushgate
+import PushgatePostgres
 import Testing
 
 @testable import PushgateStore
@@ -9,7 +10,7 @@ import Testing
 @Suite struct AudiencePagingTests {
     /// `common` on the first `common` registrations (ids in order), `username:u<k>` on every
     /// registration for k = index % 1000, and `rare` on every 5,000th.
-    static func fill(_ store: SQLiteRegistrationStore, count: Int, common: Int) async throws {
+    static func fill(_ store: any RegistrationStore, count: Int, common: Int) async throws {
         var batch: [Registration] = []
         for index in 0..<count {
             let id = try RegistrationID(String(format: "r%08d", index))
@@ -51,6 +52,42 @@ import Testing
             let many = try await Self.middlePageSteps(largeStore, expression, audience: 200_000)
             // Wave 1's list subquery made the large page cost ~20 times the small one.
             #expect(Double(many) < Double(few) * 1.5, "\(expression): \(few) steps at 10,000 matches, \(many) at 200,000")
+        }
+    }
+
+    /// The same on PostgreSQL, in its own plan of the page as run (`EXPLAIN ANALYZE, BUFFERS`):
+    /// the buffers a middle page touches stay flat from 10,000 to 200,000 matches, and every
+    /// table is reached through an index, never a sequential scan.
+    @Test(.enabled(if: PostgresTesting.isAvailable))
+    func onPostgreSQLAPageOfACommonTagCostsTheSameAt10000And200000Matches() async throws {
+        let smallStore = try await PostgresTesting.freshStore()
+        let largeStore = try await PostgresTesting.freshStore()
+        try await Self.fill(smallStore, count: 200_000, common: 10_000)
+        try await Self.fill(largeStore, count: 200_000, common: 200_000)
+        try await smallStore.analyze()
+        try await largeStore.analyze()
+
+        func middlePage(_ store: PostgresStore, _ expression: String, audience: Int) async throws -> (buffers: Int, plan: String) {
+            let page = try await store.explainPage(
+                matching: try TagExpression(parsing: expression), platforms: .all, app: .default,
+                after: String(format: "r%08d", audience / 2), limit: 500, now: start)
+            #expect(page.ids.count == 500)
+            let explained = try #require(try JSONSerialization.jsonObject(with: Data(page.plan.utf8)) as? [[String: Any]])
+            let plan = try #require(explained.first?["Plan"] as? [String: Any])
+            let buffers = (plan["Shared Hit Blocks"] as? Int ?? 0) + (plan["Shared Read Blocks"] as? Int ?? 0)
+            return (buffers, page.plan)
+        }
+        for expression in ["common", "common || rare", "common && !rare"] {
+            let few = try await middlePage(smallStore, expression, audience: 10_000)
+            let many = try await middlePage(largeStore, expression, audience: 200_000)
+            #expect(
+                many.buffers < few.buffers * 3 / 2 + 50,
+                "\(expression): \(few.buffers) buffers at 10,000 matches, \(many.buffers) at 200,000")
+            for plan in [few.plan, many.plan] {
+                #expect(!plan.contains("Seq Scan"), "\(expression):\n\(plan)")
+                #expect(plan.contains("registration_tags_pkey"), "\(expression):\n\(plan)")
+            }
+            print("PostgreSQL page of '\(expression)': \(few.buffers) buffers at 10,000 matches, \(many.buffers) at 200,000")
         }
     }
 

@@ -22,8 +22,11 @@ public struct PostgresSettings: Sendable, Hashable {
 /// A parsed `postgres://` or `postgresql://` URL: `postgres://USER@HOST[:PORT]/DATABASE[?OPTIONS]`.
 /// Options: `host=/socket/folder` (a Unix socket instead of TCP), `sslmode=disable|prefer|require`.
 public struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
+    /// libpq's `sslmode`s: `prefer` and `require` encrypt without checking the certificate,
+    /// `verify-full` checks it and the host name.
     public enum TLSMode: String, Sendable, Hashable {
         case disable, prefer, require
+        case verifyFull = "verify-full"
     }
 
     public var user: String
@@ -55,6 +58,11 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
         if let mark = rest.firstIndex(of: "?") {
             query = rest[rest.index(after: mark)...]
             rest = rest[..<mark]
+        }
+        // A password (user:secret@) is refused before anything else is parsed, so that no error
+        // repeats any of it, whatever characters it holds.
+        if let at = rest.lastIndex(of: "@"), rest[..<at].contains(":") {
+            throw PostgresURLError("the URL holds a password; give it as store.postgres.password ({\"env\": …} or {\"file\": …}) instead")
         }
         var authority = rest
         var path: Substring = ""
@@ -104,7 +112,7 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
                 user = value
             case "sslmode":
                 guard let mode = TLSMode(rawValue: value) else {
-                    throw PostgresURLError("sslmode '\(value)' is not one of disable, prefer, require")
+                    throw PostgresURLError("sslmode '\(value)' is not one of disable, prefer, require, verify-full")
                 }
                 tls = mode
             case "password":

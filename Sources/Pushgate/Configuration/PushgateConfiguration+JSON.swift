@@ -80,7 +80,7 @@ extension PushgateConfiguration {
                 let url: PostgresURL
                 do { url = try PostgresURL(parsing: text) } catch { throw postgres.error(error.description, key: "url") }
                 var settings = PostgresSettings(url: url, password: try postgres.secret("password"))
-                settings.poolSize = try postgres.int("poolSize", in: 1...200) ?? settings.poolSize
+                settings.poolSize = try postgres.int("poolSize", in: 2...200) ?? settings.poolSize
                 settings.timeoutSeconds = try postgres.int("timeoutSeconds", in: 1...600) ?? settings.timeoutSeconds
                 try postgres.finish(expected: ["url", "password", "poolSize", "timeoutSeconds"])
                 store.kind = .postgres(settings)

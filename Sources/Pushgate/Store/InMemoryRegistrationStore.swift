@@ -52,11 +52,14 @@ public actor InMemoryRegistrationStore: RegistrationStore {
     }
 
     public nonisolated func registrations(
-        matching expression: TagExpression?, platforms: PlatformSelection, app: AppID, batchSize: Int, now: Timestamp
+        matching expression: TagExpression?, platforms: PlatformSelection, app: AppID, batchSize: Int, now: Timestamp,
+        after: RegistrationID?
     ) -> AsyncThrowingStream<[Registration], any Error> {
         AsyncThrowingStream { continuation in
             Task {
-                let all = await self.snapshot(app: app).filter {
+                let all = await self.snapshot(app: app).filter { registration in
+                    after.map { registration.id > $0 } ?? true
+                }.filter {
                     platforms.contains($0.platform) && !$0.isExpired(at: now) && (expression?.matches($0.tags) ?? true)
                 }
                 for start in stride(from: 0, to: all.count, by: max(1, batchSize)) {

@@ -19,9 +19,11 @@ public protocol RegistrationStore: Sendable {
     /// Deletes a registration; false when there was none.
     func delete(id: RegistrationID, app: AppID) async throws(StoreError) -> Bool
     /// Registrations on `platforms` whose tags satisfy `expression` (every one when nil), ordered
-    /// by id, in batches of at most `batchSize` (never all at once). Expired ones are left out.
+    /// by id, after `after` when given, in batches of at most `batchSize` (never all at once).
+    /// Expired ones are left out.
     func registrations(
-        matching expression: TagExpression?, platforms: PlatformSelection, app: AppID, batchSize: Int, now: Timestamp
+        matching expression: TagExpression?, platforms: PlatformSelection, app: AppID, batchSize: Int, now: Timestamp,
+        after: RegistrationID?
     )
         -> AsyncThrowingStream<[Registration], any Error>
     /// The delivery targets of a send: the id and handle of each registration that
@@ -43,6 +45,13 @@ public protocol RegistrationStore: Sendable {
 }
 
 extension RegistrationStore {
+    /// Every matching registration, from the first.
+    public func registrations(
+        matching expression: TagExpression?, platforms: PlatformSelection, app: AppID, batchSize: Int, now: Timestamp
+    ) -> AsyncThrowingStream<[Registration], any Error> {
+        registrations(matching: expression, platforms: platforms, app: app, batchSize: batchSize, now: now, after: nil)
+    }
+
     /// A new registration id with no per-owner cap (tools and tests).
     public func createRegistrationID(app: AppID, now: Timestamp) async throws(StoreError) -> RegistrationID {
         try await createRegistrationID(app: app, owner: "", maximumReserved: .max, now: now)
