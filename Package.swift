@@ -170,7 +170,8 @@ let package = Package(
         .testTarget(
             name: "PushgateCLITests",
             dependencies: [
-                "PushgateCLI", "PushgateLocal", "PNSSandbox", "PushgateStore", "PushgatePostgres", "PushgateCurl", "Pushgate", "PushgateTesting",
+                "PushgateCLI", "PushgateLocal", "PNSSandbox", "PushgateStore", "PushgatePostgres", "PushgateCurl", "Pushgate",
+                "PushgateTesting",
             ]),
         .testTarget(name: "PushgateConsoleTests", dependencies: ["PushgateLocal", "PNSSandbox", "Pushgate", "PushgateTesting"]),
     ],

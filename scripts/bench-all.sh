@@ -8,7 +8,7 @@
 # Environment: PUSHGATE_BIN (a release pushgate; default: build one), PUSHGATE_BENCH_OUT (JSON,
 # default .build/bench/bench-all.json), PUSHGATE_BENCH_BROADCAST (registrations, 1,000,000),
 # PUSHGATE_BENCH_DISPATCH (requests per dispatch round, 100,000), PUSHGATE_BENCH_ROUNDS (3),
-# PUSHGATE_BENCH_SECTIONS (default "dispatch broadcast latency upserts idle"; the broadcast's
+# PUSHGATE_BENCH_SECTIONS (default "dispatch broadcast postgres latency upserts idle"; the broadcast's
 # store is always built: the later sections use it; "sandbox" adds the broadcast against
 # `pushgate sandbox` beside nginx, scripts/bench-sandbox-sink.sh), PUSHGATE_BENCH_PERF=1
 # (profile the gateway during the broadcast with perf; the report lands beside the JSON).
@@ -36,10 +36,10 @@ rounds=${PUSHGATE_BENCH_ROUNDS:-3}
 out=${PUSHGATE_BENCH_OUT:-.build/bench/bench-all.json}
 streams=100
 pools=2
-sections=" ${PUSHGATE_BENCH_SECTIONS:-dispatch broadcast latency upserts idle} "
+sections=" ${PUSHGATE_BENCH_SECTIONS:-dispatch broadcast postgres latency upserts idle} "
 want() { [[ "$sections" == *" $1 "* ]]; }
 
-scripts/setup.sh >&2
+scripts/setup.sh --postgres >&2
 need=()
 command -v nghttpd >/dev/null || need+=(nghttp2-server)
 command -v h2load >/dev/null || need+=(nghttp2-client)
@@ -354,6 +354,8 @@ touch "$results.tmp"; cat "$results.tmp" >> "$results"; rm -f "$results.tmp"
 
 # The same broadcast against `pushgate sandbox` (every platform's real answers), nginx beside it.
 if want sandbox; then source scripts/bench-sandbox-sink.sh; fi
+# The same broadcast from PostgreSQL, one and two instances.
+if want postgres; then source scripts/bench-postgres.sh; fi
 
 # The later sections use a gateway on the full store (the outbox on, as shipped).
 (cd "$work/sandbox" && exec "$bin" serve --config "$config" > "$work/gateway.log" 2>&1) &
@@ -446,6 +448,7 @@ summary = {
     "broadcast_direct": {k.split(".", 1)[1]: v for k, v in raw.items() if k.startswith("broadcast_direct.")},
     "latency": {k.split(".", 1)[1]: v for k, v in raw.items() if k.startswith("latency.")},
     "upserts": {k.split(".", 1)[1]: v for k, v in raw.items() if k.startswith("upserts.")},
+    "postgres": {k.split(".", 1)[1]: v for k, v in raw.items() if k.startswith("postgres.")},
     "idle": {"rss_mib": num("idle.rss_mib"), "rss_anon_mib": num("idle.rss_anon_mib"), "rss_file_mib": num("idle.rss_file_mib")},
 }
 json.dump(summary, open(out, "w"), indent=2)
@@ -476,6 +479,18 @@ if paired:
                  "without the outbox " + fmt(statistics.median(direct[r] for r in paired)), f"× {per_round} (per round)", "≥ 0.8"))
 rows.append(("broadcast peak RSS (MiB)", b.get("peak_rss_mib", "n/a"), "", "", "< 300"))
 rows.append(("broadcast CPU per notification (µs)", b.get("cpu_us_per_notification", "n/a"), "", "", ""))
+p = summary["postgres"]
+if p.get("pg1.rate"):
+    rows.append(("broadcast from PostgreSQL, 1 instance (notifications/s)", fmt(num("postgres.pg1.rate")), "SQLite " + fmt(bn("rate")),
+                 f"× {num('postgres.pg1.rate') / bn('rate'):.2f}" if bn("rate") else "", ""))
+    rows.append(("  CPU per notification (µs): gateway / PostgreSQL server", f"{p.get('pg1.gateway_cpu_us_per_notification')} / {p.get('pg1.server_cpu_us_per_notification')}",
+                 "SQLite gateway " + b.get("cpu_us_per_notification", "n/a"), "", ""))
+if p.get("pg2.rate"):
+    rows.append(("two halves at once, 2 instances (notifications/s)", fmt(num("postgres.pg2.rate")), "1 instance " + fmt(num("postgres.pg2_one.rate")),
+                 f"× {num('postgres.pg2.rate') / num('postgres.pg2_one.rate'):.2f}" if num("postgres.pg2_one.rate") else "", ""))
+    rows.append(("  CPU per notification (µs): gateways / server (2 instances; 1 instance)",
+                 f"{p.get('pg2.gateway_cpu_us_per_notification')} / {p.get('pg2.server_cpu_us_per_notification')}",
+                 f"{p.get('pg2_one.gateway_cpu_us_per_notification')} / {p.get('pg2_one.server_cpu_us_per_notification')}", "", ""))
 l = summary["latency"]
 rows.append(("single-target send at 1,000/s: p50 / p99 / p99.9 (ms)",
              f"{l.get('gateway.p50_ms')} / {l.get('gateway.p99_ms')} / {l.get('gateway.p999_ms')}",

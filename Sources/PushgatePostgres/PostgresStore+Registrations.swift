@@ -193,7 +193,7 @@ extension PostgresStore: RegistrationStore {
     ) async throws
         -> [DispatchTarget]
     {
-        let (sql, values) = query.sql(after: after, limit: limit, withHandles: true)
+        let (sql, values) = query.sql(after: after, limit: limit, withHandles: true, lateral: true)
         var targets: [DispatchTarget] = []
         targets.reserveCapacity(limit)
         for try await (text, platformText, handle) in try await connection.query(dynamicQuery(sql, values), logger: logger).decode(
@@ -256,7 +256,7 @@ extension PostgresStore: RegistrationStore {
             let query = try await Self.plan(expression, platforms: platforms, app: app, now: now, connection: connection, logger: logger)
             let ids = try await Self.targets(query, after: after, limit: limit, connection: connection, logger: logger).map(
                 \.registrationID)
-            let (sql, values) = query.sql(after: after, limit: limit, withHandles: true)
+            let (sql, values) = query.sql(after: after, limit: limit, withHandles: true, lateral: true)
             let plan = try await connection.query(
                 dynamicQuery("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql, values), logger: logger
             ).all(String.self).joined()

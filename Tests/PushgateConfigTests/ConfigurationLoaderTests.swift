@@ -92,6 +92,49 @@ struct ConfigFolder: ~Copyable {
             })
     }
 
+    @Test func aPostgresStoreIsConfiguredWithItsPasswordAsASecretNeverInTheURL() throws {
+        func load(_ store: String) throws -> LoadedConfiguration {
+            let folder = try ConfigFolder(files: [
+                "config.json":
+                    #"{"store": \#(store), "apps": {"default": {"templates": {"notify": {"apns": {"body": "{}"}}}}}}"#
+            ])
+            return try ConfigurationLoader.load(file: folder.configFile)
+        }
+        func reason(_ store: String) -> String {
+            do {
+                _ = try load(store)
+                return ""
+            } catch {
+                return "\(error)"
+            }
+        }
+        let loaded = try load(
+            #"{"postgres": {"url": "postgresql://gate@db.internal:6432/push?sslmode=verify-full", "password": {"env": "PG_PASSWORD"}, "poolSize": 12}}"#
+        )
+        guard case .postgres(let settings) = loaded.configuration.store.kind else {
+            Issue.record("not a PostgreSQL store")
+            return
+        }
+        #expect(settings.url.user == "gate" && settings.url.host == "db.internal" && settings.url.port == 6432)
+        #expect(settings.url.database == "push" && settings.url.tls == .verifyFull)
+        #expect(settings.password == .environment("PG_PASSWORD") && settings.poolSize == 12 && settings.timeoutSeconds == 5)
+        let socket = try PostgresURL(parsing: "postgres://gate@/push?host=/run/postgresql")
+        #expect(socket.socketPath == "/run/postgresql/.s.PGSQL.5432" && socket.host == nil)
+
+        // A password in the URL is refused without repeating it, whatever it holds.
+        for url in ["postgres://gate:s3cr/et@db/push", "postgres://gate:12?34@db/push", "postgres://gate@db/push?password=hunter2"] {
+            let text = reason(#"{"postgres": {"url": "\#(url)"}}"#)
+            #expect(text.contains("$.store.postgres.url") && text.contains("holds a password"), "\(text)")
+            #expect(!text.contains("s3cr") && !text.contains("hunter2") && !text.contains("34@"), "\(text)")
+        }
+        #expect(reason(#"{"postgres": {"url": "mysql://db/push"}}"#).contains("expected postgres:// or postgresql://"))
+        #expect(reason(#"{"postgres": {"url": "postgres://db:99999/push"}}"#).contains("not a number from 1 to 65535"))
+        #expect(reason(#"{"postgres": {"url": "postgres://db"}}"#).contains("names no database"))
+        #expect(reason(#"{"postgres": {"url": "postgres://db/push?sslmode=maybe"}}"#).contains("sslmode 'maybe'"))
+        #expect(reason(#"{"postgres": {"url": "postgres://db/p", "poolSize": 1}}"#).contains("$.store.postgres.poolSize"))
+        #expect(reason(#"{"sqlite": {"path": "x"}, "postgres": {"url": "postgres://db/p"}}"#).contains("not both"))
+    }
+
     @Test func inlineTemplatesAndHeadersAreCheckedToo() throws {
         let folder = try ConfigFolder(files: [
             "config.json":

@@ -54,15 +54,15 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
             throw PostgresURLError("the scheme is '\(scheme)'; expected postgres:// or postgresql://")
         }
         rest = rest[schemeEnd.upperBound...]
-        var query: Substring = ""
-        if let mark = rest.firstIndex(of: "?") {
-            query = rest[rest.index(after: mark)...]
-            rest = rest[..<mark]
-        }
         // A password (user:secret@) is refused before anything else is parsed, so that no error
         // repeats any of it, whatever characters it holds.
         if let at = rest.lastIndex(of: "@"), rest[..<at].contains(":") {
             throw PostgresURLError("the URL holds a password; give it as store.postgres.password ({\"env\": …} or {\"file\": …}) instead")
+        }
+        var query: Substring = ""
+        if let mark = rest.firstIndex(of: "?") {
+            query = rest[rest.index(after: mark)...]
+            rest = rest[..<mark]
         }
         var authority = rest
         var path: Substring = ""
