@@ -524,8 +524,8 @@ extension PostgresStore: OutboxStore, DatabaseStore {
             counts: byPlatform, cancelRequested: row.9, targetsClaimed: row.10, audienceExhausted: row.11)
     }
 
-    /// Pages claimed and not yet recorded, and their targets (at most a page size each): a dead
-    /// driver's in-flight window, for tests.
+    /// How many pages are claimed and not yet recorded (each at most a page size of targets): a
+    /// dead driver's in-flight window, for tests.
     package func unfinishedPages(notificationID: String, app: AppID) async throws(StoreError) -> Int {
         let logger = self.logger
         return try await perform { connection in

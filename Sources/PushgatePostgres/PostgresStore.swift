@@ -41,9 +41,12 @@ public final class PostgresStore: Sendable {
     /// The outbox's wake-up channel.
     static let outboxChannel = "pushgate_outbox"
 
-    private init(client: PostgresClient, settings: PostgresSettings, password: String?, reservationLifetime: Double, logger: Logger) {
+    private init(
+        client: PostgresClient, probeConfiguration: PostgresConnection.Configuration, settings: PostgresSettings,
+        reservationLifetime: Double, logger: Logger
+    ) {
         self.client = client
-        self.probeConfiguration = Self.probeConfiguration(settings, password: password)
+        self.probeConfiguration = probeConfiguration
         self.logger = logger
         self.reservationLifetime = reservationLifetime
         self.timeout = .seconds(settings.timeoutSeconds)
@@ -58,7 +61,8 @@ public final class PostgresStore: Sendable {
     ) async throws(StoreError) -> PostgresStore {
         let store = PostgresStore(
             client: PostgresClient(configuration: configuration(settings, password: password), backgroundLogger: logger),
-            settings: settings, password: password, reservationLifetime: reservationLifetime, logger: logger)
+            probeConfiguration: try probeConfiguration(settings, password: password), settings: settings,
+            reservationLifetime: reservationLifetime, logger: logger)
         do {
             try await store.migrate()
         } catch {
@@ -109,7 +113,12 @@ public final class PostgresStore: Sendable {
         return configuration
     }
 
-    static func probeConfiguration(_ settings: PostgresSettings, password: String?) -> PostgresConnection.Configuration {
+    static func probeConfiguration(_ settings: PostgresSettings, password: String?) throws(StoreError) -> PostgresConnection.Configuration {
+        func context(verify: Bool) throws(StoreError) -> NIOSSLContext {
+            do { return try NIOSSLContext(configuration: tlsConfiguration(verify: verify)) } catch {
+                throw StoreError(.storage, "cannot set up TLS for \(settings.url): \(error)")
+            }
+        }
         let url = settings.url
         var configuration: PostgresConnection.Configuration
         if let socket = url.socketPath {
@@ -118,9 +127,9 @@ public final class PostgresStore: Sendable {
             let tls: PostgresConnection.Configuration.TLS =
                 switch url.tls {
                 case .disable: .disable
-                case .prefer: .prefer(try! NIOSSLContext(configuration: tlsConfiguration(verify: false)))
-                case .require: .require(try! NIOSSLContext(configuration: tlsConfiguration(verify: false)))
-                case .verifyFull: .require(try! NIOSSLContext(configuration: tlsConfiguration(verify: true)))
+                case .prefer: .prefer(try context(verify: false))
+                case .require: .require(try context(verify: false))
+                case .verifyFull: .require(try context(verify: true))
                 }
             configuration = .init(
                 host: url.host ?? "localhost", port: url.port, username: url.user, password: password, database: url.database, tls: tls)
@@ -221,9 +230,9 @@ public final class PostgresStore: Sendable {
     /// while the monitor finds the database down, fails at once. Deadlocks and serialisation
     /// failures are retried.
     func perform<T: Sendable>(
-        gated: Bool = true, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+        _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws(StoreError) -> T {
-        if gated, let reason = unavailability.withLock({ $0 }) {
+        if let reason = unavailability.withLock({ $0 }) {
             throw StoreError(.unavailable, "the database is unavailable: \(reason)")
         }
         var attempt = 0
@@ -234,7 +243,7 @@ public final class PostgresStore: Sendable {
             } catch {
                 let failure = Self.storeError(error)
                 if attempt < 4, Self.isRetryable(error) { continue }
-                if failure.kind == .unavailable, gated { startMonitorCheckSoon() }
+                if failure.kind == .unavailable { startMonitorCheckSoon() }
                 throw failure
             }
         }
