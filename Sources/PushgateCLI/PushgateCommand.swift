@@ -13,7 +13,7 @@ struct PushgateCommand: AsyncParsableCommand {
             """,
         subcommands: [
             DemoCommand.self, ServeCommand.self, SendCommand.self, NotificationsCommand.self, RegistrationsCommand.self,
-            SandboxCommand.self, TemplatesCommand.self, StoreCommand.self,
+            SandboxCommand.self, TemplatesCommand.self, StoreCommand.self, HubsCommand.self,
             UsersCommand.self,
             BenchCommand.self,
             VersionCommand.self,

@@ -1,4 +1,11 @@
 import Foundation
+import Pushgate
+
+/// Notification Hubs' default rule names.
+enum SharedAccessRuleNames {
+    static let listen = SharedAccessRule.defaultListenName
+    static let full = SharedAccessRule.defaultFullName
+}
 
 /// Writes a gateway `config.json` that delivers through a push-service sandbox: every service's
 /// endpoint points at the sandbox, its CA is trusted, its credentials come from the files the
@@ -74,6 +81,12 @@ public struct SandboxGatewayConfiguration: Sendable {
                             "caFile": ca,
                         ],
                     ],
+                    "accessRules": [
+                        SharedAccessRuleNames.listen: ["key": ["file": Self.keyFile(SharedAccessRuleNames.listen)], "rights": ["Listen"]],
+                        SharedAccessRuleNames.full: [
+                            "key": ["file": Self.keyFile(SharedAccessRuleNames.full)], "rights": ["Listen", "Manage", "Send"],
+                        ],
+                    ],
                     "templates": [
                         "notify": [
                             "apns": template("notify", "apns", "json", ["apns-push-type": "alert", "apns-priority": "10"]),
@@ -91,10 +104,30 @@ public struct SandboxGatewayConfiguration: Sendable {
         ]
     }
 
+    /// Where a default rule's key is written, relative to the configuration.
+    static func keyFile(_ rule: String) -> String { "hub-keys/default.\(rule).key" }
+
+    /// Writes each default rule's key (32 random bytes, base64, as Notification Hubs issues them)
+    /// unless it exists, readable by the owner only.
+    static func writeKeys(in directory: String) throws {
+        let folder = (directory as NSString).appendingPathComponent("hub-keys")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        for rule in [SharedAccessRuleNames.listen, SharedAccessRuleNames.full] {
+            let path = (directory as NSString).appendingPathComponent(keyFile(rule))
+            guard !FileManager.default.fileExists(atPath: path) else { continue }
+            var generator = SystemRandomNumberGenerator()
+            let key = Data((0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }).base64EncodedString()
+            guard FileManager.default.createFile(atPath: path, contents: Data(key.utf8), attributes: [.posixPermissions: 0o600]) else {
+                throw CocoaError(.fileWriteUnknown)
+            }
+        }
+    }
+
     /// Writes `config.json` and the embedded templates into `directory`; returns the config path.
     @discardableResult
     public func write(to directory: String) throws -> String {
         _ = try EmbeddedTemplates.write(to: directory)
+        try Self.writeKeys(in: directory)
         let data = try JSONSerialization.data(
             withJSONObject: jsonObject(), options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
         let path = (directory as NSString).appendingPathComponent("config.json")

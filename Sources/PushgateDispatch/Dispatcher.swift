@@ -35,7 +35,8 @@ public final class Dispatcher: Sendable {
         targets: Targets, maximumReportedTargets: Int = 10_000, batchesInFlight: Int = 3,
         applyHandleUpdates: (@Sendable ([HandleUpdate]) async -> Void)? = nil, handleUpdateChunk: Int = 500,
         batchFinished: (@Sendable (_ index: Int, _ reports: [DeliveryReport]) async -> Void)? = nil,
-        progress: (@Sendable (DispatchProgress) -> Void)? = nil, logger: Logger = Logger(label: "pushgate.dispatch")
+        progress: (@Sendable (DispatchProgress) -> Void)? = nil, payloadGroups: PayloadGrouping? = nil,
+        logger: Logger = Logger(label: "pushgate.dispatch")
     ) async -> DispatchSummary where Targets.Element == [DispatchTarget] {
         var tally = Tally(maximumReportedTargets: maximumReportedTargets)
         var pendingUpdates: [HandleUpdate] = []
@@ -66,7 +67,16 @@ public final class Dispatcher: Sendable {
                         break
                     }
                     let index = batchesRead
-                    group.addTask { (index, await self.deliver(batch, selection: selection, payloads: payloads)) }
+                    group.addTask {
+                        guard let payloadGroups else { return (index, await self.deliver(batch, selection: selection, payloads: payloads)) }
+                        // Each target's own payload (template registrations): one delivery per distinct payload.
+                        let grouped = await payloadGroups(batch)
+                        var reports = grouped.ignored
+                        for part in grouped.groups {
+                            reports += await self.deliver(part.targets, selection: selection, payloads: part.payloads)
+                        }
+                        return (index, reports)
+                    }
                     batchesRead += 1
                     inFlight += 1
                 }
@@ -191,6 +201,22 @@ public final class Dispatcher: Sendable {
     /// Shuts every provider down.
     public func shutdown() async {
         for provider in providers.values { await provider.shutdown() }
+    }
+}
+
+/// Splits a batch of targets by the payload each gets (a template registration renders its own
+/// template): the groups to deliver, and the reports of targets the notification does not reach.
+public typealias PayloadGrouping = @Sendable (_ batch: [DispatchTarget]) async -> PayloadGroups
+
+/// A batch split by payload.
+public struct PayloadGroups: Sendable {
+    public var groups: [(targets: [DispatchTarget], payloads: [Platform: RenderedNotification])]
+    /// Targets answered without a request (`Skipped`, or a template that cannot render).
+    public var ignored: [DeliveryReport]
+
+    public init(groups: [(targets: [DispatchTarget], payloads: [Platform: RenderedNotification])] = [], ignored: [DeliveryReport] = []) {
+        self.groups = groups
+        self.ignored = ignored
     }
 }
 

@@ -10,9 +10,9 @@ import PushgateStore
 /// - an enqueue (and a cancel) notifies `pushgate_outbox` when it commits, waking idle instances.
 extension PostgresStore: OutboxStore, DatabaseStore {
     public func enqueue(_ notification: OutboxNotification, lease: OutboxLease?) async throws(StoreError) {
-        let payloads = OutboxPayloadCoding.encode(notification.payloads)
+        let payloads = OutboxPayloadCoding.encode(notification.payloads, delivery: notification.delivery)
         let logger = self.logger
-        let recipient: String? = if case .fcm(let recipient) = notification.audience { recipient.handleValue } else { nil }
+        let recipient = notification.audience.storedRecipient
         let state = (lease == nil ? notification.initialState : .processing).rawValue
         let startedAt: Double? = lease == nil ? nil : notification.enqueuedAt.secondsSinceEpoch
         try await transaction { connection in
@@ -97,12 +97,12 @@ extension PostgresStore: OutboxStore, DatabaseStore {
                 throw StoreError(.storage, "a stored platform list is corrupt")
             }
             var query: TagQuery? = nil
-            if let expression = audience.expression {
-                query = try await Self.plan(expression, platforms: selection, app: app, now: now, connection: connection, logger: logger)
+            if audience.walksRegistrations {
+                query = try await Self.plan(
+                    audience.expression, platforms: selection, app: app, now: now, connection: connection, logger: logger)
             }
             func walk(_ after: RegistrationID?, _ limit: Int) async throws -> [DispatchTarget] {
-                if case .fcm(let recipient) = audience { return after == nil && limit > 0 ? [recipient.target] : [] }
-                guard let query else { return [] }
+                guard let query else { return audience.targets(after: after, limit: limit) { _, _, _ in [] } }
                 return try await Self.targets(query, after: after?.rawValue ?? "", limit: limit, connection: connection, logger: logger)
             }
 
@@ -492,11 +492,12 @@ extension PostgresStore: OutboxStore, DatabaseStore {
         else { return nil }
         let selection: PlatformSelection
         do { selection = try PlatformSelection(parsing: row.1) } catch { throw StoreError(.storage, "a stored platform list is corrupt") }
+        let stored = try OutboxPayloadCoding.decodeWithDelivery(row.3)
         return OutboxNotification(
             id: id, app: app, sender: row.0, selection: selection,
             audience: try SQLiteRegistrationStore.audience(text: row.2, recipient: row.7),
-            payloads: try OutboxPayloadCoding.decode(row.3), secureID: row.4,
-            enqueuedAt: Timestamp(secondsSinceEpoch: row.5), deliverAt: Timestamp(secondsSinceEpoch: row.6))
+            payloads: stored.payloads, secureID: row.4,
+            enqueuedAt: Timestamp(secondsSinceEpoch: row.5), deliverAt: Timestamp(secondsSinceEpoch: row.6), delivery: stored.delivery)
     }
 
     static func record(id: String, app: AppID, connection: PostgresConnection, logger: Logger) async throws -> NotificationRecord? {

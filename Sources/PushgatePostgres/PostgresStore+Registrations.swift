@@ -145,6 +145,25 @@ extension PostgresStore: RegistrationStore {
         }
     }
 
+    public func templates(of ids: [RegistrationID], app: AppID) async throws(StoreError) -> [RegistrationID: RegistrationTemplate] {
+        guard !ids.isEmpty else { return [:] }
+        let logger = self.logger
+        let texts = ids.map(\.rawValue)
+        return try await perform { connection in
+            var found: [RegistrationID: RegistrationTemplate] = [:]
+            for (id, text) in try await connection.query(
+                "SELECT id, template FROM registrations WHERE app = \(app.rawValue) AND id = ANY(\(texts)) AND template IS NOT NULL",
+                logger: logger
+            ).all((String, String).self) {
+                guard let id = try? RegistrationID(id),
+                    let template = try? JSONDecoder().decode(RegistrationTemplate.self, from: Data(text.utf8))
+                else { continue }
+                found[id] = template
+            }
+            return found
+        }
+    }
+
     public func delete(id: RegistrationID, app: AppID) async throws(StoreError) -> Bool {
         let logger = self.logger
         return try await transaction { connection in

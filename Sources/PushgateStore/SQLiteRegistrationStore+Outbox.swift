@@ -4,7 +4,7 @@ import Pushgate
 /// audience and records the page in one transaction, so a claim is never half made.
 extension SQLiteRegistrationStore: OutboxStore {
     public func enqueue(_ notification: OutboxNotification, lease: OutboxLease?) async throws(StoreError) {
-        let payloads = OutboxPayloadCoding.encode(notification.payloads)
+        let payloads = OutboxPayloadCoding.encode(notification.payloads, delivery: notification.delivery)
         try await run { connection throws(StoreError) in
             try connection.prepare(
                 """
@@ -19,7 +19,7 @@ extension SQLiteRegistrationStore: OutboxStore {
                 .real(notification.enqueuedAt.secondsSinceEpoch), .real(notification.deliverAt.secondsSinceEpoch),
                 lease == nil ? .null : .real(notification.enqueuedAt.secondsSinceEpoch), lease.map { .text($0.owner) } ?? .null,
                 .real(lease?.until.secondsSinceEpoch ?? 0),
-                { if case .fcm(let recipient) = notification.audience { .text(recipient.handleValue) } else { .null } }(),
+                notification.audience.storedRecipient.map(SQLiteValue.text) ?? .null,
             ]).run()
         }
     }
@@ -412,9 +412,9 @@ extension SQLiteRegistrationStore: OutboxStore {
         do { selection = try PlatformSelection(parsing: platforms) } catch {
             throw StoreError(.storage, "a stored platform list is corrupt")
         }
-        let query = try audience.expression.map { (expression) throws(StoreError) in
-            try TagQuery(expression: expression, platforms: selection, app: app, now: now, connection: connection)
-        }
+        let query =
+            audience.walksRegistrations
+            ? try TagQuery(expression: audience.expression, platforms: selection, app: app, now: now, connection: connection) : nil
         return { (after, limit) throws(StoreError) in
             try audience.targets(after: after, limit: limit) { (_, after, limit) throws(StoreError) in
                 try query?.targets(after: after?.rawValue ?? "", limit: limit, connection: connection) ?? []
@@ -445,11 +445,10 @@ extension SQLiteRegistrationStore: OutboxStore {
 
     /// A stored audience: the FCM recipient when there is one, else the tag expression's text.
     package static func audience(text: String, recipient: String?) throws(StoreError) -> Audience {
-        if let recipient {
-            guard let parsed = FCMRecipient(handleValue: recipient) else { throw StoreError(.storage, "a stored FCM recipient is corrupt") }
-            return .fcm(parsed)
+        guard let audience = Audience.stored(text: text, recipient: recipient) else {
+            throw StoreError(.storage, recipient == nil ? "a stored audience is corrupt" : "a stored recipient is corrupt")
         }
-        do { return .tags(try TagExpression(parsing: text)) } catch { throw StoreError(.storage, "a stored audience is corrupt") }
+        return audience
     }
 
     static func outboxNotification(id: String, app: AppID, connection: SQLiteConnection) throws(StoreError) -> OutboxNotification? {
@@ -464,11 +463,13 @@ extension SQLiteRegistrationStore: OutboxStore {
         do { selection = try PlatformSelection(parsing: row.text(1) ?? "") } catch {
             throw StoreError(.storage, "a stored platform list is corrupt")
         }
+        let stored = try OutboxPayloadCoding.decodeWithDelivery(row.text(3) ?? "")
         return OutboxNotification(
             id: id, app: app, sender: row.text(0) ?? "", selection: selection,
             audience: try audience(text: row.text(2) ?? "", recipient: row.text(7)),
-            payloads: try OutboxPayloadCoding.decode(row.text(3) ?? ""), secureID: row.text(4),
-            enqueuedAt: Timestamp(secondsSinceEpoch: row.double(5) ?? 0), deliverAt: Timestamp(secondsSinceEpoch: row.double(6) ?? 0))
+            payloads: stored.payloads, secureID: row.text(4),
+            enqueuedAt: Timestamp(secondsSinceEpoch: row.double(5) ?? 0), deliverAt: Timestamp(secondsSinceEpoch: row.double(6) ?? 0),
+            delivery: stored.delivery)
     }
 
     static func record(id: String, app: AppID, connection: SQLiteConnection) throws(StoreError) -> NotificationRecord? {

@@ -70,11 +70,11 @@ extension NotificationResult {
 }
 
 /// A thin wrapper over libxml2's `xmlTextWriter` writing into memory. Used by one thread at a time.
-final class XMLTextWriter {
+public final class XMLTextWriter {
     private let buffer: xmlBufferPtr
     private let writer: xmlTextWriterPtr
 
-    init() {
+    public init() {
         buffer = xmlBufferCreate()
         writer = xmlNewTextWriterMemory(buffer, 0)
         xmlTextWriterSetIndent(writer, 0)
@@ -88,18 +88,18 @@ final class XMLTextWriter {
         text.withCString { pointer in pointer.withMemoryRebound(to: xmlChar.self, capacity: text.utf8.count + 1, body) }
     }
 
-    func startDocument() { xmlTextWriterStartDocument(writer, "1.0", "utf-8", nil) }
+    public func startDocument() { xmlTextWriterStartDocument(writer, "1.0", "utf-8", nil) }
 
-    func startElement(_ name: String) { withXMLString(name) { _ = xmlTextWriterStartElement(writer, $0) } }
+    public func startElement(_ name: String) { withXMLString(name) { _ = xmlTextWriterStartElement(writer, $0) } }
 
-    func endElement() { xmlTextWriterEndElement(writer) }
+    public func endElement() { xmlTextWriterEndElement(writer) }
 
-    func attribute(_ name: String, _ value: String) {
+    public func attribute(_ name: String, _ value: String) {
         withXMLString(name) { name in withXMLString(value) { _ = xmlTextWriterWriteAttribute(writer, name, $0) } }
     }
 
     /// Writes `<name>text</name>`, escaping the text. Characters XML cannot carry are replaced by U+FFFD.
-    func element(_ name: String, _ text: String) {
+    public func element(_ name: String, _ text: String) {
         let safe = String(
             String.UnicodeScalarView(
                 text.unicodeScalars.map { scalar in
@@ -111,8 +111,31 @@ final class XMLTextWriter {
         withXMLString(name) { name in withXMLString(safe) { _ = xmlTextWriterWriteElement(writer, name, $0) } }
     }
 
+    /// Writes `<name>` with the text as one CDATA section (a template body, as Notification Hubs writes it).
+    public func cdataElement(_ name: String, _ text: String) {
+        startElement(name)
+        // "]]>" cannot appear in a CDATA section: split it across two.
+        let pieces = Self.xmlSafe(text).split(separator: "]]>", omittingEmptySubsequences: false)
+        for (index, piece) in pieces.enumerated() {
+            let part = (index > 0 ? ">" : "") + piece + (index < pieces.count - 1 ? "]]" : "")
+            withXMLString(part) { _ = xmlTextWriterWriteCDATA(writer, $0) }
+        }
+        endElement()
+    }
+
+    static func xmlSafe(_ text: String) -> String {
+        String(
+            String.UnicodeScalarView(
+                text.unicodeScalars.map { scalar in
+                    switch scalar.value {
+                    case 0x9, 0xA, 0xD, 0x20...0xD7FF, 0xE000...0xFFFD, 0x10000...0x10FFFF: scalar
+                    default: "\u{FFFD}"
+                    }
+                }))
+    }
+
     /// Ends the document, frees the writer and returns the bytes.
-    func finish() -> [UInt8] {
+    public func finish() -> [UInt8] {
         xmlTextWriterEndDocument(writer)
         xmlFreeTextWriter(writer)
         let count = Int(xmlBufferLength(buffer))

@@ -32,10 +32,15 @@ extension PushgateConfiguration {
             listener.maximumConnections = try object.int("maxConnections", in: 1...1_000_000) ?? listener.maximumConnections
             listener.shutdownDeadlineSeconds =
                 try object.int("shutdownDeadlineSeconds", in: 0...3600) ?? listener.shutdownDeadlineSeconds
+            if var tls = try object.object("tls") {
+                listener.tls = ListenerTLS(
+                    certificateChain: try tls.requiredSecret("certificateChain"), privateKey: try tls.requiredSecret("privateKey"))
+                try tls.finish(expected: ["certificateChain", "privateKey"])
+            }
             try object.finish(expected: [
                 "host", "port", "maxBodyBytes", "headerTimeoutSeconds", "bodyTimeoutSeconds", "bodyDeadlineSeconds", "idleTimeoutSeconds",
                 "maxConnections",
-                "shutdownDeadlineSeconds",
+                "shutdownDeadlineSeconds", "tls",
             ])
         }
 
@@ -177,7 +182,29 @@ extension PushgateConfiguration {
         if configuration.templates["notify"] == nil {
             throw templates.error("missing the \"notify\" template set (the templates the notifications API sends)")
         }
-        try app.finish(expected: ["handles", "services", "templates"])
+        if var rules = try app.object("accessRules") {
+            for member in rules.members {
+                guard SharedAccessRule.isValidName(member.key) else {
+                    throw rules.error(
+                        "rule name '\(member.key.prefix(60))' must be 1 to 256 letters, digits, '-', '.' or '_'", key: member.key)
+                }
+                guard var rule = try rules.object(member.key) else { continue }
+                let key = try rule.requiredSecret("key")
+                guard let names = try rule.stringArray("rights"), !names.isEmpty else {
+                    throw rule.error("missing required key 'rights' (a non-empty array of \"Listen\", \"Send\", \"Manage\")")
+                }
+                var rights = Set<AccessRight>()
+                for name in names {
+                    guard let right = AccessRight.allCases.first(where: { $0.rawValue.lowercased() == name.lowercased() }) else {
+                        throw rule.error("unknown right '\(name.prefix(40))'; expected Listen, Send or Manage", key: "rights")
+                    }
+                    rights.insert(right)
+                }
+                try rule.finish(expected: ["key", "rights"])
+                configuration.accessRules.append(SharedAccessRule(name: member.key, key: key, rights: rights))
+            }
+        }
+        try app.finish(expected: ["handles", "services", "templates", "accessRules"])
         return configuration
     }
 

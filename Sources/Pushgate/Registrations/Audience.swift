@@ -3,6 +3,56 @@
 public enum Audience: Sendable, Hashable, CustomStringConvertible {
     case tags(TagExpression)
     case fcm(FCMRecipient)
+    /// Device handles given with the send (a hub API direct send), no registration; their ids
+    /// are `direct-0001`, `direct-0002`, … in order.
+    case direct([DispatchTarget])
+    /// Every registration (a hub API send without tags).
+    case everyone
+
+    /// Whether the audience is a walk of registrations (tags, or every one).
+    public var walksRegistrations: Bool {
+        switch self {
+        case .tags, .everyone: true
+        case .fcm, .direct: false
+        }
+    }
+
+    /// Most handles in one direct send (Notification Hubs' batch limit).
+    public static let maximumDirectHandles = 1000
+
+    /// A direct send's targets, numbered.
+    public static func direct(handles: [DeviceHandle]) -> Audience {
+        .direct(
+            handles.enumerated().map { index, handle in
+                let digits = String(index + 1)
+                return DispatchTarget(
+                    registrationID: try! RegistrationID("direct-" + String(repeating: "0", count: max(0, 4 - digits.count)) + digits),
+                    handle: handle)
+            })
+    }
+
+    /// What a store keeps beside the expression's text: the FCM recipient, or the direct handles
+    /// (`direct` and a line per target); nil for tags.
+    public var storedRecipient: String? {
+        switch self {
+        case .tags: nil
+        case .everyone: "everyone"
+        case .fcm(let recipient): recipient.handleValue
+        case .direct(let targets): "direct\n" + OutboxRetry.encode(targets)
+        }
+    }
+
+    /// The audience back from a store: `text` is the expression, `recipient` the stored recipient.
+    public static func stored(text: String, recipient: String?) -> Audience? {
+        if let recipient {
+            if recipient == "everyone" { return .everyone }
+            if recipient.hasPrefix("direct\n") {
+                return OutboxRetry.decode(String(recipient.dropFirst("direct\n".count))).map(Audience.direct)
+            }
+            return FCMRecipient(handleValue: recipient).map(Audience.fcm)
+        }
+        return (try? TagExpression(parsing: text)).map(Audience.tags)
+    }
 
     /// The tag expression, when the audience is one.
     public var expression: TagExpression? {
@@ -15,17 +65,21 @@ public enum Audience: Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .tags(let expression): expression.description
         case .fcm(let recipient): recipient.description
+        case .everyone: "every registration"
+        case .direct(let targets): "direct send to \(targets.count) handle\(targets.count == 1 ? "" : "s")"
         }
     }
 
     /// The targets of the audience after `after` (ids in order), at most `limit`, where the
     /// registrations' own walk is `registrations`: an FCM recipient is one target, first.
     public func targets<Failure: Error>(
-        after: RegistrationID?, limit: Int, registrations: (TagExpression, RegistrationID?, Int) throws(Failure) -> [DispatchTarget]
+        after: RegistrationID?, limit: Int, registrations: (TagExpression?, RegistrationID?, Int) throws(Failure) -> [DispatchTarget]
     ) throws(Failure) -> [DispatchTarget] {
         switch self {
         case .tags(let expression): try registrations(expression, after, limit)
+        case .everyone: try registrations(nil, after, limit)
         case .fcm(let recipient): after == nil && limit > 0 ? [recipient.target] : []
+        case .direct(let targets): Array(targets.lazy.filter { after == nil || $0.registrationID > after! }.prefix(limit))
         }
     }
 }

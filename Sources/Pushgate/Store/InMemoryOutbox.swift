@@ -256,7 +256,7 @@ extension InMemoryRegistrationStore: OutboxStore {
             notification.audience.targets(after: after, limit: limit) { expression, after, limit in
                 snapshot.lazy.filter { registration in
                     (after.map { registration.id > $0 } ?? true) && notification.selection.contains(registration.platform)
-                        && !registration.isExpired(at: now) && expression.matches(registration.tags)
+                        && !registration.isExpired(at: now) && (expression?.matches(registration.tags) ?? true)
                 }.prefix(limit).map { DispatchTarget(registrationID: $0.id, handle: $0.handle) }
             }
         }

@@ -81,11 +81,15 @@ public struct OutboxNotification: Sendable, Hashable {
     public var enqueuedAt: Timestamp
     /// When to deliver; `enqueuedAt` for a send now.
     public var deliverAt: Timestamp
+    /// Which registrations it reaches, and with what payload.
+    public var delivery: NotificationDelivery
 
     public init(
         id: String, app: AppID, sender: String, selection: PlatformSelection, audience: Audience,
-        payloads: [Platform: RenderedNotification], secureID: String? = nil, enqueuedAt: Timestamp, deliverAt: Timestamp? = nil
+        payloads: [Platform: RenderedNotification], secureID: String? = nil, enqueuedAt: Timestamp, deliverAt: Timestamp? = nil,
+        delivery: NotificationDelivery = .allRegistrations
     ) {
+        self.delivery = delivery
         self.id = id
         self.app = app
         self.sender = sender
@@ -297,13 +301,40 @@ public struct OutboxDepth: Sendable, Hashable {
     }
 }
 
-/// The stored form of rendered payloads: one JSON array, one object per platform.
+/// Which registrations a notification reaches, and what each gets.
+public enum NotificationDelivery: Sendable, Hashable {
+    /// Every matching registration gets its platform's payload (the tutorial API).
+    case allRegistrations
+    /// A native send of the hub API: registrations without a template of their own get the
+    /// platform's payload; template registrations ignore it (`Skipped`).
+    case nativeRegistrations
+    /// A template send of the hub API: each template registration gets its own template rendered
+    /// with these properties; native registrations ignore it (`Skipped`).
+    case templates(TemplateProperties)
+}
+
+/// The stored form of rendered payloads: one JSON array, one object per platform, and for a
+/// hub-API send one more object saying which registrations it reaches
+/// (`{"delivery":"native"}`, `{"delivery":"template","properties":{…}}`).
 public enum OutboxPayloadCoding {
-    public static func encode(_ payloads: [Platform: RenderedNotification]) -> String {
+    public static func encode(_ payloads: [Platform: RenderedNotification], delivery: NotificationDelivery = .allRegistrations) -> String {
         var output: [UInt8] = Array("[".utf8)
-        for (index, platform) in payloads.keys.sorted().enumerated() {
+        switch delivery {
+        case .allRegistrations: break
+        case .nativeRegistrations: output += Array(#"{"delivery":"native"}"#.utf8)
+        case .templates(let properties):
+            output += Array(#"{"delivery":"template","properties":{"#.utf8)
+            for (index, name) in properties.names.enumerated() {
+                if index > 0 { output.append(UInt8(ascii: ",")) }
+                Escaping.appendJSONString(name, to: &output)
+                output.append(UInt8(ascii: ":"))
+                Escaping.appendJSONString(properties[name] ?? "", to: &output)
+            }
+            output += Array("}}".utf8)
+        }
+        for platform in payloads.keys.sorted() {
             guard let payload = payloads[platform] else { continue }
-            if index > 0 { output.append(UInt8(ascii: ",")) }
+            if output.count > 1 { output.append(UInt8(ascii: ",")) }
             output += Array(#"{"platform":"#.utf8)
             Escaping.appendJSONString(platform.rawValue, to: &output)
             output += Array(#","contentType":"#.utf8)
@@ -327,10 +358,29 @@ public enum OutboxPayloadCoding {
     }
 
     public static func decode(_ text: String) throws(StoreError) -> [Platform: RenderedNotification] {
+        try decodeWithDelivery(text).payloads
+    }
+
+    public static func decodeWithDelivery(
+        _ text: String
+    ) throws(StoreError) -> (payloads: [Platform: RenderedNotification], delivery: NotificationDelivery) {
         let corrupt = StoreError(.storage, "a stored notification's payloads are corrupt")
         guard let elements = (try? JSONParser.parse(text))?.arrayElements else { throw corrupt }
         var payloads: [Platform: RenderedNotification] = [:]
+        var delivery = NotificationDelivery.allRegistrations
         for element in elements {
+            if let kind = element["delivery"]?.stringValue {
+                switch kind {
+                case "native": delivery = .nativeRegistrations
+                case "template":
+                    guard case .object(let members)? = element["properties"]?.kind else { throw corrupt }
+                    var values: [String: String] = [:]
+                    for member in members { values[member.key] = member.value.stringValue ?? "" }
+                    delivery = .templates(TemplateProperties(values))
+                default: throw corrupt
+                }
+                continue
+            }
             guard let platform = element["platform"]?.stringValue.flatMap(Platform.init(rawValue:)),
                 let contentType = element["contentType"]?.stringValue, let body = element["body"]?.stringValue,
                 let headerElements = element["headers"]?.arrayElements
@@ -345,7 +395,7 @@ public enum OutboxPayloadCoding {
                 platform: platform, body: Array(body.utf8), headers: headers, contentType: contentType,
                 validateOnly: element["validateOnly"]?.kind == .bool(true))
         }
-        return payloads
+        return (payloads, delivery)
     }
 }
 

@@ -42,6 +42,20 @@ public protocol RegistrationStore: Sendable {
     func apply(_ changes: [StoredHandleChange], app: AppID, now: Timestamp) async throws(StoreError)
     /// The recorded removals, newest first.
     func removals(app: AppID, limit: Int) async throws(StoreError) -> [HandleRemoval]
+    /// The templates of those of `ids` that have one (a page of a hub-API send: which targets are
+    /// template registrations, and what each renders).
+    func templates(of ids: [RegistrationID], app: AppID) async throws(StoreError) -> [RegistrationID: RegistrationTemplate]
+}
+
+extension RegistrationStore {
+    /// One lookup per id; a database store answers a page in one query.
+    public func templates(of ids: [RegistrationID], app: AppID) async throws(StoreError) -> [RegistrationID: RegistrationTemplate] {
+        var found: [RegistrationID: RegistrationTemplate] = [:]
+        for id in ids {
+            if let template = try await registration(id: id, app: app)?.template { found[id] = template }
+        }
+        return found
+    }
 }
 
 extension RegistrationStore {

@@ -23,7 +23,7 @@ public struct Tag: ValidatedString {
     }
 
     /// Whether `character` may appear in a plain tag.
-    static func isTagCharacter(_ character: Character) -> Bool {
+    public static func isTagCharacter(_ character: Character) -> Bool {
         switch character {
         case "_", "@", "#", ".", ":", "-": return true
         default: return character.isLetter || character.isNumber

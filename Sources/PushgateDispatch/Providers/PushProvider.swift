@@ -8,6 +8,13 @@ public struct DeliveryReport: Sendable, Hashable {
     public var attempts: Int
     public var latencyMilliseconds: Double
 
+    public init(target: DispatchTarget, verdict: DeliveryVerdict, attempts: Int, latencyMilliseconds: Double) {
+        self.target = target
+        self.verdict = verdict
+        self.attempts = attempts
+        self.latencyMilliseconds = latencyMilliseconds
+    }
+
     /// The report as a unified per-target result.
     public var targetResult: TargetResult {
         let action: HandleAction? =

@@ -28,6 +28,8 @@ import UnixSignals
 public struct GatewayServer: Sendable {
     public let gateway: Gateway
     public let dispatcher: Dispatcher
+    /// Every hub (configured app) with its gateway and shared access rules.
+    public let hubs: HubDirectory
     public let connections: ConnectionRegistry
     public let metrics: GatewayMetrics
     public let sandboxBridge: SandboxBridge?
@@ -44,17 +46,27 @@ public struct GatewayServer: Sendable {
     ) async throws -> GatewayServer {
         let configuration = loaded.configuration
         let listener = configuration.listener
-        let providers = try await GatewayAssembly.providers(
-            for: app, secrets: SecretResolver(baseDirectory: loaded.baseDirectory), policy: policy, clock: clock)
-        let dispatcher = Dispatcher(providers: providers)
+        let secrets = SecretResolver(baseDirectory: loaded.baseDirectory)
         let metrics = GatewayMetrics()
-        let gateway = Gateway(
-            app: app, store: store, dispatcher: dispatcher, limits: configuration.limits, outbox: configuration.outbox, metrics: metrics,
-            logger: Logger(label: "pushgate.gateway"), clock: clock)
+        let inFlight = InFlightSends()
+        // One gateway per hub (its own providers and outbox driver), sharing the store, metrics and
+        // sends in flight; the tutorial API `/api` is the default app's.
+        var gateways: [Gateway] = []
+        for hubApp in [app] + loaded.apps.filter({ $0.id != app.id }) {
+            let providers = try await GatewayAssembly.providers(for: hubApp, secrets: secrets, policy: policy, clock: clock)
+            gateways.append(
+                Gateway(
+                    app: hubApp, store: store, dispatcher: Dispatcher(providers: providers), limits: configuration.limits,
+                    outbox: configuration.outbox, metrics: metrics, logger: Logger(label: "pushgate.gateway"), clock: clock,
+                    inFlight: inFlight))
+        }
+        let gateway = gateways[0]
+        let dispatcher = gateway.dispatcher
+        let hubs = try HubDirectory(gateways: gateways, secrets: secrets, clock: clock)
         let sandboxBridge = try configuration.console.sandboxControl.map(SandboxBridge.init(controlURL:))
         let router = GatewayHTTP.router(
             gateway: gateway, authenticator: Authenticator(configuration: configuration.auth), maximumBodyBytes: listener.maximumBodyBytes,
-            metrics: metrics, console: configuration.console, sandbox: sandboxBridge)
+            metrics: metrics, console: configuration.console, sandbox: sandboxBridge, hubs: hubs)
         let connections = ConnectionRegistry(
             limits: ConnectionLimits(
                 headerTimeout: .seconds(Int64(listener.headerTimeoutSeconds)), bodyTimeout: .seconds(Int64(listener.bodyTimeoutSeconds)),
@@ -70,19 +82,25 @@ public struct GatewayServer: Sendable {
             onServerRunning: { channel in onListening(channel.localAddress?.port ?? 0) },
             logger: logger)
         return GatewayServer(
-            gateway: gateway, dispatcher: dispatcher, connections: connections, metrics: metrics, sandboxBridge: sandboxBridge,
+            gateway: gateway, dispatcher: dispatcher, hubs: hubs, connections: connections, metrics: metrics, sandboxBridge: sandboxBridge,
             application: application, listener: listener, logger: logger)
     }
 
     /// The services in start order; shutdown runs the other way round.
     public var services: [any Service] {
-        var services: [any Service] = [ShutdownAction(label: "curl pools") { await dispatcher.shutdown() }]
+        let gateways = hubs.order.compactMap { hubs.hubs[$0]?.gateway }
+        var services: [any Service] = [
+            ShutdownAction(label: "curl pools") { for gateway in gateways { await gateway.dispatcher.shutdown() } }
+        ]
         if let sandboxBridge { services.append(ShutdownAction(label: "sandbox bridge") { await sandboxBridge.shutdown() }) }
-        services.append(
-            OutboxDeliveryService(gateway: gateway, deadline: .seconds(listener.shutdownDeadlineSeconds), logger: logger))
+        for gateway in gateways {
+            var logger = self.logger
+            if gateways.count > 1 { logger[metadataKey: "hub"] = "\(gateway.app.id)" }
+            services.append(OutboxDeliveryService(gateway: gateway, deadline: .seconds(listener.shutdownDeadlineSeconds), logger: logger))
+        }
         services.append(
             HTTPListenerService(
-                application: application, sends: gateway.inFlight, outbox: gateway.outbox,
+                application: application, sends: gateway.inFlight, outboxes: gateways.map(\.outbox),
                 deadline: .seconds(listener.shutdownDeadlineSeconds), logger: logger))
         return services
     }
@@ -105,19 +123,19 @@ public struct GatewayServer: Sendable {
 struct HTTPListenerService: Service {
     let application: Application<RouterResponder<GatewayContext>>
     let sends: InFlightSends
-    let outbox: OutboxControl
+    let outboxes: [OutboxControl]
     let deadline: Duration
     let logger: Logger
 
     func run() async throws {
-        let (sends, outbox, deadline, logger) = (self.sends, self.outbox, self.deadline, self.logger)
+        let (sends, outboxes, deadline, logger) = (self.sends, self.outboxes, self.deadline, self.logger)
         try await withGracefulShutdownHandler {
             try await application.run()
         } onGracefulShutdown: {
             // Sends in flight (synchronous ones included) stop claiming pages now.
-            outbox.beginDraining()
+            for outbox in outboxes { outbox.beginDraining() }
             Task {
-                try? await Task.sleep(for: outbox.remaining(of: deadline))
+                try? await Task.sleep(for: outboxes[0].remaining(of: deadline))
                 let count = sends.count
                 guard count > 0 else { return }
                 logger.warning("shutdown deadline reached: cancelling \(count) sends in flight")

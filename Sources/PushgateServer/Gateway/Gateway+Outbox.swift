@@ -195,7 +195,8 @@ extension Gateway {
                         await self.record(
                             reports, page: ledger.page(at: index), of: notification, cancelledByUser: drive.cancelledByUser,
                             ledger: ledger, logger: logger)
-                    }, progress: progress, logger: logger)
+                    }, progress: progress, payloadGroups: payloadGrouping(for: notification.delivery, payloads: notification.payloads),
+                    logger: logger)
             }
             drive.running(dispatch)
             let summary = await withTaskCancellationHandler {
@@ -419,7 +420,7 @@ extension Gateway {
         OutboxNotification(
             id: UUID().uuidString.lowercased(), app: appID, sender: prepared.sender, selection: prepared.selection,
             audience: prepared.audience, payloads: prepared.payloads, secureID: prepared.secureID, enqueuedAt: enqueuedAt,
-            deliverAt: deliverAt)
+            deliverAt: deliverAt, delivery: prepared.delivery)
     }
 
     /// Accepts a send for background delivery (`Prefer: respond-async`, `?async=true`, or a

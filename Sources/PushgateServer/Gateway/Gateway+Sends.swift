@@ -64,8 +64,10 @@ extension Gateway {
         var payloads: [Platform: RenderedNotification]
         /// Set for secure sends.
         var secureID: String?
-        /// Who sent it (the authenticated user).
+        /// Who sent it (the authenticated user, or the hub rule).
         var sender: String
+        /// Which registrations it reaches (the hub API's native and template sends).
+        var delivery: NotificationDelivery = .allRegistrations
     }
 
     /// Secure push: stores the message for the recipient (`to_tag`) and pushes only its id with the
@@ -116,7 +118,8 @@ extension Gateway {
     /// Whether any registration matches a prepared send.
     func hasTargets(_ prepared: PreparedSend, at time: Timestamp) async throws(GatewayError) -> Bool {
         // A topic or condition: Firebase knows its subscribers.
-        guard let expression = prepared.audience.expression else { return true }
+        guard prepared.audience.walksRegistrations else { return true }
+        let expression = prepared.audience.expression
         do {
             for try await batch in store.registrations(
                 matching: expression, platforms: prepared.selection, app: appID, batchSize: 1, now: time)
@@ -234,19 +237,21 @@ extension Gateway {
         let sendTime = now()
         let targets: AsyncThrowingStream<[DispatchTarget], any Error>
         switch prepared.audience {
-        case .tags(let expression):
+        case .tags, .everyone:
             targets = store.deliveryTargets(
-                matching: expression, platforms: prepared.selection, app: appID, pageSize: outbox.configuration.pageSize, now: sendTime)
-        case .fcm(let recipient):
+                matching: prepared.audience.expression, platforms: prepared.selection, app: appID, pageSize: outbox.configuration.pageSize,
+                now: sendTime)
+        case .fcm, .direct:
+            let all = prepared.audience.targets(after: nil, limit: .max) { _, _, _ in [] }
             targets = AsyncThrowingStream { continuation in
-                continuation.yield([recipient.target])
+                continuation.yield(all)
                 continuation.finish()
             }
         }
         var summary = await dispatcher.dispatch(
             notificationID: notificationID, selection: prepared.selection, payloads: prepared.payloads, targets: targets,
             applyHandleUpdates: { [logger] updates in await self.applyHandleUpdates(updates, logger: logger) }, progress: progress,
-            logger: logger)
+            payloadGroups: payloadGrouping(for: prepared.delivery, payloads: prepared.payloads), logger: logger)
 
         var status = Self.status(of: summary.result.state)
         let reached = summary.result.platforms.reduce(0) { $0 + $1.total }

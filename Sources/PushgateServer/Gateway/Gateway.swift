@@ -28,7 +28,7 @@ public final class Gateway: Sendable {
     /// The time registrations, reservations and secure messages expire by.
     let clock: any PushgateClock
     /// Sends being delivered, so that shutdown can cancel them at its deadline.
-    public let inFlight = InFlightSends()
+    public let inFlight: InFlightSends
     /// The outbox's settings and this instance's lease owner.
     public let outbox: OutboxControl
     /// The notifications this process is delivering now.
@@ -37,8 +37,10 @@ public final class Gateway: Sendable {
     public init(
         app: LoadedApp, store: any GatewayStore, dispatcher: Dispatcher, secureMessageLifetime: Double = 86400,
         limits: LimitsConfiguration = .init(), outbox: OutboxConfiguration = .init(), metrics: GatewayMetrics = GatewayMetrics(),
-        logger: Logger = Logger(label: "pushgate.gateway"), clock: any PushgateClock = SystemClock()
+        logger: Logger = Logger(label: "pushgate.gateway"), clock: any PushgateClock = SystemClock(),
+        inFlight: InFlightSends = InFlightSends()
     ) {
+        self.inFlight = inFlight
         self.app = app
         self.store = store
         self.secureMessageLifetime = secureMessageLifetime
@@ -80,6 +82,8 @@ public final class Gateway: Sendable {
 public final class InFlightSends: Sendable {
     private let tasks = Mutex<[UInt64: Task<Gateway.SendOutcome, Never>]>([:])
     private let counter = Atomic<UInt64>(0)
+
+    public init() {}
 
     /// Runs `delivery` to its end even when the caller goes away (a disconnect does not cancel
     /// it); cancelling the caller, or ``cancelAll()``, cancels it.

@@ -22,7 +22,8 @@ public enum GatewayHTTP {
     /// served when `console.enabled`; its sandbox routes only with a `sandbox` bridge.
     public static func router(
         gateway: Gateway, authenticator: Authenticator, maximumBodyBytes: Int, metrics: GatewayMetrics? = nil,
-        console: ConsoleConfiguration = ConsoleConfiguration(enabled: false), sandbox: SandboxBridge? = nil
+        console: ConsoleConfiguration = ConsoleConfiguration(enabled: false), sandbox: SandboxBridge? = nil, hubs: HubDirectory? = nil,
+        scheme: String = "http"
     ) -> Router<GatewayContext> {
         let metrics = metrics ?? gateway.metrics
         let router = Router(context: GatewayContext.self)
@@ -185,6 +186,7 @@ public enum GatewayHTTP {
             return encoded(200, SecureMessageBody(id: message.id, payload: message.payload, read: message.read))
         }
         if let sandbox { addSandboxRoutes(to: api, sandbox, gateway: gateway) }
+        if let hubs { HubHTTP.addRoutes(to: router, hubs: hubs, maximumBodyBytes: maximumBodyBytes, scheme: scheme) }
         return router
     }
 

@@ -1,0 +1,248 @@
+import Crypto
+import Foundation
+import Logging
+import Pushgate
+import PushgateDispatch
+import PushgateXML
+
+extension Gateway {
+    /// A send through the Notification Hubs API (`POST /{hub}/messages`).
+    public struct HubSendRequest: Sendable {
+        /// `ServiceBusNotification-Format`.
+        public var format: String?
+        public var body: [UInt8]
+        /// Request headers, for the platform's pass-through headers (`apns-*`, `X-WNS-*`).
+        public var headers: [(name: String, value: String)]
+        /// `ServiceBusNotification-Tags`: a tag or tag expression; nil broadcasts.
+        public var tags: String?
+        /// `ServiceBusNotification-DeviceHandle` with `?direct`, or the handles of a `$batch`.
+        public var directHandles: [String]?
+        /// The rule that signed the request (recorded as the sender).
+        public var sender: String
+
+        public init(
+            format: String?, body: [UInt8], headers: [(name: String, value: String)], tags: String?, directHandles: [String]?,
+            sender: String
+        ) {
+            self.format = format
+            self.body = body
+            self.headers = headers
+            self.tags = tags
+            self.directHandles = directHandles
+            self.sender = sender
+        }
+    }
+
+    /// Validates a hub send and builds its payloads: a native body is sent as it is, after the
+    /// service's checks; a template body is a JSON object of properties, rendered per registration
+    /// when delivered.
+    public func prepareHub(_ request: HubSendRequest) throws(GatewayError) -> PreparedSend {
+        guard let format = request.format?.trimmingCharacters(in: .whitespaces), !format.isEmpty else {
+            throw .badRequest("ServiceBusNotification-Format is required: apple, gcm, fcmv1, windows or template")
+        }
+        let platform: Platform?
+        switch format.lowercased() {
+        case "apple": platform = .apns
+        case "gcm": platform = .gcm
+        case "fcmv1": platform = .fcm
+        case "windows": platform = .wns
+        case "template": platform = nil
+        case "windowsphone":
+            throw .badRequest("ServiceBusNotification-Format: windowsphone (MPNS) is retired by Microsoft; use windows (WNS)")
+        case "adm", "baidu", "browser", "xiaomi":
+            throw .badRequest("ServiceBusNotification-Format: \(format) is not supported; use apple, gcm, fcmv1, windows or template")
+        default:
+            throw .badRequest(
+                "ServiceBusNotification-Format: '\(format.prefix(40))' is unknown; use apple, gcm, fcmv1, windows or template")
+        }
+        let audience: Audience
+        if let handles = request.directHandles {
+            guard let platform else { throw .badRequest("a direct send takes a native format (apple, gcm, fcmv1, windows), not template") }
+            guard !handles.isEmpty, handles.count <= Audience.maximumDirectHandles else {
+                throw .badRequest("a direct send takes 1 to \(Audience.maximumDirectHandles) device handles, not \(handles.count)")
+            }
+            var checked: [DeviceHandle] = []
+            for (index, text) in handles.enumerated() {
+                do { checked.append(try app.configuration.handles.validate(text, for: platform)) } catch {
+                    throw .badRequest(
+                        "ServiceBusNotification-DeviceHandle\(handles.count > 1 ? " \(index + 1)" : ""): \(error.description)")
+                }
+            }
+            audience = .direct(handles: checked)
+        } else if let text = request.tags?.trimmingCharacters(in: .whitespaces), !text.isEmpty {
+            do { audience = .tags(try TagExpression(parsing: text)) } catch {
+                throw .badRequest("ServiceBusNotification-Tags: \(error.description)")
+            }
+        } else {
+            audience = .everyone
+        }
+        let direct = request.directHandles != nil
+        guard let platform else {
+            let properties = try Self.hubTemplateProperties(request.body)
+            return PreparedSend(
+                selection: PlatformSelection(Platform.allCases), audience: audience, payloads: [:], sender: request.sender,
+                delivery: .templates(properties))
+        }
+        let payload = try Self.nativePayload(platform: platform, body: request.body, headers: request.headers)
+        return PreparedSend(
+            selection: PlatformSelection([platform]), audience: audience, payloads: [platform: payload], sender: request.sender,
+            delivery: direct ? .allRegistrations : .nativeRegistrations)
+    }
+
+    /// A native body checked as its service would: JSON for APNs and Google, XML (or raw) for
+    /// WNS, its headers, and its size. FCM v1's `{"message": {…}}` is unwrapped (the gateway
+    /// sets the token).
+    static func nativePayload(
+        platform: Platform, body: [UInt8], headers: [(name: String, value: String)]
+    ) throws(GatewayError) -> RenderedNotification {
+        guard let text = String(validating: body, as: UTF8.self) else { throw .badRequest("body: not valid UTF-8") }
+        var bodyText = text
+        var passed: [(String, String)] = []
+        switch platform {
+        case .apns:
+            passed = headers.filter { $0.name.lowercased().hasPrefix("apns-") }.map { ($0.name.lowercased(), $0.value) }
+        case .wns:
+            passed = headers.filter { $0.name.lowercased().hasPrefix("x-wns-") }.map { ($0.name, $0.value) }
+            guard passed.contains(where: { $0.0.lowercased() == "x-wns-type" }) else {
+                throw .badRequest("X-WNS-Type is required for windows: wns/toast, wns/tile, wns/badge or wns/raw")
+            }
+        case .fcm:
+            let root: JSONValue
+            do { root = try JSONParser.parse(body) } catch { throw .badRequest("body: \(error.description)") }
+            guard let message = root["message"], message.objectMembers != nil else {
+                throw .badRequest(#"body: an fcmv1 notification is {"message": {…}} (FCM v1's message without a token)"#)
+            }
+            if let members = message.objectMembers, let target = members.first(where: { ["token", "topic", "condition"].contains($0.key) })
+            {
+                throw .badRequest("body: $.message.\(target.key): the hub sets the message target; remove it")
+            }
+            bodyText = String(decoding: message.serialized(), as: UTF8.self)
+        case .gcm:
+            break
+        }
+        let isRaw = platform == .wns && passed.contains { $0.0.lowercased() == "x-wns-type" && $0.1.lowercased() == "wns/raw" }
+        let format: Template.Format = platform == .wns ? (isRaw ? .raw : .xml) : .json
+        let checked: PlatformTemplate
+        do {
+            checked = try PlatformTemplate(platform: platform, template: try Template(format: format, text: bodyText), headers: passed)
+        } catch {
+            throw .badRequest("\(platform == .wns ? "windows" : platform.notificationHubsName) notification: \(error.description)")
+        }
+        let bytes = Array(bodyText.utf8)
+        do { try PayloadLimit.check(size: bytes.count, platform: platform, apnsPushType: checked.header("apns-push-type")) } catch {
+            throw GatewayError(413, error.description)
+        }
+        return RenderedNotification(platform: platform, body: bytes, headers: checked.headers, contentType: checked.contentType)
+    }
+
+    /// A template send's body: a JSON object of string (or number, boolean) properties.
+    static func hubTemplateProperties(_ body: [UInt8]) throws(GatewayError) -> TemplateProperties {
+        let root: JSONValue
+        do { root = try JSONParser.parse(body) } catch { throw .badRequest("body: \(error.description)") }
+        guard let members = root.objectMembers else {
+            throw .badRequest("body: a template notification is a JSON object of properties, not \(root.typeDescription)")
+        }
+        var values: [String: String] = [:]
+        for member in members {
+            switch member.value.kind {
+            case .string(let text): values[member.key] = text
+            case .number(let text): values[member.key] = text
+            case .bool(let flag): values[member.key] = flag ? "true" : "false"
+            default: throw .badRequest("body: $.\(member.key) must be a string, number or boolean")
+            }
+        }
+        return TemplateProperties(values)
+    }
+
+    /// How a hub send's pages split by payload: a native send skips template registrations; a
+    /// template send renders each template registration's own template (once per distinct
+    /// template in the page) and skips native ones.
+    func payloadGrouping(for delivery: NotificationDelivery, payloads: [Platform: RenderedNotification]) -> PayloadGrouping? {
+        if case .allRegistrations = delivery { return nil }
+        let (store, app) = (self.store, appID)
+        return { batch in
+            let templates: [RegistrationID: RegistrationTemplate]
+            do { templates = try await store.templates(of: batch.map(\.registrationID), app: app) } catch {
+                return PayloadGroups(
+                    ignored: batch.map {
+                        DeliveryReport(
+                            target: $0, verdict: DeliveryVerdict(outcome: .abandoned, reason: "the store failed: \(error)"), attempts: 0,
+                            latencyMilliseconds: 0)
+                    })
+            }
+            func skip(_ target: DispatchTarget, _ reason: String) -> DeliveryReport {
+                DeliveryReport(
+                    target: target, verdict: DeliveryVerdict(outcome: .skipped, reason: reason), attempts: 0, latencyMilliseconds: 0)
+            }
+            switch delivery {
+            case .allRegistrations:
+                return PayloadGroups(groups: [(batch, payloads)])
+            case .nativeRegistrations:
+                var native: [DispatchTarget] = []
+                var ignored: [DeliveryReport] = []
+                for target in batch {
+                    if templates[target.registrationID] != nil {
+                        ignored.append(skip(target, "a template registration: native notifications do not reach it"))
+                    } else {
+                        native.append(target)
+                    }
+                }
+                return PayloadGroups(groups: native.isEmpty ? [] : [(native, payloads)], ignored: ignored)
+            case .templates(let properties):
+                var order: [RegistrationTemplate] = []
+                var byTemplate: [RegistrationTemplate: [DispatchTarget]] = [:]
+                var ignored: [DeliveryReport] = []
+                for target in batch {
+                    guard let template = templates[target.registrationID] else {
+                        ignored.append(skip(target, "a native registration: template notifications do not reach it"))
+                        continue
+                    }
+                    if byTemplate[template] == nil { order.append(template) }
+                    byTemplate[template, default: []].append(target)
+                }
+                var groups: [(targets: [DispatchTarget], payloads: [Platform: RenderedNotification])] = []
+                for template in order {
+                    let targets = byTemplate[template] ?? []
+                    guard let platform = targets.first?.handle.platform else { continue }
+                    do {
+                        let rendered = try Self.compile(template, platform: platform).render(properties)
+                        groups.append((targets, [platform: rendered]))
+                    } catch {
+                        ignored += targets.map {
+                            DeliveryReport(
+                                target: $0,
+                                verdict: DeliveryVerdict(outcome: .invalidNotificationFormat, reason: "the template: \(error)"),
+                                attempts: 0, latencyMilliseconds: 0)
+                        }
+                    }
+                }
+                return PayloadGroups(groups: groups, ignored: ignored)
+            }
+        }
+    }
+
+    /// A registration's template compiled for its platform (checked as an app template is).
+    static func compile(_ template: RegistrationTemplate, platform: Platform) throws(TemplateError) -> PlatformTemplate {
+        let headers = template.headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        let format: Template.Format
+        switch platform {
+        case .apns, .fcm, .gcm: format = .json
+        case .wns:
+            format = headers.contains { $0.0.lowercased() == "x-wns-type" && $0.1.lowercased() == "wns/raw" } ? .raw : .xml
+        }
+        return try PlatformTemplate(platform: platform, template: try Template(format: format, text: template.body), headers: headers)
+    }
+}
+
+/// The ETag of a registration: a digest of what it holds, so that it changes with every update.
+public func registrationETag(_ registration: Registration) -> String {
+    var text =
+        "\(registration.platform.rawValue)\n\(registration.handle.value)\n\(registration.tags.map(\.rawValue).joined(separator: ","))\n"
+    text += "\(registration.expiresAt?.secondsSinceEpoch ?? 0)\n"
+    if let template = registration.template {
+        text += "\(template.name ?? "")\n\(template.body)\n"
+        for (name, value) in template.headers.sorted(by: { $0.key < $1.key }) { text += "\(name):\(value)\n" }
+    }
+    let digest = SHA256.hash(data: Data(text.utf8))
+    return digest.prefix(6).map { String(format: "%02x", $0) }.joined()
+}

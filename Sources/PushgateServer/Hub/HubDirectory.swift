@@ -1,0 +1,86 @@
+import Foundation
+import Pushgate
+import PushgateConfig
+
+/// The hubs one instance serves: each configured app's gateway and its shared access rules with
+/// their keys (read from their secrets once, at start).
+public final class HubDirectory: Sendable {
+    /// One hub.
+    public struct Hub: Sendable {
+        public let gateway: Gateway
+        /// Rules by name, keys resolved.
+        let rules: [String: (rights: Set<AccessRight>, key: String)]
+        public var id: AppID { gateway.appID }
+        public var ruleNames: [String] { rules.keys.sorted() }
+        public func rights(of rule: String) -> Set<AccessRight>? { rules[rule]?.rights }
+    }
+
+    public let hubs: [AppID: Hub]
+    /// Hub ids in configuration order.
+    public let order: [AppID]
+    let cache = SignatureCache()
+    let clock: any PushgateClock
+
+    public init(gateways: [Gateway], secrets: SecretResolver, clock: any PushgateClock = SystemClock()) throws {
+        var hubs: [AppID: Hub] = [:]
+        for gateway in gateways {
+            var rules: [String: (rights: Set<AccessRight>, key: String)] = [:]
+            for rule in gateway.app.configuration.accessRules {
+                let key: String
+                do { key = try secrets.resolve(rule.key).trimmingCharacters(in: .whitespacesAndNewlines) } catch {
+                    throw GatewayError(500, "apps.\(gateway.appID).accessRules.\(rule.name).key: \(error.description)")
+                }
+                guard !key.isEmpty else { throw GatewayError(500, "apps.\(gateway.appID).accessRules.\(rule.name).key is empty") }
+                rules[rule.name] = (rule.rights, key)
+            }
+            hubs[gateway.appID] = Hub(gateway: gateway, rules: rules)
+        }
+        self.hubs = hubs
+        self.order = gateways.map(\.appID)
+        self.clock = clock
+    }
+
+    public func hub(named name: String) -> Hub? {
+        guard let id = try? AppID(name) else { return nil }
+        return hubs[id]
+    }
+
+    /// Checks a request's `Authorization` for `hub`: the rule it was signed with and its rights.
+    /// `host` is the request's `Host`, `path` its path.
+    public func authorize(_ header: String?, hub: Hub, host: String, path: String) -> Result<HubGrant, SASError> {
+        guard let header, !header.isEmpty else { return .failure(.missing) }
+        let token: SharedAccessSignature
+        switch SharedAccessSignature.parse(header) {
+        case .success(let parsed): token = parsed
+        case .failure(let error): return .failure(error)
+        }
+        guard let rule = hub.rules[token.keyName] else { return .failure(.unknownRule(token.keyName)) }
+        let now = Int64(clock.now.secondsSinceEpoch)
+        guard token.expiry > now else { return .failure(.expired(token.expiry)) }
+        guard token.covers(host: host, path: path) else {
+            return .failure(.wrongResource(token.encodedResource.removingPercentEncoding ?? token.encodedResource))
+        }
+        if !cache.contains(header, hub: hub.id, now: now) {
+            let expected = SharedAccessSignature.sign(encodedResource: token.encodedResource, expiry: token.expiry, key: rule.key)
+            guard SharedAccessSignature.constantTimeEquals(expected, token.signature) else { return .failure(.badSignature) }
+            cache.insert(header, hub: hub.id, expiry: token.expiry)
+        }
+        return .success(HubGrant(hub: hub.id, rule: token.keyName, rights: rule.rights))
+    }
+
+    /// The connection string of `rule` on `hub`: `Endpoint=sb://host:port/;SharedAccessKeyName=…;SharedAccessKey=…`.
+    public func connectionString(hub: AppID, rule: String, endpointHost: String) -> String? {
+        guard let key = hubs[hub]?.rules[rule]?.key else { return nil }
+        return "Endpoint=sb://\(endpointHost)/;SharedAccessKeyName=\(rule);SharedAccessKey=\(key)"
+    }
+}
+
+/// What a verified token allows on one hub.
+public struct HubGrant: Sendable, Hashable {
+    public var hub: AppID
+    public var rule: String
+    public var rights: Set<AccessRight>
+
+    /// Manage includes every right.
+    public func allows(_ right: AccessRight) -> Bool { rights.contains(right) || rights.contains(.manage) }
+}

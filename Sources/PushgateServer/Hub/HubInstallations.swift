@@ -1,0 +1,362 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import Pushgate
+
+/// Notification Hubs installations (JSON): one device with its tags and named templates, kept as
+/// registrations: a native one, and one per template, all carrying `$InstallationId:{id}` (and
+/// `$UserId:{userId}`), so that sends to those tags reach it.
+enum HubInstallations {
+    struct Installation: Sendable, Equatable {
+        var id: String
+        var platform: Platform
+        var pushChannel: String
+        var userID: String?
+        var tags: [String]
+        var templates: [String: InstallationTemplate]
+        var expiration: Timestamp?
+    }
+
+    struct InstallationTemplate: Sendable, Equatable {
+        var body: String
+        var headers: [String: String]
+        var tags: [String]
+        var expiry: String?
+    }
+
+    static let platforms: [String: Platform] = ["apns": .apns, "gcm": .gcm, "fcmv1": .fcm, "wns": .wns]
+
+    static func addRoutes(
+        route: (HTTPRequest.Method, RouterPath, AccessRight, @escaping @Sendable (Request, HubHTTP.HubCall) async throws -> Response) ->
+            Void,
+        maximumBodyBytes: Int
+    ) {
+        route(.put, "installations/:id", .listen) { request, call in
+            let id = try installationID(call.parameter("id"))
+            let json = try await HubHTTP.body(request, limit: maximumBodyBytes)
+            let installation = try parse(json, id: id)
+            try await write(installation, call: call)
+            return Response(status: .ok, headers: [.contentLength: "0"])
+        }
+        route(.patch, "installations/:id", .listen) { request, call in
+            let id = try installationID(call.parameter("id"))
+            guard var installation = try await read(id, call: call) else { throw GatewayError.notFound("no installation '\(id)'") }
+            let json = try await HubHTTP.body(request, limit: maximumBodyBytes)
+            try patch(&installation, json)
+            try await write(installation, call: call)
+            return Response(status: .ok, headers: [.contentLength: "0"])
+        }
+        route(.get, "installations/:id", .listen) { _, call in
+            let id = try installationID(call.parameter("id"))
+            guard let installation = try await read(id, call: call) else { throw GatewayError.notFound("no installation '\(id)'") }
+            return Response(
+                status: .ok, headers: [.contentType: "application/json; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(bytes: encode(installation))))
+        }
+        route(.delete, "installations/:id", .listen) { _, call in
+            let id = try installationID(call.parameter("id"))
+            let gateway = call.gateway
+            for registration in try await registrations(of: id, call: call) {
+                _ = try await gateway.stored { () throws(StoreError) in
+                    try await gateway.store.delete(id: registration.id, app: gateway.appID)
+                }
+            }
+            return Response(status: .noContent)
+        }
+    }
+
+    static func installationID(_ text: String) throws(GatewayError) -> String {
+        guard (1...100).contains(text.count), text.allSatisfy({ Tag.isTagCharacter($0) || $0 == "=" }) else {
+            throw .badRequest("installation id '\(text.prefix(60))' must be 1 to 100 letters, digits or _ @ # . : - =")
+        }
+        return text
+    }
+
+    static func hex(_ text: String, bytes: Int) -> String {
+        SHA256.hash(data: Data(text.utf8)).prefix(bytes).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// The native registration's id, and each template's.
+    static func registrationID(of installation: String, template: String? = nil) -> RegistrationID {
+        let base = "inst-" + hex(installation, bytes: 16)
+        return try! RegistrationID(template.map { base + "-" + hex($0, bytes: 6) } ?? base)
+    }
+
+    static func implicitTags(_ installation: Installation) -> [String] {
+        ["$InstallationId:{\(installation.id)}"] + (installation.userID.map { ["$UserId:{\($0)}"] } ?? [])
+    }
+
+    // MARK: JSON
+
+    static func parse(_ bytes: [UInt8], id: String) throws(GatewayError) -> Installation {
+        let root: JSONValue
+        do { root = try JSONParser.parse(bytes) } catch { throw .badRequest("body: \(error.description)") }
+        guard root.objectMembers != nil else { throw .badRequest("body: an installation is a JSON object") }
+        return try installation(from: root, id: id)
+    }
+
+    static func installation(from root: JSONValue, id: String) throws(GatewayError) -> Installation {
+        func string(_ key: String, required: Bool) throws(GatewayError) -> String? {
+            guard let value = root[key], value.kind != .null else {
+                if required { throw GatewayError.badRequest("body: \"\(key)\" is required") }
+                return nil
+            }
+            guard let text = value.stringValue else { throw .badRequest("body: \"\(key)\" must be a string") }
+            return text
+        }
+        if let given = try string("installationId", required: false), given != id {
+            throw .badRequest("body: installationId '\(given.prefix(60))' differs from the URL's '\(id)'")
+        }
+        let platformText = try string("platform", required: true)!
+        guard let platform = platforms[platformText.lowercased()] else {
+            throw .badRequest("body: platform '\(platformText.prefix(20))' is not supported; use apns, gcm, fcmV1 or wns")
+        }
+        let channel = try string("pushChannel", required: true)!
+        let userID = try string("userId", required: false)
+        if let userID, !(1...100).contains(userID.count) || !userID.allSatisfy({ Tag.isTagCharacter($0) || $0 == "=" }) {
+            throw .badRequest("body: userId '\(userID.prefix(60))' must be 1 to 100 letters, digits or _ @ # . : - =")
+        }
+        let tags = try stringArray(root["tags"], field: "tags")
+        var templates: [String: InstallationTemplate] = [:]
+        if let value = root["templates"], value.kind != .null {
+            guard let members = value.objectMembers else { throw .badRequest("body: \"templates\" must be an object of templates by name") }
+            for member in members { templates[member.key] = try template(member.value, name: member.key) }
+        }
+        var expiration: Timestamp?
+        if let text = try string("expirationTime", required: false) {
+            do { expiration = try RFC3339.parse(text) } catch { throw .badRequest("body: expirationTime: \(error.description)") }
+        }
+        return Installation(
+            id: id, platform: platform, pushChannel: channel, userID: userID, tags: tags, templates: templates, expiration: expiration)
+    }
+
+    static func stringArray(_ value: JSONValue?, field: String) throws(GatewayError) -> [String] {
+        guard let value, value.kind != .null else { return [] }
+        guard let elements = value.arrayElements else { throw .badRequest("body: \"\(field)\" must be an array of strings") }
+        var result: [String] = []
+        for (index, element) in elements.enumerated() {
+            guard let text = element.stringValue else { throw .badRequest("body: \"\(field)\"[\(index)] must be a string") }
+            result.append(text)
+        }
+        return result
+    }
+
+    static func template(_ value: JSONValue, name: String) throws(GatewayError) -> InstallationTemplate {
+        guard (1...100).contains(name.count), name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) }) else {
+            throw .badRequest("body: template name '\(name.prefix(60))' must be 1 to 100 letters, digits, '-', '_' or '.'")
+        }
+        guard value.objectMembers != nil, let body = value["body"]?.stringValue else {
+            throw .badRequest("body: templates.\(name) needs \"body\" (a string)")
+        }
+        var headers: [String: String] = [:]
+        if let object = value["headers"], object.kind != .null {
+            guard let members = object.objectMembers else { throw .badRequest("body: templates.\(name).headers must be an object") }
+            for member in members {
+                guard let text = member.value.stringValue else {
+                    throw .badRequest("body: templates.\(name).headers.\(member.key) must be a string")
+                }
+                headers[member.key] = text
+            }
+        }
+        return InstallationTemplate(
+            body: body, headers: headers, tags: try stringArray(value["tags"], field: "templates.\(name).tags"),
+            expiry: value["expiry"]?.stringValue)
+    }
+
+    static func encode(_ installation: Installation) -> [UInt8] {
+        var object: [String: Any] = [
+            "installationId": installation.id, "platform": installation.platform == .fcm ? "fcmV1" : installation.platform.rawValue,
+            "pushChannel": installation.pushChannel, "pushChannelExpired": false, "tags": installation.tags,
+            "expirationTime": installation.expiration.map(RFC3339.format) ?? HubRegistrationXML.never,
+        ]
+        if let userID = installation.userID { object["userId"] = userID }
+        if !installation.templates.isEmpty {
+            object["templates"] = installation.templates.mapValues { template -> [String: Any] in
+                var entry: [String: Any] = ["body": template.body, "tags": template.tags]
+                if !template.headers.isEmpty { entry["headers"] = template.headers }
+                if let expiry = template.expiry { entry["expiry"] = expiry }
+                return entry
+            }
+        }
+        let data =
+            (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+        return Array(data)
+    }
+
+    // MARK: Store
+
+    static func registrations(of id: String, call: HubHTTP.HubCall) async throws(GatewayError) -> [Registration] {
+        let gateway = call.gateway
+        let tag: Tag
+        do { tag = try Tag("$InstallationId:{\(id)}") } catch { throw .badRequest(error.description) }
+        var found: [Registration] = []
+        do {
+            for try await batch in gateway.store.registrations(
+                matching: .tag(tag), platforms: PlatformSelection(Platform.allCases), app: gateway.appID, batchSize: 200, now: gateway.now()
+            ) {
+                found += batch
+            }
+        } catch {
+            throw GatewayError(503, "the registration store is unavailable")
+        }
+        return found
+    }
+
+    static func read(_ id: String, call: HubHTTP.HubCall) async throws(GatewayError) -> Installation? {
+        let found = try await registrations(of: id, call: call)
+        guard let native = found.first(where: { $0.id == registrationID(of: id) }) else { return nil }
+        let implicit = Set(native.tags.map(\.rawValue).filter { $0.hasPrefix("$") })
+        let userID = implicit.first(where: { $0.hasPrefix("$UserId:{") }).map { String($0.dropFirst("$UserId:{".count).dropLast()) }
+        let own = native.tags.map(\.rawValue).filter { !$0.hasPrefix("$") }
+        var templates: [String: InstallationTemplate] = [:]
+        for registration in found where registration.id != native.id {
+            guard let template = registration.template, let name = template.name else { continue }
+            var headers = template.headers
+            let expiry = headers.removeValue(forKey: "apns-expiration")
+            templates[name] = InstallationTemplate(
+                body: template.body, headers: headers,
+                tags: registration.tags.map(\.rawValue).filter { !$0.hasPrefix("$") && !own.contains($0) }, expiry: expiry)
+        }
+        return Installation(
+            id: id, platform: native.platform, pushChannel: native.handle.value, userID: userID, tags: own, templates: templates,
+            expiration: native.expiresAt)
+    }
+
+    /// Validates everything, then writes the native and template registrations at once and
+    /// removes templates the installation no longer has.
+    static func write(_ installation: Installation, call: HubHTTP.HubCall) async throws(GatewayError) {
+        let gateway = call.gateway
+        let handle: DeviceHandle
+        do { handle = try gateway.app.configuration.handles.validate(installation.pushChannel, for: installation.platform) } catch {
+            throw .badRequest("pushChannel: \(error.description)")
+        }
+        let implicit = implicitTags(installation)
+        let tags = try HubHTTP.checkedTags(installation.tags, grant: call.grant, field: "tags")
+        var implicitTags: [Tag] = []
+        for text in implicit {
+            do { implicitTags.append(try Tag(text)) } catch { throw .badRequest(error.description) }
+        }
+        var registrations: [Registration] = []
+        do {
+            registrations.append(
+                try Registration(
+                    app: gateway.appID, id: registrationID(of: installation.id), handle: handle, tags: tags + implicitTags,
+                    expiresAt: installation.expiration, owner: HubHTTP.hubOwner))
+        } catch {
+            throw .badRequest("tags: \(error.description)")
+        }
+        for (name, template) in installation.templates.sorted(by: { $0.key < $1.key }) {
+            let own = try HubHTTP.checkedTags(template.tags, grant: call.grant, field: "templates.\(name).tags")
+            var headers = template.headers
+            if let expiry = template.expiry { headers["apns-expiration"] = expiry }
+            let candidate = RegistrationTemplate(name: name, body: template.body, headers: headers)
+            do { _ = try Gateway.compile(candidate, platform: installation.platform) } catch {
+                throw .badRequest("templates.\(name).body: \(error.description)")
+            }
+            do {
+                registrations.append(
+                    try Registration(
+                        app: gateway.appID, id: registrationID(of: installation.id, template: name), handle: handle,
+                        tags: tags + own + implicitTags, template: candidate, expiresAt: installation.expiration, owner: HubHTTP.hubOwner))
+            } catch {
+                throw .badRequest("templates.\(name).tags: \(error.description)")
+            }
+        }
+        let previous = try await self.registrations(of: installation.id, call: call)
+        let kept = Set(registrations.map(\.id))
+        let time = gateway.now()
+        let written = registrations
+        try await gateway.stored { () throws(StoreError) in try await gateway.store.restore(written, now: time) }
+        for stale in previous where !kept.contains(stale.id) {
+            _ = try await gateway.stored { () throws(StoreError) in try await gateway.store.delete(id: stale.id, app: gateway.appID) }
+        }
+    }
+
+    // MARK: JSON Patch
+
+    /// Applies RFC 6902 operations as Notification Hubs allows them: `add`, `remove` and
+    /// `replace` on `/tags`, `/tags/{tag}`, `/userId`, `/pushChannel`, `/templates/{name}` (and
+    /// `/templates/{name}/body`, `/tags`, `/headers`).
+    static func patch(_ installation: inout Installation, _ bytes: [UInt8]) throws(GatewayError) {
+        let root: JSONValue
+        do { root = try JSONParser.parse(bytes) } catch { throw .badRequest("body: \(error.description)") }
+        guard let operations = root.arrayElements, !operations.isEmpty else {
+            throw .badRequest("body: a JSON Patch is a non-empty array of operations")
+        }
+        var result = installation
+        for (index, operation) in operations.enumerated() {
+            let at = "body[\(index)]"
+            guard let op = operation["op"]?.stringValue, let path = operation["path"]?.stringValue else {
+                throw .badRequest("\(at): an operation needs \"op\" and \"path\"")
+            }
+            let value = operation["value"]
+            let segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map {
+                $0.replacingOccurrences(of: "~1", with: "/").replacingOccurrences(of: "~0", with: "~")
+            }
+            guard path.hasPrefix("/"), let head = segments.first else {
+                throw .badRequest("\(at).path: '\(path.prefix(80))' must start with /")
+            }
+            func needString() throws(GatewayError) -> String {
+                guard let text = value?.stringValue else { throw GatewayError.badRequest("\(at).value must be a string") }
+                return text
+            }
+            switch (op, head, segments.count) {
+            case ("add", "tags", 1):
+                if let text = value?.stringValue {
+                    result.tags.append(text)
+                } else {
+                    result.tags += try stringArray(value, field: "\(at).value")
+                }
+            case ("replace", "tags", 1):
+                result.tags = try stringArray(value, field: "\(at).value")
+            case ("remove", "tags", 1):
+                result.tags = []
+            case ("add", "tags", 2), ("replace", "tags", 2):
+                if !result.tags.contains(segments[1]) { result.tags.append(segments[1]) }
+            case ("remove", "tags", 2):
+                guard result.tags.contains(segments[1]) else {
+                    throw .badRequest("\(at).path: the installation has no tag '\(segments[1].prefix(80))'")
+                }
+                result.tags.removeAll { $0 == segments[1] }
+            case ("add", "userId", 1), ("replace", "userId", 1):
+                result.userID = try needString()
+            case ("remove", "userId", 1):
+                result.userID = nil
+            case ("add", "pushChannel", 1), ("replace", "pushChannel", 1):
+                result.pushChannel = try needString()
+            case ("add", "templates", 2), ("replace", "templates", 2):
+                guard let value else { throw .badRequest("\(at).value is required") }
+                result.templates[segments[1]] = try template(value, name: segments[1])
+            case ("remove", "templates", 2):
+                guard result.templates.removeValue(forKey: segments[1]) != nil else {
+                    throw .badRequest("\(at).path: the installation has no template '\(segments[1].prefix(80))'")
+                }
+            case ("add", "templates", 3), ("replace", "templates", 3):
+                guard var template = result.templates[segments[1]] else {
+                    throw .badRequest("\(at).path: the installation has no template '\(segments[1].prefix(80))'")
+                }
+                switch segments[2] {
+                case "body": template.body = try needString()
+                case "tags": template.tags = try stringArray(value, field: "\(at).value")
+                case "expiry": template.expiry = try needString()
+                default: throw .badRequest("\(at).path: '\(path.prefix(80))' cannot be patched")
+                }
+                result.templates[segments[1]] = template
+            case ("add", _, _), ("remove", _, _), ("replace", _, _):
+                throw .badRequest(
+                    "\(at).path: '\(path.prefix(80))' cannot be \(op == "add" ? "added" : op == "remove" ? "removed" : "replaced")")
+            default:
+                throw .badRequest("\(at).op: '\(op.prefix(20))' is not supported; use add, remove or replace")
+            }
+        }
+        _ = try Self.installation(from: JSONParser.parseOrNull(encode(result)), id: result.id)
+        installation = result
+    }
+}
+
+extension JSONParser {
+    /// Parses bytes this process wrote.
+    static func parseOrNull(_ bytes: [UInt8]) -> JSONValue { (try? parse(bytes)) ?? JSONValue(.null) }
+}

@@ -1,0 +1,204 @@
+import Foundation
+import Pushgate
+import PushgateXML
+
+/// Notification Hubs' registration descriptions in Atom XML: parsing a request's entry, writing
+/// an entry or a feed as Notification Hubs does.
+enum HubRegistrationXML {
+    static let atomNamespace = "http://www.w3.org/2005/Atom"
+    static let connectNamespace = "http://schemas.microsoft.com/netservices/2010/10/servicebus/connect"
+    static let instanceNamespace = "http://www.w3.org/2001/XMLSchema-instance"
+    /// A registration that never expires, as Notification Hubs writes it.
+    static let never = "9999-12-31T23:59:59.999Z"
+
+    /// A parsed `…RegistrationDescription`.
+    struct Description {
+        var platform: Platform
+        var isTemplate: Bool
+        var handle: String
+        var tags: [String]
+        var bodyTemplate: String?
+        var templateName: String?
+        var wnsHeaders: [String: String]
+        var expiry: String?
+        var registrationID: String?
+    }
+
+    /// Description element names by platform (the native one; the template one inserts `Template`).
+    static let types: [(name: String, platform: Platform, handleElement: String)] = [
+        ("Apple", .apns, "DeviceToken"), ("Gcm", .gcm, "GcmRegistrationId"), ("FcmV1", .fcm, "FcmV1RegistrationId"),
+        ("Windows", .wns, "ChannelUri"),
+    ]
+
+    static func localName(_ qualified: String) -> String {
+        qualified.split(separator: ":").last.map(String.init) ?? qualified
+    }
+
+    static func elements(_ element: XMLTemplateElement) -> [XMLTemplateElement] {
+        element.children.compactMap { if case .element(let child) = $0 { child } else { nil } }
+    }
+
+    static func text(_ element: XMLTemplateElement) -> String {
+        element.children.map { if case .text(let text) = $0 { text } else { "" } }.joined()
+    }
+
+    /// Parses an Atom entry (or a bare description); errors name the element.
+    static func parse(_ body: [UInt8]) throws(GatewayError) -> Description {
+        guard let text = String(validating: body, as: UTF8.self), !text.isEmpty else {
+            throw .badRequest("body: an Atom entry with a registration description is required")
+        }
+        let document: XMLTemplateDocument
+        do { document = try XMLTemplateParser.parse(text) } catch { throw .badRequest("body: \(error.description)") }
+        var description = document.root
+        if localName(description.name) == "entry" {
+            guard let content = elements(description).first(where: { localName($0.name) == "content" }) else {
+                throw .badRequest("body: the Atom entry has no <content>")
+            }
+            guard let inner = elements(content).first else { throw .badRequest("body: <content> holds no registration description") }
+            description = inner
+        }
+        let name = localName(description.name)
+        guard name.hasSuffix("RegistrationDescription") else {
+            throw .badRequest("body: <\(name.prefix(60))> is not a registration description")
+        }
+        let stem = String(name.dropLast("RegistrationDescription".count))
+        let isTemplate = stem.hasSuffix("Template")
+        let typeName = isTemplate ? String(stem.dropLast("Template".count)) : stem
+        guard let type = types.first(where: { $0.name == typeName }) else {
+            if typeName == "Mpns" { throw .badRequest("body: <\(name)>: MPNS is retired by Microsoft; register with WNS") }
+            throw .badRequest(
+                "body: <\(name.prefix(60))> is not supported; use Apple, Gcm, FcmV1 or Windows(Template)RegistrationDescription")
+        }
+        var fields: [String: String] = [:]
+        var wnsHeaders: [String: String] = [:]
+        let known: Set<String> = [
+            type.handleElement, "Tags", "BodyTemplate", "TemplateName", "Expiry", "WnsHeaders", "ETag", "ExpirationTime", "RegistrationId",
+            "PushVariables", "SecondaryTileName",
+        ]
+        for child in elements(description) {
+            let field = localName(child.name)
+            guard known.contains(field) else { throw .badRequest("body: <\(name)> has an unknown element <\(field.prefix(60))>") }
+            if field == "WnsHeaders" {
+                guard type.platform == .wns else { throw .badRequest("body: <WnsHeaders> is for Windows registrations only") }
+                for header in elements(child) {
+                    let parts = Dictionary(
+                        elements(header).map { (localName($0.name), Self.text($0)) },
+                        uniquingKeysWith: { (first: String, _: String) in first })
+                    guard let headerName = parts["Header"], let value = parts["Value"], !headerName.isEmpty else {
+                        throw .badRequest("body: <WnsHeader> needs <Header> and <Value>")
+                    }
+                    wnsHeaders[headerName] = value
+                }
+                continue
+            }
+            let value = Self.text(child)
+            fields[field] = field == "BodyTemplate" ? value : value.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        guard let handle = fields[type.handleElement], !handle.isEmpty else {
+            throw .badRequest("body: <\(name)> needs <\(type.handleElement)>")
+        }
+        if isTemplate, (fields["BodyTemplate"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
+            throw .badRequest("body: <\(name)> needs <BodyTemplate>")
+        }
+        if !isTemplate, fields["BodyTemplate"] != nil {
+            throw .badRequest("body: <BodyTemplate> is for \(type.name)TemplateRegistrationDescription; <\(name)> is native")
+        }
+        let tags = (fields["Tags"] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        return Description(
+            platform: type.platform, isTemplate: isTemplate, handle: handle, tags: tags, bodyTemplate: fields["BodyTemplate"],
+            templateName: fields["TemplateName"].flatMap { $0.isEmpty ? nil : $0 }, wnsHeaders: wnsHeaders, expiry: fields["Expiry"],
+            registrationID: fields["RegistrationId"])
+    }
+
+    /// The description element of `registration`, with its ETag.
+    static func writeDescription(_ registration: Registration, writer: XMLTextWriter) {
+        let type = types.first(where: { $0.platform == registration.platform })!
+        let template = registration.template
+        writer.startElement("\(type.name)\(template == nil ? "" : "Template")RegistrationDescription")
+        writer.attribute("xmlns:i", instanceNamespace)
+        writer.attribute("xmlns", connectNamespace)
+        writer.element("ETag", registrationETag(registration))
+        writer.element("ExpirationTime", registration.expiresAt.map { RFC3339.format($0) } ?? never)
+        writer.element("RegistrationId", registration.id.rawValue)
+        let tags = registration.tags.map(\.rawValue)
+        if !tags.isEmpty { writer.element("Tags", tags.joined(separator: ",")) }
+        writer.element(type.handleElement, registration.handle.value)
+        if let template {
+            writer.cdataElement("BodyTemplate", template.body)
+            let headers = template.headers.filter { $0.key != "apns-expiration" }.sorted { $0.key < $1.key }
+            if registration.platform == .wns, !headers.isEmpty {
+                writer.startElement("WnsHeaders")
+                for (name, value) in headers {
+                    writer.startElement("WnsHeader")
+                    writer.element("Header", name)
+                    writer.element("Value", value)
+                    writer.endElement()
+                }
+                writer.endElement()
+            }
+            if registration.platform == .apns, let expiry = template.headers["apns-expiration"] { writer.element("Expiry", expiry) }
+            if let name = template.name { writer.element("TemplateName", name) }
+        }
+        writer.endElement()
+    }
+
+    static func writeEntry(_ registration: Registration, base: String, apiVersion: String, updated: Timestamp, writer: XMLTextWriter) {
+        let url = "\(base)/registrations/\(registration.id.rawValue)?api-version=\(apiVersion)"
+        writer.startElement("entry")
+        writer.attribute("xmlns", atomNamespace)
+        writer.element("id", url)
+        writer.startElement("title")
+        writer.attribute("type", "text")
+        writer.endElement()
+        writer.element("updated", RFC3339.format(updated))
+        writer.startElement("link")
+        writer.attribute("rel", "self")
+        writer.attribute("href", url)
+        writer.endElement()
+        writer.startElement("content")
+        writer.attribute("type", "application/xml")
+        writeDescription(registration, writer: writer)
+        writer.endElement()
+        writer.endElement()
+    }
+
+    /// `<entry>` for one registration.
+    static func entry(_ registration: Registration, base: String, apiVersion: String, now: Timestamp) -> [UInt8] {
+        let writer = XMLTextWriter()
+        writer.startDocument()
+        writeEntry(registration, base: base, apiVersion: apiVersion, updated: now, writer: writer)
+        return writer.finish()
+    }
+
+    /// `<feed>` of registrations.
+    static func feed(_ registrations: [Registration], base: String, apiVersion: String, now: Timestamp) -> [UInt8] {
+        let writer = XMLTextWriter()
+        writer.startDocument()
+        writer.startElement("feed")
+        writer.attribute("xmlns", atomNamespace)
+        writer.startElement("title")
+        writer.attribute("type", "text")
+        writer.endElement()
+        writer.element("id", "\(base)/registrations/?api-version=\(apiVersion)")
+        writer.element("updated", RFC3339.format(now))
+        writer.startElement("link")
+        writer.attribute("rel", "self")
+        writer.attribute("href", "\(base)/registrations/?api-version=\(apiVersion)")
+        writer.endElement()
+        for registration in registrations {
+            writeEntry(registration, base: base, apiVersion: apiVersion, updated: now, writer: writer)
+        }
+        writer.endElement()
+        return writer.finish()
+    }
+
+    /// Notification Hubs' error body.
+    static func error(code: Int, detail: String) -> [UInt8] {
+        let writer = XMLTextWriter()
+        writer.startElement("Error")
+        writer.element("Code", String(code))
+        writer.element("Detail", detail)
+        writer.endElement()
+        return writer.finish()
+    }
+}

@@ -1,0 +1,162 @@
+import Crypto
+import Foundation
+import Pushgate
+import Synchronization
+
+/// Notification Hubs' Shared Access Signature: `SharedAccessSignature sr=<resource>&sig=<signature>&se=<expiry>&skn=<rule>`.
+///
+/// The signature is `base64(HMAC-SHA256(key, sr + "\n" + se))` over `sr` exactly as the token
+/// carries it (URL-encoded), then URL-encoded itself. A token is valid for a request when its rule
+/// is one of the hub's, it has not expired, its signature is the rule key's, and its resource
+/// (lower-cased, scheme and query left out) is a prefix of the request's `host/path`, on a path
+/// segment boundary: a token for the namespace (`https://host/`) covers every hub, one for
+/// `https://host/hub` that hub only.
+public struct SharedAccessSignature: Sendable, Hashable {
+    /// `sr` as the token carries it (URL-encoded).
+    public var encodedResource: String
+    /// `sig`, URL-decoded (base64).
+    public var signature: String
+    public var expiry: Int64
+    public var keyName: String
+
+    public static let scheme = "SharedAccessSignature"
+
+    /// Parses an `Authorization` header value; nil with the reason when it is not a token.
+    public static func parse(_ header: String) -> Result<SharedAccessSignature, SASError> {
+        guard header.count <= 4096 else { return .failure(.malformed("the Authorization header is longer than 4096 characters")) }
+        let prefix = scheme + " "
+        guard header.lowercased().hasPrefix(prefix.lowercased()) else {
+            return .failure(.malformed("Authorization must be 'SharedAccessSignature sr=…&sig=…&se=…&skn=…'"))
+        }
+        var fields: [String: String] = [:]
+        for pair in header.dropFirst(prefix.count).trimmingCharacters(in: .whitespaces).split(separator: "&") {
+            guard let equals = pair.firstIndex(of: "=") else { return .failure(.malformed("'\(pair.prefix(40))' is not name=value")) }
+            let name = pair[..<equals].lowercased()
+            guard fields[name] == nil else { return .failure(.malformed("'\(name)' is given twice")) }
+            fields[name] = String(pair[pair.index(after: equals)...])
+        }
+        for name in ["sr", "sig", "se", "skn"] where (fields[name] ?? "").isEmpty {
+            return .failure(.malformed("the token has no '\(name)'"))
+        }
+        guard let expiry = Int64(fields["se"]!) else {
+            return .failure(.malformed("se '\(fields["se"]!.prefix(40))' is not whole seconds"))
+        }
+        guard let signature = fields["sig"]!.removingPercentEncoding, let keyName = fields["skn"]!.removingPercentEncoding else {
+            return .failure(.malformed("sig or skn is not URL-encoded correctly"))
+        }
+        return .success(SharedAccessSignature(encodedResource: fields["sr"]!, signature: signature, expiry: expiry, keyName: keyName))
+    }
+
+    /// The resource as compared: decoded, lower-cased, without scheme, query or trailing `/`.
+    public var normalizedResource: String? {
+        guard let decoded = encodedResource.removingPercentEncoding else { return nil }
+        return Self.normalize(decoded)
+    }
+
+    static func normalize(_ uri: String) -> String {
+        var text = uri.lowercased()
+        for scheme in ["https://", "http://", "sb://"] where text.hasPrefix(scheme) {
+            text = String(text.dropFirst(scheme.count))
+            break
+        }
+        if let query = text.firstIndex(of: "?") { text = String(text[..<query]) }
+        if let slash = text.firstIndex(of: "/") {
+            let host = text[..<slash]
+            if host.hasSuffix(":443") { text = String(host.dropLast(4)) + text[slash...] }
+        } else if text.hasSuffix(":443") {
+            text = String(text.dropLast(4))
+        }
+        while text.hasSuffix("/") { text.removeLast() }
+        return text
+    }
+
+    /// Whether the token's resource covers `host/path` (both normalized).
+    public func covers(host: String, path: String) -> Bool {
+        guard let resource = normalizedResource else { return false }
+        let target = Self.normalize(host + path)
+        if target == resource { return true }
+        return target.hasPrefix(resource + "/")
+    }
+
+    /// The signature `key` gives this token's resource and expiry.
+    public static func sign(encodedResource: String, expiry: Int64, key: String) -> String {
+        let mac = HMAC<SHA256>.authenticationCode(
+            for: Data("\(encodedResource)\n\(expiry)".utf8), using: SymmetricKey(data: Data(key.utf8)))
+        return Data(mac).base64EncodedString()
+    }
+
+    /// A token for `resourceURI` (for example `https://host:8443/myhub`), valid until `expiry`:
+    /// what clients build from a connection string.
+    public static func token(resourceURI: String, keyName: String, key: String, expiry: Int64) -> String {
+        let resource = formEncode(resourceURI.lowercased())
+        let signature = sign(encodedResource: resource, expiry: expiry, key: key)
+        return "\(scheme) sr=\(resource)&sig=\(formEncode(signature))&se=\(expiry)&skn=\(keyName)"
+    }
+
+    /// URL-encodes everything but letters, digits and `-_.~`.
+    static func formEncode(_ text: String) -> String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-_.~")
+        return text.unicodeScalars.map { scalar in
+            scalar.isASCII && allowed.contains(scalar)
+                ? String(scalar) : String(scalar).utf8.map { String(format: "%%%02X", $0) }.joined()
+        }.joined()
+    }
+
+    /// Constant-time comparison of two base64 signatures' bytes.
+    static func constantTimeEquals(_ a: String, _ b: String) -> Bool {
+        let left = Array(a.utf8)
+        let right = Array(b.utf8)
+        var difference = UInt8(left.count == right.count ? 0 : 1)
+        for index in 0..<max(left.count, right.count) {
+            difference |= (index < left.count ? left[index] : 0) ^ (index < right.count ? right[index] : 0)
+        }
+        return difference == 0
+    }
+}
+
+/// Why a Shared Access Signature was refused (answered 401; the message never holds a key).
+public enum SASError: Error, Hashable, Sendable, CustomStringConvertible {
+    case missing
+    case malformed(String)
+    case unknownRule(String)
+    case expired(Int64)
+    case wrongResource(String)
+    case badSignature
+
+    public var description: String {
+        switch self {
+        case .missing: "authorization required: send Authorization: SharedAccessSignature sr=…&sig=…&se=…&skn=… (a hub rule's key)"
+        case .malformed(let reason): "malformed SharedAccessSignature: \(reason)"
+        case .unknownRule(let name): "the hub has no shared access rule '\(name.prefix(80))' (skn)"
+        case .expired(let expiry): "the SharedAccessSignature expired at \(expiry) (se, seconds since 1970)"
+        case .wrongResource(let resource):
+            "the SharedAccessSignature is for '\(resource.prefix(200))' (sr), which does not cover this request"
+        case .badSignature: "the SharedAccessSignature's signature (sig) does not match the rule's key"
+        }
+    }
+}
+
+/// Verified signatures, so that a client reusing its token (they do until it expires) costs a
+/// dictionary lookup, not an HMAC. Bounded: when full, it starts over.
+final class SignatureCache: Sendable {
+    private let entries = Mutex<[String: Int64]>([:])
+    let capacity: Int
+
+    init(capacity: Int = 10_000) { self.capacity = capacity }
+
+    /// Whether `header` was verified for `hub` and has not expired at `now`.
+    func contains(_ header: String, hub: AppID, now: Int64) -> Bool {
+        entries.withLock { entries in
+            guard let expiry = entries[hub.rawValue + " " + header] else { return false }
+            return expiry > now
+        }
+    }
+
+    func insert(_ header: String, hub: AppID, expiry: Int64) {
+        entries.withLock { entries in
+            if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
+            entries[hub.rawValue + " " + header] = expiry
+        }
+    }
+}

@@ -1,0 +1,355 @@
+import Foundation
+import PNSSandbox
+import Pushgate
+import PushgateCurl
+import PushgateServer
+import PushgateTesting
+import Testing
+
+/// The Notification Hubs REST API on `/{hub}/…` against a running gateway and the sandbox: SAS
+/// checks, native, template, direct, test and scheduled sends, registrations in Atom XML,
+/// installations with JSON Patch.
+@Suite struct HubAPITests {
+    struct Client {
+        let fixture: GatewayFixture
+        let keys: [String: String]
+
+        init(_ fixture: GatewayFixture) throws {
+            self.fixture = fixture
+            var keys: [String: String] = [:]
+            for rule in [SharedAccessRule.defaultFullName, SharedAccessRule.defaultListenName] {
+                keys[rule] = try String(contentsOfFile: fixture.local.directory + "/hub-keys/default.\(rule).key", encoding: .utf8)
+            }
+            self.keys = keys
+        }
+
+        var resource: String { "http://127.0.0.1:\(fixture.local.port)/default" }
+
+        func token(
+            rule: String = SharedAccessRule.defaultFullName, resource: String? = nil, expiry: Int64? = nil, key: String? = nil
+        )
+            -> String
+        {
+            SharedAccessSignature.token(
+                resourceURI: resource ?? self.resource, keyName: rule, key: key ?? keys[rule] ?? "",
+                expiry: expiry ?? Int64(Date().timeIntervalSince1970) + 600)
+        }
+
+        func call(
+            _ method: String, _ path: String, body: String = "", contentType: String = "application/json;charset=utf-8",
+            authorization: String? = nil, headers: [(name: String, value: String)] = []
+        ) async throws -> CurlResponse {
+            let separator = path.contains("?") ? "&" : "?"
+            return try await fixture.call(
+                method, "/default/\(path)\(separator)api-version=2015-01", user: nil, body: body, contentType: contentType,
+                headers: [("Authorization", authorization ?? token())] + headers)
+        }
+    }
+
+    static let atom = "application/atom+xml;type=entry;charset=utf-8"
+
+    static func appleRegistration(token: String, tags: String, template: String? = nil) -> String {
+        let type = template == nil ? "AppleRegistrationDescription" : "AppleTemplateRegistrationDescription"
+        let body = template.map { "<BodyTemplate><![CDATA[\($0)]]></BodyTemplate>" } ?? ""
+        return """
+            <?xml version="1.0" encoding="utf-8"?>
+            <entry xmlns="http://www.w3.org/2005/Atom"><content type="application/xml">
+            <\(type) xmlns:i="http://www.w3.org/2001/XMLSchema-instance" xmlns="http://schemas.microsoft.com/netservices/2010/10/servicebus/connect">
+            <Tags>\(tags)</Tags><DeviceToken>\(token)</DeviceToken>\(body)</\(type)></content></entry>
+            """
+    }
+
+    func waitForInbox(
+        _ fixture: GatewayFixture, _ device: SandboxDevice, count: Int, seconds: Double = 15
+    ) async throws
+        -> [ReceivedNotification]
+    {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while true {
+            let inbox = await fixture.sandbox.state.inbox(deviceID: device.id)
+            if inbox.count >= count || ContinuousClock.now > deadline { return inbox }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+    }
+
+    @Test func signaturesAreCheckedAsNotificationHubsChecksThem() async throws {
+        try await GatewayFixture.with { fixture in
+            let client = try Client(fixture)
+            let send: (String?) async throws -> CurlResponse = { authorization in
+                try await fixture.call(
+                    "POST", "/default/messages?api-version=2015-01", user: nil, body: #"{"aps":{"alert":"x"}}"#,
+                    headers: [("ServiceBusNotification-Format", "apple")] + (authorization.map { [("Authorization", $0)] } ?? []))
+            }
+            let accepted = try await send(client.token())
+            #expect(accepted.status == 201, "\(accepted.bodyText)")
+            #expect(accepted.header("Location")?.contains("/default/messages/") == true)
+            // A namespace-wide token covers every hub.
+            #expect(try await send(client.token(resource: "http://127.0.0.1:\(fixture.local.port)/")).status == 201)
+
+            let refusals: [(String?, String)] = [
+                (nil, "authorization required"),
+                ("Basic YWxpY2U6YWxpY2U=", "malformed SharedAccessSignature"),
+                (client.token(key: "d3Jvbmcga2V5"), "signature (sig) does not match"),
+                (client.token(expiry: Int64(Date().timeIntervalSince1970) - 5), "expired"),
+                (client.token(rule: "NoSuchRule", key: "x"), "no shared access rule 'NoSuchRule'"),
+                (client.token(resource: "http://127.0.0.1:\(fixture.local.port)/otherhub"), "does not cover this request"),
+                (client.token(resource: "http://127.0.0.1:\(fixture.local.port)/defaultx"), "does not cover this request"),
+                (client.token(rule: SharedAccessRule.defaultListenName), "this needs Send"),
+            ]
+            for (authorization, reason) in refusals {
+                let refused = try await send(authorization)
+                #expect(refused.status == 401, "\(authorization ?? "none"): \(refused.bodyText)")
+                #expect(refused.bodyText.contains("<Error><Code>401</Code><Detail>"), "\(refused.bodyText)")
+                #expect(refused.bodyText.contains(reason), "\(reason) not in \(refused.bodyText)")
+                #expect(!refused.bodyText.contains(client.keys[SharedAccessRule.defaultFullName]!))
+            }
+            let unknownHub = try await fixture.call(
+                "POST", "/nohub/messages?api-version=2015-01", user: nil, body: "{}", headers: [("Authorization", client.token())])
+            #expect(unknownHub.status == 404 && unknownHub.bodyText.contains("no hub 'nohub'"), "\(unknownHub.bodyText)")
+            let badVersion = try await fixture.call(
+                "POST", "/default/messages?api-version=1999-01", user: nil, body: "{}", headers: [("Authorization", client.token())])
+            #expect(badVersion.status == 400 && badVersion.bodyText.contains("api-version '1999-01'"), "\(badVersion.bodyText)")
+        }
+    }
+
+    @Test func nativeTemplateDirectAndTestSendsReachTheRegistrationsTheyShould() async throws {
+        try await GatewayFixture.with { fixture in
+            let client = try Client(fixture)
+            let native = await fixture.sandbox.createDevice(.apns)
+            let templated = await fixture.sandbox.createDevice(.apns)
+            let direct = await fixture.sandbox.createDevice(.apns)
+            for (device, template) in [(native, nil), (templated, #"{"aps":{"alert":"{$(title) + ' for ' + $(name)}"}}"#)] {
+                let created = try await client.call(
+                    "POST", "registrations", body: Self.appleRegistration(token: device.handle, tags: "sports,eu", template: template),
+                    contentType: Self.atom)
+                #expect(created.status == 200, "\(created.bodyText)")
+            }
+            let apple: [(name: String, value: String)] = [("ServiceBusNotification-Format", "apple"), ("apns-push-type", "alert")]
+            let nativeSend = try await client.call(
+                "POST", "messages", body: #"{"aps":{"alert":"native"}}"#,
+                headers: apple + [("ServiceBusNotification-Tags", "sports && eu")])
+            #expect(nativeSend.status == 201, "\(nativeSend.bodyText)")
+            let templateSend = try await client.call(
+                "POST", "messages", body: #"{"title":"Goal","name":"Ann"}"#,
+                headers: [("ServiceBusNotification-Format", "template"), ("ServiceBusNotification-Tags", "sports")])
+            #expect(templateSend.status == 201, "\(templateSend.bodyText)")
+            let directSend = try await client.call(
+                "POST", "messages?direct", body: #"{"aps":{"alert":"direct"}}"#,
+                headers: apple + [("ServiceBusNotification-DeviceHandle", direct.handle)])
+            #expect(directSend.status == 201, "\(directSend.bodyText)")
+
+            let nativeInbox = try await waitForInbox(fixture, native, count: 1)
+            let templateInbox = try await waitForInbox(fixture, templated, count: 1)
+            let directInbox = try await waitForInbox(fixture, direct, count: 1)
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(nativeInbox.map(\.payload) == [#"{"aps":{"alert":"native"}}"#])
+            #expect(templateInbox.map(\.payload) == [#"{"aps":{"alert":"Goal for Ann"}}"#])
+            #expect(directInbox.map(\.payload) == [#"{"aps":{"alert":"direct"}}"#])
+            #expect(await fixture.sandbox.state.inbox(deviceID: native.id).count == 1)
+            #expect(await fixture.sandbox.state.inbox(deviceID: templated.id).count == 1)
+
+            // Telemetry of the native send: NotificationDetails, the template registration skipped.
+            let location = try #require(nativeSend.header("Location"))
+            let id = try #require(location.split(separator: "/").last?.split(separator: "?").first.map(String.init))
+            var details = try await client.call("GET", "messages/\(id)")
+            for _ in 0..<50 where !details.bodyText.contains("<State>Completed</State>") {
+                try await Task.sleep(for: .milliseconds(100))
+                details = try await client.call("GET", "messages/\(id)")
+            }
+            #expect(details.status == 200 && details.bodyText.contains("<NotificationDetails"), "\(details.bodyText)")
+            #expect(details.bodyText.contains("<Name>Success</Name><Count>1</Count>"), "\(details.bodyText)")
+            #expect(details.bodyText.contains("<Name>Skipped</Name><Count>1</Count>"), "\(details.bodyText)")
+
+            // A test send answers the outcome at once.
+            let test = try await client.call(
+                "POST", "messages?test", body: #"{"title":"T","name":"N"}"#,
+                headers: [("ServiceBusNotification-Format", "template"), ("ServiceBusNotification-Tags", "sports")])
+            #expect(test.status == 200, "\(test.bodyText)")
+            #expect(test.bodyText.contains("<NotificationOutcome") && test.bodyText.contains("<Success>1</Success>"), "\(test.bodyText)")
+            #expect(test.bodyText.contains("<RegistrationResult>"))
+
+            // Bad input: named, nothing sent.
+            let checks: [([(name: String, value: String)], String, Int, String)] = [
+                ([("ServiceBusNotification-Format", "windowsphone")], "{}", 400, "MPNS"),
+                ([("ServiceBusNotification-Format", "carrierpigeon")], "{}", 400, "'carrierpigeon' is unknown"),
+                ([], "{}", 400, "ServiceBusNotification-Format is required"),
+                (apple, "not json", 400, "invalid JSON"),
+                ([("ServiceBusNotification-Format", "windows")], "<toast/>", 400, "X-WNS-Type is required"),
+                (apple + [("ServiceBusNotification-Tags", "a && (b")], #"{"aps":{}}"#, 400, "ServiceBusNotification-Tags"),
+                ([("ServiceBusNotification-Format", "fcmv1")], #"{"message":{"token":"x","data":{}}}"#, 400, "$.message.token"),
+                ([("ServiceBusNotification-Format", "template")], #"["x"]"#, 400, "JSON object of properties"),
+                (apple, #"{"aps":{"alert":""# + String(repeating: "x", count: 5000) + #""}}"#, 413, "limit"),
+            ]
+            for (headers, body, status, reason) in checks {
+                let refused = try await client.call("POST", "messages", body: body, headers: headers)
+                #expect(refused.status == status && refused.bodyText.contains(reason), "\(reason): \(refused.status) \(refused.bodyText)")
+            }
+        }
+    }
+
+    @Test func registrationsRoundTripAsAtomEntriesWithETagsFiltersAndOwnershipRules() async throws {
+        try await GatewayFixture.with { fixture in
+            let client = try Client(fixture)
+            let device = await fixture.sandbox.createDevice(.apns)
+            let reserved = try await client.call(
+                "POST", "registrationIDs", authorization: client.token(rule: SharedAccessRule.defaultListenName))
+            #expect(reserved.status == 201, "\(reserved.bodyText)")
+            let location = try #require(reserved.header("Location"))
+            let id = try #require(location.split(separator: "/").last?.split(separator: "?").first.map(String.init))
+            let listen = client.token(rule: SharedAccessRule.defaultListenName)
+            let put = try await client.call(
+                "PUT", "registrations/\(id)", body: Self.appleRegistration(token: device.handle, tags: "news, sports"),
+                contentType: Self.atom,
+                authorization: listen)
+            #expect(put.status == 200, "\(put.bodyText)")
+            let etag = try #require(put.header("ETag")).replacingOccurrences(of: "\"", with: "")
+            for element in [
+                "<entry xmlns=\"http://www.w3.org/2005/Atom\">", "<AppleRegistrationDescription", "<RegistrationId>\(id)</RegistrationId>",
+                "<Tags>news,sports</Tags>", "<DeviceToken>\(device.handle)</DeviceToken>", "<ETag>\(etag)</ETag>",
+                "<ExpirationTime>9999-12-31T23:59:59.999Z</ExpirationTime>",
+            ] {
+                #expect(put.bodyText.contains(element), "\(element) missing in \(put.bodyText)")
+            }
+            let got = try await client.call("GET", "registrations/\(id)", authorization: listen)
+            #expect(got.status == 200 && got.bodyText.contains("<DeviceToken>\(device.handle)</DeviceToken>"))
+
+            // If-Match: a stale ETag is refused, and nothing changes.
+            let stale = try await client.call(
+                "PUT", "registrations/\(id)", body: Self.appleRegistration(token: device.handle, tags: "changed"), contentType: Self.atom,
+                headers: [("If-Match", "\"0000\"")])
+            #expect(stale.status == 412, "\(stale.bodyText)")
+            #expect(try await client.call("GET", "registrations/\(id)").bodyText.contains("<Tags>news,sports</Tags>"))
+
+            // Listing needs Manage; filters by tag and by token; continuation tokens page.
+            #expect(try await client.call("GET", "registrations", authorization: listen).status == 401)
+            let byTag = try await client.call(
+                "GET", "registrations?$filter=" + "Tags eq 'news'".addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)
+            #expect(byTag.status == 200 && byTag.bodyText.contains("<feed") && byTag.bodyText.contains(id), "\(byTag.bodyText)")
+            let byToken = try await client.call(
+                "GET",
+                "registrations?$filter=" + "DeviceToken eq '\(device.handle)'".addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+            )
+            #expect(byToken.bodyText.contains(id), "\(byToken.bodyText)")
+            let byOther = try await client.call("GET", "tags/nothing/registrations")
+            #expect(byOther.status == 200 && !byOther.bodyText.contains("<entry"))
+            for index in 0..<3 {
+                let other = await fixture.sandbox.createDevice(.apns)
+                _ = try await client.call(
+                    "POST", "registrations", body: Self.appleRegistration(token: other.handle, tags: "page\(index)"), contentType: Self.atom
+                )
+            }
+            var seen: Set<String> = []
+            var continuation: String?
+            repeat {
+                let page = try await client.call(
+                    "GET", "registrations?$top=2", headers: continuation.map { [("X-MS-ContinuationToken", $0)] } ?? [])
+                #expect(page.status == 200)
+                for part in page.bodyText.components(separatedBy: "<RegistrationId>").dropFirst() {
+                    seen.insert(String(part.prefix { $0 != "<" }))
+                }
+                continuation = page.header("X-MS-ContinuationToken")
+            } while continuation != nil && seen.count < 10
+            #expect(seen.count == 4, "\(seen)")
+
+            // Bad input is named and writes nothing.
+            let fresh = RegistrationID.random().rawValue
+            let bad: [(String, Int, String)] = [
+                ("<entry", 400, "invalid XML"),
+                (Self.appleRegistration(token: "zz", tags: "a"), 400, "DeviceToken"),
+                (Self.appleRegistration(token: device.handle, tags: "bad tag!"), 400, "Tags"),
+                (Self.appleRegistration(token: device.handle, tags: "a", template: #"{"aps":"#), 400, "BodyTemplate"),
+                (Self.appleRegistration(token: device.handle, tags: "a").replacingOccurrences(of: "Apple", with: "Mpns"), 400, "MPNS"),
+                (
+                    Self.appleRegistration(token: device.handle, tags: "a").replacingOccurrences(of: "Apple", with: "Pigeon"), 400,
+                    "not supported"
+                ),
+            ]
+            for (body, status, reason) in bad {
+                let refused = try await client.call("PUT", "registrations/\(fresh)", body: body, contentType: Self.atom)
+                #expect(refused.status == status && refused.bodyText.contains(reason), "\(reason): \(refused.bodyText)")
+            }
+            // A Listen key (a device's) may not claim a user's tag.
+            let hijack = try await client.call(
+                "PUT", "registrations/\(fresh)", body: Self.appleRegistration(token: device.handle, tags: "username:alice"),
+                contentType: Self.atom, authorization: listen)
+            #expect(hijack.status == 403 && hijack.bodyText.contains("username:"), "\(hijack.bodyText)")
+            #expect(try await client.call("GET", "registrations/\(fresh)").status == 404)
+
+            #expect(try await client.call("DELETE", "registrations/\(id)", authorization: listen).status == 200)
+            #expect(try await client.call("GET", "registrations/\(id)").status == 404)
+        }
+    }
+
+    @Test func installationsWithTemplatesArePatchedAndReachedThroughTheirInstallationTag() async throws {
+        try await GatewayFixture.with { fixture in
+            let client = try Client(fixture)
+            let device = await fixture.sandbox.createDevice(.apns)
+            let listen = client.token(rule: SharedAccessRule.defaultListenName)
+            let installation = """
+                {"installationId":"phone-1","platform":"apns","pushChannel":"\(device.handle)","tags":["news"],"userId":"ann",
+                 "templates":{"greeting":{"body":"{\\"aps\\":{\\"alert\\":\\"{'Hi ' + $(name)}\\"}}","tags":["greet"]}}}
+                """
+            let put = try await client.call("PUT", "installations/phone-1", body: installation, authorization: listen)
+            #expect(put.status == 200, "\(put.bodyText)")
+            let got = try await client.call("GET", "installations/phone-1", authorization: listen)
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(got.body)) as? [String: Any], "\(got.bodyText)")
+            #expect(object["installationId"] as? String == "phone-1" && object["userId"] as? String == "ann")
+            #expect(object["tags"] as? [String] == ["news"] && object["pushChannel"] as? String == device.handle)
+            let templates = try #require(object["templates"] as? [String: [String: Any]])
+            #expect(templates["greeting"]?["tags"] as? [String] == ["greet"], "\(object)")
+
+            let patch = #"[{"op":"add","path":"/tags","value":"sports"},{"op":"replace","path":"/userId","value":"bob"}]"#
+            #expect(try await client.call("PATCH", "installations/phone-1", body: patch, authorization: listen).status == 200)
+            let patched = try await client.call("GET", "installations/phone-1")
+            #expect(patched.bodyText.contains(#""sports""#) && patched.bodyText.contains(#""userId":"bob""#), "\(patched.bodyText)")
+            let badPatch = try await client.call(
+                "PATCH", "installations/phone-1", body: #"[{"op":"move","path":"/tags"}]"#, authorization: listen)
+            #expect(badPatch.status == 400 && badPatch.bodyText.contains("'move' is not supported"), "\(badPatch.bodyText)")
+
+            let send = try await client.call(
+                "POST", "messages", body: #"{"name":"Ann"}"#,
+                headers: [("ServiceBusNotification-Format", "template"), ("ServiceBusNotification-Tags", "$InstallationId:{phone-1}")])
+            #expect(send.status == 201, "\(send.bodyText)")
+            let byUser = try await client.call(
+                "POST", "messages", body: #"{"aps":{"alert":"to bob"}}"#,
+                headers: [("ServiceBusNotification-Format", "apple"), ("ServiceBusNotification-Tags", "$UserId:{bob}")])
+            #expect(byUser.status == 201, "\(byUser.bodyText)")
+            let inbox = try await waitForInbox(fixture, device, count: 2)
+            #expect(
+                Set(inbox.map(\.payload)) == [#"{"aps":{"alert":"Hi Ann"}}"#, #"{"aps":{"alert":"to bob"}}"#], "\(inbox.map(\.payload))")
+
+            #expect(try await client.call("DELETE", "installations/phone-1", authorization: listen).status == 204)
+            #expect(try await client.call("GET", "installations/phone-1").status == 404)
+        }
+    }
+
+    @Test func aScheduledSendIsCancelledAndItsTelemetrySaysSo() async throws {
+        try await GatewayFixture.with { fixture in
+            let client = try Client(fixture)
+            let device = await fixture.sandbox.createDevice(.apns)
+            _ = try await client.call(
+                "POST", "registrations", body: Self.appleRegistration(token: device.handle, tags: "t"), contentType: Self.atom)
+            let formatter = DateFormatter()
+            formatter.locale = Locale(identifier: "en_US_POSIX")
+            formatter.timeZone = TimeZone(identifier: "UTC")
+            formatter.dateFormat = "yyyy-MM-dd'T'HH:mm:ss"
+            let later = formatter.string(from: Date().addingTimeInterval(3600))
+            let scheduled = try await client.call(
+                "POST", "schedulednotifications", body: #"{"aps":{"alert":"later"}}"#,
+                headers: [("ServiceBusNotification-Format", "apple"), ("ServiceBusNotification-ScheduleTime", later)])
+            #expect(scheduled.status == 201, "\(scheduled.bodyText)")
+            let location = try #require(scheduled.header("Location"))
+            #expect(location.contains("/default/schedulednotifications/"))
+            let id = try #require(location.split(separator: "/").last?.split(separator: "?").first.map(String.init))
+            let pending = try await client.call("GET", "messages/\(id)")
+            #expect(pending.bodyText.contains("<State>Scheduled</State>"), "\(pending.bodyText)")
+            #expect(try await client.call("DELETE", "schedulednotifications/\(id)").status == 200)
+            let cancelled = try await client.call("GET", "messages/\(id)")
+            #expect(cancelled.bodyText.contains("<State>Cancelled</State>"), "\(cancelled.bodyText)")
+            let past = try await client.call(
+                "POST", "schedulednotifications", body: #"{"aps":{"alert":"x"}}"#,
+                headers: [("ServiceBusNotification-Format", "apple"), ("ServiceBusNotification-ScheduleTime", "2001-01-01T00:00:00")])
+            #expect(past.status == 400 && past.bodyText.contains("ServiceBusNotification-ScheduleTime"), "\(past.bodyText)")
+        }
+    }
+}
