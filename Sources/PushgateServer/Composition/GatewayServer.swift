@@ -47,6 +47,10 @@ public struct GatewayServer: Sendable {
         let configuration = loaded.configuration
         let listener = configuration.listener
         let secrets = SecretResolver(baseDirectory: loaded.baseDirectory)
+        // Never serve plain HTTP where HTTPS was asked for.
+        if listener.tls != nil {
+            throw GatewayError(500, "listener.tls: HTTPS on the listener is not served yet; put a TLS-terminating proxy in front instead")
+        }
         let metrics = GatewayMetrics()
         let inFlight = InFlightSends()
         // One gateway per hub (its own providers and outbox driver), sharing the store, metrics and
