@@ -31,7 +31,7 @@ if [ -n "${PUSHGATE_BENCH_SANDBOX_ARGS+set}" ]; then
 elif "$bin" sandbox --help 2>/dev/null | grep -q -- '--inbox-limit'; then
   sbx_args=(--inbox-limit "${PUSHGATE_BENCH_SANDBOX_INBOX_LIMIT:-1}")
 fi
-"$bin" sandbox --dir "$sbx_dir" --gateway-port "$gateway_port" "${sbx_args[@]}" > "$work/pns-sandbox.out" 2> "$work/pns-sandbox.err" &
+"$bin" sandbox --dir "$sbx_dir" --gateway-port "$gateway_port" --gateway-tls-port 0 "${sbx_args[@]}" > "$work/pns-sandbox.out" 2> "$work/pns-sandbox.err" &
 sbx_pid=$!
 pids+=("$sbx_pid")
 for _ in $(seq 1 100); do grep -q gateway "$work/pns-sandbox.out" 2>/dev/null && break; sleep 0.1; done

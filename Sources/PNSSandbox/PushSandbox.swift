@@ -25,6 +25,10 @@ public final class PushSandbox: Service, Sendable {
     public let state: SandboxState
     /// The CA certificate (PEM) a client must trust to talk to the sandbox.
     public let caCertificatePEM: String
+    /// A certificate chain and key (PEM) the CA issued for a gateway's HTTPS listener on this
+    /// machine (`localhost`, `127.0.0.1`, `::1`).
+    public let gatewayCertificatePEM: String
+    public let gatewayPrivateKeyPEM: String
 
     private let listeners: [SandboxListener]
     private let group: MultiThreadedEventLoopGroup
@@ -32,13 +36,16 @@ public final class PushSandbox: Service, Sendable {
 
     private init(
         configuration: SandboxConfiguration, credentials: SandboxCredentials, endpoints: SandboxEndpoints, state: SandboxState,
-        caCertificatePEM: String, listeners: [SandboxListener], group: MultiThreadedEventLoopGroup, logger: Logger
+        caCertificatePEM: String, gatewayCertificatePEM: String, gatewayPrivateKeyPEM: String, listeners: [SandboxListener],
+        group: MultiThreadedEventLoopGroup, logger: Logger
     ) {
         self.configuration = configuration
         self.credentials = credentials
         self.endpoints = endpoints
         self.state = state
         self.caCertificatePEM = caCertificatePEM
+        self.gatewayCertificatePEM = gatewayCertificatePEM
+        self.gatewayPrivateKeyPEM = gatewayPrivateKeyPEM
         self.listeners = listeners
         self.group = group
         self.logger = logger
@@ -110,7 +117,8 @@ public final class PushSandbox: Service, Sendable {
                 control: "http://\(urlHost):\(control.port)")
             let sandbox = PushSandbox(
                 configuration: configuration, credentials: credentials, endpoints: endpoints, state: state,
-                caCertificatePEM: authority.caCertificatePEM, listeners: [apns, google, wns, control], group: group, logger: logger)
+                caCertificatePEM: authority.caCertificatePEM, gatewayCertificatePEM: authority.gatewayCertificatePEM,
+                gatewayPrivateKeyPEM: authority.gatewayPrivateKeyPEM, listeners: [apns, google, wns, control], group: group, logger: logger)
             controlForwarder.target.setTarget(ControlAPI(sandbox: sandbox))
             logger.info(
                 "sandbox listening",
@@ -151,6 +159,8 @@ public final class PushSandbox: Service, Sendable {
             ("wnsClientSecret", "wns-client-secret.txt", credentials.wnsClientSecret),
             ("apnsCertificate", "apns-client.pem", credentials.apnsClientCertificatePEM),
             ("apnsProductionCertificate", "apns-client-production.pem", credentials.apnsProductionClientCertificatePEM),
+            ("gatewayCertificate", "gateway-certificate.pem", gatewayCertificatePEM),
+            ("gatewayKey", "gateway-key.pem", gatewayPrivateKeyPEM),
         ]
         var paths: [String: String] = [:]
         for (name, file, content) in files {

@@ -25,6 +25,9 @@ public struct SandboxGatewayConfiguration: Sendable {
     public var files: [String: String]
     /// Gateway listener port (0: the OS picks).
     public var listenerPort: Int
+    /// The gateway's HTTPS port (`listener.tls.port`; 0: the OS picks), served with the
+    /// `gatewayCertificate` and `gatewayKey` files the sandbox's CA issued; nil: no HTTPS.
+    public var listenerTLSPort: Int?
     /// Whether the tutorials' "password equals user name" rule is on (local development only).
     public var demoPasswordEqualsName: Bool
     /// The sandbox's control API, for the web console's sandbox devices and inboxes.
@@ -33,7 +36,7 @@ public struct SandboxGatewayConfiguration: Sendable {
     public init(
         apnsEndpoint: String, apnsTopic: String, apnsKeyID: String, apnsTeamID: String, fcmEndpoint: String, gcmEndpoint: String,
         wnsTokenEndpoint: String, wnsClientID: String, wnsChannelHost: String, files: [String: String], listenerPort: Int = 8080,
-        demoPasswordEqualsName: Bool = true, sandboxControl: String? = nil
+        listenerTLSPort: Int? = 8443, demoPasswordEqualsName: Bool = true, sandboxControl: String? = nil
     ) {
         self.apnsEndpoint = apnsEndpoint
         self.apnsTopic = apnsTopic
@@ -46,6 +49,7 @@ public struct SandboxGatewayConfiguration: Sendable {
         self.wnsChannelHost = wnsChannelHost
         self.files = files
         self.listenerPort = listenerPort
+        self.listenerTLSPort = listenerTLSPort
         self.demoPasswordEqualsName = demoPasswordEqualsName
         self.sandboxControl = sandboxControl
     }
@@ -61,8 +65,14 @@ public struct SandboxGatewayConfiguration: Sendable {
         }
         var console: [String: Any] = ["enabled": true]
         if let sandboxControl { console["sandboxControl"] = sandboxControl }
+        var listener: [String: Any] = ["host": "127.0.0.1", "port": listenerPort]
+        // HTTPS beside plain HTTP (the listener is on loopback): Notification Hubs clients derive
+        // https://host:port/ from a connection string.
+        if let listenerTLSPort, files["gatewayCertificate"] != nil, files["gatewayKey"] != nil {
+            listener["tls"] = ["certificateChain": file("gatewayCertificate"), "privateKey": file("gatewayKey"), "port": listenerTLSPort]
+        }
         return [
-            "listener": ["host": "127.0.0.1", "port": listenerPort],
+            "listener": listener,
             "console": console,
             "store": ["sqlite": ["path": "pushgate.sqlite"]],
             "auth": ["users": [Any](), "admins": [Any](), "demoPasswordEqualsName": demoPasswordEqualsName],

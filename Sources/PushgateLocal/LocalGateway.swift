@@ -17,6 +17,8 @@ public struct LocalGateway: Sendable {
     public let sandbox: PushSandbox
     public let directory: String
     public let baseURL: String
+    /// The gateway's HTTPS listener (`listener.tls`, a certificate from the sandbox's CA), or nil.
+    public let secureBaseURL: String?
     /// The port the gateway listens on (127.0.0.1).
     public var port: Int { Int(baseURL.split(separator: ":").last ?? "") ?? 0 }
     public let client: CurlHTTPClient
@@ -34,22 +36,29 @@ public struct LocalGateway: Sendable {
     ) async throws -> LocalGateway {
         let sandbox = try await PushSandbox.start()
         let directory = NSTemporaryDirectory() + "pushgate-demo-" + UUID().uuidString.prefix(8)
-        let configPath = try sandbox.writeGatewayConfiguration(to: directory, listenerPort: 0)
+        let configPath = try sandbox.writeGatewayConfiguration(to: directory, listenerPort: 0, listenerTLSPort: 0)
         var loaded = try ConfigurationLoader.load(file: configPath)
         var configuration = loaded.configuration
         adjust(&configuration)
         loaded = loaded.replacing(configuration)
         let store = try await SQLiteRegistrationStore.open(path: directory + "/pushgate.sqlite")
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
+        let (securePorts, securePortContinuation) = AsyncStream.makeStream(of: Int.self)
         let server = try await GatewayServer.assemble(
-            configuration: loaded, app: loaded.defaultApp, store: store, policy: retryPolicy, port: 0,
-            logger: Logger(label: "pushgate.local"), clock: clock, onListening: { portContinuation.yield($0) })
+            configuration: loaded, app: loaded.defaultApp, store: store, policy: retryPolicy, port: 0, securePort: 0,
+            logger: Logger(label: "pushgate.local"), clock: clock, onListening: { portContinuation.yield($0) },
+            onListeningSecurely: { securePortContinuation.yield($0) })
         let services = server.serviceGroup()
         let serverTask = Task { try await services.run() }
         var iterator = ports.makeAsyncIterator()
         let port = await iterator.next() ?? 0
+        var secureBaseURL: String?
+        if configuration.listener.tls?.port != nil {
+            var secureIterator = securePorts.makeAsyncIterator()
+            secureBaseURL = "https://127.0.0.1:\(await secureIterator.next() ?? 0)"
+        }
         return LocalGateway(
-            sandbox: sandbox, directory: directory, baseURL: "http://127.0.0.1:\(port)",
+            sandbox: sandbox, directory: directory, baseURL: "http://127.0.0.1:\(port)", secureBaseURL: secureBaseURL,
             client: try CurlHTTPClient(configuration: .init(httpVersion: .http1, maximumConnectionsPerHost: 4)), store: store,
             server: server, services: services, serverTask: serverTask)
     }

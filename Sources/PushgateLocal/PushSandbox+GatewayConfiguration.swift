@@ -3,8 +3,9 @@ import PushgateConfig
 
 extension PushSandbox {
     /// Writes the credentials and a gateway `config.json` that delivers through this sandbox into
-    /// `directory`; returns the configuration's path.
-    public func writeGatewayConfiguration(to directory: String, listenerPort: Int) throws -> String {
+    /// `directory`; returns the configuration's path. The gateway serves HTTPS on `listenerTLSPort`
+    /// with a certificate from the sandbox's CA (nil: plain HTTP only).
+    public func writeGatewayConfiguration(to directory: String, listenerPort: Int, listenerTLSPort: Int? = 8443) throws -> String {
         let files = try writeGatewayFiles(to: directory)
         return try SandboxGatewayConfiguration(
             apnsEndpoint: endpoints.apns, apnsTopic: credentials.apnsTopic, apnsKeyID: credentials.apnsKeyID,
@@ -12,7 +13,7 @@ extension PushSandbox {
             fcmEndpoint: endpoints.fcm, gcmEndpoint: endpoints.gcm, wnsTokenEndpoint: endpoints.wnsToken,
             wnsClientID: credentials.wnsClientID,
             wnsChannelHost: endpoints.wnsChannelHost, files: files, listenerPort: listenerPort,
-            sandboxControl: endpoints.control
+            listenerTLSPort: listenerTLSPort, sandboxControl: endpoints.control
         ).write(to: directory)
     }
 }

@@ -353,3 +353,60 @@ import Testing
         }
     }
 }
+
+/// HTTPS on the listener (`listener.tls.port`, a certificate from the sandbox's CA): what
+/// Notification Hubs clients derive from `sb://host:port/`.
+@Suite struct HubHTTPSTests {
+    @Test func theHubAPIIsServedOverHTTP2AndHTTP11WithTheSandboxCertificate() async throws {
+        try await GatewayFixture.with(adjust: { $0.listener.headerTimeoutSeconds = 2 }) { fixture in
+            let secure = try #require(fixture.local.secureBaseURL)
+            let port = try #require(Int(secure.split(separator: ":").last ?? ""))
+            let key = try String(
+                contentsOfFile: fixture.local.directory + "/hub-keys/default.\(SharedAccessRule.defaultFullName).key", encoding: .utf8)
+            let device = await fixture.sandbox.createDevice(.apns)
+            let ca = fixture.local.directory + "/ca.pem"
+            for version in [CurlHTTPClientConfiguration.HTTPVersion.http2, .http1] {
+                let client = try CurlHTTPClient(configuration: .init(httpVersion: version, caFile: ca))
+                // The Python SDK's token: the hub URL with the port, lower-cased; its URL ends in "/".
+                let python = SharedAccessSignature.token(
+                    resourceURI: "https://127.0.0.1:\(port)/default", keyName: SharedAccessRule.defaultFullName, key: key,
+                    expiry: Int64(Date().timeIntervalSince1970) + 300)
+                // The .NET SDK's: http://, no port, the full path with a trailing slash.
+                let dotnet = SharedAccessSignature.token(
+                    resourceURI: "http://127.0.0.1/default/messages/", keyName: SharedAccessRule.defaultFullName, key: key,
+                    expiry: Int64(Date().timeIntervalSince1970) + 300)
+                for token in [python, dotnet] {
+                    let sent = try await client.execute(
+                        CurlRequest(
+                            method: "POST", url: "\(secure)/default/messages/?direct&api-version=2015-04",
+                            headers: [
+                                ("Authorization", token), ("ServiceBusNotification-Format", "apple"),
+                                ("ServiceBusNotification-DeviceHandle", device.handle), ("Content-Type", "application/json;charset=utf-8"),
+                            ],
+                            body: Array(#"{"aps":{"alert":"over https"}}"#.utf8)))
+                    #expect(sent.status == 201, "\(version): \(sent.bodyText)")
+                    #expect(sent.httpVersion == (version == .http2 ? "2" : "1.1"))
+                    #expect(sent.header("Location")?.hasPrefix("https://127.0.0.1:\(port)/default/messages/") == true)
+                }
+                await client.shutdown()
+            }
+            // Plain HTTP on the HTTPS port is not answered as HTTP.
+            let plain = try RawConnection(port: port)
+            _ = plain.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            let answer = await RawConnection.onThread { plain.readUntilClosed(timeout: 5) }
+            #expect(answer.closed && !answer.text.contains("200 OK"))
+            // A client that connects and never says hello is closed at the header timeout.
+            let silent = try RawConnection(port: port)
+            let started = ContinuousClock.now
+            let closed = await RawConnection.onThread { silent.readUntilClosed(timeout: 10) }
+            #expect(closed.closed && ContinuousClock.now - started < .seconds(8))
+            let deadline = ContinuousClock.now + .seconds(15)
+            var inbox = await fixture.sandbox.state.inbox(deviceID: device.id)
+            while inbox.count < 4 && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(100))
+                inbox = await fixture.sandbox.state.inbox(deviceID: device.id)
+            }
+            #expect(inbox.count == 4)
+        }
+    }
+}

@@ -13,6 +13,10 @@ struct SandboxCertificateAuthority: Sendable {
     let serverCertificatePEM: String
     /// The server's private key, PEM (PKCS#8).
     let serverPrivateKeyPEM: String
+    /// A certificate and key for the gateway's HTTPS listener (`listener.tls`), from the same CA,
+    /// so that a client trusting the sandbox CA reaches the gateway's hub API too.
+    let gatewayCertificatePEM: String
+    let gatewayPrivateKeyPEM: String
     /// The CA certificate and key, to issue and check APNs client certificates.
     let caCertificate: Certificate
     private let caKey: P256.Signing.PrivateKey
@@ -42,17 +46,30 @@ struct SandboxCertificateAuthority: Sendable {
             issuerPrivateKey: Certificate.PrivateKey(caKey)
         )
 
-        let serverKey = P256.Signing.PrivateKey()
-        let server = try Certificate(
+        let server = try Self.issueServer(commonName: "localhost", caName: caName, caKey: caKey, now: now)
+        let gateway = try Self.issueServer(commonName: "Pushgate gateway", caName: caName, caKey: caKey, now: now)
+        caCertificate = ca
+        caCertificatePEM = try ca.serializeAsPEM().pemString
+        (serverCertificatePEM, serverPrivateKeyPEM) = server
+        (gatewayCertificatePEM, gatewayPrivateKeyPEM) = gateway
+    }
+
+    /// A TLS server certificate (PEM) for `localhost`, `127.0.0.1` and `::1`, and its key (PEM,
+    /// PKCS#8), signed by the CA.
+    private static func issueServer(
+        commonName: String, caName: DistinguishedName, caKey: P256.Signing.PrivateKey, now: Date
+    ) throws -> (certificate: String, key: String) {
+        let key = P256.Signing.PrivateKey()
+        let certificate = try Certificate(
             version: .v3,
             serialNumber: Certificate.SerialNumber(),
-            publicKey: Certificate.PublicKey(serverKey.publicKey),
-            notValidBefore: notBefore,
+            publicKey: Certificate.PublicKey(key.publicKey),
+            notValidBefore: now.addingTimeInterval(-3600),
             notValidAfter: now.addingTimeInterval(825 * 86400),
             issuer: caName,
             subject: try DistinguishedName {
                 OrganizationName("Pushgate Sandbox")
-                CommonName("localhost")
+                CommonName(commonName)
             },
             signatureAlgorithm: .ecdsaWithSHA256,
             extensions: try Certificate.Extensions {
@@ -67,10 +84,7 @@ struct SandboxCertificateAuthority: Sendable {
             },
             issuerPrivateKey: Certificate.PrivateKey(caKey)
         )
-        caCertificate = ca
-        caCertificatePEM = try ca.serializeAsPEM().pemString
-        serverCertificatePEM = try server.serializeAsPEM().pemString
-        serverPrivateKeyPEM = serverKey.pemRepresentation
+        return (try certificate.serializeAsPEM().pemString, key.pemRepresentation)
     }
 
     /// An APNs client certificate for `bundleID`, as Apple issues a universal "Apple Push

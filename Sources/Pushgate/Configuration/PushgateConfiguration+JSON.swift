@@ -34,8 +34,9 @@ extension PushgateConfiguration {
                 try object.int("shutdownDeadlineSeconds", in: 0...3600) ?? listener.shutdownDeadlineSeconds
             if var tls = try object.object("tls") {
                 listener.tls = ListenerTLS(
-                    certificateChain: try tls.requiredSecret("certificateChain"), privateKey: try tls.requiredSecret("privateKey"))
-                try tls.finish(expected: ["certificateChain", "privateKey"])
+                    certificateChain: try tls.requiredSecret("certificateChain"), privateKey: try tls.requiredSecret("privateKey"),
+                    port: try tls.int("port", in: 0...65535))
+                try tls.finish(expected: ["certificateChain", "privateKey", "port"])
             }
             try object.finish(expected: [
                 "host", "port", "maxBodyBytes", "headerTimeoutSeconds", "bodyTimeoutSeconds", "bodyDeadlineSeconds", "idleTimeoutSeconds",

@@ -57,7 +57,8 @@ public struct ListenerConfiguration: Sendable, Hashable {
     /// On SIGTERM or SIGINT: stop accepting, let requests in flight finish for this long, then
     /// cancel the rest (they answer 503) and exit. Default 10.
     public var shutdownDeadlineSeconds: Int
-    /// HTTPS: when set, the listener speaks TLS (HTTP/2 or HTTP/1.1 by ALPN) and nothing else.
+    /// HTTPS: when set, the listener speaks TLS (HTTP/2 or HTTP/1.1 by ALPN) and nothing else, or,
+    /// with ``ListenerTLS/port``, HTTPS is served on that port as well.
     public var tls: ListenerTLS?
 
     public init(
@@ -77,14 +78,20 @@ public struct ListenerConfiguration: Sendable, Hashable {
     }
 }
 
-/// The listener's certificate chain and private key (PEM), both secrets.
+/// The listener's certificate chain and private key (PEM), both secrets, and where HTTPS is
+/// served.
 public struct ListenerTLS: Sendable, Hashable {
     public var certificateChain: SecretSource
     public var privateKey: SecretSource
+    /// HTTPS on this port besides plain HTTP on ``ListenerConfiguration/port`` (0: any free
+    /// port). When nil, ``ListenerConfiguration/port`` speaks HTTPS and nothing else. Plain HTTP
+    /// beside HTTPS is for a loopback listener, where Basic credentials never cross a network.
+    public var port: Int?
 
-    public init(certificateChain: SecretSource, privateKey: SecretSource) {
+    public init(certificateChain: SecretSource, privateKey: SecretSource, port: Int? = nil) {
         self.certificateChain = certificateChain
         self.privateKey = privateKey
+        self.port = port
     }
 }
 

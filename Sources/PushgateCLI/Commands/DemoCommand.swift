@@ -48,6 +48,9 @@ struct DemoCommand: AsyncParsableCommand {
             out.line("sandbox   APNs \(environment.sandbox.endpoints.apns)  (HTTP/2, TLS, JWT)")
             out.line("          FCM/GCM \(environment.sandbox.endpoints.fcm)  WNS \(environment.sandbox.endpoints.wns)")
             out.line("gateway   \(environment.baseURL)  (SQLite store, demo users: password = name)")
+            if let secure = environment.secureBaseURL {
+                out.line("          \(secure)/default/…  (HTTPS, the Notification Hubs REST API; CA \(environment.directory)/ca.pem)")
+            }
         } catch {
             out.failure(step, "\(error)")
             throw ExitCode(1)
@@ -70,6 +73,13 @@ struct DemoCommand: AsyncParsableCommand {
             out.line("  sandbox control API: \(environment.sandbox.endpoints.control)/devices")
             out.line("  gateway config: \(environment.directory)/config.json")
             out.line("  pushgate registrations list --config \(environment.directory)/config.json")
+            if let secure = environment.secureBaseURL,
+                let connection = environment.server.hubs.connectionString(
+                    hub: .default, rule: SharedAccessRule.defaultFullName, endpointHost: String(secure.dropFirst("https://".count)))
+            {
+                out.line("  Notification Hubs SDKs (trusting \(environment.directory)/ca.pem), hub 'default':")
+                out.line("    \(connection)")
+            }
             await waitForInterrupt(environment)
         }
         await environment.stop()

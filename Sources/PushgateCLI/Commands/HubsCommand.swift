@@ -49,7 +49,7 @@ struct HubsCommand: ParsableCommand {
         @Option(name: .long, help: "The rule; default: DefaultFullSharedAccessSignature, else the hub's only or first rule.")
         var rule: String?
 
-        @Option(name: .long, help: "host:port clients reach the gateway at; default: the listener's.")
+        @Option(name: .long, help: "host:port clients reach the gateway's HTTPS at; default: the listener's (listener.tls.port when set).")
         var endpoint: String?
 
         func run() throws {
@@ -75,7 +75,9 @@ struct HubsCommand: ParsableCommand {
                 throw CLIError("apps.\(hub).accessRules.\(chosen.name).key: \(error.description)")
             }
             let listener = loaded.configuration.listener
-            let host = endpoint ?? "\(listener.host == "0.0.0.0" ? "localhost" : listener.host):\(listener.port)"
+            // The HTTPS port: listener.tls.port when HTTPS has its own, else the listener's.
+            let port = listener.tls?.port ?? listener.port
+            let host = endpoint ?? "\(listener.host == "0.0.0.0" ? "localhost" : listener.host):\(port)"
             print(
                 "Endpoint=sb://\(host)/;SharedAccessKeyName=\(chosen.name);SharedAccessKey=\(key.trimmingCharacters(in: .whitespacesAndNewlines))"
             )

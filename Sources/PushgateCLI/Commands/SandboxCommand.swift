@@ -44,6 +44,15 @@ struct SandboxCommand: AsyncParsableCommand {
     @Option(help: "Port the generated gateway configuration listens on.")
     var gatewayPort: Int = 8080
 
+    @Option(
+        name: .customLong("gateway-tls-port"),
+        help:
+            "HTTPS port of the generated gateway configuration, with a certificate from the sandbox's CA (-1: no HTTPS; default 8443, or 0 with --gateway-port 0)."
+    )
+    var gatewayTLSOption: Int?
+
+    var gatewayTLSPort: Int { gatewayTLSOption ?? (gatewayPort == 0 ? 0 : 8443) }
+
     @Option(help: "Notifications kept per device inbox (0: none, only counted; default: all). Bounds memory in long or large runs.")
     var inboxLimit: Int?
 
@@ -60,7 +69,8 @@ struct SandboxCommand: AsyncParsableCommand {
                 inboxLimit: inboxLimit),
             logger: logger)
         let directory = URL(fileURLWithPath: dir).standardizedFileURL.path
-        let configPath = try sandbox.writeGatewayConfiguration(to: directory, listenerPort: gatewayPort)
+        let configPath = try sandbox.writeGatewayConfiguration(
+            to: directory, listenerPort: gatewayPort, listenerTLSPort: gatewayTLSPort < 0 ? nil : gatewayTLSPort)
         let caFile = (directory as NSString).appendingPathComponent("ca.pem")
         let endpoints = sandbox.endpoints
         let credentials = sandbox.credentials
@@ -74,7 +84,7 @@ struct SandboxCommand: AsyncParsableCommand {
               WNS       \(endpoints.wns)/?token=…
               control   \(endpoints.control)   (POST /devices {"platform":"apns"}, GET /devices/<id>/inbox, POST /faults)
               CA        \(caFile)
-              gateway   \(configPath)
+              gateway   \(configPath)   (HTTP on 127.0.0.1:\(gatewayPort)\(gatewayTLSPort < 0 ? "" : ", HTTPS on 127.0.0.1:\(gatewayTLSPort)"))
 
             """
         // Written unbuffered, so scripts that read the endpoints see them while the sandbox runs.

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import Pushgate
@@ -34,23 +35,25 @@ public struct GatewayServer: Sendable {
     public let metrics: GatewayMetrics
     public let sandboxBridge: SandboxBridge?
     let application: Application<RouterResponder<GatewayContext>>
+    /// HTTPS on its own port beside plain HTTP (`listener.tls.port`).
+    let secureApplication: Application<RouterResponder<GatewayContext>>?
     let listener: ListenerConfiguration
     let logger: Logger
 
     /// Builds every part; nothing listens until the service group runs. `onListening` gets the
-    /// bound port.
+    /// bound port of `listener.port`, `onListeningSecurely` that of `listener.tls.port` (`port`
+    /// and `securePort` override them).
     public static func assemble(
         configuration loaded: LoadedConfiguration, app: LoadedApp, store: any GatewayStore,
-        policy: RetryPolicy = RetryPolicy(), port: Int? = nil, logger: Logger = Logger(label: "pushgate"),
-        clock: any PushgateClock = SystemClock(), onListening: @escaping @Sendable (Int) -> Void = { _ in }
+        policy: RetryPolicy = RetryPolicy(), port: Int? = nil, securePort: Int? = nil, logger: Logger = Logger(label: "pushgate"),
+        clock: any PushgateClock = SystemClock(), onListening: @escaping @Sendable (Int) -> Void = { _ in },
+        onListeningSecurely: @escaping @Sendable (Int) -> Void = { _ in }
     ) async throws -> GatewayServer {
         let configuration = loaded.configuration
         let listener = configuration.listener
         let secrets = SecretResolver(baseDirectory: loaded.baseDirectory)
-        // Never serve plain HTTP where HTTPS was asked for.
-        if listener.tls != nil {
-            throw GatewayError(500, "listener.tls: HTTPS on the listener is not served yet; put a TLS-terminating proxy in front instead")
-        }
+        // Read and checked before anything starts: a bad certificate stops the start, naming it.
+        let tls = try listener.tls.map { try SecureListener.tlsConfiguration($0, secrets: secrets) }
         let metrics = GatewayMetrics()
         let inFlight = InFlightSends()
         // One gateway per hub (its own providers and outbox driver), sharing the store, metrics and
@@ -70,24 +73,34 @@ public struct GatewayServer: Sendable {
         let sandboxBridge = try configuration.console.sandboxControl.map(SandboxBridge.init(controlURL:))
         let router = GatewayHTTP.router(
             gateway: gateway, authenticator: Authenticator(configuration: configuration.auth), maximumBodyBytes: listener.maximumBodyBytes,
-            metrics: metrics, console: configuration.console, sandbox: sandboxBridge, hubs: hubs)
+            metrics: metrics, console: configuration.console, sandbox: sandboxBridge, hubs: hubs, scheme: tls == nil ? "http" : "https")
         let connections = ConnectionRegistry(
             limits: ConnectionLimits(
                 headerTimeout: .seconds(Int64(listener.headerTimeoutSeconds)), bodyTimeout: .seconds(Int64(listener.bodyTimeoutSeconds)),
                 bodyDeadline: .seconds(Int64(listener.bodyDeadlineSeconds)),
                 idleTimeout: .seconds(Int64(listener.idleTimeoutSeconds)), maximumConnections: listener.maximumConnections))
+        let responder = router.buildResponder()
+        let idleTimeout = TimeAmount.seconds(Int64(listener.idleTimeoutSeconds))
+        let plain = HTTPServerBuilder.http1(
+            configuration: .init(additionalChannelHandlers: [ConnectionGuard(registry: connections)], idleTimeout: idleTimeout))
+        // Either the one port speaks HTTPS, or HTTPS has its own port beside plain HTTP.
+        let secure = tls.map { SecureListener.server(tls: $0, registry: connections, idleTimeout: idleTimeout) }
         let application = Application(
-            responder: router.buildResponder(),
-            server: .http1(
-                configuration: .init(
-                    additionalChannelHandlers: [ConnectionGuard(registry: connections)],
-                    idleTimeout: .seconds(Int64(listener.idleTimeoutSeconds)))),
+            responder: responder, server: listener.tls?.port == nil ? (secure ?? plain) : plain,
             configuration: .init(address: .hostname(listener.host, port: port ?? listener.port), serverName: nil),
             onServerRunning: { channel in onListening(channel.localAddress?.port ?? 0) },
             logger: logger)
+        var secureApplication: Application<RouterResponder<GatewayContext>>?
+        if let secure, let securePortSetting = listener.tls?.port {
+            secureApplication = Application(
+                responder: responder, server: secure,
+                configuration: .init(address: .hostname(listener.host, port: securePort ?? securePortSetting), serverName: nil),
+                onServerRunning: { channel in onListeningSecurely(channel.localAddress?.port ?? 0) },
+                logger: logger)
+        }
         return GatewayServer(
             gateway: gateway, dispatcher: dispatcher, hubs: hubs, connections: connections, metrics: metrics, sandboxBridge: sandboxBridge,
-            application: application, listener: listener, logger: logger)
+            application: application, secureApplication: secureApplication, listener: listener, logger: logger)
     }
 
     /// The services in start order; shutdown runs the other way round.
@@ -104,7 +117,8 @@ public struct GatewayServer: Sendable {
         }
         services.append(
             HTTPListenerService(
-                application: application, sends: gateway.inFlight, outboxes: gateways.map(\.outbox),
+                applications: [application] + (secureApplication.map { [$0] } ?? []), sends: gateway.inFlight,
+                outboxes: gateways.map(\.outbox),
                 deadline: .seconds(listener.shutdownDeadlineSeconds), logger: logger))
         return services
     }
@@ -125,7 +139,8 @@ public struct GatewayServer: Sendable {
 /// finish; at `deadline` it cancels the sends still running, each of which then answers 503 with
 /// what it reached while its connection is still open.
 struct HTTPListenerService: Service {
-    let application: Application<RouterResponder<GatewayContext>>
+    /// The plain and the HTTPS listener (one of them, or both on two ports).
+    let applications: [Application<RouterResponder<GatewayContext>>]
     let sends: InFlightSends
     let outboxes: [OutboxControl]
     let deadline: Duration
@@ -133,8 +148,13 @@ struct HTTPListenerService: Service {
 
     func run() async throws {
         let (sends, outboxes, deadline, logger) = (self.sends, self.outboxes, self.deadline, self.logger)
+        let applications = self.applications
         try await withGracefulShutdownHandler {
-            try await application.run()
+            // Child tasks inherit the graceful-shutdown context: each listener stops accepting.
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for application in applications { group.addTask { try await application.run() } }
+                try await group.waitForAll()
+            }
         } onGracefulShutdown: {
             // Sends in flight (synchronous ones included) stop claiming pages now.
             for outbox in outboxes { outbox.beginDraining() }

@@ -47,12 +47,16 @@ public struct SharedAccessSignature: Sendable, Hashable {
         return .success(SharedAccessSignature(encodedResource: fields["sr"]!, signature: signature, expiry: expiry, keyName: keyName))
     }
 
-    /// The resource as compared: decoded, lower-cased, without scheme, query or trailing `/`.
+    /// The resource as compared: decoded, lower-cased, without scheme, port, query or trailing `/`.
     public var normalizedResource: String? {
         guard let decoded = encodedResource.removingPercentEncoding else { return nil }
         return Self.normalize(decoded)
     }
 
+    /// Clients disagree on the scheme and port they sign (the .NET SDK signs `http://host/…` with
+    /// no port, the Python one `https://host:port/hub`, the JavaScript one the namespace URL), so
+    /// both are left out of the comparison, as Notification Hubs does; the signature still covers
+    /// `sr` exactly as sent.
     static func normalize(_ uri: String) -> String {
         var text = uri.lowercased()
         for scheme in ["https://", "http://", "sb://"] where text.hasPrefix(scheme) {
@@ -60,11 +64,14 @@ public struct SharedAccessSignature: Sendable, Hashable {
             break
         }
         if let query = text.firstIndex(of: "?") { text = String(text[..<query]) }
-        if let slash = text.firstIndex(of: "/") {
-            let host = text[..<slash]
-            if host.hasSuffix(":443") { text = String(host.dropLast(4)) + text[slash...] }
-        } else if text.hasSuffix(":443") {
-            text = String(text.dropLast(4))
+        let slash = text.firstIndex(of: "/") ?? text.endIndex
+        let authority = text[..<slash]
+        // The port: digits after the last ':' that is not inside an IPv6 literal's brackets.
+        if let colon = authority.lastIndex(of: ":"), !authority[colon...].contains("]"),
+            authority[authority.index(after: colon)...].allSatisfy(\.isNumber),
+            authority.hasPrefix("[") || authority.filter({ $0 == ":" }).count == 1
+        {
+            text = String(authority[..<colon]) + text[slash...]
         }
         while text.hasSuffix("/") { text.removeLast() }
         return text
