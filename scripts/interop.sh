@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Interoperability suite: drives `pushgate sandbox` with independent client libraries from PyPI
+# Interoperability suite: drives `pushgate sandbox` (and `pushgate serve`'s hub API) with independent client libraries from PyPI
 # (aioapns and httpx/h2 for APNs, google-auth + requests for FCM v1, requests for legacy GCM and
 # WNS) and checks the answers the services document (../shared/reference/protocols.md).
 #

@@ -30,13 +30,23 @@ public struct LocalGateway: Sendable {
     /// Starts both. `retryPolicy` applies to every provider; `adjust` may change the generated
     /// configuration (limits, timeouts) before the gateway is assembled; `clock` is the gateway's
     /// (tests move a ``ManualClock`` past a backoff).
+    /// `rewrite` edits the written `config.json` as JSON before it is loaded: what `adjust`
+    /// cannot do, such as adding an app (a second hub).
     public static func start(
         retryPolicy: RetryPolicy = RetryPolicy(), clock: any PushgateClock = SystemClock(),
+        rewrite: ((inout [String: Any]) -> Void)? = nil,
         adjust: @Sendable (inout PushgateConfiguration) -> Void = { _ in }
     ) async throws -> LocalGateway {
         let sandbox = try await PushSandbox.start()
         let directory = NSTemporaryDirectory() + "pushgate-demo-" + UUID().uuidString.prefix(8)
         let configPath = try sandbox.writeGatewayConfiguration(to: directory, listenerPort: 0, listenerTLSPort: 0)
+        if let rewrite {
+            let url = URL(fileURLWithPath: configPath)
+            var object = try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any] ?? [:]
+            rewrite(&object)
+            try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]).write(
+                to: url)
+        }
         var loaded = try ConfigurationLoader.load(file: configPath)
         var configuration = loaded.configuration
         adjust(&configuration)

@@ -27,12 +27,12 @@ public struct GatewayFixture: Sendable {
     }
 
     public static func with(
-        clock: any PushgateClock = SystemClock(), adjust: @Sendable (inout PushgateConfiguration) -> Void = { _ in },
-        _ body: (GatewayFixture) async throws -> Void
+        clock: any PushgateClock = SystemClock(), rewrite: ((inout [String: Any]) -> Void)? = nil,
+        adjust: @Sendable (inout PushgateConfiguration) -> Void = { _ in }, _ body: (GatewayFixture) async throws -> Void
     ) async throws {
         let fixture = GatewayFixture(
             local: try await LocalGateway.start(
-                retryPolicy: RetryPolicy(maximumAttempts: 2, initialBackoffSeconds: 0.05), clock: clock, adjust: adjust))
+                retryPolicy: RetryPolicy(maximumAttempts: 2, initialBackoffSeconds: 0.05), clock: clock, rewrite: rewrite, adjust: adjust))
         do { try await body(fixture) } catch {
             await fixture.local.stop()
             throw error

@@ -149,7 +149,7 @@ def load_sandbox(directory: Path) -> Sandbox:
     return Sandbox(directory=directory, info=json.loads((directory / "sandbox.json").read_text()))
 
 
-def start_sandbox(directory: Path, timeout: float = 30.0) -> Sandbox:
+def start_sandbox(directory: Path, timeout: float = 30.0, extra_args: list[str] | None = None) -> Sandbox:
     """Starts `$PUSHGATE_BIN sandbox --dir <directory>` and returns once its control API answers."""
     binary = pushgate_binary()
     if not binary.exists():
@@ -158,7 +158,7 @@ def start_sandbox(directory: Path, timeout: float = 30.0) -> Sandbox:
     log = directory / "sandbox.log"
     with open(log, "wb") as out:
         process = subprocess.Popen(
-            [str(binary), "sandbox", "--dir", str(directory)],
+            [str(binary), "sandbox", "--dir", str(directory), *(extra_args or [])],
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

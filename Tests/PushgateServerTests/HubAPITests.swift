@@ -164,7 +164,7 @@ import Testing
             let test = try await client.call(
                 "POST", "messages?test", body: #"{"title":"T","name":"N"}"#,
                 headers: [("ServiceBusNotification-Format", "template"), ("ServiceBusNotification-Tags", "sports")])
-            #expect(test.status == 200, "\(test.bodyText)")
+            #expect(test.status == 201, "\(test.bodyText)")
             #expect(test.bodyText.contains("<NotificationOutcome") && test.bodyText.contains("<Success>1</Success>"), "\(test.bodyText)")
             #expect(test.bodyText.contains("<RegistrationResult>"))
 
@@ -202,9 +202,11 @@ import Testing
                 contentType: Self.atom,
                 authorization: listen)
             #expect(put.status == 200, "\(put.bodyText)")
-            let etag = try #require(put.header("ETag")).replacingOccurrences(of: "\"", with: "")
+            let etag = try #require(put.header("ETag")).replacingOccurrences(of: "\"", with: "").replacingOccurrences(of: "W/", with: "")
+            #expect(UInt64(etag) != nil, "NH ETags are integers: \(etag)")
             for element in [
-                "<entry xmlns=\"http://www.w3.org/2005/Atom\">", "<AppleRegistrationDescription", "<RegistrationId>\(id)</RegistrationId>",
+                "<entry xmlns=\"http://www.w3.org/2005/Atom\" xmlns:a=\"http://schemas.microsoft.com/ado/2007/08/dataservices/metadata\" a:etag=\"W/&quot;\(etag)&quot;\">",
+                "<AppleRegistrationDescription", "<RegistrationId>\(id)</RegistrationId>",
                 "<Tags>news,sports</Tags>", "<DeviceToken>\(device.handle)</DeviceToken>", "<ETag>\(etag)</ETag>",
                 "<ExpirationTime>9999-12-31T23:59:59.999Z</ExpirationTime>",
             ] {
@@ -345,11 +347,102 @@ import Testing
             #expect(pending.bodyText.contains("<State>Scheduled</State>"), "\(pending.bodyText)")
             #expect(try await client.call("DELETE", "schedulednotifications/\(id)").status == 200)
             let cancelled = try await client.call("GET", "messages/\(id)")
-            #expect(cancelled.bodyText.contains("<State>Cancelled</State>"), "\(cancelled.bodyText)")
+            #expect(cancelled.bodyText.contains("<State>Canceled</State>"), "\(cancelled.bodyText)")
+            // The time as each SDK writes it.
+            let soon = Date().addingTimeInterval(3600)
+            func format(_ pattern: String) -> String {
+                let formatter = DateFormatter()
+                formatter.locale = Locale(identifier: "en_US_POSIX")
+                formatter.timeZone = TimeZone(identifier: "UTC")
+                formatter.dateFormat = pattern
+                return formatter.string(from: soon)
+            }
+            for written in [
+                format("yyyy-MM-dd'T'HH:mm:ss.SSSSSSS'Z'"), format("yyyy-MM-dd'T'HH:mm:ss.SSS'Z'"), format("yyyy-MM-dd'T'HH:mm:ss"),
+                format("yyyy-MM-dd'T'HH:mm:ss'+00:00'"), format("yyyy-MM-dd") + "'T'" + format("HH:mm:ss"),
+            ] {
+                let accepted = try await client.call(
+                    "POST", "schedulednotifications", body: #"{"aps":{"alert":"x"}}"#,
+                    headers: [("ServiceBusNotification-Format", "apple"), ("ServiceBusNotification-ScheduleTime", written)])
+                #expect(accepted.status == 201, "\(written): \(accepted.bodyText)")
+            }
             let past = try await client.call(
                 "POST", "schedulednotifications", body: #"{"aps":{"alert":"x"}}"#,
                 headers: [("ServiceBusNotification-Format", "apple"), ("ServiceBusNotification-ScheduleTime", "2001-01-01T00:00:00")])
             #expect(past.status == 400 && past.bodyText.contains("ServiceBusNotification-ScheduleTime"), "\(past.bodyText)")
+        }
+    }
+}
+
+/// Several hubs in one instance: each its own rules, registrations and sends.
+@Suite struct MultiHubTests {
+    static let euKey = "ZXUtaHViLWtleS1mb3ItdGVzdHMtb25seS0zMmJ5dGVzIQ=="
+
+    @Test func eachHubHasItsOwnRulesRegistrationsAndSends() async throws {
+        try await GatewayFixture.with(
+            rewrite: { config in
+                var apps = config["apps"] as? [String: Any] ?? [:]
+                var eu = apps["default"] as? [String: Any] ?? [:]
+                eu["accessRules"] = ["EuFull": ["key": ["value": Self.euKey], "rights": ["Listen", "Manage", "Send"]]]
+                apps["eu"] = eu
+                config["apps"] = apps
+            }, adjust: { $0.auth.admins = ["root"] }
+        ) { fixture in
+            let base = "http://127.0.0.1:\(fixture.local.port)"
+            let expiry = Int64(Date().timeIntervalSince1970) + 600
+            let eu = SharedAccessSignature.token(resourceURI: base + "/eu", keyName: "EuFull", key: Self.euKey, expiry: expiry)
+            let defaultKey = try String(
+                contentsOfFile: fixture.local.directory + "/hub-keys/default.\(SharedAccessRule.defaultFullName).key", encoding: .utf8)
+            let defaultFull = SharedAccessSignature.token(
+                resourceURI: base + "/", keyName: SharedAccessRule.defaultFullName, key: defaultKey, expiry: expiry)
+            func call(
+                _ method: String, _ path: String, _ token: String, body: String = "", headers: [(name: String, value: String)] = []
+            )
+                async throws -> CurlResponse
+            {
+                try await fixture.call(
+                    method, path + (path.contains("?") ? "&" : "?") + "api-version=2015-01", user: nil, body: body,
+                    contentType: HubAPITests.atom, headers: [("Authorization", token)] + headers)
+            }
+            let device = await fixture.sandbox.createDevice(.apns)
+            let registered = try await call(
+                "POST", "/eu/registrations", eu, body: HubAPITests.appleRegistration(token: device.handle, tags: "eu-news"))
+            #expect(registered.status == 200, "\(registered.bodyText)")
+            #expect(registered.bodyText.contains("/eu/registrations/"))
+            // The default hub's rule is not the eu hub's, even with a namespace-wide resource; and the other way round.
+            let foreign = try await call("GET", "/eu/registrations", defaultFull)
+            #expect(foreign.status == 401 && foreign.bodyText.contains("no shared access rule 'DefaultFullSharedAccessSignature'"))
+            #expect(try await call("GET", "/default/registrations", eu).status == 401)
+            // Registrations are the hub's own.
+            let filter = "$filter=DeviceToken%20eq%20'\(device.handle)'"
+            #expect(try await call("GET", "/eu/registrations?\(filter)", eu).bodyText.contains("<RegistrationId>"))
+            #expect(!(try await call("GET", "/default/registrations?\(filter)", defaultFull).bodyText.contains("<RegistrationId>")))
+            let wrongHub = try await call(
+                "POST", "/default/messages", defaultFull, body: #"{"aps":{"alert":"not here"}}"#,
+                headers: [("ServiceBusNotification-Format", "apple"), ("ServiceBusNotification-Tags", "eu-news")])
+            #expect(wrongHub.status == 201)
+            let sent = try await call(
+                "POST", "/eu/messages", eu, body: #"{"aps":{"alert":"eu only"}}"#,
+                headers: [("ServiceBusNotification-Format", "apple"), ("ServiceBusNotification-Tags", "eu-news")])
+            #expect(sent.status == 201, "\(sent.bodyText)")
+            let deadline = ContinuousClock.now + .seconds(15)
+            var inbox = await fixture.sandbox.state.inbox(deviceID: device.id)
+            while inbox.isEmpty && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(100))
+                inbox = await fixture.sandbox.state.inbox(deviceID: device.id)
+            }
+            try await Task.sleep(for: .milliseconds(500))
+            inbox = await fixture.sandbox.state.inbox(deviceID: device.id)
+            #expect(inbox.count == 1 && inbox.first?.payload.contains("eu only") == true)
+            #expect(try await call("GET", "/nope/registrations", eu).status == 404)
+            // The console's admin view lists both hubs with rule names and rights, never a key.
+            let me = try await fixture.call("GET", "/api/me", user: "root")
+            #expect(
+                me.bodyText.contains(#"{"name":"default","path":"\/default\/""#)
+                    || me.bodyText.contains(#""name":"default","path":"/default/""#))
+            #expect(me.bodyText.contains(#""name":"EuFull","rights":["Listen","Manage","Send"]"#), "\(me.bodyText)")
+            #expect(!me.bodyText.contains(Self.euKey) && !me.bodyText.contains(defaultKey.trimmingCharacters(in: .whitespacesAndNewlines)))
+            #expect(!(try await fixture.call("GET", "/api/me", user: "alice").bodyText.contains("hubs")))
         }
     }
 }

@@ -234,7 +234,9 @@ extension Gateway {
     }
 }
 
-/// The ETag of a registration: a digest of what it holds, so that it changes with every update.
+/// The ETag of a registration: an integer, as Notification Hubs writes it, taken from a digest of
+/// what the registration holds, so that it changes with every update that changes something
+/// (NH counts updates from 1; clients only compare ETags for equality, in `If-Match`).
 public func registrationETag(_ registration: Registration) -> String {
     var text =
         "\(registration.platform.rawValue)\n\(registration.handle.value)\n\(registration.tags.map(\.rawValue).joined(separator: ","))\n"
@@ -244,5 +246,6 @@ public func registrationETag(_ registration: Registration) -> String {
         for (name, value) in template.headers.sorted(by: { $0.key < $1.key }) { text += "\(name):\(value)\n" }
     }
     let digest = SHA256.hash(data: Data(text.utf8))
-    return digest.prefix(6).map { String(format: "%02x", $0) }.joined()
+    // 6 bytes: at most 2^48, exact in a JSON number or a double.
+    return String(digest.prefix(6).reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
 }

@@ -60,10 +60,12 @@ public enum GatewayHTTP {
 
         api.get("me") { _, context in
             let user = try context.authenticatedUser()
+            // Admins see the hubs with their rules' names and rights (never a key).
+            let hubList = user.isAdmin ? hubs.map(HubSummary.list) : nil
             return encoded(
                 200,
                 MeBody(
-                    admin: user.isAdmin, platforms: gateway.app.configuration.services.configuredPlatforms.map(\.rawValue),
+                    admin: user.isAdmin, hubs: hubList, platforms: gateway.app.configuration.services.configuredPlatforms.map(\.rawValue),
                     sandbox: sandbox != nil, user: user.name))
         }
         api.get("registrations") { request, context in
@@ -383,9 +385,33 @@ public enum GatewayHTTP {
 /// `GET /api/me`.
 struct MeBody: Codable, Sendable {
     var admin: Bool
+    /// For admins: every hub the instance serves at `/{hub}/…`.
+    var hubs: [HubSummary]?
     var platforms: [String]
     var sandbox: Bool
     var user: String
+}
+
+/// A hub as the console shows it: its path, platforms and shared access rules (names and rights).
+struct HubSummary: Codable, Sendable {
+    struct Rule: Codable, Sendable {
+        var name: String
+        var rights: [String]
+    }
+    var name: String
+    var path: String
+    var platforms: [String]
+    var rules: [Rule]
+
+    static func list(_ directory: HubDirectory) -> [HubSummary] {
+        directory.order.compactMap { id in
+            guard let hub = directory.hubs[id] else { return nil }
+            return HubSummary(
+                name: id.rawValue, path: "/\(id.rawValue)/",
+                platforms: hub.gateway.app.configuration.services.configuredPlatforms.map(\.rawValue),
+                rules: hub.ruleNames.map { Rule(name: $0, rights: (hub.rights(of: $0) ?? []).map(\.rawValue).sorted()) })
+        }
+    }
 }
 
 /// `GET /api/notifications/{id}`: the tutorial client reads `Payload`.

@@ -18,6 +18,7 @@ enum HubHTTP {
     static let tagsHeader = HTTPField.Name("ServiceBusNotification-Tags")!
     static let deviceHandleHeader = HTTPField.Name("ServiceBusNotification-DeviceHandle")!
     static let scheduleTimeHeader = HTTPField.Name("ServiceBusNotification-ScheduleTime")!
+    static let testSendHeader = HTTPField.Name("ServiceBusNotification-TestSend")!
     static let trackingIDHeader = HTTPField.Name("TrackingId")!
     static let continuationHeader = HTTPField.Name("X-MS-ContinuationToken")!
     static let etagHeader = HTTPField.Name("ETag")!
@@ -58,7 +59,16 @@ enum HubHTTP {
         route(.get, "messages/:id", .send) { _, call in
             let record = try await call.gateway.notificationRecord(id: call.parameter("id"), user: call.user)
             let location = "\(call.base)/messages/\(record.id)?api-version=\(call.apiVersion)"
-            return xml(200, record.xmlDocument(location: location, failedTargetsURI: nil))
+            var document = record.xmlDocument(location: location.replacingOccurrences(of: "https://", with: "sb://"), failedTargetsURI: nil)
+            // NotificationDetails spells the state "Canceled" (the tutorial API keeps "Cancelled").
+            if record.state == .cancelled {
+                document = Array(
+                    String(decoding: document, as: UTF8.self).replacingOccurrences(
+                        of: "<State>Cancelled</State>", with: "<State>Canceled</State>"
+                    )
+                    .utf8)
+            }
+            return xml(200, document)
         }
         route(.post, "registrationIDs", .listen) { _, call in
             let gateway = call.gateway
@@ -67,7 +77,8 @@ enum HubHTTP {
                 try await gateway.store.createRegistrationID(app: gateway.appID, owner: hubOwner, maximumReserved: 1_000_000, now: time)
             }
             var response = Response(status: .created)
-            response.headers[.location] = "\(call.base)/registrations/\(id.rawValue)?api-version=\(call.apiVersion)"
+            // As Notification Hubs answers: the id is the Location path's last segment.
+            response.headers[.location] = "\(call.base)/registrationids/\(id.rawValue)?api-version=\(call.apiVersion)"
             response.headers[.contentLength] = "0"
             return response
         }
@@ -161,7 +172,8 @@ enum HubHTTP {
     static func send(_ request: Request, call: HubCall, limit: Int, scheduled: Bool) async throws(GatewayError) -> Response {
         let query = request.uri.queryParameters
         let direct = query.has("direct")
-        let test = query.has("test")
+        // `?test` (the REST reference, the .NET and Python SDKs) or the header some SDKs send.
+        let test = query.has("test") || request.headers[testSendHeader]?.lowercased() == "true"
         var handles: [String]?
         if direct {
             guard let handle = request.headers[deviceHandleHeader], !handle.isEmpty else {
@@ -191,7 +203,10 @@ enum HubHTTP {
             gateway.metrics.sent(outcome.result)
             var result = outcome.result
             result.targets = Array(result.targets.prefix(10))
-            return xml(200, result.xmlDocument())
+            // 201 Created, as for any send (clients raise on anything else), with the outcome.
+            var response = xml(201, result.xmlDocument())
+            response.headers[trackingIDHeader] = request.headers[trackingIDHeader] ?? result.notificationID
+            return response
         }
         guard gateway.outbox.configuration.enabled else {
             throw GatewayError(501, "the hub API sends through the outbox, which is turned off (outbox.enabled)")
@@ -204,10 +219,14 @@ enum HubHTTP {
         return response
     }
 
-    /// `ServiceBusNotification-ScheduleTime`: UTC `yyyy-MM-ddTHH:mm:ss` (fractions and `Z` allowed).
+    /// `ServiceBusNotification-ScheduleTime`: UTC `yyyy-MM-ddTHH:mm:ss`, with fractions, `Z` or
+    /// an offset, as the SDKs write it: .NET `2026-11-24T09:00:00.0000000Z`, JavaScript
+    /// `2026-11-24T09:00:00.000Z`, Python `isoformat()` with or without `+00:00`, and
+    /// notificationhubs-rest-python's `2026-11-24'T'09:00:00` (its format string's quotes kept).
     static func scheduleTime(_ text: String, gateway: Gateway) throws(GatewayError) -> Timestamp {
-        var normalized = text.trimmingCharacters(in: .whitespaces)
-        if !normalized.hasSuffix("Z") && !normalized.contains("+") && normalized.count >= 19 { normalized += "Z" }
+        var normalized = text.trimmingCharacters(in: .whitespaces).replacingOccurrences(of: "'", with: "")
+        let time = normalized.dropFirst(10)
+        if !normalized.hasSuffix("Z") && !time.contains("+") && !time.contains("-") && normalized.count >= 19 { normalized += "Z" }
         do {
             guard let time = try gateway.scheduleTime(normalized) else { throw GatewayError.badRequest("is empty") }
             return time
@@ -355,7 +374,7 @@ enum HubHTTP {
             body: .init(
                 byteBuffer: ByteBuffer(
                     bytes: HubRegistrationXML.entry(registration, base: call.base, apiVersion: call.apiVersion, now: call.gateway.now()))))
-        response.headers[etagHeader] = "\"\(registrationETag(registration))\""
+        response.headers[etagHeader] = "W/\"\(registrationETag(registration))\""
         return response
     }
 
@@ -366,7 +385,9 @@ enum HubHTTP {
         let topText = query.get("$top") ?? "100"
         guard let top = Int(topText), (1...100).contains(top) else { throw .badRequest("$top: '\(topText.prefix(20))' must be 1 to 100") }
         var after: RegistrationID?
-        if let token = request.headers[continuationHeader] ?? query.get("ContinuationToken") {
+        if let token = request.headers[continuationHeader] ?? query.get("ContinuationToken") ?? query.get("continuationtoken")
+            ?? query.get("continuationToken")
+        {
             do { after = try RegistrationID(token) } catch {
                 throw .badRequest("X-MS-ContinuationToken: '\(token.prefix(40))' is not one this hub issued")
             }
@@ -456,8 +477,13 @@ enum HubHTTP {
             body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 
+    /// NH's error body; like NH, the detail ends with the tracking id and time that support asks for.
     static func errorResponse(_ error: GatewayError) -> Response {
-        var response = xml(error.code, HubRegistrationXML.error(code: error.code, detail: error.message))
+        let trackingID = UUID().uuidString.lowercased()
+        let stamp = RFC3339.format(Timestamp(secondsSinceEpoch: Date().timeIntervalSince1970.rounded(.down)))
+        let detail = "\(error.message).TrackingId:\(trackingID),TimeStamp:\(stamp)"
+        var response = xml(error.code, HubRegistrationXML.error(code: error.code, detail: detail))
+        response.headers[trackingIDHeader] = trackingID
         if let seconds = error.retryAfterSeconds { response.headers[.retryAfter] = String(seconds) }
         return response
     }

@@ -146,6 +146,9 @@ enum HubRegistrationXML {
         let url = "\(base)/registrations/\(registration.id.rawValue)?api-version=\(apiVersion)"
         writer.startElement("entry")
         writer.attribute("xmlns", atomNamespace)
+        // As NH writes it: the ETag also as the entry's OData metadata attribute.
+        writer.attribute("xmlns:a", "http://schemas.microsoft.com/ado/2007/08/dataservices/metadata")
+        writer.attribute("a:etag", "W/\"\(registrationETag(registration))\"")
         writer.element("id", url)
         writer.startElement("title")
         writer.attribute("type", "text")
