@@ -571,3 +571,75 @@ struct StandingSandbox {
             storePath: storeFile.hasPrefix("/") ? storeFile : folder + "/" + storeFile)
     }
 }
+
+/// `pushgate send --hub`: the Notification Hubs REST API over HTTPS, signed with a connection
+/// string `pushgate hubs connection-string` printed.
+@Suite struct HubSendCommandTests {
+    @Test func sendsNativeNotificationsThroughAHubAndFollowsThemToTheEnd() async throws {
+        let folder = NSTemporaryDirectory() + "pushgate-hub-send-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let sandbox = try await StandingSandbox.start(in: folder) { _ in }
+        let (serve, server) = try await RunningProcess.serve(config: sandbox.configPath)
+        let marker = "listening on https://127.0.0.1:"
+        let log = try await serve.waitFor(marker)
+        let securePort = try #require(Int(log.components(separatedBy: marker).last?.prefix(while: \.isNumber) ?? ""))
+        #expect(log.contains("hub default: /default/… rules: DefaultFullSharedAccessSignature (Listen, Send, Manage)"))
+
+        // alice's device, registered through the tutorial API (username:alice).
+        let client = try CurlHTTPClient(configuration: .init(httpVersion: .http1))
+        let created = try await client.execute(
+            CurlRequest(
+                method: "POST", url: sandbox.control + "/devices", headers: [("Content-Type", "application/json")],
+                body: Array(#"{"platform":"apns"}"#.utf8)))
+        let device = try #require(try JSONParser.parse(created.body)["handle"]?.stringValue)
+        let deviceID = try #require(try JSONParser.parse(created.body)["id"]?.stringValue)
+        let basic = ("Authorization", "Basic " + Data("alice:alice".utf8).base64EncodedString())
+        let reserved = try await client.execute(
+            CurlRequest(method: "POST", url: server + "/api/register?handle=\(device)", headers: [basic]))
+        let id = String(reserved.bodyText.dropFirst().dropLast())
+        let put = try await client.execute(
+            CurlRequest(
+                method: "PUT", url: server + "/api/register/\(id)", headers: [basic, ("Content-Type", "application/json")],
+                body: Array(#"{"Platform":"apns","Handle":"\#(device)","Tags":[]}"#.utf8)))
+        #expect(put.status == 200, "\(put.bodyText)")
+
+        let connection = try await PushgateProcess.run([
+            "hubs", "connection-string", "default", "--config", sandbox.configPath, "--endpoint", "127.0.0.1:\(securePort)",
+        ])
+        let connectionString = connection.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(connectionString.hasPrefix("Endpoint=sb://127.0.0.1:\(securePort)/;SharedAccessKeyName=DefaultFullSharedAccessSignature;"))
+        let ca = folder + "/ca.pem"
+        let sent = try await PushgateProcess.run([
+            "send", "--hub", "default", "--connection-string", connectionString, "--ca-file", ca, "--pns", "apns", "--to-tag", "alice",
+            "hello from the hub",
+        ])
+        #expect(sent.status == 0, "\(sent.stdout)\n\(sent.stderr)")
+        #expect(sent.stdout.contains("Completed  Success 1"), "\(sent.stdout)")
+        let inbox = try await client.execute(CurlRequest(method: "GET", url: sandbox.control + "/devices/\(deviceID)/inbox"))
+        #expect(inbox.bodyText.contains("hello from the hub"))
+
+        // A test send prints NH's NotificationOutcome; a forged key is refused (exit 2).
+        let test = try await PushgateProcess.run([
+            "send", "--hub", "default", "--connection-string", connectionString, "--ca-file", ca, "--pns", "apns", "--to-tag", "alice",
+            "--xml", "test",
+        ])
+        #expect(test.status == 0 && test.stdout.contains("<NotificationOutcome") && test.stdout.contains("<Success>1</Success>"))
+        let key = try #require(connectionString.components(separatedBy: "SharedAccessKey=").last)
+        let forged = try await PushgateProcess.run([
+            "send", "--hub", "default", "--connection-string", connectionString.replacingOccurrences(of: key, with: "Zm9yZ2Vk"),
+            "--ca-file",
+            ca, "--pns", "apns", "--to-tag", "alice", "x",
+        ])
+        #expect(forged.status == 2 && forged.stderr.contains("401"), "\(forged.stderr)")
+        // Without the CA, the gateway's certificate is not trusted (exit 3).
+        let untrusted = try await PushgateProcess.run([
+            "send", "--hub", "default", "--connection-string", connectionString, "--pns", "apns", "--to-tag", "alice", "x",
+        ])
+        #expect(untrusted.status == 3, "\(untrusted.stderr)")
+        await client.shutdown()
+        #expect(try await serve.terminate() == 0)
+        #expect(try await sandbox.process.terminate() == 0)
+        // The keys are never logged.
+        #expect(!serve.text.contains(key))
+    }
+}

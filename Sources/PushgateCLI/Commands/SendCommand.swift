@@ -13,6 +13,8 @@ struct SendCommand: AsyncParsableCommand {
         discussion: """
             Example: pushgate send --server http://127.0.0.1:8080 --user bob:bob --pns all --to-tag alice "Hello"
             Example: pushgate send --user bob:bob --to-tag alice --at 2026-11-24T09:00:00Z --wait "Good morning"
+            Example: pushgate send --hub default --connection-string "$(pushgate hubs connection-string default)" --ca-file ca.pem \
+            --tags news "Hello" (the Notification Hubs REST API: one native send per platform, followed to the end)
             Exit status: 0 every device got it (or, with --async or --at and no --wait, the gateway accepted it); \
             1 some deliveries failed or nothing matched; 2 the gateway refused the request (bad input, credentials); \
             3 the gateway could not be reached.
@@ -21,8 +23,24 @@ struct SendCommand: AsyncParsableCommand {
     @Option(help: "The gateway's base URL.")
     var server: String = "http://127.0.0.1:8080"
 
-    @Option(help: "Credentials as name:password.")
-    var user: String
+    @Option(help: "Credentials as name:password (the tutorial API; not with --hub).")
+    var user: String?
+
+    @Option(help: "Send through the Notification Hubs REST API of this hub (/HUB/messages) instead of the tutorial API.")
+    var hub: String?
+
+    @Option(
+        name: .customLong("connection-string"),
+        help:
+            "With --hub: Endpoint=sb://host:port/;SharedAccessKeyName=…;SharedAccessKey=… (default: $PUSHGATE_CONNECTION_STRING); the gateway is reached at https://host:port/ unless --server is given."
+    )
+    var connectionString: String?
+
+    @Option(name: .customLong("ca-file"), help: "With --hub: a CA certificate (PEM) to trust for the gateway's HTTPS.")
+    var caFile: String?
+
+    @Flag(help: "With --hub: a template send (the message as the 'message' property, with any --property) instead of native sends.")
+    var template = false
 
     @Option(help: "Platforms: apns, fcm, gcm, wns, all, or a comma-separated list.")
     var pns: String = "all"
@@ -76,7 +94,11 @@ struct SendCommand: AsyncParsableCommand {
     var message: String
 
     func validate() throws {
-        guard user.contains(":") else { throw ValidationError("--user must be name:password") }
+        if hub != nil {
+            try validateHub()
+            return
+        }
+        guard let user, user.contains(":") else { throw ValidationError("--user must be name:password") }
         guard [toTag, tags, topic, condition].compactMap({ $0 }).count == 1 else {
             throw ValidationError("give one of --to-tag (a user name), --tags (a tag expression), --topic or --condition (FCM)")
         }
@@ -94,6 +116,12 @@ struct SendCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if let hub {
+            let status = await sendThroughHub(hub)
+            if status != 0 { throw ExitCode(status) }
+            return
+        }
+        let user = self.user ?? ""
         var query = "pns=\(Self.encode(pns))"
         if let toTag { query += "&to_tag=\(Self.encode(toTag))" }
         if let tags { query += "&tags=\(Self.encode(tags))" }
@@ -154,7 +182,7 @@ struct SendCommand: AsyncParsableCommand {
     /// Polls the notification's telemetry, drawing a progress bar, until it is final.
     private func follow(_ client: CurlHTTPClient, id: String) async -> Int32 {
         let url = server.trimmingCharacters(in: CharacterSet(charactersIn: "/")) + "/api/notifications/\(id)/outcome?failedLimit=1000"
-        let headers: [(name: String, value: String)] = [("Authorization", "Basic \(Data(user.utf8).base64EncodedString())")]
+        let headers: [(name: String, value: String)] = [("Authorization", "Basic \(Data((user ?? "").utf8).base64EncodedString())")]
         let bar = !json && isatty(STDERR_FILENO) == 1
         while true {
             let response: CurlResponse
@@ -226,7 +254,7 @@ struct SendCommand: AsyncParsableCommand {
             }
             return response.status != 200 || result.failureCount > 0 ? 1 : 0
         case 401:
-            printError("error: the gateway refused the credentials for '\(user.prefix(while: { $0 != ":" }))' (401)")
+            printError("error: the gateway refused the credentials for '\((user ?? "").prefix(while: { $0 != ":" }))' (401)")
             return 2
         default:
             let reason = (try? JSONParser.parse(response.body))?["error"]?.stringValue ?? response.bodyText

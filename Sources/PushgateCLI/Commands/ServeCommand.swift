@@ -20,6 +20,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Override the listener port from the configuration.")
     var port: Int?
 
+    @Option(name: .customLong("tls-port"), help: "Override listener.tls.port (HTTPS beside plain HTTP) from the configuration.")
+    var tlsPort: Int?
+
     func run() async throws {
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
@@ -35,9 +38,12 @@ struct ServeCommand: AsyncParsableCommand {
         let listener = configuration.listener
 
         let store = try await options.openStore(loaded)
+        // One port speaks HTTPS when listener.tls has no port of its own.
+        let scheme = listener.tls != nil && listener.tls?.port == nil ? "https" : "http"
         let server = try await GatewayServer.assemble(
-            configuration: loaded, app: app, store: store, port: port, logger: logger,
-            onListening: { port in logger.info("listening on http://\(listener.host):\(port)") })
+            configuration: loaded, app: app, store: store, port: port, securePort: tlsPort, logger: logger,
+            onListening: { port in logger.info("listening on \(scheme)://\(listener.host):\(port)") },
+            onListeningSecurely: { port in logger.info("listening on https://\(listener.host):\(port) (HTTP/2 and HTTP/1.1)") })
 
         let schema = try await store.schemaVersion()
         logger.info("store: \(store.summary) (schema \(schema))")
@@ -51,6 +57,15 @@ struct ServeCommand: AsyncParsableCommand {
         }
         logger.info("users: \(configuration.auth.users.count) configured, admins: \(configuration.auth.admins.joined(separator: ", "))")
         if configuration.console.enabled { logger.info("web console: /console") }
+        for id in server.hubs.order {
+            guard let hub = server.hubs.hubs[id] else { continue }
+            let rules = hub.ruleNames.map { rule in
+                "\(rule) (\((hub.rights(of: rule) ?? []).sorted().map(\.rawValue).joined(separator: ", ")))"
+            }
+            logger.info(
+                "hub \(id): /\(id)/… \(rules.isEmpty ? "has no shared access rules: the hub API refuses every call" : "rules: " + rules.joined(separator: "; "))"
+            )
+        }
         if let bridge = server.sandboxBridge {
             logger.warning("sandbox mode: the console can create devices on the sandbox at \(bridge.controlURL)")
         }
