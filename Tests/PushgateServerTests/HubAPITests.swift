@@ -374,6 +374,34 @@ import Testing
     }
 }
 
+/// The signature check with its cache: a header verified once is still checked for expiry, rule
+/// and resource on every request.
+@Suite struct SignatureCacheTests {
+    @Test func aCachedTokenStillExpiresAndCoversOnlyItsResource() {
+        let key = "a2V5LWZvci10aGUtY2FjaGUtdGVzdA=="
+        let rules: [String: (rights: Set<AccessRight>, key: String)] = ["Send": ([.send], key)]
+        let cache = SignatureCache()
+        let token = SharedAccessSignature.token(resourceURI: "https://gw:8443/hub", keyName: "Send", key: key, expiry: 1000)
+        func verify(
+            _ header: String, path: String = "/hub/messages", now: Int64 = 500,
+            rules override: [String: (rights: Set<AccessRight>, key: String)]? = nil
+        ) -> Result<HubGrant, SASError> {
+            HubDirectory.verify(header, rules: override ?? rules, hub: .default, host: "gw:8443", path: path, now: now, cache: cache)
+        }
+        #expect((try? verify(token).get())?.rule == "Send")
+        // Cached now; the same header is refused once expired, or for another hub's path.
+        #expect(verify(token, now: 1000) == .failure(.expired(1000)))
+        #expect(verify(token, path: "/other/messages") == .failure(.wrongResource("gw/hub")))
+        #expect(verify(token, path: "/hubx/messages") == .failure(.wrongResource("gw/hub")))
+        // A rule removed from the configuration no longer admits its cached tokens.
+        #expect(verify(token, rules: ["Other": ([.send], key)]) == .failure(.unknownRule("Send")))
+        // A forged signature is never cached: refused every time.
+        let forged = SharedAccessSignature.token(resourceURI: "https://gw:8443/hub", keyName: "Send", key: "wrong", expiry: 1000)
+        #expect(verify(forged) == .failure(.badSignature))
+        #expect(verify(forged) == .failure(.badSignature))
+    }
+}
+
 /// Several hubs in one instance: each its own rules, registrations and sends.
 @Suite struct MultiHubTests {
     static let euKey = "ZXUtaHViLWtleS1mb3ItdGVzdHMtb25seS0zMmJ5dGVzIQ=="

@@ -3,12 +3,13 @@ import Foundation
 import Pushgate
 import PushgateCurl
 import PushgateDispatch
+import PushgateServer
 import Synchronization
 
 /// `pushgate bench`: throughput measurements.
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "bench", abstract: "Measure throughput (see scripts/bench-dispatch.sh).", subcommands: [Dispatch.self])
+        commandName: "bench", abstract: "Measure throughput (see scripts/bench-dispatch.sh).", subcommands: [Dispatch.self, SAS.self])
 
     struct Dispatch: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -100,6 +101,77 @@ private final class PageCounter: Sendable {
             let size = min(page, left)
             left -= size
             return size
+        }
+    }
+}
+
+extension BenchCommand {
+    /// `pushgate bench sas`: what a hub request's Shared Access Signature check costs — the same
+    /// token again (verified before: a cache lookup), a fresh token each time (HMAC-SHA256), and
+    /// a bare HMAC-SHA256 of the same string-to-sign as the reference, interleaved in rounds.
+    struct SAS: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "sas", abstract: "Measure the Shared Access Signature check per request: cached, uncached, and a bare HMAC beside them.")
+
+        @Option(help: "Checks per measurement.")
+        var count: Int = 200_000
+
+        @Option(help: "Interleaved rounds (the median is reported).")
+        var rounds: Int = 5
+
+        func run() throws {
+            let key = "c2FzLWJlbmNoLWtleS1vZi0zMi1ieXRlcy0tLS0tLS0="
+            let rules: [String: (rights: Set<AccessRight>, key: String)] = [
+                SharedAccessRule.defaultFullName: ([.listen, .send, .manage], key)
+            ]
+            let hub = AppID.default
+            let now = Int64(Date().timeIntervalSince1970)
+            let resource = "https://127.0.0.1:8443/default"
+            let header = SharedAccessSignature.token(resourceURI: resource, keyName: SharedAccessRule.defaultFullName, key: key, expiry: now + 3600)
+            // Distinct tokens (distinct expiries), made before the clock starts.
+            let fresh = (0..<count).map {
+                SharedAccessSignature.token(
+                    resourceURI: resource, keyName: SharedAccessRule.defaultFullName, key: key, expiry: now + 3600 + Int64($0))
+            }
+            let encoded = SharedAccessSignature.formEncode(resource.lowercased())
+            func check(_ text: String, cache: SignatureCache) -> Bool {
+                if case .success = HubDirectory.verify(
+                    text, rules: rules, hub: hub, host: "127.0.0.1:8443", path: "/default/messages", now: now, cache: cache)
+                {
+                    return true
+                }
+                return false
+            }
+            func nanoseconds(_ body: () -> Int) -> Double {
+                let started = ContinuousClock.now
+                let done = body()
+                let elapsed = ContinuousClock.now - started
+                precondition(done == count, "a check failed")
+                return (Double(elapsed.components.seconds) * 1e9 + Double(elapsed.components.attoseconds) / 1e9) / Double(count)
+            }
+            var cached: [Double] = []
+            var uncached: [Double] = []
+            var bare: [Double] = []
+            for _ in 0..<rounds {
+                let warm = SignatureCache()
+                _ = check(header, cache: warm)
+                cached.append(nanoseconds { (0..<count).reduce(0) { sum, _ in sum + (check(header, cache: warm) ? 1 : 0) } })
+                // A cache as large as the run: every token is new, so every check computes the HMAC.
+                let cold = SignatureCache(capacity: count + 1)
+                uncached.append(nanoseconds { fresh.reduce(0) { sum, token in sum + (check(token, cache: cold) ? 1 : 0) } })
+                bare.append(
+                    nanoseconds {
+                        (0..<count).reduce(0) { sum, _ in
+                            sum + (SharedAccessSignature.sign(encodedResource: encoded, expiry: now + 3600, key: key).isEmpty ? 0 : 1)
+                        }
+                    })
+            }
+            func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+            let (c, u, b) = (median(cached), median(uncached), median(bare))
+            print(String(format: "sas cached: %.0f ns/request", c))
+            print(String(format: "sas uncached: %.0f ns/request", u))
+            print(String(format: "hmac-sha256 reference: %.0f ns", b))
+            print(String(format: "uncached / reference: %.2f, cached / uncached: %.2f", u / b, c / u))
         }
     }
 }

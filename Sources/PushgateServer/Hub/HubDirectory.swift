@@ -48,24 +48,39 @@ public final class HubDirectory: Sendable {
     /// Checks a request's `Authorization` for `hub`: the rule it was signed with and its rights.
     /// `host` is the request's `Host`, `path` its path.
     public func authorize(_ header: String?, hub: Hub, host: String, path: String) -> Result<HubGrant, SASError> {
+        Self.verify(header, rules: hub.rules, hub: hub.id, host: host, path: path, now: Int64(clock.now.secondsSinceEpoch), cache: cache)
+    }
+
+    /// The check itself: rule, expiry, resource, then the signature — unless this very header was
+    /// verified before and has not expired, when `cache` spares the HMAC.
+    public static func verify(
+        _ header: String?, rules: [String: (rights: Set<AccessRight>, key: String)], hub: AppID, host: String, path: String, now: Int64,
+        cache: SignatureCache
+    ) -> Result<HubGrant, SASError> {
         guard let header, !header.isEmpty else { return .failure(.missing) }
+        if let known = cache.entry(header, hub: hub) {
+            // Verified before: the same checks, without the parse and the HMAC.
+            guard let rule = rules[known.keyName] else { return .failure(.unknownRule(known.keyName)) }
+            guard known.expiry > now else { return .failure(.expired(known.expiry)) }
+            guard SharedAccessSignature.covers(resource: known.resource, host: host, path: path) else {
+                return .failure(.wrongResource(known.resource))
+            }
+            return .success(HubGrant(hub: hub, rule: known.keyName, rights: rule.rights))
+        }
         let token: SharedAccessSignature
         switch SharedAccessSignature.parse(header) {
         case .success(let parsed): token = parsed
         case .failure(let error): return .failure(error)
         }
-        guard let rule = hub.rules[token.keyName] else { return .failure(.unknownRule(token.keyName)) }
-        let now = Int64(clock.now.secondsSinceEpoch)
+        guard let rule = rules[token.keyName] else { return .failure(.unknownRule(token.keyName)) }
         guard token.expiry > now else { return .failure(.expired(token.expiry)) }
-        guard token.covers(host: host, path: path) else {
+        guard let resource = token.normalizedResource, SharedAccessSignature.covers(resource: resource, host: host, path: path) else {
             return .failure(.wrongResource(token.encodedResource.removingPercentEncoding ?? token.encodedResource))
         }
-        if !cache.contains(header, hub: hub.id, now: now) {
-            let expected = SharedAccessSignature.sign(encodedResource: token.encodedResource, expiry: token.expiry, key: rule.key)
-            guard SharedAccessSignature.constantTimeEquals(expected, token.signature) else { return .failure(.badSignature) }
-            cache.insert(header, hub: hub.id, expiry: token.expiry)
-        }
-        return .success(HubGrant(hub: hub.id, rule: token.keyName, rights: rule.rights))
+        let expected = SharedAccessSignature.sign(encodedResource: token.encodedResource, expiry: token.expiry, key: rule.key)
+        guard SharedAccessSignature.constantTimeEquals(expected, token.signature) else { return .failure(.badSignature) }
+        cache.insert(header, hub: hub, entry: .init(expiry: token.expiry, keyName: token.keyName, resource: resource))
+        return .success(HubGrant(hub: hub, rule: token.keyName, rights: rule.rights))
     }
 
     /// The connection string of `rule` on `hub`: `Endpoint=sb://host:port/;SharedAccessKeyName=…;SharedAccessKey=…`.

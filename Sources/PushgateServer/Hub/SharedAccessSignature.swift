@@ -80,7 +80,12 @@ public struct SharedAccessSignature: Sendable, Hashable {
     /// Whether the token's resource covers `host/path` (both normalized).
     public func covers(host: String, path: String) -> Bool {
         guard let resource = normalizedResource else { return false }
-        let target = Self.normalize(host + path)
+        return Self.covers(resource: resource, host: host, path: path)
+    }
+
+    /// Whether a normalized resource covers `host/path`: equal, or a prefix at a `/` boundary.
+    static func covers(resource: String, host: String, path: String) -> Bool {
+        let target = normalize(host + path)
         if target == resource { return true }
         return target.hasPrefix(resource + "/")
     }
@@ -101,7 +106,7 @@ public struct SharedAccessSignature: Sendable, Hashable {
     }
 
     /// URL-encodes everything but letters, digits and `-_.~`.
-    static func formEncode(_ text: String) -> String {
+    public static func formEncode(_ text: String) -> String {
         var allowed = CharacterSet.alphanumerics
         allowed.insert(charactersIn: "-_.~")
         return text.unicodeScalars.map { scalar in
@@ -145,25 +150,30 @@ public enum SASError: Error, Hashable, Sendable, CustomStringConvertible {
 }
 
 /// Verified signatures, so that a client reusing its token (they do until it expires) costs a
-/// dictionary lookup, not an HMAC. Bounded: when full, it starts over.
-final class SignatureCache: Sendable {
-    private let entries = Mutex<[String: Int64]>([:])
-    let capacity: Int
-
-    init(capacity: Int = 10_000) { self.capacity = capacity }
-
-    /// Whether `header` was verified for `hub` and has not expired at `now`.
-    func contains(_ header: String, hub: AppID, now: Int64) -> Bool {
-        entries.withLock { entries in
-            guard let expiry = entries[hub.rawValue + " " + header] else { return false }
-            return expiry > now
-        }
+/// dictionary lookup, not a parse and an HMAC. Bounded: when full, it starts over.
+public final class SignatureCache: Sendable {
+    /// What a verified header said: its expiry, rule and normalized resource, which are checked
+    /// again on every request (the resource against each request's path).
+    struct Entry: Sendable {
+        var expiry: Int64
+        var keyName: String
+        var resource: String
     }
 
-    func insert(_ header: String, hub: AppID, expiry: Int64) {
+    private let entries = Mutex<[String: Entry]>([:])
+    let capacity: Int
+
+    public init(capacity: Int = 10_000) { self.capacity = capacity }
+
+    /// What `header` was verified as for `hub`, if it was.
+    func entry(_ header: String, hub: AppID) -> Entry? {
+        entries.withLock { $0[hub.rawValue + " " + header] }
+    }
+
+    func insert(_ header: String, hub: AppID, entry: Entry) {
         entries.withLock { entries in
             if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
-            entries[hub.rawValue + " " + header] = expiry
+            entries[hub.rawValue + " " + header] = entry
         }
     }
 }
