@@ -8,7 +8,7 @@
 # Environment: PUSHGATE_BIN (a release pushgate; default: build one), PUSHGATE_BENCH_OUT (JSON,
 # default .build/bench/bench-all.json), PUSHGATE_BENCH_BROADCAST (registrations, 1,000,000),
 # PUSHGATE_BENCH_DISPATCH (requests per dispatch round, 100,000), PUSHGATE_BENCH_ROUNDS (3),
-# PUSHGATE_BENCH_SECTIONS (default "dispatch broadcast postgres latency upserts idle"; the broadcast's
+# PUSHGATE_BENCH_SECTIONS (default "dispatch broadcast hubs postgres latency upserts idle"; the broadcast's
 # store is always built: the later sections use it; "sandbox" adds the broadcast against
 # `pushgate sandbox` beside nginx, scripts/bench-sandbox-sink.sh), PUSHGATE_BENCH_PERF=1
 # (profile the gateway during the broadcast with perf; the report lands beside the JSON).
@@ -21,6 +21,9 @@
 #    last outcome, against an nginx sink that answers each service's documented success (and
 #    OAuth token) responses; peak RSS and CPU of the gateway. Reference: `pushgate bench
 #    dispatch` against the same nginx, just before.
+# 2b. hubs (scripts/bench-hubs.sh): the SAS check per request, cached and not, beside a bare
+#    HMAC; the broadcast's APNs share through the Notification Hubs API (/default/messages)
+#    beside the tutorial API (/api/notifications?pns=apns), interleaved rounds on one gateway.
 # 3. latency: single-target sends through the HTTP API at a fixed 1,000 requests/s (an open-loop
 #    generator, Benchmarks/FixedRate) with the full store; reference: the same generator against
 #    nginx answering directly.
@@ -36,7 +39,7 @@ rounds=${PUSHGATE_BENCH_ROUNDS:-3}
 out=${PUSHGATE_BENCH_OUT:-.build/bench/bench-all.json}
 streams=100
 pools=2
-sections=" ${PUSHGATE_BENCH_SECTIONS:-dispatch broadcast postgres latency upserts idle} "
+sections=" ${PUSHGATE_BENCH_SECTIONS:-dispatch broadcast hubs postgres latency upserts idle} "
 want() { [[ "$sections" == *" $1 "* ]]; }
 
 scripts/setup.sh --postgres >&2
@@ -228,6 +231,7 @@ import json, sys
 path, sink, port, ca, gateway_port = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
 config = json.load(open(path))
 config["listener"]["port"] = gateway_port
+config["listener"].pop("tls", None)  # plain HTTP on loopback: the send path, not TLS, is measured
 config["store"] = {"sqlite": {"path": "bench.sqlite"}}
 app = config["apps"]["default"]
 app["handles"]["wnsChannelHosts"] = [f"127.0.0.1:{port}"]
@@ -352,6 +356,8 @@ grep "^broadcast\.r$broadcast_rounds\." "$results" | sed "s/^broadcast\.r$broadc
 grep "^broadcast_direct\.r$broadcast_rounds\." "$results" | sed "s/^broadcast_direct\.r$broadcast_rounds\./broadcast_direct./" >> "$results.tmp" || true
 touch "$results.tmp"; cat "$results.tmp" >> "$results"; rm -f "$results.tmp"
 
+# The Notification Hubs API beside the tutorial API.
+if want hubs; then source scripts/bench-hubs.sh; fi
 # The same broadcast against `pushgate sandbox` (every platform's real answers), nginx beside it.
 if want sandbox; then source scripts/bench-sandbox-sink.sh; fi
 # The same broadcast from PostgreSQL, one and two instances.
@@ -449,6 +455,7 @@ summary = {
     "latency": {k.split(".", 1)[1]: v for k, v in raw.items() if k.startswith("latency.")},
     "upserts": {k.split(".", 1)[1]: v for k, v in raw.items() if k.startswith("upserts.")},
     "postgres": {k.split(".", 1)[1]: v for k, v in raw.items() if k.startswith("postgres.")},
+    "hubs": {k.split(".", 1)[1]: v for k, v in raw.items() if k.startswith("hubs.")},
     "idle": {"rss_mib": num("idle.rss_mib"), "rss_anon_mib": num("idle.rss_anon_mib"), "rss_file_mib": num("idle.rss_file_mib")},
 }
 json.dump(summary, open(out, "w"), indent=2)
@@ -491,6 +498,18 @@ if p.get("pg2.rate"):
     rows.append(("  CPU per notification (µs): gateways / server (2 instances; 1 instance)",
                  f"{p.get('pg2.gateway_cpu_us_per_notification')} / {p.get('pg2.server_cpu_us_per_notification')}",
                  f"{p.get('pg2_one.gateway_cpu_us_per_notification')} / {p.get('pg2_one.server_cpu_us_per_notification')}", "", ""))
+h = summary["hubs"]
+if h:
+    hub_rates = {k.split(".")[1]: num(k) for k in raw if re.fullmatch(r"hubs\.hub\.r\d+\.rate", k)}
+    api_rates = {k.split(".")[1]: num(k) for k in raw if re.fullmatch(r"hubs\.api\.r\d+\.rate", k)}
+    paired = sorted(set(hub_rates) & set(api_rates))
+    if paired:
+        ratios = [hub_rates[r] / api_rates[r] for r in paired if api_rates[r]]
+        rows.append(("APNs share via /default/messages (notifications/s, median of rounds)", fmt(statistics.median(hub_rates[r] for r in paired)),
+                     "/api/notifications " + fmt(statistics.median(api_rates[r] for r in paired)),
+                     "× " + (f"{min(ratios):.2f}–{max(ratios):.2f}" if ratios else "n/a"), "≈ 1"))
+    rows.append(("SAS check per request (ns): cached / uncached", f"{h.get('sas_cached_ns')} / {h.get('sas_uncached_ns')}",
+                 "HMAC-SHA256 " + str(h.get("hmac_reference_ns")), "", ""))
 l = summary["latency"]
 rows.append(("single-target send at 1,000/s: p50 / p99 / p99.9 (ms)",
              f"{l.get('gateway.p50_ms')} / {l.get('gateway.p99_ms')} / {l.get('gateway.p999_ms')}",

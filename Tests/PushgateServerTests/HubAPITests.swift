@@ -187,6 +187,46 @@ import Testing
         }
     }
 
+    @Test func batchDirectSendsReachEveryHandleWithEitherSDKsBoundary() async throws {
+        try await GatewayFixture.with { fixture in
+            let client = try Client(fixture)
+            let devices = [await fixture.sandbox.createDevice(.apns), await fixture.sandbox.createDevice(.apns)]
+            func multipart(_ boundary: String, handles: [String], alert: String) -> String {
+                let list = "[" + handles.map { "\"\($0)\"" }.joined(separator: ",") + "]"
+                return [
+                    "--\(boundary)", "Content-Type: application/json", "Content-Disposition: inline; name=notification", "",
+                    #"{"aps":{"alert":"\#(alert)"}}"#, "--\(boundary)", "Content-Type: application/json",
+                    "Content-Disposition: inline; name=devices", "", list, "--\(boundary)--", "",
+                ].joined(separator: "\r\n")
+            }
+            // The .NET SDK's boundary, then the JavaScript SDK's (spaces around '=', quotes).
+            for (contentType, boundary, alert) in [
+                ("multipart/mixed; boundary=nh-batch-multipart-boundary", "nh-batch-multipart-boundary", "dotnet batch"),
+                ("multipart/mixed; boundary = \"nh-boundary-1234\"", "nh-boundary-1234", "js batch"),
+            ] {
+                let sent = try await client.call(
+                    "POST", "messages/$batch?direct", body: multipart(boundary, handles: devices.map(\.handle), alert: alert),
+                    contentType: contentType, headers: [("ServiceBusNotification-Format", "apple")])
+                #expect(sent.status == 201, "\(sent.bodyText)")
+            }
+            for device in devices {
+                let inbox = try await waitForInbox(fixture, device, count: 2)
+                #expect(inbox.map(\.payload).joined().contains("dotnet batch") && inbox.map(\.payload).joined().contains("js batch"))
+            }
+            // 1,001 handles are refused, naming the limit; a body without the devices part too.
+            let many = (0...1000).map { String(format: "%064x", $0) }
+            let tooMany = try await client.call(
+                "POST", "messages/$batch?direct", body: multipart("b", handles: many, alert: "x"),
+                contentType: "multipart/mixed; boundary=b",
+                headers: [("ServiceBusNotification-Format", "apple")])
+            #expect(tooMany.status == 400 && tooMany.bodyText.contains("1000"), "\(tooMany.bodyText)")
+            let noBoundary = try await client.call(
+                "POST", "messages/$batch?direct", body: "x", contentType: "multipart/mixed",
+                headers: [("ServiceBusNotification-Format", "apple")])
+            #expect(noBoundary.status == 415)
+        }
+    }
+
     @Test func registrationsRoundTripAsAtomEntriesWithETagsFiltersAndOwnershipRules() async throws {
         try await GatewayFixture.with { fixture in
             let client = try Client(fixture)
@@ -399,6 +439,30 @@ import Testing
         let forged = SharedAccessSignature.token(resourceURI: "https://gw:8443/hub", keyName: "Send", key: "wrong", expiry: 1000)
         #expect(verify(forged) == .failure(.badSignature))
         #expect(verify(forged) == .failure(.badSignature))
+        // Resources as each SDK signs them, compared without scheme, port, query or trailing '/'.
+        func covers(_ resource: String, _ host: String, _ path: String) -> Bool {
+            let encoded = SharedAccessSignature.formEncode(resource)
+            guard case .success(let token) = SharedAccessSignature.parse("SharedAccessSignature sr=\(encoded)&sig=x&se=1&skn=r") else {
+                return false
+            }
+            return token.covers(host: host, path: path)
+        }
+        #expect(covers("http://GW/hub/messages/", "gw:8443", "/hub/messages"))
+        #expect(covers("https://gw:8443/hub?api-version=2015-01", "gw:8443", "/hub/messages/"))
+        #expect(covers("sb://gw/", "gw:8443", "/anyhub/installations/x"))
+        #expect(covers("https://[::1]:8443/hub", "[::1]:8443", "/hub/x"))
+        #expect(!covers("https://gw/hub", "gw", "/hubx/messages"))
+        #expect(!covers("https://gw/hub/messages", "gw", "/hub/registrations"))
+        #expect(!covers("https://other/hub", "gw", "/hub/messages"))
+        // Percent-decoding: either case of hex, '+' kept (base64), a broken escape refused.
+        #expect(SharedAccessSignature.percentDecoded("https%3a%2F%2Fgw%2fhub") == "https://gw/hub")
+        #expect(SharedAccessSignature.percentDecoded("ab+c%2B") == "ab+c+")
+        #expect(SharedAccessSignature.percentDecoded("%zz") == nil && SharedAccessSignature.percentDecoded("%4") == nil)
+        #expect(SharedAccessSignature.percentDecoded("%C3%A9") == "é" && SharedAccessSignature.percentDecoded("%C3") == nil)
+        guard case .failure(.malformed) = SharedAccessSignature.parse("SharedAccessSignature sr=a&sig=%zz&se=1&skn=x") else {
+            Issue.record("a broken escape in sig must be refused as malformed")
+            return
+        }
     }
 }
 

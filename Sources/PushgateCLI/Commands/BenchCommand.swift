@@ -111,7 +111,8 @@ extension BenchCommand {
     /// a bare HMAC-SHA256 of the same string-to-sign as the reference, interleaved in rounds.
     struct SAS: ParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "sas", abstract: "Measure the Shared Access Signature check per request: cached, uncached, and a bare HMAC beside them.")
+            commandName: "sas",
+            abstract: "Measure the Shared Access Signature check per request: cached, uncached, and a bare HMAC beside them.")
 
         @Option(help: "Checks per measurement.")
         var count: Int = 200_000
@@ -127,7 +128,8 @@ extension BenchCommand {
             let hub = AppID.default
             let now = Int64(Date().timeIntervalSince1970)
             let resource = "https://127.0.0.1:8443/default"
-            let header = SharedAccessSignature.token(resourceURI: resource, keyName: SharedAccessRule.defaultFullName, key: key, expiry: now + 3600)
+            let header = SharedAccessSignature.token(
+                resourceURI: resource, keyName: SharedAccessRule.defaultFullName, key: key, expiry: now + 3600)
             // Distinct tokens (distinct expiries), made before the clock starts.
             let fresh = (0..<count).map {
                 SharedAccessSignature.token(

@@ -75,7 +75,7 @@ public final class HubDirectory: Sendable {
         guard let rule = rules[token.keyName] else { return .failure(.unknownRule(token.keyName)) }
         guard token.expiry > now else { return .failure(.expired(token.expiry)) }
         guard let resource = token.normalizedResource, SharedAccessSignature.covers(resource: resource, host: host, path: path) else {
-            return .failure(.wrongResource(token.encodedResource.removingPercentEncoding ?? token.encodedResource))
+            return .failure(.wrongResource(SharedAccessSignature.percentDecoded(token.encodedResource) ?? token.encodedResource))
         }
         let expected = SharedAccessSignature.sign(encodedResource: token.encodedResource, expiry: token.expiry, key: rule.key)
         guard SharedAccessSignature.constantTimeEquals(expected, token.signature) else { return .failure(.badSignature) }

@@ -243,10 +243,12 @@ enum HubHTTP {
         guard request.uri.queryParameters.has("direct") else { throw .badRequest("$batch sends are direct: add ?direct to the URL") }
         let type = request.headers[.contentType] ?? ""
         guard type.lowercased().hasPrefix("multipart/mixed"),
+            // `boundary=x` (.NET), `boundary = "x"` (the JavaScript SDK: spaces and quotes).
             let boundary = type.split(separator: ";").compactMap({ part -> String? in
-                let trimmed = part.trimmingCharacters(in: .whitespaces)
-                guard trimmed.lowercased().hasPrefix("boundary=") else { return nil }
-                return String(trimmed.dropFirst("boundary=".count)).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+                let pieces = part.split(separator: "=", maxSplits: 1)
+                guard pieces.count == 2, pieces[0].trimmingCharacters(in: .whitespaces).lowercased() == "boundary" else { return nil }
+                let value = pieces[1].trimmingCharacters(in: .whitespaces).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+                return value.isEmpty || value.count > 70 ? nil : value
             }).first
         else { throw GatewayError(415, "Content-Type: a $batch send is multipart/mixed with a boundary") }
         let parts = try multipart(try await body(request, limit: max(limit, 1 << 20)), boundary: boundary)
@@ -274,20 +276,51 @@ enum HubHTTP {
         var body: [UInt8]
     }
 
-    /// The parts of a multipart body, by their Content-Disposition name.
+    /// The parts of a multipart body, by their Content-Disposition name. On the bytes: a Swift
+    /// `String` sees `\r\n` as one character, which is not how MIME counts.
     static func multipart(_ bytes: [UInt8], boundary: String) throws(GatewayError) -> [Part] {
-        let text = String(decoding: bytes, as: UTF8.self)
+        let delimiter = Array(("--" + boundary).utf8)
+        func find(_ needle: [UInt8], from start: Int) -> Int? {
+            guard needle.count <= bytes.count - start else { return nil }
+            var index = start
+            while index <= bytes.count - needle.count {
+                if bytes[index] == needle[0], bytes[index..<(index + needle.count)].elementsEqual(needle) { return index }
+                index += 1
+            }
+            return nil
+        }
         var parts: [Part] = []
-        for chunk in text.components(separatedBy: "--" + boundary).dropFirst() {
-            if chunk.hasPrefix("--") { break }
-            guard let split = chunk.range(of: "\r\n\r\n") ?? chunk.range(of: "\n\n") else { continue }
-            let head = chunk[..<split.lowerBound].lowercased()
-            var body = String(chunk[split.upperBound...])
-            if body.hasSuffix("\r\n") { body.removeLast(2) } else if body.hasSuffix("\n") { body.removeLast() }
-            guard let nameRange = head.range(of: "name=") else { continue }
-            let name = head[nameRange.upperBound...].prefix { $0 != ";" && $0 != "\r" && $0 != "\n" }
-                .trimmingCharacters(in: CharacterSet(charactersIn: "\" "))
-            parts.append(Part(name: name, body: Array(body.utf8)))
+        guard var cursor = find(delimiter, from: 0) else { throw .badRequest("the body has no part delimited by --\(boundary.prefix(70))") }
+        while true {
+            cursor += delimiter.count
+            // "--" after the delimiter ends the body.
+            if bytes.count >= cursor + 2, bytes[cursor] == UInt8(ascii: "-"), bytes[cursor + 1] == UInt8(ascii: "-") { break }
+            guard let next = find(delimiter, from: cursor) else {
+                throw .badRequest("the multipart body does not end with --\(boundary.prefix(70))--")
+            }
+            var part = Array(bytes[cursor..<next])
+            // The CRLF before the next delimiter belongs to the delimiter (RFC 2046).
+            if part.last == UInt8(ascii: "\n") { part.removeLast() }
+            if part.last == UInt8(ascii: "\r") { part.removeLast() }
+            let blank = [UInt8]("\r\n\r\n".utf8)
+            let bare = [UInt8]("\n\n".utf8)
+            let split: (head: Int, body: Int)? = {
+                for (index, _) in part.enumerated() {
+                    if part[index...].starts(with: blank) { return (index, index + 4) }
+                    if part[index...].starts(with: bare) { return (index, index + 2) }
+                }
+                return nil
+            }()
+            if let split {
+                let head = String(decoding: part[..<split.head], as: UTF8.self).lowercased()
+                for line in head.split(whereSeparator: { $0 == "\n" || $0 == "\r" || $0 == "\r\n" })
+                where line.hasPrefix("content-disposition") {
+                    guard let nameRange = line.range(of: "name=") else { continue }
+                    let name = line[nameRange.upperBound...].prefix { $0 != ";" }.trimmingCharacters(in: CharacterSet(charactersIn: "\" "))
+                    parts.append(Part(name: name, body: Array(part[split.body...])))
+                }
+            }
+            cursor = next
         }
         return parts
     }

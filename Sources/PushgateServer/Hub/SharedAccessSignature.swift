@@ -25,11 +25,11 @@ public struct SharedAccessSignature: Sendable, Hashable {
     public static func parse(_ header: String) -> Result<SharedAccessSignature, SASError> {
         guard header.count <= 4096 else { return .failure(.malformed("the Authorization header is longer than 4096 characters")) }
         let prefix = scheme + " "
-        guard header.lowercased().hasPrefix(prefix.lowercased()) else {
+        guard header.utf8.count > prefix.utf8.count, header.prefix(prefix.count).lowercased() == prefix.lowercased() else {
             return .failure(.malformed("Authorization must be 'SharedAccessSignature sr=…&sig=…&se=…&skn=…'"))
         }
         var fields: [String: String] = [:]
-        for pair in header.dropFirst(prefix.count).trimmingCharacters(in: .whitespaces).split(separator: "&") {
+        for pair in header.dropFirst(prefix.count).drop(while: { $0 == " " }).split(separator: "&") {
             guard let equals = pair.firstIndex(of: "=") else { return .failure(.malformed("'\(pair.prefix(40))' is not name=value")) }
             let name = pair[..<equals].lowercased()
             guard fields[name] == nil else { return .failure(.malformed("'\(name)' is given twice")) }
@@ -41,7 +41,7 @@ public struct SharedAccessSignature: Sendable, Hashable {
         guard let expiry = Int64(fields["se"]!) else {
             return .failure(.malformed("se '\(fields["se"]!.prefix(40))' is not whole seconds"))
         }
-        guard let signature = fields["sig"]!.removingPercentEncoding, let keyName = fields["skn"]!.removingPercentEncoding else {
+        guard let signature = percentDecoded(fields["sig"]!), let keyName = percentDecoded(fields["skn"]!) else {
             return .failure(.malformed("sig or skn is not URL-encoded correctly"))
         }
         return .success(SharedAccessSignature(encodedResource: fields["sr"]!, signature: signature, expiry: expiry, keyName: keyName))
@@ -49,7 +49,7 @@ public struct SharedAccessSignature: Sendable, Hashable {
 
     /// The resource as compared: decoded, lower-cased, without scheme, port, query or trailing `/`.
     public var normalizedResource: String? {
-        guard let decoded = encodedResource.removingPercentEncoding else { return nil }
+        guard let decoded = Self.percentDecoded(encodedResource) else { return nil }
         return Self.normalize(decoded)
     }
 
@@ -58,23 +58,29 @@ public struct SharedAccessSignature: Sendable, Hashable {
     /// both are left out of the comparison, as Notification Hubs does; the signature still covers
     /// `sr` exactly as sent.
     static func normalize(_ uri: String) -> String {
-        var text = uri.lowercased()
-        for scheme in ["https://", "http://", "sb://"] where text.hasPrefix(scheme) {
-            text = String(text.dropFirst(scheme.count))
+        // On the bytes (it runs for every request): ASCII lower-cased, then the parts cut away.
+        var bytes = Array(uri.utf8)
+        for index in bytes.indices where (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(bytes[index]) { bytes[index] += 32 }
+        var start = 0
+        for scheme in ["https://", "http://", "sb://"] where bytes.starts(with: scheme.utf8) {
+            start = scheme.utf8.count
             break
         }
-        if let query = text.firstIndex(of: "?") { text = String(text[..<query]) }
-        let slash = text.firstIndex(of: "/") ?? text.endIndex
-        let authority = text[..<slash]
-        // The port: digits after the last ':' that is not inside an IPv6 literal's brackets.
-        if let colon = authority.lastIndex(of: ":"), !authority[colon...].contains("]"),
-            authority[authority.index(after: colon)...].allSatisfy(\.isNumber),
-            authority.hasPrefix("[") || authority.filter({ $0 == ":" }).count == 1
+        var end = bytes[start...].firstIndex(of: UInt8(ascii: "?")) ?? bytes.endIndex
+        let slash = bytes[start..<end].firstIndex(of: UInt8(ascii: "/")) ?? end
+        var text = bytes[start..<slash]
+        // The port: digits after the last ':' outside an IPv6 literal's brackets.
+        if let colon = text.lastIndex(of: UInt8(ascii: ":")), !text[colon...].contains(UInt8(ascii: "]")),
+            text[(colon + 1)...].allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
+            text.first == UInt8(ascii: "[") || text.filter({ $0 == UInt8(ascii: ":") }).count == 1
         {
-            text = String(authority[..<colon]) + text[slash...]
+            text = text[..<colon]
         }
-        while text.hasSuffix("/") { text.removeLast() }
-        return text
+        while end > slash, bytes[end - 1] == UInt8(ascii: "/") { end -= 1 }
+        var result = Array(text)
+        if slash < end { result += bytes[slash..<end] }
+        while result.last == UInt8(ascii: "/") { result.removeLast() }
+        return String(decoding: result, as: UTF8.self)
     }
 
     /// Whether the token's resource covers `host/path` (both normalized).
@@ -103,6 +109,33 @@ public struct SharedAccessSignature: Sendable, Hashable {
         let resource = formEncode(resourceURI.lowercased())
         let signature = sign(encodedResource: resource, expiry: expiry, key: key)
         return "\(scheme) sr=\(resource)&sig=\(formEncode(signature))&se=\(expiry)&skn=\(keyName)"
+    }
+
+    /// `%XX` sequences decoded (either case of hex; `+` stays `+`, as base64 signatures need);
+    /// nil when a `%` is not followed by two hex digits or the bytes are not UTF-8. On the bytes,
+    /// without Foundation: it runs for every new token.
+    public static func percentDecoded(_ text: String) -> String? {
+        guard text.utf8.contains(UInt8(ascii: "%")) else { return text }
+        func hex(_ byte: UInt8) -> UInt8? {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+            default: nil
+            }
+        }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(text.utf8.count)
+        var iterator = text.utf8.makeIterator()
+        while let byte = iterator.next() {
+            guard byte == UInt8(ascii: "%") else {
+                bytes.append(byte)
+                continue
+            }
+            guard let high = iterator.next().flatMap(hex), let low = iterator.next().flatMap(hex) else { return nil }
+            bytes.append(high << 4 | low)
+        }
+        return String(validating: bytes, as: UTF8.self)
     }
 
     /// URL-encodes everything but letters, digits and `-_.~`.
