@@ -191,7 +191,8 @@ extension SendCommand {
                 }
                 let counts = Self.outcomeCounts(in: response.bodyText)
                 reached += counts.filter { $0.name == "Success" }.reduce(0) { $0 + $1.count }
-                failed += counts.filter { $0.name != "Success" }.reduce(0) { $0 + $1.count }
+                // Skipped: registrations the send passes over (templates, for a native send).
+                failed += counts.filter { $0.name != "Success" && $0.name != "Skipped" }.reduce(0) { $0 + $1.count }
                 let summary = counts.map { "\($0.name) \($0.count)" }.joined(separator: ", ")
                 print("\(label.padding(toLength: 9, withPad: " ", startingAt: 0))\(id)  \(state)\(summary.isEmpty ? "" : "  " + summary)")
                 break

@@ -202,7 +202,10 @@ enum HubHTTP {
             let outcome = await GatewayHTTP.deliverToCompletion(prepared, gateway: gateway, logger: gateway.logger)
             gateway.metrics.sent(outcome.result)
             var result = outcome.result
-            result.targets = Array(result.targets.prefix(10))
+            // NH counts the registrations a send targets: template registrations a native send
+            // passes over (and duplicate handles sent once), Skipped here, are not among them.
+            result.targets = Array(result.targets.filter { $0.outcome != .skipped }.prefix(10))
+            for index in result.platforms.indices { result.platforms[index].counts[.skipped] = nil }
             // 201 Created, as for any send (clients raise on anything else), with the outcome.
             var response = xml(201, result.xmlDocument())
             response.headers[trackingIDHeader] = request.headers[trackingIDHeader] ?? result.notificationID
