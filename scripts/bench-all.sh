@@ -500,8 +500,8 @@ if p.get("pg2.rate"):
                  f"{p.get('pg2_one.gateway_cpu_us_per_notification')} / {p.get('pg2_one.server_cpu_us_per_notification')}", "", ""))
 h = summary["hubs"]
 if h:
-    hub_rates = {k.split(".")[1]: num(k) for k in raw if re.fullmatch(r"hubs\.hub\.r\d+\.rate", k)}
-    api_rates = {k.split(".")[1]: num(k) for k in raw if re.fullmatch(r"hubs\.api\.r\d+\.rate", k)}
+    hub_rates = {k.split(".")[2]: num(k) for k in raw if re.fullmatch(r"hubs\.hub\.r\d+\.rate", k)}
+    api_rates = {k.split(".")[2]: num(k) for k in raw if re.fullmatch(r"hubs\.api\.r\d+\.rate", k)}
     paired = sorted(set(hub_rates) & set(api_rates))
     if paired:
         ratios = [hub_rates[r] / api_rates[r] for r in paired if api_rates[r]]

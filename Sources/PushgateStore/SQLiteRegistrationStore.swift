@@ -195,6 +195,26 @@ public final class SQLiteRegistrationStore: RegistrationStore, DatabaseStore {
         }
     }
 
+    /// A page's templates in one trip to the store's thread: one primary-key lookup per id on a
+    /// prepared statement (a native hub send asks this for every page it sends).
+    public func templates(of ids: [RegistrationID], app: AppID) async throws(StoreError) -> [RegistrationID: RegistrationTemplate] {
+        guard !ids.isEmpty else { return [:] }
+        return try await run { connection throws(StoreError) in
+            var found: [RegistrationID: RegistrationTemplate] = [:]
+            let statement = try connection.prepare(
+                "SELECT template FROM registrations WHERE app = ? AND id = ? AND template IS NOT NULL")
+            for id in ids {
+                statement.reset()
+                try statement.bind([.text(app.rawValue), .text(id.rawValue)])
+                guard try statement.step(), let text = statement.text(0),
+                    let template = try? JSONDecoder().decode(RegistrationTemplate.self, from: Data(text.utf8))
+                else { continue }
+                found[id] = template
+            }
+            return found
+        }
+    }
+
     public func delete(id: RegistrationID, app: AppID) async throws(StoreError) -> Bool {
         try await run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Bool in

@@ -307,6 +307,16 @@ import Testing
                     Self.appleRegistration(token: device.handle, tags: "a").replacingOccurrences(of: "Apple", with: "Pigeon"), 400,
                     "not supported"
                 ),
+                (
+                    Self.appleRegistration(token: device.handle, tags: "a").replacingOccurrences(
+                        of: "<Tags>", with: #"<PushVariables>{"x":"1"}</PushVariables><Tags>"#), 400,
+                    "&lt;PushVariables&gt; are not supported"
+                ),
+                (
+                    Self.appleRegistration(token: device.handle, tags: "a").replacingOccurrences(
+                        of: "<Tags>", with: "<Colour>red</Colour><Tags>"),
+                    400, "unknown element &lt;Colour&gt;"
+                ),
             ]
             for (body, status, reason) in bad {
                 let refused = try await client.call("PUT", "registrations/\(fresh)", body: body, contentType: Self.atom)

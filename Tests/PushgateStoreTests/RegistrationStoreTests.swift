@@ -68,6 +68,11 @@ func collect(_ stream: AsyncThrowingStream<[Registration], any Error>) async thr
         for original in restored {
             #expect(try await store.registration(id: original.id, app: .default) == original)
         }
+        // A page's templates in one call: only the ids that have one (an unknown id, another app: none).
+        let templates = try await store.templates(of: ids + [RegistrationID.random()], app: .default)
+        #expect(templates == [ids[5]: restored[5].template!])
+        #expect(try await store.templates(of: ids, app: try AppID("other")).isEmpty)
+        #expect(try await store.templates(of: [], app: .default).isEmpty)
         // nil expression: all live ones (the expired one is left out), ordered by id, in batches.
         let all = try await collect(store.registrations(matching: nil, platforms: .all, app: .default, batchSize: 4, now: start))
         #expect(all.map(\.count) == [4, 2])

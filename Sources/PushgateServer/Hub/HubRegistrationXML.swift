@@ -91,6 +91,14 @@ enum HubRegistrationXML {
                 }
                 continue
             }
+            // Push variables (per-registration values a template may use) are not supported: an
+            // empty element, as some serializers write it, is fine; values are refused, not dropped.
+            if field == "PushVariables" {
+                guard elements(child).isEmpty, Self.text(child).trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
+                    throw .badRequest("body: <PushVariables> are not supported here; put the values in the send's template properties")
+                }
+                continue
+            }
             let value = Self.text(child)
             fields[field] = field == "BodyTemplate" ? value : value.trimmingCharacters(in: .whitespacesAndNewlines)
         }
