@@ -68,6 +68,20 @@ extension PostgresStore: RegistrationStore {
         }
     }
 
+    public func replace(_ registrations: [Registration], removing: [RegistrationID], app: AppID, now: Timestamp) async throws(StoreError) {
+        var templates: [String?] = []
+        for registration in registrations { templates.append(try Self.encodedTemplate(registration)) }
+        let logger = self.logger
+        let (appText, ids) = (app.rawValue, removing.map(\.rawValue))
+        try await transaction { [templates] connection in
+            try await Self.write(registrations, templates: templates, now: now, connection: connection, logger: logger)
+            guard !ids.isEmpty else { return }
+            try await connection.query("DELETE FROM reserved_ids WHERE app = \(appText) AND id = ANY(\(ids))", logger: logger)
+            try await connection.query("DELETE FROM registration_tags WHERE app = \(appText) AND id = ANY(\(ids))", logger: logger)
+            try await connection.query("DELETE FROM registrations WHERE app = \(appText) AND id = ANY(\(ids))", logger: logger)
+        }
+    }
+
     static func encodedTemplate(_ registration: Registration) throws(StoreError) -> String? {
         try registration.template.map { template throws(StoreError) in
             do {

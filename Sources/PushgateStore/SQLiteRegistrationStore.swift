@@ -151,6 +151,24 @@ public final class SQLiteRegistrationStore: RegistrationStore, DatabaseStore {
         }
     }
 
+    public func replace(_ registrations: [Registration], removing: [RegistrationID], app: AppID, now: Timestamp) async throws(StoreError) {
+        var templates: [String?] = []
+        for registration in registrations { templates.append(try Self.encodedTemplate(registration)) }
+        try await run { [templates] connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) in
+                for (registration, template) in zip(registrations, templates) {
+                    try Self.write(registration, template: template, now: now, connection: connection)
+                }
+                for id in removing {
+                    let values: [SQLiteValue] = [.text(app.rawValue), .text(id.rawValue)]
+                    try connection.prepare("DELETE FROM reserved_ids WHERE app = ? AND id = ?").bind(values).run()
+                    try connection.prepare("DELETE FROM registration_tags WHERE app = ? AND id = ?").bind(values).run()
+                    try connection.prepare("DELETE FROM registrations WHERE app = ? AND id = ?").bind(values).run()
+                }
+            }
+        }
+    }
+
     private static func encodedTemplate(_ registration: Registration) throws(StoreError) -> String? {
         try registration.template.map { template throws(StoreError) in
             do {

@@ -229,6 +229,115 @@ import Testing
         }
     }
 
+    /// What a hostile client tried against a running build (a Listen key taking over an
+    /// installation's tag or a user's registration, forged continuation tokens, loose JSON
+    /// Patch, ambiguous Atom entries, wrong content types, unknown routes).
+    @Test func hostileRequestsAreRefusedAndWriteNothing() async throws {
+        try await GatewayFixture.with { fixture in
+            let client = try Client(fixture)
+            let listen = client.token(rule: SharedAccessRule.defaultListenName)
+            let attacker = await fixture.sandbox.createDevice(.apns)
+            let victim = await fixture.sandbox.createDevice(.apns)
+            let json = "application/json"
+            #expect(
+                try await client.call(
+                    "PUT", "installations/victim1", body: #"{"platform":"apns","pushChannel":"\#(victim.handle)"}"#, contentType: json
+                ).status == 200)
+            // The installation's own tag cannot be claimed, by any key, in any form.
+            for authorization in [listen, client.token()] {
+                let registration = try await client.call(
+                    "POST", "registrations", body: Self.appleRegistration(token: attacker.handle, tags: "$InstallationId:{victim1}"),
+                    contentType: Self.atom, authorization: authorization)
+                #expect(registration.status == 400 && registration.bodyText.contains("reserved"), "\(registration.bodyText)")
+                let installation = try await client.call(
+                    "PUT", "installations/thief",
+                    body: #"{"platform":"apns","pushChannel":"\#(attacker.handle)","tags":["$UserId:{alice}"]}"#, contentType: json,
+                    authorization: authorization)
+                #expect(installation.status == 400 && installation.bodyText.contains("reserved"), "\(installation.bodyText)")
+            }
+            let found = try await client.call("GET", "tags/$InstallationId:%7Bvictim1%7D/registrations")
+            #expect(found.bodyText.components(separatedBy: "<RegistrationId>").count == 2, "\(found.bodyText)")
+
+            // A user's registration (made through /api/register) is out of a Listen key's reach.
+            let usersDevice = await fixture.sandbox.createDevice(.apns)
+            let usersID = try await fixture.register(usersDevice, user: "alice")
+            let deleted = try await client.call("DELETE", "registrations/\(usersID)", authorization: listen)
+            #expect(deleted.status == 403, "\(deleted.bodyText)")
+            let replaced = try await client.call(
+                "PUT", "registrations/\(usersID)", body: Self.appleRegistration(token: attacker.handle, tags: "x"), contentType: Self.atom,
+                authorization: listen)
+            #expect(replaced.status == 403)
+            #expect(try await fixture.store.registration(id: RegistrationID(usersID), app: .default)?.handle.value == usersDevice.handle)
+
+            // Only a notification still scheduled can be cancelled through schedulednotifications.
+            let immediate = try await client.call(
+                "POST", "messages", body: #"{"aps":{"alert":"now"}}"#,
+                headers: [("ServiceBusNotification-Format", "apple"), ("ServiceBusNotification-Tags", "nobody-has-this")])
+            let immediateID = try #require(immediate.header("Location")?.split(separator: "?").first?.split(separator: "/").last)
+            #expect(try await client.call("DELETE", "schedulednotifications/\(immediateID)").status == 404)
+            // Links carry the listener's own scheme (plain HTTP here).
+            #expect(immediate.header("Location")?.hasPrefix("http://127.0.0.1:\(fixture.local.port)/default/messages/") == true)
+
+            // Continuation tokens are the hub's own.
+            for token in ["garbage", "AAAA", "-1", RegistrationID.random().rawValue] {
+                let listed = try await client.call("GET", "registrations?$top=1", headers: [("X-MS-ContinuationToken", token)])
+                #expect(listed.status == 400, "\(token): \(listed.bodyText)")
+            }
+            let first = try await client.call("GET", "registrations?$top=1")
+            let next = try #require(first.header("X-MS-ContinuationToken"))
+            #expect(try await client.call("GET", "registrations?$top=1&continuationtoken=\(next)").status == 200)
+
+            // JSON Patch as RFC 6902 has it: values where required, targets that exist.
+            for (patch, reason) in [
+                (#"[{"op":"replace","path":"/tags/zzz","value":"b"}]"#, "no tag 'zzz'"),
+                (#"[{"op":"add","path":"/tags/x","value":"x"}]"#, "add a tag with"),
+                (#"[{"op":"add","path":"/tags"}]"#, "value is required"),
+                (#"[{"op":"add","path":"/tags","value":null}]"#, "value is required"),
+                (#"[{"op":"replace","path":"/templates/none","value":{"body":"{}"}}]"#, "no template 'none'"),
+            ] {
+                let refused = try await client.call(
+                    "PATCH", "installations/victim1", body: patch, contentType: "application/json-patch+json")
+                #expect(refused.status == 400 && refused.bodyText.contains(reason), "\(patch): \(refused.bodyText)")
+            }
+            let stringTemplate = try await client.call(
+                "PATCH", "installations/victim1",
+                body: #"[{"op":"add","path":"/templates/t1","value":"{\"body\":\"{\\\"aps\\\":{\\\"alert\\\":\\\"$(m)\\\"}}\"}"}]"#,
+                contentType: "application/json-patch+json")
+            #expect(stringTemplate.status == 200, "\(stringTemplate.bodyText)")
+
+            // Ambiguous or mistyped bodies, and what is not a resource here.
+            let twice = Self.appleRegistration(token: attacker.handle, tags: "a").replacingOccurrences(
+                of: "</content></entry>", with: "</content><content type=\"application/xml\"/></entry>")
+            #expect(try await client.call("POST", "registrations", body: twice, contentType: Self.atom).status == 400)
+            let markup = Self.appleRegistration(token: attacker.handle, tags: "ok<b>username:alice</b>")
+            #expect(try await client.call("POST", "registrations", body: markup, contentType: Self.atom).status == 400)
+            let plain = try await client.call(
+                "POST", "registrations", body: Self.appleRegistration(token: attacker.handle, tags: "a"), contentType: "text/plain")
+            #expect(plain.status == 415)
+            let wrongMethod = try await client.call("PATCH", "registrations", body: "x")
+            #expect(wrongMethod.status == 405 && wrongMethod.bodyText.contains("<Error>"), "\(wrongMethod.status) \(wrongMethod.bodyText)")
+            let nothing = try await client.call("GET", "nothing-here")
+            #expect(nothing.status == 404 && nothing.bodyText.contains("<Error>"))
+            #expect(try await client.call("PUT", "registrations/not%20an%20id", body: "x", contentType: Self.atom).status == 400)
+
+            // A handle listed 600 times in a batch reaches its device once.
+            let boundary = "b"
+            let list = "[" + Array(repeating: "\"\(attacker.handle)\"", count: 600).joined(separator: ",") + "]"
+            let body = [
+                "--b", "Content-Disposition: inline; name=notification", "", #"{"aps":{"alert":"once"}}"#, "--b",
+                "Content-Disposition: inline; name=devices", "", list, "--b--", "",
+            ].joined(separator: "\r\n")
+            let batch = try await client.call(
+                "POST", "messages/$batch?direct", body: body, contentType: "multipart/mixed; boundary=\(boundary)",
+                headers: [("ServiceBusNotification-Format", "apple")])
+            #expect(batch.status == 201, "\(batch.bodyText)")
+            _ = try await waitForInbox(fixture, attacker, count: 1)
+            try await Task.sleep(for: .milliseconds(800))
+            #expect(await fixture.sandbox.state.inbox(deviceID: attacker.id).count == 1)
+            #expect(await fixture.sandbox.state.inbox(deviceID: victim.id).isEmpty)
+        }
+    }
+
     @Test func registrationsRoundTripAsAtomEntriesWithETagsFiltersAndOwnershipRules() async throws {
         try await GatewayFixture.with { fixture in
             let client = try Client(fixture)

@@ -79,6 +79,9 @@ final class FailingStore: RegistrationStore, SecureMessageStore, OutboxStore {
     func restore(_ registrations: [Registration], now: Timestamp) async throws(StoreError) {
         try await inner.restore(registrations, now: now)
     }
+    func replace(_ registrations: [Registration], removing: [RegistrationID], app: AppID, now: Timestamp) async throws(StoreError) {
+        try await inner.replace(registrations, removing: removing, app: app, now: now)
+    }
     func removals(app: AppID, limit: Int) async throws(StoreError) -> [HandleRemoval] { try await inner.removals(app: app, limit: limit) }
     func storeSecureMessage(_ message: SecureMessage) async throws(StoreError) { try await inner.storeSecureMessage(message) }
     func readSecureMessage(id: String, app: AppID, recipient: String, now: Timestamp) async throws(StoreError) -> SecureMessage? {

@@ -73,6 +73,18 @@ func collect(_ stream: AsyncThrowingStream<[Registration], any Error>) async thr
         #expect(templates == [ids[5]: restored[5].template!])
         #expect(try await store.templates(of: ids, app: try AppID("other")).isEmpty)
         #expect(try await store.templates(of: [], app: .default).isEmpty)
+        // Replacing: writes and deletions together (an installation and its dropped templates).
+        var renamed = restored[1]
+        try renamed.setTags([try Tag("username:u1"), try Tag("moved")])
+        try await store.replace([renamed], removing: [ids[2], ids[3]], app: .default, now: start)
+        #expect(try await store.registration(id: ids[1], app: .default)?.tags.map(\.rawValue) == ["moved", "username:u1"])
+        #expect(try await store.registration(id: ids[2], app: .default) == nil)
+        #expect(try await store.registration(id: ids[3], app: .default) == nil)
+        #expect(
+            try await collect(
+                store.registrations(matching: .tag(try Tag("username:u2")), platforms: .all, app: .default, batchSize: 10, now: start)
+            ).flatMap { $0 }.isEmpty)
+        try await store.restore([restored[2], restored[3]], now: start)
         // nil expression: all live ones (the expired one is left out), ordered by id, in batches.
         let all = try await collect(store.registrations(matching: nil, platforms: .all, app: .default, batchSize: 4, now: start))
         #expect(all.map(\.count) == [4, 2])

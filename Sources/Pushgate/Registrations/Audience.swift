@@ -22,8 +22,12 @@ public enum Audience: Sendable, Hashable, CustomStringConvertible {
 
     /// A direct send's targets, numbered.
     public static func direct(handles: [DeviceHandle]) -> Audience {
-        .direct(
-            handles.enumerated().map { index, handle in
+        // Each device once, however often its handle is listed (pages would not see repeats
+        // across their boundaries).
+        var seen = Set<DeviceHandle>()
+        let distinct = handles.filter { seen.insert($0).inserted }
+        return .direct(
+            distinct.enumerated().map { index, handle in
                 let digits = String(index + 1)
                 return DispatchTarget(
                     registrationID: try! RegistrationID("direct-" + String(repeating: "0", count: max(0, 4 - digits.count)) + digits),

@@ -44,6 +44,11 @@ public actor InMemoryRegistrationStore: RegistrationStore {
         }
     }
 
+    public func replace(_ registrations: [Registration], removing: [RegistrationID], app: AppID, now: Timestamp) throws(StoreError) {
+        try restore(registrations, now: now)
+        for id in removing { _ = try delete(id: id, app: app) }
+    }
+
     public func registration(id: RegistrationID, app: AppID) throws(StoreError) -> Registration? { registrations[app]?[id] }
 
     public func delete(id: RegistrationID, app: AppID) throws(StoreError) -> Bool {

@@ -37,6 +37,10 @@ public protocol RegistrationStore: Sendable {
     /// Writes `registrations` as they are, keeping their ids (no reservation needed): restoring an
     /// export. All or nothing: when one cannot be written, none is.
     func restore(_ registrations: [Registration], now: Timestamp) async throws(StoreError)
+    /// Writes `registrations` as ``restore(_:now:)`` does and deletes the registrations `removing`
+    /// of `app`, in one transaction: an installation and the templates it no longer has change
+    /// together or not at all.
+    func replace(_ registrations: [Registration], removing: [RegistrationID], app: AppID, now: Timestamp) async throws(StoreError)
     /// Applies what the push services said about handles: removes gone ones (recording when, which
     /// handle and why) and replaces canonical ones.
     func apply(_ changes: [StoredHandleChange], app: AppID, now: Timestamp) async throws(StoreError)

@@ -49,7 +49,7 @@ struct DemoCommand: AsyncParsableCommand {
             out.line("          FCM/GCM \(environment.sandbox.endpoints.fcm)  WNS \(environment.sandbox.endpoints.wns)")
             out.line("gateway   \(environment.baseURL)  (SQLite store, demo users: password = name)")
             if let secure = environment.secureBaseURL {
-                out.line("          \(secure)/default/…  (HTTPS, the Notification Hubs REST API; CA \(environment.directory)/ca.pem)")
+                out.line("          \(secure)/default/  (Notification Hubs REST API)")
             }
         } catch {
             out.failure(step, "\(error)")

@@ -71,15 +71,21 @@ public struct GatewayServer: Sendable {
         let dispatcher = gateway.dispatcher
         let hubs = try HubDirectory(gateways: gateways, secrets: secrets, clock: clock)
         let sandboxBridge = try configuration.console.sandboxControl.map(SandboxBridge.init(controlURL:))
-        let router = GatewayHTTP.router(
-            gateway: gateway, authenticator: Authenticator(configuration: configuration.auth), maximumBodyBytes: listener.maximumBodyBytes,
-            metrics: metrics, console: configuration.console, sandbox: sandboxBridge, hubs: hubs, scheme: tls == nil ? "http" : "https")
+        // One router per listener, so that the links the hub API writes (Location, Atom ids) carry
+        // the scheme the request came in on; both share every part.
+        let authenticator = Authenticator(configuration: configuration.auth)
+        func router(scheme: String) -> Router<GatewayContext> {
+            GatewayHTTP.router(
+                gateway: gateway, authenticator: authenticator, maximumBodyBytes: listener.maximumBodyBytes, metrics: metrics,
+                console: configuration.console, sandbox: sandboxBridge, hubs: hubs, scheme: scheme)
+        }
         let connections = ConnectionRegistry(
             limits: ConnectionLimits(
                 headerTimeout: .seconds(Int64(listener.headerTimeoutSeconds)), bodyTimeout: .seconds(Int64(listener.bodyTimeoutSeconds)),
                 bodyDeadline: .seconds(Int64(listener.bodyDeadlineSeconds)),
                 idleTimeout: .seconds(Int64(listener.idleTimeoutSeconds)), maximumConnections: listener.maximumConnections))
-        let responder = router.buildResponder()
+        let mainIsSecure = tls != nil && listener.tls?.port == nil
+        let responder = router(scheme: mainIsSecure ? "https" : "http").buildResponder()
         let idleTimeout = TimeAmount.seconds(Int64(listener.idleTimeoutSeconds))
         let plain = HTTPServerBuilder.http1(
             configuration: .init(additionalChannelHandlers: [ConnectionGuard(registry: connections)], idleTimeout: idleTimeout))
@@ -93,7 +99,7 @@ public struct GatewayServer: Sendable {
         var secureApplication: Application<RouterResponder<GatewayContext>>?
         if let secure, let securePortSetting = listener.tls?.port {
             secureApplication = Application(
-                responder: responder, server: secure,
+                responder: router(scheme: "https").buildResponder(), server: secure,
                 configuration: .init(address: .hostname(listener.host, port: securePort ?? securePortSetting), serverName: nil),
                 onServerRunning: { channel in onListeningSecurely(channel.localAddress?.port ?? 0) },
                 logger: logger)

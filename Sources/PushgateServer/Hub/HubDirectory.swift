@@ -24,6 +24,11 @@ public final class HubDirectory: Sendable {
     public init(gateways: [Gateway], secrets: SecretResolver, clock: any PushgateClock = SystemClock()) throws {
         var hubs: [AppID: Hub] = [:]
         for gateway in gateways {
+            // /{hub}/… shares the path space with the gateway's own routes.
+            if ["api", "console", "metrics", "healthz"].contains(gateway.appID.rawValue) {
+                throw GatewayError(
+                    500, "apps.\(gateway.appID): '\(gateway.appID)' is one of the gateway's own paths; name the app (hub) otherwise")
+            }
             var rules: [String: (rights: Set<AccessRight>, key: String)] = [:]
             for rule in gateway.app.configuration.accessRules {
                 let key: String

@@ -53,8 +53,14 @@ enum HubHTTP {
             try await send(request, call: call, limit: maximumBodyBytes, scheduled: true)
         }
         route(.delete, "schedulednotifications/:id", .send) { _, call in
-            let record = try await call.gateway.cancelNotification(id: call.parameter("id"), user: call.user)
-            return Response(status: record.state.isFinal ? .ok : .ok)
+            // Only a notification still waiting for its time is a scheduled one (NH: 404 otherwise).
+            let id = call.parameter("id")
+            let existing = try? await call.gateway.notificationRecord(id: id, user: call.user)
+            guard let existing, existing.state == .scheduled, !existing.cancelRequested else {
+                throw GatewayError.notFound("no scheduled notification '\(id.prefix(64))' is waiting to be sent")
+            }
+            _ = try await call.gateway.cancelNotification(id: id, user: call.user)
+            return Response(status: .ok, headers: [.contentLength: "0"])
         }
         route(.get, "messages/:id", .send) { _, call in
             let record = try await call.gateway.notificationRecord(id: call.parameter("id"), user: call.user)
@@ -83,11 +89,13 @@ enum HubHTTP {
             return response
         }
         route(.post, "registrations", .listen) { request, call in
+            try requireContentType(request, "xml", "an Atom entry (application/atom+xml;type=entry)")
             let description = try HubRegistrationXML.parse(try await body(request, limit: maximumBodyBytes))
             let registration = try await upsert(description, id: RegistrationID.random(), call: call, expected: nil)
             return entry(registration, call: call, status: 200)
         }
         route(.put, "registrations/:id", .listen) { request, call in
+            try requireContentType(request, "xml", "an Atom entry (application/atom+xml;type=entry)")
             let id = try registrationID(call.parameter("id"))
             let description = try HubRegistrationXML.parse(try await body(request, limit: maximumBodyBytes))
             let registration = try await upsert(description, id: id, call: call, expected: request.headers[ifMatchHeader])
@@ -106,6 +114,7 @@ enum HubHTTP {
                 throw GatewayError.notFound("no registration \(id.rawValue)")
             }
             try checkIfMatch(request.headers[ifMatchHeader], registration)
+            try checkOwner(registration, grant: call.grant)
             let gateway = call.gateway
             _ = try await gateway.stored { () throws(StoreError) in try await gateway.store.delete(id: id, app: gateway.appID) }
             return Response(status: .ok, headers: [.contentLength: "0"])
@@ -117,6 +126,43 @@ enum HubHTTP {
             try await list(request, call: call, tag: call.parameter("tag"))
         }
         HubInstallations.addRoutes(route: route, maximumBodyBytes: maximumBodyBytes)
+        // Anything else under a configured hub: NH's XML error; 405 naming the methods a known
+        // resource takes.
+        let methods: [HTTPRequest.Method] = [.get, .post, .put, .delete, .patch]
+        let resources: [(RouterPath, [HTTPRequest.Method])] = [
+            ("messages", [.post]), ("messages/$batch", [.post]), ("messages/:id", [.get]), ("schedulednotifications", [.post]),
+            ("schedulednotifications/:id", [.delete]), ("registrationIDs", [.post]), ("registrations", [.get, .post]),
+            ("registrations/:id", [.get, .put, .delete]), ("tags/:tag/registrations", [.get]),
+            ("installations/:id", [.get, .put, .patch, .delete]),
+        ]
+        for (path, allowed) in resources {
+            for method in methods where !allowed.contains(method) {
+                group.on(path, method: method) { request, context in
+                    guard hubs.hub(named: context.parameters.get("hub") ?? "") != nil else { return Response(status: .notFound) }
+                    var response = errorResponse(
+                        GatewayError(
+                            405,
+                            "\(method.rawValue) is not allowed on \(request.uri.path.prefix(120)); use \(allowed.map(\.rawValue).joined(separator: ", "))"
+                        ))
+                    response.headers[.allow] = allowed.map(\.rawValue).joined(separator: ", ")
+                    return response
+                }
+            }
+        }
+        for method in methods {
+            group.on("**", method: method) { request, context in
+                guard hubs.hub(named: context.parameters.get("hub") ?? "") != nil else { return Response(status: .notFound) }
+                return errorResponse(GatewayError.notFound("no resource \(request.uri.path.prefix(120)) in this hub"))
+            }
+        }
+    }
+
+    /// A body's declared type must be the one the route reads (none declared is taken as it).
+    static func requireContentType(_ request: Request, _ expected: String, _ description: String) throws(GatewayError) {
+        guard let type = request.headers[.contentType]?.lowercased(), !type.isEmpty else { return }
+        guard type.contains(expected) else {
+            throw GatewayError(415, "Content-Type '\(type.prefix(60))' is not accepted here; send \(description)")
+        }
     }
 
     /// Who owns registrations made through the hub API.
@@ -331,7 +377,7 @@ enum HubHTTP {
     // MARK: Registrations
 
     static func registrationID(_ text: String) throws(GatewayError) -> RegistrationID {
-        do { return try RegistrationID(text) } catch { throw .notFound(error.description) }
+        do { return try RegistrationID(text) } catch { throw .badRequest("registration id: \(error.description)") }
     }
 
     static func existing(_ id: RegistrationID, call: HubCall) async throws(GatewayError) -> Registration? {
@@ -366,7 +412,13 @@ enum HubHTTP {
         var template: RegistrationTemplate?
         if description.isTemplate, let body = description.bodyTemplate {
             var headers = description.wnsHeaders
-            if let expiry = description.expiry, !expiry.isEmpty { headers["apns-expiration"] = expiry }
+            if let expiry = description.expiry, !expiry.isEmpty {
+                // Stored as the template's apns-expiration: seconds since 1970 (0: at once).
+                guard description.platform == .apns, UInt32(expiry) != nil else {
+                    throw .badRequest("Expiry: '\(expiry.prefix(40))' must be seconds since 1970, on an Apple template registration")
+                }
+                headers["apns-expiration"] = expiry
+            }
             let candidate = RegistrationTemplate(name: description.templateName, body: body, headers: headers)
             do { _ = try Gateway.compile(candidate, platform: description.platform) } catch {
                 throw .badRequest("BodyTemplate: \(error.description)")
@@ -375,14 +427,26 @@ enum HubHTTP {
         }
         let registration: Registration
         do {
-            registration = try Registration(app: gateway.appID, id: id, handle: handle, tags: tags, template: template, owner: hubOwner)
+            registration = try Registration(
+                app: gateway.appID, id: id, handle: handle, tags: tags, template: template, expiresAt: description.expiration,
+                owner: hubOwner)
         } catch {
             throw .badRequest("Tags: \(error.description)")
         }
-        if expected != nil { try checkIfMatch(expected, try await existing(id, call: call)) }
+        let current = try await existing(id, call: call)
+        if let current { try checkOwner(current, grant: call.grant) }
+        if expected != nil { try checkIfMatch(expected, current) }
         let time = gateway.now()
         try await gateway.stored { () throws(StoreError) in try await gateway.store.restore([registration], now: time) }
         return registration
+    }
+
+    /// A user's registration (made through the authenticated `/api/register`) is theirs: a Listen
+    /// key, which every copy of an app carries, may not replace or delete it.
+    static func checkOwner(_ registration: Registration, grant: HubGrant) throws(GatewayError) {
+        guard registration.owner != hubOwner, !grant.allows(.manage), !grant.allows(.send) else { return }
+        throw GatewayError(
+            403, "registration \(registration.id.rawValue) belongs to a user (made through /api/register); a Listen key may not change it")
     }
 
     /// Tags as Notification Hubs checks them; `username:` tags are the tutorial API's, bound to
@@ -393,6 +457,13 @@ enum HubHTTP {
         }
         var tags: [Tag] = []
         for text in texts {
+            // $InstallationId:{…} and $UserId:{…} are the hub's own: whoever could set one would
+            // receive that installation's or user's notifications.
+            if text.hasPrefix("$") {
+                throw .badRequest(
+                    "\(field): tag '\(text.prefix(80))' is reserved: $InstallationId and $UserId tags are set from the installation, not given"
+                )
+            }
             do { tags.append(try Tag(text)) } catch { throw .badRequest("\(field): \(error.description)") }
             if text.lowercased().hasPrefix("username:"), !grant.allows(.manage) && !grant.allows(.send) {
                 throw GatewayError(
@@ -424,9 +495,10 @@ enum HubHTTP {
         if let token = request.headers[continuationHeader] ?? query.get("ContinuationToken") ?? query.get("continuationtoken")
             ?? query.get("continuationToken")
         {
-            do { after = try RegistrationID(token) } catch {
+            guard let id = continuationID(token) else {
                 throw .badRequest("X-MS-ContinuationToken: '\(token.prefix(40))' is not one this hub issued")
             }
+            after = id
         }
         var expression: TagExpression?
         var handleFilter: String?
@@ -476,9 +548,29 @@ enum HubHTTP {
             status: .ok, headers: [.contentType: "application/atom+xml;type=feed;charset=utf-8"],
             body: .init(
                 byteBuffer: ByteBuffer(
-                    bytes: HubRegistrationXML.feed(found, base: call.base, apiVersion: call.apiVersion, now: gateway.now()))))
-        if found.count == top, let last = found.last { response.headers[continuationHeader] = last.id.rawValue }
+                    bytes: HubRegistrationXML.feed(
+                        found, base: call.base,
+                        collection: tag.map { "tags/\(SharedAccessSignature.formEncode($0))/registrations" } ?? "registrations",
+                        apiVersion: call.apiVersion, now: gateway.now()))))
+        if found.count == top, let last = found.last { response.headers[continuationHeader] = continuationToken(after: last.id) }
         return response
+    }
+
+    /// The opaque token a listing answers with: the last id, marked and base64url-encoded, so
+    /// that only tokens the hub issued are taken back.
+    static func continuationToken(after id: RegistrationID) -> String {
+        Data(("nh1." + id.rawValue).utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+    }
+
+    static func continuationID(_ token: String) -> RegistrationID? {
+        guard token.count <= 200 else { return nil }
+        var base64 = token.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        guard let data = Data(base64Encoded: base64), let text = String(data: data, encoding: .utf8), text.hasPrefix("nh1.") else {
+            return nil
+        }
+        return try? RegistrationID(String(text.dropFirst(4)))
     }
 
     /// `Field eq 'value'` (a quote doubled inside the value).

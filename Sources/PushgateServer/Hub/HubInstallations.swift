@@ -27,6 +27,8 @@ enum HubInstallations {
     }
 
     static let platforms: [String: Platform] = ["apns": .apns, "gcm": .gcm, "fcmv1": .fcm, "wns": .wns]
+    /// Templates one installation may hold (each is a registration).
+    static let maximumTemplates = 100
 
     static func addRoutes(
         route: (HTTPRequest.Method, RouterPath, AccessRight, @escaping @Sendable (Request, HubHTTP.HubCall) async throws -> Response) ->
@@ -34,6 +36,7 @@ enum HubInstallations {
         maximumBodyBytes: Int
     ) {
         route(.put, "installations/:id", .listen) { request, call in
+            try HubHTTP.requireContentType(request, "json", "an installation as JSON (application/json)")
             let id = try installationID(call.parameter("id"))
             let json = try await HubHTTP.body(request, limit: maximumBodyBytes)
             let installation = try parse(json, id: id)
@@ -41,6 +44,7 @@ enum HubInstallations {
             return Response(status: .ok, headers: [.contentLength: "0"])
         }
         route(.patch, "installations/:id", .listen) { request, call in
+            try HubHTTP.requireContentType(request, "json", "a JSON Patch (application/json-patch+json)")
             let id = try installationID(call.parameter("id"))
             guard var installation = try await read(id, call: call) else { throw GatewayError.notFound("no installation '\(id)'") }
             let json = try await HubHTTP.body(request, limit: maximumBodyBytes)
@@ -58,10 +62,11 @@ enum HubInstallations {
         route(.delete, "installations/:id", .listen) { _, call in
             let id = try installationID(call.parameter("id"))
             let gateway = call.gateway
-            for registration in try await registrations(of: id, call: call) {
-                _ = try await gateway.stored { () throws(StoreError) in
-                    try await gateway.store.delete(id: registration.id, app: gateway.appID)
-                }
+            // 204 whether or not it existed, as NH answers (a delete is idempotent).
+            let ids = try await registrations(of: id, call: call).map(\.id)
+            let time = gateway.now()
+            try await gateway.stored { () throws(StoreError) in
+                try await gateway.store.replace([], removing: ids, app: gateway.appID, now: time)
             }
             return Response(status: .noContent)
         }
@@ -122,6 +127,9 @@ enum HubInstallations {
         var templates: [String: InstallationTemplate] = [:]
         if let value = root["templates"], value.kind != .null {
             guard let members = value.objectMembers else { throw .badRequest("body: \"templates\" must be an object of templates by name") }
+            guard members.count <= maximumTemplates else {
+                throw .badRequest("body: \"templates\" has \(members.count); an installation has at most \(maximumTemplates)")
+            }
             for member in members { templates[member.key] = try template(member.value, name: member.key) }
         }
         var expiration: Timestamp?
@@ -252,8 +260,12 @@ enum HubInstallations {
             var headers = template.headers
             if let expiry = template.expiry { headers["apns-expiration"] = expiry }
             let candidate = RegistrationTemplate(name: name, body: template.body, headers: headers)
-            do { _ = try Gateway.compile(candidate, platform: installation.platform) } catch {
+            // The body alone first, so that an error names the field at fault.
+            do { _ = try Gateway.compile(RegistrationTemplate(name: name, body: template.body), platform: installation.platform) } catch {
                 throw .badRequest("templates.\(name).body: \(error.description)")
+            }
+            do { _ = try Gateway.compile(candidate, platform: installation.platform) } catch {
+                throw .badRequest("templates.\(name).\(template.expiry == nil ? "headers" : "headers or expiry"): \(error.description)")
             }
             do {
                 registrations.append(
@@ -268,9 +280,10 @@ enum HubInstallations {
         let kept = Set(registrations.map(\.id))
         let time = gateway.now()
         let written = registrations
-        try await gateway.stored { () throws(StoreError) in try await gateway.store.restore(written, now: time) }
-        for stale in previous where !kept.contains(stale.id) {
-            _ = try await gateway.stored { () throws(StoreError) in try await gateway.store.delete(id: stale.id, app: gateway.appID) }
+        let stale = previous.map(\.id).filter { !kept.contains($0) }
+        // One transaction: a crash leaves the old installation or the new one, never a mix.
+        try await gateway.stored { () throws(StoreError) in
+            try await gateway.store.replace(written, removing: stale, app: gateway.appID, now: time)
         }
     }
 
@@ -302,19 +315,31 @@ enum HubInstallations {
                 guard let text = value?.stringValue else { throw GatewayError.badRequest("\(at).value must be a string") }
                 return text
             }
+            // RFC 6902: add and replace carry a value; remove carries none.
+            if op == "add" || op == "replace", value == nil || value?.kind == .null {
+                throw .badRequest("\(at).value is required for '\(op)'")
+            }
             switch (op, head, segments.count) {
             case ("add", "tags", 1):
                 if let text = value?.stringValue {
                     result.tags.append(text)
                 } else {
+                    guard value?.arrayElements != nil else { throw .badRequest("\(at).value must be a tag or an array of tags") }
                     result.tags += try stringArray(value, field: "\(at).value")
                 }
             case ("replace", "tags", 1):
+                guard value?.arrayElements != nil else { throw .badRequest("\(at).value must be an array of tags") }
                 result.tags = try stringArray(value, field: "\(at).value")
             case ("remove", "tags", 1):
                 result.tags = []
-            case ("add", "tags", 2), ("replace", "tags", 2):
-                if !result.tags.contains(segments[1]) { result.tags.append(segments[1]) }
+            case ("add", "tags", 2):
+                // Tags are added with add /tags; /tags/{tag} names an existing one.
+                throw .badRequest("\(at).path: add a tag with {\"op\":\"add\",\"path\":\"/tags\",\"value\":\"tag\"}")
+            case ("replace", "tags", 2):
+                guard let index = result.tags.firstIndex(of: segments[1]) else {
+                    throw .badRequest("\(at).path: the installation has no tag '\(segments[1].prefix(80))' to replace")
+                }
+                result.tags[index] = try needString()
             case ("remove", "tags", 2):
                 guard result.tags.contains(segments[1]) else {
                     throw .badRequest("\(at).path: the installation has no tag '\(segments[1].prefix(80))'")
@@ -327,7 +352,16 @@ enum HubInstallations {
             case ("add", "pushChannel", 1), ("replace", "pushChannel", 1):
                 result.pushChannel = try needString()
             case ("add", "templates", 2), ("replace", "templates", 2):
-                guard let value else { throw .badRequest("\(at).value is required") }
+                guard var value else { throw .badRequest("\(at).value is required") }
+                // The .NET SDK's PartialUpdateOperation carries the template as a JSON string.
+                if let text = value.stringValue {
+                    do { value = try JSONParser.parse(Array(text.utf8)) } catch {
+                        throw .badRequest("\(at).value: a template is a JSON object (or a string holding one): \(error.description)")
+                    }
+                }
+                if op == "replace", result.templates[segments[1]] == nil {
+                    throw .badRequest("\(at).path: the installation has no template '\(segments[1].prefix(80))' to replace")
+                }
                 result.templates[segments[1]] = try template(value, name: segments[1])
             case ("remove", "templates", 2):
                 guard result.templates.removeValue(forKey: segments[1]) != nil else {

@@ -22,6 +22,8 @@ enum HubRegistrationXML {
         var wnsHeaders: [String: String]
         var expiry: String?
         var registrationID: String?
+        /// `ExpirationTime`, unless "never".
+        var expiration: Timestamp?
     }
 
     /// Description element names by platform (the native one; the template one inserts `Template`).
@@ -51,11 +53,19 @@ enum HubRegistrationXML {
         do { document = try XMLTemplateParser.parse(text) } catch { throw .badRequest("body: \(error.description)") }
         var description = document.root
         if localName(description.name) == "entry" {
-            guard let content = elements(description).first(where: { localName($0.name) == "content" }) else {
-                throw .badRequest("body: the Atom entry has no <content>")
+            // Exactly one content with exactly one description: an ambiguous entry is refused,
+            // not read in part.
+            let contents = elements(description).filter { localName($0.name) == "content" }
+            guard let content = contents.first else { throw .badRequest("body: the Atom entry has no <content>") }
+            guard contents.count == 1 else {
+                throw .badRequest("body: the Atom entry has \(contents.count) <content> elements; one is allowed")
             }
-            guard let inner = elements(content).first else { throw .badRequest("body: <content> holds no registration description") }
-            description = inner
+            let inner = elements(content)
+            guard let first = inner.first else { throw .badRequest("body: <content> holds no registration description") }
+            guard inner.count == 1 else {
+                throw .badRequest("body: <content> holds \(inner.count) elements; one registration description is allowed")
+            }
+            description = first
         }
         let name = localName(description.name)
         guard name.hasSuffix("RegistrationDescription") else {
@@ -99,6 +109,8 @@ enum HubRegistrationXML {
                 }
                 continue
             }
+            guard elements(child).isEmpty else { throw .badRequest("body: <\(field)> holds markup; it takes text only") }
+            guard fields[field] == nil else { throw .badRequest("body: <\(field)> is given twice") }
             let value = Self.text(child)
             fields[field] = field == "BodyTemplate" ? value : value.trimmingCharacters(in: .whitespacesAndNewlines)
         }
@@ -112,10 +124,15 @@ enum HubRegistrationXML {
             throw .badRequest("body: <BodyTemplate> is for \(type.name)TemplateRegistrationDescription; <\(name)> is native")
         }
         let tags = (fields["Tags"] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        // ExpirationTime: NH's "never" or an RFC 3339 time the registration expires at.
+        var expiration: Timestamp?
+        if let text = fields["ExpirationTime"], !text.isEmpty, !text.hasPrefix("9999-12-31") {
+            do { expiration = try RFC3339.parse(text) } catch { throw .badRequest("body: <ExpirationTime>: \(error.description)") }
+        }
         return Description(
             platform: type.platform, isTemplate: isTemplate, handle: handle, tags: tags, bodyTemplate: fields["BodyTemplate"],
             templateName: fields["TemplateName"].flatMap { $0.isEmpty ? nil : $0 }, wnsHeaders: wnsHeaders, expiry: fields["Expiry"],
-            registrationID: fields["RegistrationId"])
+            registrationID: fields["RegistrationId"], expiration: expiration)
     }
 
     /// The description element of `registration`, with its ETag.
@@ -182,7 +199,9 @@ enum HubRegistrationXML {
     }
 
     /// `<feed>` of registrations.
-    static func feed(_ registrations: [Registration], base: String, apiVersion: String, now: Timestamp) -> [UInt8] {
+    static func feed(
+        _ registrations: [Registration], base: String, collection: String = "registrations", apiVersion: String, now: Timestamp
+    ) -> [UInt8] {
         let writer = XMLTextWriter()
         writer.startDocument()
         writer.startElement("feed")
@@ -190,11 +209,11 @@ enum HubRegistrationXML {
         writer.startElement("title")
         writer.attribute("type", "text")
         writer.endElement()
-        writer.element("id", "\(base)/registrations/?api-version=\(apiVersion)")
+        writer.element("id", "\(base)/\(collection)/?api-version=\(apiVersion)")
         writer.element("updated", RFC3339.format(now))
         writer.startElement("link")
         writer.attribute("rel", "self")
-        writer.attribute("href", "\(base)/registrations/?api-version=\(apiVersion)")
+        writer.attribute("href", "\(base)/\(collection)/?api-version=\(apiVersion)")
         writer.endElement()
         for registration in registrations {
             writeEntry(registration, base: base, apiVersion: apiVersion, updated: now, writer: writer)
