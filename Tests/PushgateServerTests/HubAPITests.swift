@@ -229,6 +229,30 @@ import Testing
         }
     }
 
+    /// NH's FCM v1 templates wrap the message as the send API does: {"message": {…}}.
+    @Test func anFCMv1TemplateInNotificationHubsShapeRenders() async throws {
+        try await GatewayFixture.with { fixture in
+            let client = try Client(fixture)
+            let device = await fixture.sandbox.createDevice(.fcm)
+            let entry = """
+                <?xml version="1.0" encoding="utf-8"?>
+                <entry xmlns="http://www.w3.org/2005/Atom"><content type="application/xml">
+                <FcmV1TemplateRegistrationDescription xmlns:i="http://www.w3.org/2001/XMLSchema-instance" xmlns="http://schemas.microsoft.com/netservices/2010/10/servicebus/connect">
+                <Tags>fcm-tpl</Tags><FcmV1RegistrationId>\(device.handle)</FcmV1RegistrationId>
+                <BodyTemplate><![CDATA[{"message":{"android":{"data":{"message":"$(messageParam)"}}}}]]></BodyTemplate>
+                </FcmV1TemplateRegistrationDescription></content></entry>
+                """
+            let created = try await client.call("POST", "registrations", body: entry, contentType: Self.atom)
+            #expect(created.status == 200, "\(created.bodyText)")
+            let sent = try await client.call(
+                "POST", "messages", body: #"{"messageParam":"wrapped"}"#,
+                headers: [("ServiceBusNotification-Format", "template"), ("ServiceBusNotification-Tags", "fcm-tpl")])
+            #expect(sent.status == 201)
+            let inbox = try await waitForInbox(fixture, device, count: 1)
+            #expect(inbox.first?.payload.contains(#""message":"wrapped""#) == true, "\(inbox)")
+        }
+    }
+
     /// What a hostile client tried against a running build (a Listen key taking over an
     /// installation's tag or a user's registration, forged continuation tokens, loose JSON
     /// Patch, ambiguous Atom entries, wrong content types, unknown routes).

@@ -89,6 +89,16 @@ extension Gateway {
             delivery: direct ? .allRegistrations : .nativeRegistrations)
     }
 
+    /// An FCM v1 template body as Notification Hubs takes it, `{"message": {…}}`, unwrapped to the
+    /// message the gateway's FCM templates are (the gateway sets the token). Any other body is
+    /// returned as it is, for the template compiler to judge.
+    static func unwrappedFCMTemplate(_ body: String) -> String {
+        guard let root = try? JSONParser.parse(Array(body.utf8)), let members = root.objectMembers, members.count == 1,
+            members[0].key == "message", members[0].value.objectMembers != nil
+        else { return body }
+        return String(decoding: members[0].value.serialized(), as: UTF8.self)
+    }
+
     /// A native body checked as its service would: JSON for APNs and Google, XML (or raw) for
     /// WNS, its headers, and its size. FCM v1's `{"message": {…}}` is unwrapped (the gateway
     /// sets the token).

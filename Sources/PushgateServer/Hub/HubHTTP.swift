@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Logging
 import NIOCore
 import Pushgate
 import PushgateXML
@@ -36,6 +37,16 @@ enum HubHTTP {
                     let call = try authorize(request, context: context, hubs: hubs, right: right, scheme: scheme)
                     return try await handler(request, call)
                 } catch let error as GatewayError {
+                    // Refused credentials and rights are worth a line (never the token or a key).
+                    if error.code == 401 || error.code == 403 {
+                        refusals.notice(
+                            "hub request refused",
+                            metadata: [
+                                "status": "\(error.code)", "method": "\(request.method.rawValue)",
+                                "path": "\(request.uri.path.prefix(120))",
+                                "peer": "\(context.remoteAddress)", "reason": "\(error.message.prefix(200))",
+                            ])
+                    }
                     return errorResponse(error)
                 } catch {
                     return errorResponse(GatewayError(500, "internal error: \(error)"))
@@ -164,6 +175,8 @@ enum HubHTTP {
             throw GatewayError(415, "Content-Type '\(type.prefix(60))' is not accepted here; send \(description)")
         }
     }
+
+    static let refusals = Logger(label: "pushgate.hub")
 
     /// Who owns registrations made through the hub API.
     static let hubOwner = "$hub"
@@ -419,7 +432,9 @@ enum HubHTTP {
                 }
                 headers["apns-expiration"] = expiry
             }
-            let candidate = RegistrationTemplate(name: description.templateName, body: body, headers: headers)
+            let candidate = RegistrationTemplate(
+                name: description.templateName, body: description.platform == .fcm ? Gateway.unwrappedFCMTemplate(body) : body,
+                headers: headers)
             do { _ = try Gateway.compile(candidate, platform: description.platform) } catch {
                 throw .badRequest("BodyTemplate: \(error.description)")
             }

@@ -259,9 +259,10 @@ enum HubInstallations {
             let own = try HubHTTP.checkedTags(template.tags, grant: call.grant, field: "templates.\(name).tags")
             var headers = template.headers
             if let expiry = template.expiry { headers["apns-expiration"] = expiry }
-            let candidate = RegistrationTemplate(name: name, body: template.body, headers: headers)
+            let body = installation.platform == .fcm ? Gateway.unwrappedFCMTemplate(template.body) : template.body
+            let candidate = RegistrationTemplate(name: name, body: body, headers: headers)
             // The body alone first, so that an error names the field at fault.
-            do { _ = try Gateway.compile(RegistrationTemplate(name: name, body: template.body), platform: installation.platform) } catch {
+            do { _ = try Gateway.compile(RegistrationTemplate(name: name, body: body), platform: installation.platform) } catch {
                 throw .badRequest("templates.\(name).body: \(error.description)")
             }
             do { _ = try Gateway.compile(candidate, platform: installation.platform) } catch {
