@@ -140,15 +140,8 @@ public final class SQLiteRegistrationStore: RegistrationStore, DatabaseStore {
     }
 
     public func restore(_ registrations: [Registration], now: Timestamp) async throws(StoreError) {
-        var templates: [String?] = []
-        for registration in registrations { templates.append(try Self.encodedTemplate(registration)) }
-        try await run { [templates] connection throws(StoreError) in
-            try connection.transaction { () throws(StoreError) in
-                for (registration, template) in zip(registrations, templates) {
-                    try Self.write(registration, template: template, now: now, connection: connection)
-                }
-            }
-        }
+        // Nothing removed: the app does not matter.
+        try await replace(registrations, removing: [], app: .default, now: now)
     }
 
     public func replace(_ registrations: [Registration], removing: [RegistrationID], app: AppID, now: Timestamp) async throws(StoreError) {
