@@ -99,6 +99,23 @@ extension Gateway {
         return String(decoding: members[0].value.serialized(), as: UTF8.self)
     }
 
+    /// A stored FCM v1 template as Notification Hubs writes it back, `{"message": {…}}`: the
+    /// inverse of ``unwrappedFCMTemplate(_:)``. A body already in that shape, or one that is not
+    /// a JSON object, is returned as it is.
+    static func wrappedFCMTemplate(_ body: String) -> String {
+        if let root = try? JSONParser.parse(Array(body.utf8)) {
+            guard let members = root.objectMembers else { return body }
+            if members.count == 1, members[0].key == "message", members[0].value.objectMembers != nil { return body }
+            return #"{"message":"# + body + "}"
+        }
+        // A template with expressions is not JSON; only one that is not yet wrapped gets wrapped.
+        let text = body.drop(while: \.isWhitespace)
+        guard text.first == "{" else { return body }
+        let afterBrace = text.dropFirst().drop(while: \.isWhitespace)
+        if afterBrace.hasPrefix(#""message""#), afterBrace.dropFirst(9).drop(while: \.isWhitespace).first == ":" { return body }
+        return #"{"message":"# + body + "}"
+    }
+
     /// A native body checked as its service would: JSON for APNs and Google, XML (or raw) for
     /// WNS, its headers, and its size. FCM v1's `{"message": {…}}` is unwrapped (the gateway
     /// sets the token).

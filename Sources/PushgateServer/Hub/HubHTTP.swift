@@ -74,7 +74,10 @@ enum HubHTTP {
             return Response(status: .ok, headers: [.contentLength: "0"])
         }
         route(.get, "messages/:id", .send) { _, call in
-            let record = try await call.gateway.notificationRecord(id: call.parameter("id"), user: call.user)
+            var record = try await call.gateway.notificationRecord(id: call.parameter("id"), user: call.user)
+            // NH counts only the registrations a send targets: those it passed over (a template
+            // registration under a native send, a handle another registration holds) are left out.
+            for platform in record.counts.keys { record.counts[platform]?[.skipped] = nil }
             let location = "\(call.base)/messages/\(record.id)?api-version=\(call.apiVersion)"
             var document = record.xmlDocument(location: location.replacingOccurrences(of: "https://", with: "sb://"), failedTargetsURI: nil)
             // NotificationDetails spells the state "Canceled" (the tutorial API keeps "Cancelled").

@@ -224,7 +224,7 @@ enum HubInstallations {
             var headers = template.headers
             let expiry = headers.removeValue(forKey: "apns-expiration")
             templates[name] = InstallationTemplate(
-                body: template.body, headers: headers,
+                body: native.platform == .fcm ? Gateway.wrappedFCMTemplate(template.body) : template.body, headers: headers,
                 tags: registration.tags.map(\.rawValue).filter { !$0.hasPrefix("$") && !own.contains($0) }, expiry: expiry)
         }
         return Installation(

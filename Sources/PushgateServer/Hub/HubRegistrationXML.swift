@@ -149,7 +149,8 @@ enum HubRegistrationXML {
         if !tags.isEmpty { writer.element("Tags", tags.joined(separator: ",")) }
         writer.element(type.handleElement, registration.handle.value)
         if let template {
-            writer.cdataElement("BodyTemplate", template.body)
+            // NH's FCM v1 templates read back in its send shape, {"message": {…}}.
+            writer.cdataElement("BodyTemplate", registration.platform == .fcm ? Gateway.wrappedFCMTemplate(template.body) : template.body)
             let headers = template.headers.filter { $0.key != "apns-expiration" }.sorted { $0.key < $1.key }
             if registration.platform == .wns, !headers.isEmpty {
                 writer.startElement("WnsHeaders")
