@@ -35,6 +35,8 @@ let package = Package(
             name: "CCurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
+        // posix_spawn's GNU extensions, for PushgateTesting's ChildProcess.
+        .systemLibrary(name: "CSpawn"),
         .systemLibrary(
             name: "CSQLite",
             pkgConfig: "sqlite3",
@@ -108,7 +110,7 @@ let package = Package(
         // hostile clients, the `pushgate` process runner, registration seeds.
         .target(
             name: "PushgateTesting",
-            dependencies: ["Pushgate", "PushgateCurl", "PushgateDispatch", "PushgateLocal", "PushgateStore", "PNSSandbox"]
+            dependencies: ["Pushgate", "PushgateCurl", "PushgateDispatch", "PushgateLocal", "PushgateStore", "PNSSandbox", "CSpawn"]
         ),
         // Reads config.json, template files and secrets from disk and the environment.
         .target(name: "PushgateConfig", dependencies: ["Pushgate", "PushgateXML"]),

@@ -34,55 +34,25 @@ public struct PushgateProcess {
     }
 
     public static func run(_ arguments: [String], in directory: String = repositoryRoot) throws -> Result {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.currentDirectoryURL = URL(fileURLWithPath: directory)
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Result(
-            status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-            stderr: String(decoding: stderr, as: UTF8.self))
+        let child = try ChildProcess(executable: executable, arguments: arguments, directory: directory)
+        let status = child.waitUntilFinished()
+        return Result(status: status, stdout: child.standardOutput, stderr: child.standardError)
     }
 }
 
 /// A started process whose output is collected on threads of its own (never blocking the
 /// cooperative pool), with waits that poll.
-///
-/// Invariant (why `@unchecked Sendable`): the output lives behind a `Mutex`; the `Process` is
-/// started once in `init` and afterwards only read (`isRunning`, `terminationStatus`) or signalled,
-/// which Foundation allows from any thread.
-public final class RunningProcess: @unchecked Sendable {
-    public let process = Process()
-    private let output = Mutex("")
+public final class RunningProcess: Sendable {
+    public let child: ChildProcess
 
     public init(_ arguments: [String]) throws {
-        process.executableURL = URL(fileURLWithPath: PushgateProcess.executable)
-        process.arguments = arguments
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        for pipe in [out, err] {
-            Thread { [self] in
-                while true {
-                    let chunk = pipe.fileHandleForReading.availableData
-                    if chunk.isEmpty { break }
-                    self.output.withLock { $0 += String(decoding: chunk, as: UTF8.self) }
-                }
-            }.start()
-        }
+        child = try ChildProcess(executable: PushgateProcess.executable, arguments: arguments)
     }
 
+    public var processIdentifier: pid_t { child.processIdentifier }
+
     /// Everything written so far, stdout and stderr interleaved.
-    public var text: String { output.withLock { $0 } }
+    public var text: String { child.text }
 
     /// Waits until the output contains `needle`; the output so far when it does.
     public func waitFor(_ needle: String, seconds: Double = 30) async throws -> String {
@@ -96,24 +66,29 @@ public final class RunningProcess: @unchecked Sendable {
         throw CancellationError()
     }
 
-    public var isRunning: Bool { process.isRunning }
+    public var isRunning: Bool { child.isRunning }
 
     /// Waits for the process to exit by itself; its status.
     public func waitForExit(seconds: Double) async throws -> Int32 {
         let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-        while process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
-        if process.isRunning {
+        while child.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        if child.isRunning {
             Issue.record("the process did not exit within \(seconds) s; killed. Output so far:\n\(text.suffix(3000))")
-            kill(process.processIdentifier, SIGKILL)
+            child.signal(SIGKILL)
         }
         return try await reaped()
     }
 
-    /// The exit status once the process has been reaped (`terminationStatus` traps before that).
+    /// The exit status once the process has been reaped and its output read to the end (or, if
+    /// something else still holds its pipes, 5 s after it was reaped).
     private func reaped() async throws -> Int32 {
-        while process.isRunning { try await Task.sleep(for: .milliseconds(20)) }
-        try await Task.sleep(for: .milliseconds(100))  // the reader threads drain the pipes
-        return process.terminationStatus
+        while child.isRunning { try await Task.sleep(for: .milliseconds(20)) }
+        let deadline = ContinuousClock.now + .seconds(5)
+        while ContinuousClock.now < deadline {
+            if let status = child.finishedStatus { return status }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return child.exitStatus ?? -1
     }
 
     /// `pushgate serve --config config --port 0`, once it listens; with its base URL.
@@ -127,10 +102,10 @@ public final class RunningProcess: @unchecked Sendable {
 
     /// SIGTERM, then the exit status (after at most `seconds`).
     public func terminate(seconds: Double = 20) async throws -> Int32 {
-        process.terminate()
+        child.signal(SIGTERM)
         let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-        while process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        while child.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        if child.isRunning { child.signal(SIGKILL) }
         return try await reaped()
     }
 }

@@ -521,7 +521,7 @@ import Testing
             ($0["processed"] as? Int ?? 0) >= 20_000
         }
         #expect((midway["processed"] as? Int ?? 0) < audience, "the broadcast finished before the kill: \(midway)")
-        kill(first.process.processIdentifier, SIGKILL)
+        kill(first.processIdentifier, SIGKILL)
         _ = try await first.waitForExit(seconds: 10)
 
         let (second, newServer) = try await RunningProcess.serve(config: sandbox.configPath)

@@ -67,7 +67,7 @@ import Testing
                 $0.process.text.split(separator: "\n").contains { $0.contains("delivering a notification") && $0.contains(id) }
             },
             "no instance logged delivering \(id)")
-        kill(instances[driver].process.process.processIdentifier, SIGKILL)
+        kill(instances[driver].process.processIdentifier, SIGKILL)
         _ = try await instances[driver].process.waitForExit(seconds: 10)
         // The dead driver's in-flight window: pages it claimed and never recorded.
         let window = try await store.unfinishedPages(notificationID: id, app: .default)
