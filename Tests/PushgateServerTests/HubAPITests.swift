@@ -494,8 +494,15 @@ import Testing
                 {"installationId":"phone-1","platform":"apns","pushChannel":"\(device.handle)","tags":["news"],"userId":"ann",
                  "templates":{"greeting":{"body":"{\\"aps\\":{\\"alert\\":\\"{'Hi ' + $(name)}\\"}}","tags":["greet"]}}}
                 """
-            let put = try await client.call("PUT", "installations/phone-1", body: installation, authorization: listen)
+            // A Listen key (a device's) may not bind the installation to a user; the backend's key may.
+            let claimed = try await client.call("PUT", "installations/phone-1", body: installation, authorization: listen)
+            #expect(claimed.status == 403 && claimed.bodyText.contains("userId"), "\(claimed.bodyText)")
+            #expect(try await client.call("GET", "installations/phone-1").status == 404)
+            let put = try await client.call("PUT", "installations/phone-1", body: installation)
             #expect(put.status == 200, "\(put.bodyText)")
+            // …and the device may then write it again keeping that userId.
+            let again = try await client.call("PUT", "installations/phone-1", body: installation, authorization: listen)
+            #expect(again.status == 200, "\(again.bodyText)")
             let got = try await client.call("GET", "installations/phone-1", authorization: listen)
             let object = try #require(try JSONSerialization.jsonObject(with: Data(got.body)) as? [String: Any], "\(got.bodyText)")
             #expect(object["installationId"] as? String == "phone-1" && object["userId"] as? String == "ann")
@@ -504,7 +511,11 @@ import Testing
             #expect(templates["greeting"]?["tags"] as? [String] == ["greet"], "\(object)")
 
             let patch = #"[{"op":"add","path":"/tags","value":"sports"},{"op":"replace","path":"/userId","value":"bob"}]"#
-            #expect(try await client.call("PATCH", "installations/phone-1", body: patch, authorization: listen).status == 200)
+            let listenPatch = try await client.call("PATCH", "installations/phone-1", body: patch, authorization: listen)
+            #expect(listenPatch.status == 403 && listenPatch.bodyText.contains("userId"), "\(listenPatch.bodyText)")
+            let tagPatch = #"[{"op":"add","path":"/tags","value":"sports"}]"#
+            #expect(try await client.call("PATCH", "installations/phone-1", body: tagPatch, authorization: listen).status == 200)
+            #expect(try await client.call("PATCH", "installations/phone-1", body: patch).status == 200)
             let patched = try await client.call("GET", "installations/phone-1")
             #expect(patched.bodyText.contains(#""sports""#) && patched.bodyText.contains(#""userId":"bob""#), "\(patched.bodyText)")
             let badPatch = try await client.call(

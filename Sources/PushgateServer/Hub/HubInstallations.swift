@@ -278,6 +278,18 @@ enum HubInstallations {
             }
         }
         let previous = try await self.registrations(of: installation.id, call: call)
+        // userId puts $UserId:{userId} on the installation, and sends to that tag reach it: a
+        // Listen key (shipped in apps) may keep or drop the userId a backend set, not choose one.
+        if let userID = installation.userID, !call.grant.allows(.manage) && !call.grant.allows(.send) {
+            let stored = previous.first(where: { $0.id == registrationID(of: installation.id) })?.tags
+                .first(where: { $0.rawValue == "$UserId:{\(userID)}" })
+            guard stored != nil else {
+                throw GatewayError(
+                    403,
+                    "userId: '\(userID.prefix(60))' may be set only with a Send or Manage key; a Listen key may keep the installation's userId or remove it (whoever sets it receives that user's notifications)"
+                )
+            }
+        }
         let kept = Set(registrations.map(\.id))
         let time = gateway.now()
         let written = registrations
