@@ -39,7 +39,8 @@ public struct SharedAccessSignature: Sendable, Hashable {
             return .failure(.malformed("the token has no '\(name)'"))
         }
         guard let expiry = Int64(fields["se"]!) else {
-            return .failure(.malformed("se '\(fields["se"]!.prefix(40))' is not whole seconds since 1970 (a decimal integer of at most 19 digits)"))
+            let text = fields["se"]!.prefix(40)
+            return .failure(.malformed("se '\(text)' is not whole seconds since 1970 (a decimal integer of at most 19 digits)"))
         }
         guard let signature = percentDecoded(fields["sig"]!), let keyName = percentDecoded(fields["skn"]!) else {
             return .failure(.malformed("sig or skn is not URL-encoded correctly"))
