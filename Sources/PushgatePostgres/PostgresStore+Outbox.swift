@@ -124,9 +124,12 @@ extension PostgresStore: OutboxStore, DatabaseStore {
                     """, logger: logger)
                 var targets: [DispatchTarget] = []
                 if let stored = expired.3 {
-                    // A retry page: its own targets.
+                    // A retry page: its own targets, as their registrations are now (a topic or
+                    // direct handles: as sent).
                     guard let decoded = OutboxRetry.decode(stored) else { throw StoreError(.storage, "a stored retry page is corrupt") }
-                    targets = try await Self.currentTargets(decoded, app: app, now: now, connection: connection, logger: logger)
+                    targets =
+                        audience.walksRegistrations
+                        ? try await Self.currentTargets(decoded, app: app, now: now, connection: connection, logger: logger) : decoded
                 } else {
                     // The range read again, in steps of the page size, until it passes `last`.
                     var position = expired.1.isEmpty ? nil : try? RegistrationID(expired.1)
@@ -453,11 +456,11 @@ extension PostgresStore: OutboxStore, DatabaseStore {
     // MARK: Reading
 
     /// A retry page's targets as they are now: each registration's current handle, the deleted
-    /// and expired ones left out (a topic or condition target is no registration: kept).
+    /// and expired ones left out.
     static func currentTargets(
         _ targets: [DispatchTarget], app: AppID, now: Timestamp, connection: PostgresConnection, logger: Logger
     ) async throws -> [DispatchTarget] {
-        let ids = targets.filter { $0.handle.fcmRecipient == nil }.map(\.registrationID.rawValue)
+        let ids = targets.map(\.registrationID.rawValue)
         var current: [String: DeviceHandle] = [:]
         if !ids.isEmpty {
             for (id, platformText, handle) in try await connection.query(
@@ -472,8 +475,7 @@ extension PostgresStore: OutboxStore, DatabaseStore {
             }
         }
         return targets.compactMap { target in
-            if target.handle.fcmRecipient != nil { return target }
-            return current[target.registrationID.rawValue].map { DispatchTarget(registrationID: target.registrationID, handle: $0) }
+            current[target.registrationID.rawValue].map { DispatchTarget(registrationID: target.registrationID, handle: $0) }
         }
     }
 

@@ -115,9 +115,12 @@ extension SQLiteRegistrationStore: OutboxStore {
                     ).bind([.text(lease.owner), .real(lease.until.secondsSinceEpoch)] + key + [.integer(Int64(number))]).run()
                     let targets: [DispatchTarget]
                     if let stored = expired.text(3) {
-                        // A retry page: its own targets.
+                        // A retry page: its own targets, as their registrations are now (a
+                        // topic or direct handles: as sent).
                         guard let decoded = OutboxRetry.decode(stored) else { throw StoreError(.storage, "a stored retry page is corrupt") }
-                        targets = try Self.currentTargets(decoded, app: app, now: now, connection: connection)
+                        targets =
+                            audience.walksRegistrations
+                            ? try Self.currentTargets(decoded, app: app, now: now, connection: connection) : decoded
                     } else {
                         targets = try OutboxPage.targets(after: after, through: last, size: size) { (position, limit) throws(StoreError) in
                             try query(position, limit)
@@ -423,16 +426,12 @@ extension SQLiteRegistrationStore: OutboxStore {
     }
 
     /// A retry page's targets as they are now: each registration's current handle, the deleted
-    /// and expired ones left out (a topic or condition target is no registration: kept).
+    /// and expired ones left out.
     static func currentTargets(
         _ targets: [DispatchTarget], app: AppID, now: Timestamp, connection: SQLiteConnection
     ) throws(StoreError) -> [DispatchTarget] {
         var current: [DispatchTarget] = []
         for target in targets {
-            if target.handle.fcmRecipient != nil {
-                current.append(target)
-                continue
-            }
             let row = try connection.prepare(
                 "SELECT platform, handle FROM registrations WHERE app = ? AND id = ? AND (expires_at IS NULL OR expires_at > ?)"
             ).bind([.text(app.rawValue), .text(target.registrationID.rawValue), .real(now.secondsSinceEpoch)])

@@ -230,6 +230,45 @@ import Testing
         }
     }
 
+    /// A direct send's handle that FCM throttles is retried after Firebase's backoff, as a tag
+    /// send's target is: the handle is kept as sent, not looked up as a registration (which it is
+    /// not, so the retry used to drop it).
+    @Test func aThrottledDirectSendIsRetriedToItsHandle() async throws {
+        let clock = ManualClock()
+        try await GatewayFixture.with(clock: clock) { fixture in
+            let client = try Client(fixture)
+            let device = await fixture.sandbox.createDevice(.fcm)
+            let quota = SandboxFault.Action.respond(status: 429, reason: "QUOTA_EXCEEDED", retryAfterSeconds: nil)
+            await fixture.sandbox.state.addFault(SandboxFault(service: .fcm, handle: device.handle, action: quota, count: 1))
+            let sent = try await client.call(
+                "POST", "messages?direct", body: #"{"message":{"data":{"n":"retried"}}}"#,
+                headers: [("ServiceBusNotification-Format", "fcmv1"), ("ServiceBusNotification-DeviceHandle", device.handle)])
+            #expect(sent.status == 201, "\(sent.bodyText)")
+            let location = try #require(sent.header("Location"))
+            let id = try #require(location.split(separator: "/").last?.split(separator: "?").first.map(String.init))
+            // Throttled: put off to a retry page, the notification parked until the backoff passes.
+            var metrics = ""
+            for _ in 0..<50 where !metrics.contains("pushgate_outbox_deferred_targets_total 1") {
+                try await Task.sleep(for: .milliseconds(100))
+                metrics = try await fixture.call("GET", "/metrics", user: nil).bodyText
+            }
+            #expect(metrics.contains("pushgate_outbox_deferred_targets_total 1"), "\(metrics)")
+            #expect(await fixture.sandbox.state.inbox(deviceID: device.id).isEmpty)
+            var details = try await client.call("GET", "messages/\(id)")
+            #expect(!details.bodyText.contains("<State>Completed</State>"), "\(details.bodyText)")
+
+            clock.advance(seconds: 61)
+            let inbox = try await waitForInbox(fixture, device, count: 1)
+            #expect(inbox.count == 1 && inbox.first?.payload.contains("retried") == true, "\(inbox)")
+            for _ in 0..<50 where !details.bodyText.contains("<State>Completed</State>") {
+                try await Task.sleep(for: .milliseconds(100))
+                details = try await client.call("GET", "messages/\(id)")
+            }
+            #expect(details.bodyText.contains("<State>Completed</State>"), "\(details.bodyText)")
+            #expect(details.bodyText.contains("<Name>Success</Name><Count>1</Count>"), "\(details.bodyText)")
+        }
+    }
+
     /// NH's FCM v1 templates wrap the message as the send API does: {"message": {…}}.
     @Test func anFCMv1TemplateInNotificationHubsShapeRenders() async throws {
         try await GatewayFixture.with { fixture in

@@ -384,6 +384,35 @@ import Testing
         #expect(retry.targets.first?.handle == moved.handle)
     }
 
+    /// A direct send's handles are no registrations: its retry page keeps them as they were sent
+    /// (read again as registrations, every one was dropped and never retried), even beside a
+    /// registration whose id looks like a direct target's.
+    @Test(arguments: StoreKind.allCases)
+    func aDirectSendsRetryPageKeepsItsHandles(kind: StoreKind) async throws {
+        let (store, path) = try await make(kind)
+        defer { cleanUp(path) }
+        _ = try await seed(store, count: 3)
+        try await store.restore([try registration(try RegistrationID("direct-0001"), tags: ["news"])], now: start)
+        let handles = try ["01", "02"].map { try HandlePolicy().validate(String(repeating: $0, count: 32), for: .apns) }
+        var sent = try notification()
+        sent.audience = .direct(handles: handles)
+        try await store.enqueue(sent, lease: lease("a", until: 30))
+        guard
+            case .page(let page) = try await store.claimPage(
+                notificationID: sent.id, app: .default, lease: lease("a", until: 30), pageSize: 10, now: start)
+        else { Issue.record("no page"); return }
+        #expect(page.targets.map(\.handle) == handles)
+        _ = try await store.completePage(
+            notificationID: sent.id, app: .default, number: page.number, counts: [:], failures: [],
+            retry: OutboxRetry(targets: page.targets, attempt: 1, due: start.adding(seconds: 60)))
+        guard
+            case .page(let retry) = try await store.claimPage(
+                notificationID: sent.id, app: .default, lease: lease("a", until: 90), pageSize: 10, now: start.adding(seconds: 60))
+        else { Issue.record("no retry page"); return }
+        #expect(retry.targets == page.targets)
+        #expect(retry.attempt == 1)
+    }
+
     /// An FCM topic audience is one target, whatever the registrations, and survives the store.
     @Test(arguments: StoreKind.allCases)
     func aTopicAudienceIsOneTarget(kind: StoreKind) async throws {

@@ -71,7 +71,8 @@ public struct InMemoryOutbox: Sendable {
     }
 
     /// `current` gives a retry page's target as it is now (its registration's handle), or nil when
-    /// the registration is gone.
+    /// the registration is gone; a retry page of an audience that is no walk of registrations (a
+    /// topic, direct handles) keeps its targets as they were sent.
     public mutating func claimPage(
         notificationID: String, app: AppID, lease: OutboxLease, pageSize: Int, now: Timestamp,
         current: (DispatchTarget) -> DispatchTarget?, audience: Audience
@@ -88,7 +89,7 @@ public struct InMemoryOutbox: Sendable {
             let page = entry.pages[number]
             let notification = entry.notification
             let targets =
-                page.targets?.compactMap(current)
+                page.targets.map { notification.audience.walksRegistrations ? $0.compactMap(current) : $0 }
                 ?? OutboxPage.targets(after: page.after, through: page.last, size: size) { after, limit in
                     audience(notification, after, limit)
                 }
@@ -247,7 +248,6 @@ extension InMemoryRegistrationStore: OutboxStore {
         return outbox.claimPage(
             notificationID: notificationID, app: app, lease: lease, pageSize: pageSize, now: now,
             current: { target in
-                if target.handle.fcmRecipient != nil { return target }
                 guard let registration = stored[target.registrationID], !registration.isExpired(at: now) else { return nil }
                 return DispatchTarget(registrationID: registration.id, handle: registration.handle)
             }
