@@ -226,6 +226,41 @@ import Testing
         }
     }
 
+    /// A time-to-live counts from the send: a throttled target whose notification would have
+    /// expired before the retry is due ends `Throttled` at once; one retried goes out with only
+    /// what is left of its time-to-live.
+    @Test func aThrottledTargetsRetryKeepsToTheSendsTimeToLive() async throws {
+        let clock = ManualClock()
+        try await GatewayFixture.with(clock: clock) { fixture in
+            let devices = [await fixture.sandbox.createDevice(.fcm), await fixture.sandbox.createDevice(.fcm)]
+            _ = try await fixture.register(devices[0], user: "alice")
+            _ = try await fixture.register(devices[1], user: "carol")
+            let quota = SandboxFault.Action.respond(status: 429, reason: "QUOTA_EXCEEDED", retryAfterSeconds: nil)
+            for device in devices {
+                await fixture.sandbox.state.addFault(SandboxFault(service: .fcm, handle: device.handle, action: quota, count: 1))
+            }
+
+            // 30 s to live, a retry due in 60 s: final now.
+            let short = try await fixture.call("POST", "/api/notifications?pns=fcm&to_tag=alice&ttl=30", user: "bob", body: #""brief""#)
+            #expect(short.status == 200, "\(short.bodyText)")
+            let result = try json(short)
+            #expect(result["state"] as? String == "Completed" && result["failure"] as? Int == 1, "\(result)")
+            let target = try #require((result["targets"] as? [[String: Any]])?.first)
+            #expect(target["outcome"] as? String == "Throttled", "\(target)")
+
+            // 600 s to live: retried after 61 s with 539 s left.
+            let long = try await fixture.call("POST", "/api/notifications?pns=fcm&to_tag=carol&ttl=600", user: "bob", body: #""lasting""#)
+            #expect(long.status == 202, "\(long.bodyText)")
+            let id = try #require(try json(long)["notificationId"] as? String)
+            clock.advance(seconds: 61)
+            let outcome = try await waitForFinal(fixture, id)
+            #expect(outcome["state"] as? String == "Completed" && outcome["success"] as? Int == 1, "\(outcome)")
+            let payload = try #require(await fixture.sandbox.state.inbox(deviceID: devices[1].id).first?.payload)
+            #expect(payload.contains(#""ttl":"539s""#), "\(payload)")
+            #expect(await fixture.sandbox.state.inbox(deviceID: devices[0].id).isEmpty)
+        }
+    }
+
     /// `topic=` and `condition=` send one FCM message that Firebase fans out to the subscribed
     /// devices; what is malformed is refused naming the field before anything is stored.
     @Test func fcmTopicAndConditionSendsReachTheSubscribedDevices() async throws {

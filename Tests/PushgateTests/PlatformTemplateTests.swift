@@ -179,4 +179,43 @@ import Testing
         let wns = try PlatformTemplate(platform: .wns, template: try Template(raw: "x")).render([:]).withTimeToLive(60, now: now)
         #expect(wns.headers.contains(HTTPHeader(name: "X-WNS-TTL", value: "60")))
     }
+
+    /// A time-to-live counts from the send: its end read back from each service's form, and a
+    /// later delivery (a throttled target's retry) carries only what is left of it.
+    @Test func aTimeToLiveEndsAndShrinksFromTheSend() throws {
+        let sent = 1_700_000_000.0
+        func render(_ platform: Platform, _ template: Template) throws -> RenderedNotification {
+            try PlatformTemplate(platform: platform, template: template).render(["message": "m"])
+        }
+        let fcm = try render(.fcm, try Template(json: #"{"data":{"m":"$(message)"}}"#))
+        let gcm = try render(.gcm, try Template(json: #"{"data":{"m":"$(message)"}}"#))
+        let wns = try render(.wns, try Template(raw: "x"))
+        let apns = try render(.apns, try Template(json: alert))
+        for payload in [fcm, gcm, wns, apns] {
+            #expect(payload.expiry(sentAt: sent) == nil, "\(payload.platform) without a time-to-live")
+            #expect(payload.remainingTimeToLive(at: sent + 90, sentAt: sent) == payload)
+            let timed = payload.withTimeToLive(120, now: sent)
+            #expect(timed.expiry(sentAt: sent) == sent + 120, "\(payload.platform)")
+            // Less than a second later: as it was.
+            #expect(timed.remainingTimeToLive(at: sent + 0.5, sentAt: sent) == timed)
+        }
+        #expect(
+            String(decoding: fcm.withTimeToLive(120, now: sent).remainingTimeToLive(at: sent + 61.7, sentAt: sent).body, as: UTF8.self)
+                == #"{"data":{"m":"m"},"android":{"ttl":"59s"}}"#)
+        #expect(
+            String(decoding: gcm.withTimeToLive(120, now: sent).remainingTimeToLive(at: sent + 500, sentAt: sent).body, as: UTF8.self)
+                == #"{"data":{"m":"m"},"time_to_live":0}"#)
+        #expect(
+            wns.withTimeToLive(120, now: sent).remainingTimeToLive(at: sent + 20, sentAt: sent).headers.filter { $0.name == "X-WNS-TTL" }
+                .map(\.value) == ["100"])
+        // APNs' expiration is a point in time: unchanged; 0 ("now or never") ends at the send.
+        let expiring = apns.withTimeToLive(120, now: sent)
+        #expect(expiring.remainingTimeToLive(at: sent + 61, sentAt: sent) == expiring)
+        #expect(apns.withTimeToLive(0, now: sent).expiry(sentAt: sent) == sent)
+        // Fractions and FCM's own spelling in a template are read; nonsense is no time-to-live.
+        let fractional = try render(.fcm, try Template(json: #"{"data":{},"android":{"ttl":"3.5s"}}"#))
+        #expect(fractional.expiry(sentAt: sent) == sent + 3)
+        let nonsense = try render(.fcm, try Template(json: #"{"data":{},"android":{"ttl":"soon"}}"#))
+        #expect(nonsense.expiry(sentAt: sent) == nil)
+    }
 }

@@ -26,6 +26,54 @@ extension RenderedNotification {
         }
     }
 
+    /// Until when the service may keep the notification for a device that is offline, by what
+    /// the payload itself says, for a notification sent at `sentAt` (epoch seconds): APNs
+    /// `apns-expiration` (0 is "now or never": `sentAt`), WNS `X-WNS-TTL`, FCM v1 `android.ttl`,
+    /// legacy GCM `time_to_live`. nil when it says nothing (the service's default applies).
+    public func expiry(sentAt: Double) -> Double? {
+        switch platform {
+        case .apns:
+            guard let value = header("apns-expiration").flatMap(Int.init) else { return nil }
+            return value == 0 ? sentAt : Double(value)
+        case .wns, .fcm, .gcm:
+            return relativeTimeToLive.map { sentAt + Double($0) }
+        }
+    }
+
+    /// The notification as it should go out at `now` when it was sent at `sentAt`: a relative
+    /// time-to-live (WNS, FCM v1, legacy GCM) less the whole seconds already gone, never below
+    /// 0, so a retry or a redelivery after a crash does not live longer than the send asked.
+    /// APNs' expiration is a point in time: unchanged, as is a payload without a time-to-live.
+    public func remainingTimeToLive(at now: Double, sentAt: Double) -> RenderedNotification {
+        let elapsed = now - sentAt
+        guard elapsed >= 1, elapsed.isFinite, let seconds = relativeTimeToLive else { return self }
+        return withTimeToLive(max(0, seconds - Int(min(elapsed, Double(Int.max / 2)))), now: now)
+    }
+
+    /// The value of header `name` (any case).
+    private func header(_ name: String) -> String? {
+        headers.last { $0.name.lowercased() == name.lowercased() }?.value.trimmed()
+    }
+
+    /// The relative time-to-live in whole seconds the payload carries, if any: WNS `X-WNS-TTL`,
+    /// FCM v1 `android.ttl` (`"3600s"`, `"3.5s"`: whole seconds), legacy GCM `time_to_live`.
+    private var relativeTimeToLive: Int? {
+        switch platform {
+        case .apns: return nil
+        case .wns: return header("X-WNS-TTL").flatMap(Int.init).flatMap { $0 >= 0 ? $0 : nil }
+        case .fcm:
+            guard let text = (try? JSONParser.parse(body))?["android"]?["ttl"]?.stringValue, text.hasSuffix("s"),
+                let seconds = Double(text.dropLast()), seconds >= 0, seconds.isFinite
+            else { return nil }
+            return Int(min(seconds, Double(Self.maximumTimeToLiveSeconds * 2)))
+        case .gcm:
+            guard case .number(let text) = (try? JSONParser.parse(body))?["time_to_live"]?.kind, let seconds = Double(text),
+                seconds >= 0, seconds.isFinite
+            else { return nil }
+            return Int(min(seconds, Double(Self.maximumTimeToLiveSeconds * 2)))
+        }
+    }
+
     /// A copy with some parts changed.
     private func with(body: [UInt8]? = nil, headers: [HTTPHeader]? = nil, validateOnly: Bool? = nil) -> RenderedNotification {
         RenderedNotification(

@@ -181,6 +181,10 @@ extension Gateway {
         defer { activeDrives.end(notification.id, drive) }
         while true {
             let ledger = PageLedger()
+            // A time-to-live counts from the send, not from this round (a retry, a redelivery
+            // after a crash): what is left of it goes out.
+            let sentAt = notification.deliverAt.secondsSinceEpoch
+            let payloads = notification.payloads.mapValues { $0.remainingTimeToLive(at: now().secondsSinceEpoch, sentAt: sentAt) }
             let targets = AsyncThrowingStream<[DispatchTarget], any Error>(unfolding: { [self] in
                 try await self.nextPage(of: notification, ledger: ledger)
             })
@@ -188,14 +192,14 @@ extension Gateway {
             // Its own task, so that a cancel stops the pages on the wire without cancelling the caller.
             let dispatch = Task { [self] in
                 await dispatcher.dispatch(
-                    notificationID: notification.id, selection: notification.selection, payloads: notification.payloads,
+                    notificationID: notification.id, selection: notification.selection, payloads: payloads,
                     targets: targets, maximumReportedTargets: reported,
                     applyHandleUpdates: { [logger] updates in await self.applyHandleUpdates(updates, logger: logger) },
                     batchFinished: { [self] index, reports in
                         await self.record(
                             reports, page: ledger.page(at: index), of: notification, cancelledByUser: drive.cancelledByUser,
                             ledger: ledger, logger: logger)
-                    }, progress: progress, payloadGroups: payloadGrouping(for: notification.delivery, payloads: notification.payloads),
+                    }, progress: progress, payloadGroups: payloadGrouping(for: notification.delivery, payloads: payloads),
                     logger: logger)
             }
             drive.running(dispatch)
@@ -300,7 +304,8 @@ extension Gateway {
     ///
     /// Targets a service throttled past what the in-place retry waits (it asked for a minute or
     /// more) go to a retry page due after the backoff, up to `outbox.throttledRetries` times; the
-    /// last time, `Throttled` is final.
+    /// last time, or when the notification's time-to-live ends before the retry would be due,
+    /// `Throttled` is final.
     private func record(
         _ reports: [DeliveryReport], page: (number: Int, attempt: Int)?, of notification: OutboxNotification, cancelledByUser: Bool,
         ledger: PageLedger, logger: Logger
@@ -313,24 +318,28 @@ extension Gateway {
         var retried: [DispatchTarget] = []
         var retryDelay = 0.0
         let configuration = outbox.configuration
+        let time = now()
         for report in reports {
             var outcome = report.verdict.outcome
             if cancelledByUser && outcome == .abandoned { outcome = .cancelled }
             if outcome == .throttled, !cancelledByUser, attempt < configuration.throttledRetries,
                 case .afterBackoff(let retryAfter) = report.verdict.retry
             {
-                retried.append(report.target)
-                retryDelay = max(
-                    retryDelay,
-                    OutboxRetry.delay(
-                        attempt: attempt + 1, base: Double(configuration.throttledBackoffSeconds), retryAfter: retryAfter,
-                        limit: Double(configuration.maximumScheduleAheadSeconds)))
-                continue
+                let delay = OutboxRetry.delay(
+                    attempt: attempt + 1, base: Double(configuration.throttledBackoffSeconds), retryAfter: retryAfter,
+                    limit: Double(configuration.maximumScheduleAheadSeconds))
+                let expiry = notification.payloads[report.target.handle.platform]?.expiry(
+                    sentAt: notification.deliverAt.secondsSinceEpoch)
+                if expiry.map({ time.secondsSinceEpoch + delay < $0 }) ?? true {
+                    retried.append(report.target)
+                    retryDelay = max(retryDelay, delay)
+                    continue
+                }
             }
             counts[report.target.handle.platform, default: [:]][outcome, default: 0] += 1
             if !outcome.isSuccess && outcome != .cancelled { failures.append(report.targetResult) }
         }
-        let retry = retried.isEmpty ? nil : OutboxRetry(targets: retried, attempt: attempt + 1, due: now().adding(seconds: retryDelay))
+        let retry = retried.isEmpty ? nil : OutboxRetry(targets: retried, attempt: attempt + 1, due: time.adding(seconds: retryDelay))
         do {
             let recorded = try await store.completePage(
                 notificationID: notification.id, app: notification.app, number: page, counts: counts, failures: failures, retry: retry)
