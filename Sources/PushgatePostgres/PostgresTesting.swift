@@ -27,13 +27,17 @@ package enum PostgresTesting {
         guard let url else { throw StoreError(.unavailable, "\(environmentKey) is not set") }
         let admin = PostgresSettings(url: try PostgresURL(parsing: url), poolSize: 1)
         let name = "\(prefix)_\(UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: ""))"
-        let client = PostgresClient(
-            configuration: PostgresStore.configuration(admin, password: nil), backgroundLogger: Logger(label: "pushgate.test.postgres"))
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await client.run() }
-            defer { group.cancelAll() }
-            try await client.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"))
+        // One connection of its own (a pool would be leased before its run() had started).
+        let logger = Logger(label: "pushgate.test.postgres")
+        let connection = try await PostgresConnection.connect(
+            configuration: try PostgresStore.probeConfiguration(admin, password: nil), id: 0, logger: logger)
+        do {
+            _ = try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: logger).collect()
+        } catch {
+            try? await connection.close()
+            throw error
         }
+        try await connection.close()
         var settings = admin
         settings.url.database = name
         settings.poolSize = 8
