@@ -33,7 +33,7 @@ extension RenderedNotification {
     public func expiry(sentAt: Double) -> Double? {
         switch platform {
         case .apns:
-            guard let value = header("apns-expiration").flatMap(Int.init) else { return nil }
+            guard let value = HTTPHeader.value(of: "apns-expiration", in: headers).flatMap({ Int($0.trimmed()) }) else { return nil }
             return value == 0 ? sentAt : Double(value)
         case .wns, .fcm, .gcm:
             return relativeTimeToLive.map { sentAt + Double($0) }
@@ -50,28 +50,26 @@ extension RenderedNotification {
         return withTimeToLive(max(0, seconds - Int(min(elapsed, Double(Int.max / 2)))), now: now)
     }
 
-    /// The value of header `name` (any case).
-    private func header(_ name: String) -> String? {
-        headers.last { $0.name.lowercased() == name.lowercased() }?.value.trimmed()
-    }
-
     /// The relative time-to-live in whole seconds the payload carries, if any: WNS `X-WNS-TTL`,
     /// FCM v1 `android.ttl` (`"3600s"`, `"3.5s"`: whole seconds), legacy GCM `time_to_live`.
     private var relativeTimeToLive: Int? {
         switch platform {
         case .apns: return nil
-        case .wns: return header("X-WNS-TTL").flatMap(Int.init).flatMap { $0 >= 0 ? $0 : nil }
+        case .wns: return HTTPHeader.value(of: "X-WNS-TTL", in: headers).flatMap { Int($0.trimmed()) }.flatMap { $0 >= 0 ? $0 : nil }
         case .fcm:
-            guard let text = (try? JSONParser.parse(body))?["android"]?["ttl"]?.stringValue, text.hasSuffix("s"),
-                let seconds = Double(text.dropLast()), seconds >= 0, seconds.isFinite
-            else { return nil }
-            return Int(min(seconds, Double(Self.maximumTimeToLiveSeconds * 2)))
+            guard let text = (try? JSONParser.parse(body))?["android"]?["ttl"]?.stringValue, text.hasSuffix("s") else { return nil }
+            return Self.wholeSeconds(Double(text.dropLast()))
         case .gcm:
-            guard case .number(let text) = (try? JSONParser.parse(body))?["time_to_live"]?.kind, let seconds = Double(text),
-                seconds >= 0, seconds.isFinite
-            else { return nil }
-            return Int(min(seconds, Double(Self.maximumTimeToLiveSeconds * 2)))
+            guard case .number(let text) = (try? JSONParser.parse(body))?["time_to_live"]?.kind else { return nil }
+            return Self.wholeSeconds(Double(text))
         }
+    }
+
+    /// A time-to-live in seconds as whole seconds, capped far above any service's limit; nil when
+    /// it is negative or no number.
+    private static func wholeSeconds(_ seconds: Double?) -> Int? {
+        guard let seconds, seconds >= 0, seconds.isFinite else { return nil }
+        return Int(min(seconds, Double(maximumTimeToLiveSeconds * 2)))
     }
 
     /// A copy with some parts changed.

@@ -184,7 +184,8 @@ extension Gateway {
             // A time-to-live counts from the send, not from this round (a retry, a redelivery
             // after a crash): what is left of it goes out.
             let sentAt = notification.deliverAt.secondsSinceEpoch
-            let payloads = notification.payloads.mapValues { $0.remainingTimeToLive(at: now().secondsSinceEpoch, sentAt: sentAt) }
+            let roundStart = now().secondsSinceEpoch
+            let payloads = notification.payloads.mapValues { $0.remainingTimeToLive(at: roundStart, sentAt: sentAt) }
             let targets = AsyncThrowingStream<[DispatchTarget], any Error>(unfolding: { [self] in
                 try await self.nextPage(of: notification, ledger: ledger)
             })
@@ -319,6 +320,14 @@ extension Gateway {
         var retryDelay = 0.0
         let configuration = outbox.configuration
         let time = now()
+        // Each platform's expiry, read from its payload once per page, when a target is throttled.
+        var expiries: [Platform: Double?] = [:]
+        func expiry(_ platform: Platform) -> Double? {
+            if let known = expiries[platform] { return known }
+            let expiry = notification.payloads[platform]?.expiry(sentAt: notification.deliverAt.secondsSinceEpoch)
+            expiries[platform] = .some(expiry)
+            return expiry
+        }
         for report in reports {
             var outcome = report.verdict.outcome
             if cancelledByUser && outcome == .abandoned { outcome = .cancelled }
@@ -328,9 +337,7 @@ extension Gateway {
                 let delay = OutboxRetry.delay(
                     attempt: attempt + 1, base: Double(configuration.throttledBackoffSeconds), retryAfter: retryAfter,
                     limit: Double(configuration.maximumScheduleAheadSeconds))
-                let expiry = notification.payloads[report.target.handle.platform]?.expiry(
-                    sentAt: notification.deliverAt.secondsSinceEpoch)
-                if expiry.map({ time.secondsSinceEpoch + delay < $0 }) ?? true {
+                if expiry(report.target.handle.platform).map({ time.secondsSinceEpoch + delay < $0 }) ?? true {
                     retried.append(report.target)
                     retryDelay = max(retryDelay, delay)
                     continue
