@@ -61,12 +61,50 @@ if [ "${#missing[@]}" -eq 0 ] && [ "$need_curl" -eq 0 ]; then
   exit 0
 fi
 
+# Prints "URI SIGNED-BY" of the first configured APT source (deb822 .sources or one-line .list)
+# whose suites include $1 (SIGNED-BY empty when the source names none).
+configured_archive() {
+  local suite=$1 f
+  for f in /etc/apt/sources.list.d/*.sources; do
+    [ -f "$f" ] || continue
+    awk -v suite="$suite" '
+      function flush() { if (types ~ /(^| )deb( |$)/ && (" " suites " ") ~ (" " suite " ") && uri != "") { print uri, signed; found = 1; exit } types = suites = uri = signed = "" }
+      /^[[:space:]]*$/ { flush(); next }
+      /^[[:space:]]*#/ { next }
+      tolower($1) == "types:" { $1 = ""; types = $0 }
+      tolower($1) == "uris:" { uri = $2 }
+      tolower($1) == "suites:" { $1 = ""; suites = $0 }
+      tolower($1) == "signed-by:" { signed = $2 }
+      END { if (!found) flush() }
+    ' "$f" | head -n 1
+  done | head -n 1 | grep . && return 0
+  cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | awk -v suite="$suite" '
+    $1 == "deb" {
+      i = 2; signed = ""
+      if ($i ~ /^\[/) { while (i <= NF) { if ($i ~ /^\[?signed-by=/) { signed = $i; sub(/^\[?signed-by=/, "", signed); sub(/\]$/, "", signed) } if ($i ~ /\]$/) { i++; break } i++ } }
+      if ($(i + 1) == suite) { print $i, signed; exit }
+    }'
+}
+
 codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
 if [ "$need_curl" -eq 1 ] && [ "$codename" = "bookworm" ]; then
-  list=/etc/apt/sources.list.d/bookworm-backports.list
   if ! grep -rqs "bookworm-backports" /etc/apt/sources.list /etc/apt/sources.list.d/; then
-    echo "setup: adding Debian bookworm-backports for libcurl 8"
-    echo "deb http://deb.debian.org/debian bookworm-backports main" | "${sudo_cmd[@]}" tee "$list" >/dev/null
+    # The backports suite lives in the same archive as the machine's own bookworm suite: take
+    # that archive's URI (and its signing key) from the configured sources, one-line or deb822.
+    archive=$(configured_archive bookworm)
+    if [ -z "$archive" ]; then
+      echo "setup: no configured APT source carries the bookworm suite; add bookworm-backports by hand" >&2
+      exit 1
+    fi
+    read -r uri signed_by <<<"$archive"
+    echo "setup: adding bookworm-backports from $uri for libcurl 8"
+    {
+      echo "Types: deb"
+      echo "URIs: $uri"
+      echo "Suites: bookworm-backports"
+      echo "Components: main"
+      [ -n "$signed_by" ] && echo "Signed-By: $signed_by"
+    } | "${sudo_cmd[@]}" tee /etc/apt/sources.list.d/bookworm-backports.sources >/dev/null
   fi
 fi
 
