@@ -81,6 +81,9 @@ wait_http() { for _ in $(seq 1 100); do curl -sk -o /dev/null "$1" && return 0; 
 cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$1/stat"; }
 rss_kib() { awk '/^VmRSS/ { print $2 }' "/proc/$1/status"; }
 hwm_kib() { awk '/^VmHWM/ { print $2 }' "/proc/$1/status"; }
+# Empty files named as `pushgate bench dispatch`'s tokens 0..<max($2, 2000) (its warm-up) in $1,
+# so that a static sink (nghttpd) answers each with 200.
+bench_tokens() { python3 scripts/bench-tokens.py "$1" "$2"; }
 
 cc -O2 -o "$work/curl_floor" Benchmarks/CurlFloor/curl_floor.c -lcurl -lpthread
 cc -O2 -o "$work/fixed_rate" Benchmarks/FixedRate/fixed_rate.c -lcurl -lm
@@ -157,6 +160,8 @@ wait_http "$sink/3/device/$token"
 # ---------------------------------------------------------------------------------------------
 echo "== 1. dispatch: $dispatch requests per round, $rounds round(s), nghttpd sink" >&2
 mkdir -p "$work/docroot/3/device"
+# One file per token that `pushgate bench dispatch` sends to (nghttpd answers 404 for any other path).
+bench_tokens "$work/docroot/3/device" "$dispatch"
 : > "$work/docroot/3/device/$token"
 h2port=$(free_port)
 nghttpd --htdocs="$work/docroot" --max-concurrent-streams=$((streams * 4)) "$h2port" "$work/key.pem" "$work/cert.pem" >/dev/null 2>&1 &
@@ -199,6 +204,18 @@ async def main():
 asyncio.run(main())
 PY
 rate_of() { sed -nE 's/.* = ([0-9]+) (requests|notifications)\/s.*/\1/p' | head -1; }
+# `pushgate bench dispatch` to the sink at $1: its rate, or the end of the whole run when it did
+# not measure real sends (it exits non-zero unless every notification succeeded).
+bench_dispatch() {
+  local output
+  if ! output=$("$bin" bench dispatch --url "$1" --ca-file "$work/cert.pem" --count "$dispatch" \
+    --connections 1 --streams "$streams" --pools "$pools" 2>&1); then
+    echo "$output" >&2
+    echo "bench-all: pushgate bench dispatch against $1 did not measure real sends (above); stopping" >&2
+    exit 1
+  fi
+  echo "$output" | rate_of
+}
 want dispatch || rounds_run=0
 for round in $(seq 1 "${rounds_run:-$rounds}"); do
   echo "-- round $round" >&2
@@ -207,12 +224,12 @@ for round in $(seq 1 "${rounds_run:-$rounds}"); do
   record "dispatch.h2load.r$round" "${h2%.*}"
   record "dispatch.curl_poll.r$round" "$("$work/curl_floor" poll "$url/3/device/$token" "$work/cert.pem" "$dispatch" "$streams" "$pools" | rate_of)"
   record "dispatch.curl_socket.r$round" "$("$work/curl_floor" socket "$url/3/device/$token" "$work/cert.pem" "$dispatch" "$streams" "$pools" | rate_of)"
-  record "dispatch.pushgate.r$round" "$("$bin" bench dispatch --url "$url" --ca-file "$work/cert.pem" --count "$dispatch" \
-    --connections 1 --streams "$streams" --pools "$pools" --token "$token" | rate_of)"
+  rate=$(bench_dispatch "$url")  # an assignment: the run stops here when the bench fails
+  record "dispatch.pushgate.r$round" "$rate"
   # aioapns matches answers by the apns-id header, which nghttpd does not echo: both it and
   # Pushgate are measured against nginx too.
-  record "dispatch.pushgate_nginx.r$round" "$("$bin" bench dispatch --url "$sink" --ca-file "$work/cert.pem" --count "$dispatch" \
-    --connections 1 --streams "$streams" --pools "$pools" --token "$token" | rate_of)"
+  rate=$(bench_dispatch "$sink")
+  record "dispatch.pushgate_nginx.r$round" "$rate"
   record "dispatch.aioapns.r$round" "$("$work/venv/bin/python" "$work/aioapns_bench.py" "$nginx_port" "$work/cert.pem" \
     "$work/apns-key.pem" "$token" $((dispatch / 10)) "$streams" | rate_of)"
 done
@@ -273,8 +290,8 @@ seed_start=$(date +%s.%N)
 record "broadcast.seed_seconds" "$(awk -v a="$seed_start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')"
 
 # The reference: the dispatch engine alone against the same nginx, just before.
-record "broadcast.reference_dispatch_rate" "$("$bin" bench dispatch --url "$sink" --ca-file "$work/cert.pem" --count "$dispatch" \
-  --connections 1 --streams "$streams" --pools "$pools" --token "$token" | rate_of)"
+rate=$(bench_dispatch "$sink")
+record "broadcast.reference_dispatch_rate" "$rate"
 
 # One broadcast through a freshly started gateway: `prefix` names the figures, `config` the
 # configuration (the outbox on, or off for the reference), `profile` whether perf records it.
@@ -427,7 +444,7 @@ kill "$idle_pid"; wait "$idle" 2>/dev/null || true
 fi
 
 # ---------------------------------------------------------------------------------------------
-python3 - "$results" "$out" "$rounds" <<'PY'
+PUSHGATE_BENCH_BROADCAST_TOTAL=$broadcast python3 - "$results" "$out" "$rounds" <<'PY'
 import json, os, platform, statistics, subprocess, sys, time
 path, out, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
 raw = {}
@@ -524,4 +541,36 @@ print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
 for r in rows:
     print("| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |")
 print(f"\n{summary['machine']['cpus']} cores, {cpu}, {summary['machine']['date']}; JSON: {out}")
+
+# A figure that cannot be right voids the run: fail loudly instead of writing it down.
+problems = []
+for r, (p, h) in enumerate(zip(dispatch["pushgate"], dispatch["h2load"]), 1):
+    if p > h * 1.05:
+        problems.append(f"dispatch round {r}: Pushgate {p:,.0f}/s above h2load {h:,.0f}/s on the same sink (it cannot be sending what h2load sends)")
+for r, (p, c) in enumerate(zip(dispatch["pushgate"], dispatch["curl_socket"]), 1):
+    if p > c * 1.5:
+        problems.append(f"dispatch round {r}: Pushgate {p:,.0f}/s over 1.5 × the plain libcurl client's {c:,.0f}/s")
+def check_broadcast(prefix, expected):
+    if num(prefix + ".rate") is None: return
+    status = raw.get(prefix + ".http_status", "")
+    if status not in ("200", "201"):
+        problems.append(f"{prefix}: the send answered HTTP {status or 'nothing'}")
+    answered = int(num(prefix + ".succeeded") or 0) + int(num(prefix + ".failed") or 0)
+    if answered != expected:
+        problems.append(f"{prefix}: {answered:,} targets answered of {expected:,} registered")
+    for key, value in raw.items():
+        if key.startswith(prefix + ".") and value.startswith("{"):
+            unexpected = {k: v for k, v in json.loads(value).items() if k not in ("Success", "ExpiredChannel")}
+            if unexpected: problems.append(f"{key}: outcomes other than Success (and the seeded ExpiredChannel): {unexpected}")
+    reference = num("broadcast.reference_dispatch_rate")
+    if reference and num(prefix + ".rate") > reference * 1.2:
+        problems.append(f"{prefix}: {num(prefix + '.rate'):,.0f}/s above the bare dispatch engine's {reference:,.0f}/s on the same sink")
+broadcast_total = int(os.environ.get("PUSHGATE_BENCH_BROADCAST_TOTAL", "0"))
+for key in raw:
+    m = re.fullmatch(r"(broadcast(?:_direct)?\.r\d+)\.rate", key)
+    if m and broadcast_total: check_broadcast(m.group(1), broadcast_total)
+if problems:
+    print("\nbench-all: IMPLAUSIBLE RESULTS, the figures above are void:", file=sys.stderr)
+    for problem in problems: print("  - " + problem, file=sys.stderr)
+    sys.exit(1)
 PY

@@ -15,7 +15,12 @@ struct BenchCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract:
                 "Send APNs-shaped notifications through the dispatch engine (libcurl, HTTP/2, TLS) to a sink and report notifications/s.",
-            discussion: "The sink only has to answer POST /3/device/<token>; scripts/bench-dispatch.sh runs nghttpd and h2load beside it.")
+            discussion: """
+                Every notification goes to a device token of its own (as a broadcast does: the dispatcher skips a handle \
+                repeated in a page), token i being \(BenchToken.pattern). The sink must answer POST /3/device/<token> \
+                with 200 for each of them (nginx does; scripts/bench-dispatch.sh gives nghttpd one file per token). The \
+                run fails (exit 1) unless every notification ends Success.
+                """)
 
         @Option(help: "Base URL of the sink (https://127.0.0.1:PORT).")
         var url: String
@@ -35,9 +40,6 @@ struct BenchCommand: AsyncParsableCommand {
         @Option(help: "Connection pools (each with its own libcurl loop thread and connections).")
         var pools: Int = 1
 
-        @Option(help: "Device token (hex) in the request path.")
-        var token: String = String(repeating: "ab", count: 32)
-
         @Option(help: "Warm-up notifications sent (and not measured) first.")
         var warmup: Int = 2_000
 
@@ -55,12 +57,15 @@ struct BenchCommand: AsyncParsableCommand {
                 platform: .apns, template: try Template(json: #"{"aps":{"alert":"{'From ' + $(user) + ': ' + $(message)}"}}"#),
                 headers: [("apns-push-type", "alert"), ("apns-priority", "10")]
             ).render(["user": "bench", "message": "throughput"])
-            let target = DispatchTarget(registrationID: .random(), handle: DeviceHandle(uncheckedPlatform: .apns, value: token))
-
-            _ = await provider.deliver(payload, to: Array(repeating: target, count: warmup))
-            // The send path's pipeline: pages of `page` targets, up to three batches on the wire.
+            let warmupReports = await provider.deliver(payload, to: (0..<warmup).map(BenchToken.target))
+            let warmupFailures = warmupReports.filter { !$0.verdict.outcome.isSuccess }.count
+            guard warmupFailures == 0 else {
+                throw ValidationError(
+                    "\(warmupFailures) of \(warmup) warm-up notifications did not succeed: does the sink answer every token?")
+            }
+            // The send path's pipeline: pages of `page` distinct targets, up to three batches on the wire.
             let pages = AsyncStream<[DispatchTarget]>(unfolding: { [sent = PageCounter(total: count, page: page)] in
-                sent.next().map { Array(repeating: target, count: $0) }
+                sent.next().map { range in range.map(BenchToken.target) }
             })
             let dispatcher = Dispatcher(providers: [provider])
             let started = ContinuousClock.now
@@ -81,26 +86,53 @@ struct BenchCommand: AsyncParsableCommand {
             for (reason, number) in failures.sorted(by: { $0.value > $1.value }).prefix(5) {
                 print("  \(number) × \(reason) (among the listed)")
             }
+            // A figure of anything but real sends is no figure: every notification must have
+            // been answered Success by the sink, each exactly once.
+            let succeeded = outcomes[.success, default: 0]
+            let counted = outcomes.values.reduce(0, +)
+            guard succeeded == count, counted == count else {
+                throw ValidationError(
+                    "not a measurement: \(succeeded) of \(count) notifications succeeded (\(counted) counted); the figure above is void")
+            }
         }
     }
 }
 
-/// Hands out page sizes until `total` targets are paged.
+/// The bench's device tokens: one per notification, 64 hex digits, never ending in `ff` (the
+/// benchmark scripts' nginx answers such a token 410 Unregistered, as APNs answers a gone device).
+enum BenchToken {
+    static let pattern = "\"ab\" 27 times, then i as 8 hex digits, then \"01\""
+
+    static func token(_ index: Int) -> String {
+        let hex = String(index, radix: 16)
+        return String(repeating: "ab", count: 27) + String(repeating: "0", count: max(0, 8 - hex.count)) + hex + "01"
+    }
+
+    static func target(_ index: Int) -> DispatchTarget {
+        DispatchTarget(
+            registrationID: try! RegistrationID("bench-\(index)"),  // letters, digits and '-': always valid
+            handle: DeviceHandle(uncheckedPlatform: .apns, value: token(index)))
+    }
+}
+
+/// Hands out ranges of target indices, a page at a time, until `total` targets are paged.
 private final class PageCounter: Sendable {
     private let state: Mutex<Int>
+    private let total: Int
     private let page: Int
 
     init(total: Int, page: Int) {
-        state = Mutex(total)
+        state = Mutex(0)
+        self.total = total
         self.page = max(1, page)
     }
 
-    func next() -> Int? {
-        state.withLock { left in
-            guard left > 0 else { return nil }
-            let size = min(page, left)
-            left -= size
-            return size
+    func next() -> Range<Int>? {
+        state.withLock { start in
+            guard start < total else { return nil }
+            let end = min(start + page, total)
+            defer { start = end }
+            return start..<end
         }
     }
 }
