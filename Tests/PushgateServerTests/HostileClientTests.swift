@@ -194,6 +194,17 @@ import Testing
                     "[0]: tag 'a'; DROP"
                 ),
                 ("PUT", "/api/register/\(id)", "application/json", put(device.handle, tags: #"["username:bob"]"#), 403, "another user"),
+                ("PUT", "/api/register/\(id)", "application/json", put(device.handle, tags: #"["Username:bob"]"#), 403, "another user"),
+                // The hub's implicit tags are set from installations, never given: whoever could
+                // give one would receive that user's or installation's hub sends.
+                (
+                    "PUT", "/api/register/\(id)", "application/json", put(device.handle, tags: #"["news", "$UserId:{dave}"]"#), 400,
+                    "[1]: tag '$UserId:{dave}' is reserved"
+                ),
+                (
+                    "PUT", "/api/register/\(id)", "application/json", put(device.handle, tags: #"["$InstallationId:{dave-phone}"]"#), 400,
+                    "[0]: tag '$InstallationId:{dave-phone}' is reserved"
+                ),
                 ("PUT", "/api/register/\(id)", "application/json", put(device.handle, platform: "baidu"), 400, "'baidu' is not supported"),
                 ("PUT", "/api/register/\(id)", "text/plain", put(device.handle), 415, "Content-Type"),
                 ("POST", "/api/notifications?pns=apns&to_tag=alice", "text/plain", "\"hi\"", 415, "Content-Type"),
@@ -203,6 +214,19 @@ import Testing
                 let response = try await local.call(method, path, user: "alice", body: body, contentType: contentType)
                 #expect(response.status == status, "\(method) \(path) \(body.prefix(40)): \(response.bodyText.prefix(200))")
                 #expect(response.bodyText.contains(text), "\(body.prefix(40)): \(response.bodyText.prefix(200))")
+            }
+            // A huge tag is named by its first 40 characters and its length, not echoed whole.
+            for huge in [
+                String(repeating: "é", count: 20_000), String(repeating: "a", count: 121),
+                String(repeating: "a", count: 60) + "!" + String(repeating: "b", count: 50),
+            ] {
+                let response = try await local.call(
+                    "PUT", "/api/register/\(id)", user: "alice", body: put(device.handle, tags: "[\"\(huge)\"]"))
+                #expect(response.status == 400, "\(response.bodyText.prefix(200))")
+                #expect(response.bodyText.contains("tag '\(huge.prefix(40))…'"), "\(response.bodyText.prefix(300))")
+                #expect(
+                    response.bodyText.utf8.count < 400 && !response.bodyText.contains("UnicodeScalarView"),
+                    "\(response.bodyText.prefix(300))")
             }
             // Malformed credentials: no colon, bad base64, 64 KB.
             for authorization in [

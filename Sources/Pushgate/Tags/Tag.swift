@@ -73,19 +73,28 @@ public struct TagError: PushgateInputError, Hashable {
     /// A registration carries more than ``Tag/maximumPerRegistration`` tags.
     public static func tooMany(_ count: Int) -> TagError { TagError(tag: "", problem: .tooMany(count)) }
 
+    /// The tag as a message shows it: at most 40 characters (a refused tag may be huge).
+    private var excerpt: String {
+        let scalars = tag.unicodeScalars
+        guard scalars.count > 40 else { return tag }
+        var shown = String.UnicodeScalarView()
+        shown.append(contentsOf: scalars.prefix(40))
+        return String(shown) + "…"
+    }
+
     public var description: String {
         switch problem {
         case .empty:
             return "tag is empty"
         case .tooLong(let count):
-            return "tag '\(tag.prefix(40))…' is \(count) characters long; the limit is \(Tag.maximumLength)"
+            return "tag '\(excerpt)' is \(count) characters long; the limit is \(Tag.maximumLength)"
         case .tooManyBytes(let bytes):
-            return "tag '\(tag.unicodeScalars.prefix(40))…' is \(bytes) bytes long in UTF-8; the limit is \(Tag.maximumBytes)"
+            return "tag '\(excerpt)' is \(bytes) bytes long in UTF-8; the limit is \(Tag.maximumBytes)"
         case .invalidCharacter(let character, let position):
-            return "tag '\(tag)' has an invalid character \(quoted(character)) at position \(position); "
+            return "tag '\(excerpt)' has an invalid character \(quoted(character)) at position \(position); "
                 + "tags may contain letters, digits and _ @ # . : -"
         case .malformedImplicit:
-            return "tag '\(tag)' must have the form $InstallationId:{id} or $UserId:{id}"
+            return "tag '\(excerpt)' must have the form $InstallationId:{id} or $UserId:{id}"
         case .tooMany(let count):
             return "a registration has \(count) tags; the limit is \(Tag.maximumPerRegistration)"
         }

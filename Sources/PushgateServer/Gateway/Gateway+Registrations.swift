@@ -102,15 +102,10 @@ extension Gateway {
         do { handle = try app.configuration.handles.validate(input.handle, for: platform) } catch {
             throw .badRequest("Handle: \(error.description)")
         }
-        guard input.tags.count <= DeviceRegistration.maximumTags else {
-            throw .badRequest("\"Tags\" has \(input.tags.count) tags; a registration carries at most \(DeviceRegistration.maximumTags)")
-        }
-        var tags: [Tag] = []
-        for (index, text) in input.tags.enumerated() {
-            do { tags.append(try Tag(text)) } catch { throw .badRequest("\"Tags\"[\(index)]: \(error.description)") }
-            if text.hasPrefix("username:"), text != "username:\(user.name)", !user.isAdmin {
-                throw .forbidden("\"Tags\"[\(index)]: tag '\(text)' belongs to another user; the server adds username:\(user.name)")
-            }
+        var tags: [Tag]
+        do { tags = try TagPolicy.check(input.tags, writer: .user(name: user.name, isAdmin: user.isAdmin)) } catch {
+            let field = error.index.map { "\"Tags\"[\($0)]" } ?? "\"Tags\""
+            throw error.isForbidden ? .forbidden("\(field): \(error.description)") : .badRequest("\(field): \(error.description)")
         }
         do { tags.append(try Tag.username(user.name)) } catch { throw .badRequest("user name cannot be a tag: \(error.description)") }
         let registration: Registration

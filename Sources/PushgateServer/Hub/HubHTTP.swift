@@ -320,8 +320,14 @@ enum HubHTTP {
         guard let notification = parts.first(where: { $0.name == "notification" }),
             let devices = parts.first(where: { $0.name == "devices" })
         else { throw .badRequest("a $batch body has two parts: name=\"notification\" and name=\"devices\"") }
-        guard let handles = (try? JSONParser.parse(devices.body))?.arrayElements?.compactMap(\.stringValue) else {
+        guard let elements = (try? JSONParser.parse(devices.body))?.arrayElements else {
             throw .badRequest("the devices part must be a JSON array of device handles")
+        }
+        var handles: [String] = []
+        handles.reserveCapacity(elements.count)
+        for (index, element) in elements.enumerated() {
+            guard let handle = element.stringValue else { throw .badRequest("devices[\(index)] must be a string (a device handle)") }
+            handles.append(handle)
         }
         let gateway = call.gateway
         let prepared = try gateway.prepareHub(
@@ -467,30 +473,12 @@ enum HubHTTP {
             403, "registration \(registration.id.rawValue) belongs to a user (made through /api/register); a Listen key may not change it")
     }
 
-    /// Tags as Notification Hubs checks them; `username:` tags are the tutorial API's, bound to
-    /// an authenticated user, so a Listen key (a device's) may not set one.
+    /// Tags as ``TagPolicy`` checks them for the key's rights, with `field` naming where they were.
     static func checkedTags(_ texts: [String], grant: HubGrant, field: String) throws(GatewayError) -> [Tag] {
-        guard texts.count <= Tag.maximumPerRegistration else {
-            throw .badRequest("\(field): \(texts.count) tags; a registration carries at most \(Tag.maximumPerRegistration)")
+        let writer: TagPolicy.Writer = grant.allows(.manage) || grant.allows(.send) ? .hubBackend : .hubDevice
+        do { return try TagPolicy.check(texts, writer: writer) } catch {
+            throw GatewayError(error.isForbidden ? 403 : 400, "\(field): \(error.description)")
         }
-        var tags: [Tag] = []
-        for text in texts {
-            // $InstallationId:{…} and $UserId:{…} are the hub's own: whoever could set one would
-            // receive that installation's or user's notifications.
-            if text.hasPrefix("$") {
-                throw .badRequest(
-                    "\(field): tag '\(text.prefix(80))' is reserved: $InstallationId and $UserId tags are set from the installation, not given"
-                )
-            }
-            do { tags.append(try Tag(text)) } catch { throw .badRequest("\(field): \(error.description)") }
-            if text.lowercased().hasPrefix("username:"), !grant.allows(.manage) && !grant.allows(.send) {
-                throw GatewayError(
-                    403,
-                    "\(field): tag '\(text.prefix(80))' is a user's (username:…); a Listen key may not claim it (the user's devices are registered through /api/register)"
-                )
-            }
-        }
-        return tags
     }
 
     static func entry(_ registration: Registration, call: HubCall, status: Int) -> Response {
