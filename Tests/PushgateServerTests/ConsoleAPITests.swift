@@ -114,6 +114,10 @@ import Testing
             #expect(received.count == 1 && received[0].payload.contains("ping"))
             let listed = try await fixture.call("GET", "/api/sandbox/devices")
             #expect(listed.bodyText.contains(device.handle))
+            // Another user lists only their own devices: alice's is neither listed nor readable.
+            let bobsList = try await fixture.call("GET", "/api/sandbox/devices", user: "bob")
+            #expect(bobsList.status == 200 && !bobsList.bodyText.contains(device.handle) && !bobsList.bodyText.contains(device.id))
+            #expect(try await fixture.call("GET", "/api/sandbox/devices/\(device.id)/inbox", user: "bob").status == 404)
             let uninstalled = try await fixture.call("POST", "/api/sandbox/devices/\(device.id)/uninstall")
             #expect(uninstalled.status == 200 && uninstalled.bodyText.contains(#""status":"uninstalled""#))
 

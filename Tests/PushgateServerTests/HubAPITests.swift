@@ -91,6 +91,8 @@ import Testing
                 ("Basic YWxpY2U6YWxpY2U=", "malformed SharedAccessSignature"),
                 (client.token(key: "d3Jvbmcga2V5"), "signature (sig) does not match"),
                 (client.token(expiry: Int64(Date().timeIntervalSince1970) - 5), "expired"),
+                (client.token(expiry: Int64.max), "listener.sasMaximumLifetimeSeconds"),
+                (client.token() + "&x=padding", "'x' is not a field of a token"),
                 (client.token(rule: "NoSuchRule", key: "x"), "no shared access rule 'NoSuchRule'"),
                 (client.token(resource: "http://127.0.0.1:\(fixture.local.port)/otherhub"), "does not cover this request"),
                 (client.token(resource: "http://127.0.0.1:\(fixture.local.port)/defaultx"), "does not cover this request"),
@@ -223,6 +225,12 @@ import Testing
                 contentType: "multipart/mixed; boundary=b",
                 headers: [("ServiceBusNotification-Format", "apple")])
             #expect(tooMany.status == 400 && tooMany.bodyText.contains("1000"), "\(tooMany.bodyText)")
+            // A non-string entry is named, not dropped (the other handles would be sent to silently short of one).
+            let mixed = try await client.call(
+                "POST", "messages/$batch?direct",
+                body: multipart("b", handles: [devices[0].handle], alert: "x").replacingOccurrences(of: "\"]", with: "\", 42, null]"),
+                contentType: "multipart/mixed; boundary=b", headers: [("ServiceBusNotification-Format", "apple")])
+            #expect(mixed.status == 400 && mixed.bodyText.contains("devices[1] must be a string"), "\(mixed.bodyText)")
             let noBoundary = try await client.call(
                 "POST", "messages/$batch?direct", body: "x", contentType: "multipart/mixed",
                 headers: [("ServiceBusNotification-Format", "apple")])
@@ -554,6 +562,22 @@ import Testing
             #expect(listenPatch.status == 403 && listenPatch.bodyText.contains("userId"), "\(listenPatch.bodyText)")
             let tagPatch = #"[{"op":"add","path":"/tags","value":"sports"}]"#
             #expect(try await client.call("PATCH", "installations/phone-1", body: tagPatch, authorization: listen).status == 200)
+            // A Listen key may not redirect an installation bound to a user to another channel
+            // (it would receive that user's sends), by PATCH or by PUT; the backend's key may.
+            let thief = await fixture.sandbox.createDevice(.apns)
+            let redirect = #"[{"op":"replace","path":"/pushChannel","value":"\#(thief.handle)"}]"#
+            let redirected = try await client.call("PATCH", "installations/phone-1", body: redirect, authorization: listen)
+            #expect(redirected.status == 403 && redirected.bodyText.contains("pushChannel"), "\(redirected.bodyText)")
+            let replaced = try await client.call(
+                "PUT", "installations/phone-1", body: installation.replacingOccurrences(of: device.handle, with: thief.handle),
+                authorization: listen)
+            #expect(replaced.status == 403 && replaced.bodyText.contains("bound to a user"), "\(replaced.bodyText)")
+            let unchanged = try await client.call("GET", "installations/phone-1")
+            #expect(unchanged.bodyText.contains(device.handle) && !unchanged.bodyText.contains(thief.handle), "\(unchanged.bodyText)")
+            let moved = try await client.call("PATCH", "installations/phone-1", body: redirect)
+            #expect(moved.status == 200, "\(moved.bodyText)")
+            let back = #"[{"op":"replace","path":"/pushChannel","value":"\#(device.handle)"}]"#
+            #expect(try await client.call("PATCH", "installations/phone-1", body: back).status == 200)
             #expect(try await client.call("PATCH", "installations/phone-1", body: patch).status == 200)
             let patched = try await client.call("GET", "installations/phone-1")
             #expect(patched.bodyText.contains(#""sports""#) && patched.bodyText.contains(#""userId":"bob""#), "\(patched.bodyText)")
@@ -676,6 +700,22 @@ import Testing
             Issue.record("a broken escape in sig must be refused as malformed")
             return
         }
+        // A token that (nearly) never expires is refused: se at most maximumLifetime ahead.
+        let forever = SharedAccessSignature.token(resourceURI: "https://gw:8443/hub", keyName: "Send", key: key, expiry: Int64.max)
+        let tooLong = HubDirectory.verify(
+            forever, rules: rules, hub: .default, host: "gw:8443", path: "/hub/x", now: 500, maximumLifetime: 3600, cache: cache)
+        #expect(tooLong == .failure(.tooLong(expiry: Int64.max, maximum: 3600)))
+        let withinAnHour = SharedAccessSignature.token(resourceURI: "https://gw:8443/hub", keyName: "Send", key: key, expiry: 4100)
+        #expect(
+            (try? HubDirectory.verify(
+                withinAnHour, rules: rules, hub: .default, host: "gw:8443", path: "/hub/x", now: 500, maximumLifetime: 3600, cache: cache
+            ).get())?.rule == "Send")
+        // Fields other than sr, sig, se and skn are refused (they would pad the cache with copies of one token).
+        guard case .failure(.malformed(let reason)) = SharedAccessSignature.parse(token + "&pad=1") else {
+            Issue.record("an unknown field must be refused as malformed")
+            return
+        }
+        #expect(reason.contains("'pad' is not a field of a token"))
     }
 }
 

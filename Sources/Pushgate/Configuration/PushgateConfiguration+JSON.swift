@@ -32,6 +32,8 @@ extension PushgateConfiguration {
             listener.maximumConnections = try object.int("maxConnections", in: 1...1_000_000) ?? listener.maximumConnections
             listener.shutdownDeadlineSeconds =
                 try object.int("shutdownDeadlineSeconds", in: 0...3600) ?? listener.shutdownDeadlineSeconds
+            listener.sasMaximumLifetimeSeconds =
+                try object.int("sasMaximumLifetimeSeconds", in: 60...(10 * 366 * 86_400)) ?? listener.sasMaximumLifetimeSeconds
             if var tls = try object.object("tls") {
                 listener.tls = ListenerTLS(
                     certificateChain: try tls.requiredSecret("certificateChain"), privateKey: try tls.requiredSecret("privateKey"),
@@ -41,7 +43,7 @@ extension PushgateConfiguration {
             try object.finish(expected: [
                 "host", "port", "maxBodyBytes", "headerTimeoutSeconds", "bodyTimeoutSeconds", "bodyDeadlineSeconds", "idleTimeoutSeconds",
                 "maxConnections",
-                "shutdownDeadlineSeconds", "tls",
+                "shutdownDeadlineSeconds", "tls", "sasMaximumLifetimeSeconds",
             ])
         }
 

@@ -60,6 +60,9 @@ public struct ListenerConfiguration: Sendable, Hashable {
     /// HTTPS: when set, the listener speaks TLS (HTTP/2 or HTTP/1.1 by ALPN) and nothing else, or,
     /// with ``ListenerTLS/port``, HTTPS is served on that port as well.
     public var tls: ListenerTLS?
+    /// A hub request's Shared Access Signature may expire at most this far ahead (its `se`):
+    /// a token that never expires is refused. Default 30 days.
+    public var sasMaximumLifetimeSeconds: Int = 30 * 86_400
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, maximumBodyBytes: Int = 65536, headerTimeoutSeconds: Int = 10,

@@ -20,8 +20,13 @@ public final class HubDirectory: Sendable {
     public let order: [AppID]
     let cache = SignatureCache()
     let clock: any PushgateClock
+    /// How far ahead a token's `se` may lie, in seconds.
+    let maximumLifetime: Int64
 
-    public init(gateways: [Gateway], secrets: SecretResolver, clock: any PushgateClock = SystemClock()) throws {
+    public init(
+        gateways: [Gateway], secrets: SecretResolver, clock: any PushgateClock = SystemClock(),
+        maximumLifetimeSeconds: Int = ListenerConfiguration().sasMaximumLifetimeSeconds
+    ) throws {
         var hubs: [AppID: Hub] = [:]
         for gateway in gateways {
             // /{hub}/… shares the path space with the gateway's own routes.
@@ -43,6 +48,7 @@ public final class HubDirectory: Sendable {
         self.hubs = hubs
         self.order = gateways.map(\.appID)
         self.clock = clock
+        self.maximumLifetime = Int64(maximumLifetimeSeconds)
     }
 
     public func hub(named name: String) -> Hub? {
@@ -53,14 +59,16 @@ public final class HubDirectory: Sendable {
     /// Checks a request's `Authorization` for `hub`: the rule it was signed with and its rights.
     /// `host` is the request's `Host`, `path` its path.
     public func authorize(_ header: String?, hub: Hub, host: String, path: String) -> Result<HubGrant, SASError> {
-        Self.verify(header, rules: hub.rules, hub: hub.id, host: host, path: path, now: Int64(clock.now.secondsSinceEpoch), cache: cache)
+        Self.verify(
+            header, rules: hub.rules, hub: hub.id, host: host, path: path, now: Int64(clock.now.secondsSinceEpoch),
+            maximumLifetime: maximumLifetime, cache: cache)
     }
 
     /// The check itself: rule, expiry, resource, then the signature — unless this very header was
     /// verified before and has not expired, when `cache` spares the HMAC.
     public static func verify(
         _ header: String?, rules: [String: (rights: Set<AccessRight>, key: String)], hub: AppID, host: String, path: String, now: Int64,
-        cache: SignatureCache
+        maximumLifetime: Int64 = Int64(ListenerConfiguration().sasMaximumLifetimeSeconds), cache: SignatureCache
     ) -> Result<HubGrant, SASError> {
         guard let header, !header.isEmpty else { return .failure(.missing) }
         if let known = cache.entry(header, hub: hub) {
@@ -79,6 +87,7 @@ public final class HubDirectory: Sendable {
         }
         guard let rule = rules[token.keyName] else { return .failure(.unknownRule(token.keyName)) }
         guard token.expiry > now else { return .failure(.expired(token.expiry)) }
+        guard token.expiry - now <= maximumLifetime else { return .failure(.tooLong(expiry: token.expiry, maximum: maximumLifetime)) }
         guard let resource = token.normalizedResource, SharedAccessSignature.covers(resource: resource, host: host, path: path) else {
             return .failure(.wrongResource(SharedAccessSignature.percentDecoded(token.encodedResource) ?? token.encodedResource))
         }

@@ -278,11 +278,23 @@ enum HubInstallations {
             }
         }
         let previous = try await self.registrations(of: installation.id, call: call)
+        let isDeviceKey = !call.grant.allows(.manage) && !call.grant.allows(.send)
+        let previousNative = previous.first(where: { $0.id == registrationID(of: installation.id) })
+        // An installation the backend bound to a user (userId) receives that user's sends: a
+        // Listen key, which every copy of the app carries, may not point it at another channel.
+        // The device renews its channel through its backend, or drops the userId first.
+        if isDeviceKey, let previousNative, previousNative.handle.value != handle.value,
+            previousNative.tags.contains(where: { $0.rawValue.hasPrefix("$UserId:{") })
+        {
+            throw GatewayError(
+                403,
+                "pushChannel: installation '\(installation.id.prefix(60))' is bound to a user (userId); its push channel may be replaced only with a Send or Manage key"
+            )
+        }
         // userId puts $UserId:{userId} on the installation, and sends to that tag reach it: a
         // Listen key (shipped in apps) may keep or drop the userId a backend set, not choose one.
-        if let userID = installation.userID, !call.grant.allows(.manage) && !call.grant.allows(.send) {
-            let stored = previous.first(where: { $0.id == registrationID(of: installation.id) })?.tags
-                .first(where: { $0.rawValue == "$UserId:{\(userID)}" })
+        if let userID = installation.userID, isDeviceKey {
+            let stored = previousNative?.tags.first(where: { $0.rawValue == "$UserId:{\(userID)}" })
             guard stored != nil else {
                 throw GatewayError(
                     403,

@@ -32,6 +32,11 @@ public struct SharedAccessSignature: Sendable, Hashable {
         for pair in header.dropFirst(prefix.count).drop(while: { $0 == " " }).split(separator: "&") {
             guard let equals = pair.firstIndex(of: "=") else { return .failure(.malformed("'\(pair.prefix(40))' is not name=value")) }
             let name = pair[..<equals].lowercased()
+            // Notification Hubs' tokens carry these four and nothing else: another field would
+            // only make distinct headers (cache entries) of one signature.
+            guard ["sr", "sig", "se", "skn"].contains(name) else {
+                return .failure(.malformed("'\(name.prefix(40))' is not a field of a token (sr, sig, se, skn)"))
+            }
             guard fields[name] == nil else { return .failure(.malformed("'\(name)' is given twice")) }
             fields[name] = String(pair[pair.index(after: equals)...])
         }
@@ -167,6 +172,7 @@ public enum SASError: Error, Hashable, Sendable, CustomStringConvertible {
     case malformed(String)
     case unknownRule(String)
     case expired(Int64)
+    case tooLong(expiry: Int64, maximum: Int64)
     case wrongResource(String)
     case badSignature
 
@@ -176,6 +182,8 @@ public enum SASError: Error, Hashable, Sendable, CustomStringConvertible {
         case .malformed(let reason): "malformed SharedAccessSignature: \(reason)"
         case .unknownRule(let name): "the hub has no shared access rule '\(name.prefix(80))' (skn)"
         case .expired(let expiry): "the SharedAccessSignature expired at \(expiry) (se, seconds since 1970)"
+        case .tooLong(let expiry, let maximum):
+            "the SharedAccessSignature expires at \(expiry) (se), more than \(maximum) s from now (listener.sasMaximumLifetimeSeconds)"
         case .wrongResource(let resource):
             "the SharedAccessSignature is for '\(resource.prefix(200))' (sr), which does not cover this request"
         case .badSignature: "the SharedAccessSignature's signature (sig) does not match the rule's key"
