@@ -15,6 +15,10 @@ final class SQLiteConnection: @unchecked Sendable {
     private var statements: [String: SQLiteStatement] = [:]
     /// Cached statements handed out since the last ``releaseStatements()``.
     private var inUse: [SQLiteStatement] = []
+    /// Frames in the write-ahead log after the last commit, as SQLite's WAL hook reports them.
+    private var walFrames: Int32 = 0
+    /// A checkpoint runs once the log holds this many frames (SQLite's own default).
+    static let checkpointFrames: Int32 = 1000
 
     init(path: String) throws(StoreError) {
         // Registrations hold device handles and secure messages: readable by the owner only.
@@ -31,6 +35,17 @@ final class SQLiteConnection: @unchecked Sendable {
         }
         database = handle
         sqlite3_busy_timeout(database, 5000)
+        // SQLite's automatic checkpoint runs inside the committing statement, and fails there
+        // (SQLITE_LOCKED, silently) while another statement of this connection is still on a
+        // row: the log then grows without bound. The hook only records the log's size; the
+        // checkpoint runs in releaseStatements(), when no statement is active.
+        sqlite3_wal_hook(
+            database,
+            { context, _, _, frames in
+                // The hook runs inside sqlite3_step, on the connection's queue (the invariant above).
+                Unmanaged<SQLiteConnection>.fromOpaque(context!).takeUnretainedValue().walFrames = frames
+                return SQLITE_OK
+            }, Unmanaged.passUnretained(self).toOpaque())
     }
 
     deinit {
@@ -78,16 +93,30 @@ final class SQLiteConnection: @unchecked Sendable {
     func releaseStatements() {
         for statement in inUse { statement.reset() }
         inUse.removeAll(keepingCapacity: true)
+        checkpointIfDue()
+    }
+
+    /// Copies the write-ahead log into the database once it has grown past
+    /// ``checkpointFrames``, so that the next write starts the log over (its file is then cut to
+    /// `journal_size_limit`). Passive: it never waits for, or blocks, another connection.
+    private func checkpointIfDue() {
+        guard walFrames >= Self.checkpointFrames else { return }
+        walFrames = 0
+        sqlite3_wal_checkpoint_v2(database, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
     }
 
     /// Runs `body` in an immediate transaction: committed if it returns, rolled back if it throws.
+    /// Its statements are reset first: a statement still on a row would keep the connection's
+    /// read transaction open past the commit.
     func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
         try execute("BEGIN IMMEDIATE")
         do {
             let value = try body()
+            for statement in inUse { statement.reset() }
             try execute("COMMIT")
             return value
         } catch {
+            for statement in inUse { statement.reset() }
             try? execute("ROLLBACK")
             throw error
         }

@@ -52,7 +52,9 @@ public final class SQLiteRegistrationStore: RegistrationStore, DatabaseStore {
             queue.async {
                 do throws(StoreError) {
                     let connection = try SQLiteConnection(path: path)
-                    try connection.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")
+                    try connection.execute(
+                        "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA journal_size_limit = 16777216;"
+                    )
                     try migrate(connection)
                     connection.releaseStatements()
                     continuation.resume(returning: .success(connection))
