@@ -16,7 +16,8 @@ import PushgateConfig
 /// The slow-client limits hold on it as on plain HTTP: a TLS handshake not done within the
 /// header timeout closes the connection; then ``ConnectionGuard`` watches each HTTP/1.1
 /// connection, or each HTTP/2 stream (counted against the same connection limit), and an HTTP/2
-/// connection with no open stream for the idle timeout is closed.
+/// connection with no open stream for the idle timeout is closed. ``HTTP2FrameBudget`` answers a
+/// flood of frames that carry no request with `GOAWAY`.
 enum SecureListener {
     /// The server's TLS configuration from `tls`; errors name the field.
     static func tlsConfiguration(_ tls: ListenerTLS, secrets: SecretResolver) throws -> TLSConfiguration {
@@ -77,6 +78,7 @@ struct HandshakeLimitedChannel: HTTPChannelHandler {
             // The TLS handler is in place now; the deadline watches the events it raises.
             let tls = try channel.pipeline.syncOperations.handler(type: NIOSSLServerHandler.self)
             try channel.pipeline.syncOperations.addHandler(HandshakeDeadline(timeout: handshakeTimeout), position: .after(tls))
+            try channel.pipeline.syncOperations.addHandler(HTTP2FrameBudget(), position: .after(tls))
         } catch {
             channel.close(promise: nil)
             return channel.eventLoop.makeFailedFuture(error)
