@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Interoperability suite: drives `pushgate sandbox` (and `pushgate serve`'s hub API) with independent client libraries from PyPI
 # (aioapns and httpx/h2 for APNs, google-auth + requests for FCM v1, requests for legacy GCM and
-# WNS) and checks the answers the services document (../shared/reference/protocols.md).
+# WNS) and checks the answers the services document.
 #
 #   scripts/interop.sh                         # against .build/release/pushgate
 #   PUSHGATE_BIN=/path/to/pushgate scripts/interop.sh -k apns -rA   # extra args go to pytest

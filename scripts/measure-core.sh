@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Measures the production-core figures the README and closing notes quote, on the release binary
+# Measures the production-core figures docs/performance.md quotes, on the release binary
 # against the local sandbox (nothing leaves 127.0.0.1):
 #   - idle RSS after start-up;
 #   - RSS after 200,000 requests with distinct random user names (wrk);

@@ -10,7 +10,7 @@
 # libcurl comes from Debian's bookworm-backports (8.x): bookworm's libcurl 7.88 sends
 # RST_STREAM after every completed HTTP/2 stream, and hardened HTTP/2 servers (nghttp2's and
 # swift-nio-http2's rapid-reset protection, CVE-2023-44487) then close busy connections with
-# GOAWAY. See README, "Why a plain libcurl client saw curl error 16".
+# GOAWAY. See docs/sandbox.md, "Why a plain libcurl client saw … (curl error 16)".
 #
 # Needs root (or sudo) only when something is missing.
 set -euo pipefail

@@ -2,7 +2,8 @@
 wrappers around the independent client libraries (aioapns, httpx/h2, google-auth, requests).
 
 Nothing here knows what the sandbox answers; the tests assert what Apple, Google and Microsoft
-document (see ../shared/reference/protocols.md, sections 1-3).
+document (Apple's APNs provider API, Firebase's FCM v1 and legacy HTTP references, Microsoft's
+WNS response codes).
 """
 
 from __future__ import annotations

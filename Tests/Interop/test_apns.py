@@ -1,5 +1,5 @@
 """APNs provider API (HTTP/2) driven by aioapns, and by httpx + h2 where aioapns cannot shape the
-request. Expected answers are Apple's (protocols.md section 1), not the sandbox's."""
+request. Expected answers are Apple's (the APNs provider API's status and reason tables), not the sandbox's."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """FCM HTTP v1 driven by google-auth (service-account OAuth) and requests. Expected answers are
-Google's (protocols.md section 2.1-2.3)."""
+Google's (the FCM HTTP v1 reference and its ErrorCode page)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Legacy GCM / FCM HTTP (`POST /fcm/send`) with requests. Expected answers are Google's
-(protocols.md section 2.4): HTTP 200 with per-token errors in `results`."""
+(the legacy FCM HTTP reference): HTTP 200 with per-token errors in `results`."""
 
 from __future__ import annotations
 

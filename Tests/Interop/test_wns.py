@@ -1,5 +1,5 @@
 """WNS with requests: client-credentials token from accesstoken.srf, then POST to the channel URI.
-Expected answers are Microsoft's (protocols.md section 3)."""
+Expected answers are Microsoft's (the WNS response codes)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ import Testing
 
 /// Every documented error answer of every service, made by the sandbox on the wire, and what the
 /// gateway does with it: the outcome, whether it retries (and then delivers), whether it removes
-/// the handle. The table is the services' documentation (`reference/protocols.md`: Apple's status
+/// the handle. The table is the services' documentation (Apple's status
 /// and reason table, Firebase's ErrorCode page and legacy error strings, Microsoft's WNS response
 /// codes), one row per documented answer.
 @Suite struct FaultTableTests {

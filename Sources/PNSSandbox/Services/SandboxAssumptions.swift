@@ -1,5 +1,5 @@
-/// Behaviour the public documentation does not pin down (marked UNCONFIRMED in
-/// `reference/protocols.md`), decided once, here, so that it is easy to find and change.
+/// Behaviour the services' public documentation does not pin down, decided once, here, so that
+/// it is easy to find and change.
 enum SandboxAssumptions {
     /// APNs: a body that is not a JSON object. Apple's reason table has no entry for it, so the
     /// sandbox answers as for an empty payload.

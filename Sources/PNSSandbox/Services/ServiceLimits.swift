@@ -1,7 +1,7 @@
 /// Payload limits as each service documents them, kept here on purpose rather than taken from
 /// the gateway's own constants (`Platform.maximumPayloadBytes`, `PayloadLimit`): a wrong constant
 /// in the gateway then shows up as a disagreement with the sandbox instead of agreeing with
-/// itself. `../shared/reference/protocols.md` has the sources.
+/// itself. Each constant names the service's document it comes from.
 enum ServiceLimits {
     /// APNs: 4096 bytes for regular notifications (Apple, "Generating a remote notification").
     static let apnsPayloadBytes = 4096

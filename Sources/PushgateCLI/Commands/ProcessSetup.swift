@@ -15,7 +15,7 @@ enum FileDescriptorLimit {
 /// A crash leaves a line in the log: on SIGSEGV, SIGBUS, SIGILL, SIGFPE or SIGABRT, one
 /// `pushgate: fatal signal N` line goes to standard error (with `write`, the only safe call in
 /// a signal handler), then the signal's default action runs (core dump, exit status 128+N).
-/// For a symbolicated backtrace run with `SWIFT_BACKTRACE=enable=yes` (see README, "Crashes").
+/// For a symbolicated backtrace run with `SWIFT_BACKTRACE=enable=yes` (see docs/api.md, "Crashes").
 enum FatalSignalLog {
     static func install() {
         // Swift's own backtracer, when enabled, installs its handlers and prints more.
