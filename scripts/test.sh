@@ -30,7 +30,7 @@ if grep -E "^$(pwd)/(Sources|Tests)/.*: warning:" "$log" | sort -u | grep .; the
 fi
 
 # What ships is the release build, and Swift 6.3.1's optimizer has crashed on code the debug
-# build compiles (see Gateway.swift): build it here so that cannot land again.
+# build compiles (see Gateway.stored): build it here so that cannot land again.
 echo "== release build"
 if ! swift build -c release --product pushgate 2>&1 | tee "$log"; then
   echo "release build failed" >&2
@@ -56,7 +56,7 @@ echo "== test"
 # flood (200 half-open connections against a cap of 32), which in 2 of 5 full parallel runs on the
 # 2-core machine found 1 or 2 slow connections still open 17 s after their 2 s header timeout, and
 # the connection-timeout test, whose idle keep-alive connection was still open after 10 s in 2 of 2
-# full parallel runs once the 66-row fault table joined the suite (it passes alone in 4 s).
+# full parallel runs with the 66-row fault table in the suite (it passes alone in 4 s).
 PUSHGATE_REQUIRE_BROWSER=1 swift test --skip-build --parallel --skip "OutboxRecoveryTests|MultiInstanceTests|slowClientsAreClosed|idleTrickledAndStalled"
 echo "== test: slowloris flood and connection timeouts"
 swift test --skip-build --filter "slowClientsAreClosed|idleTrickledAndStalled"

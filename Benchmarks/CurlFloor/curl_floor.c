@@ -3,10 +3,10 @@
  * with nothing of Pushgate around it, in two event-loop styles:
  *
  *   poll    curl_multi_perform + curl_multi_poll, a header list and a POST body set per request
- *           (the pattern of wave 1's PushgateCurl loop);
+ *           (the simpler loop, for comparison);
  *   socket  curl_multi_socket_action driven by epoll (curl's socket and timer callbacks), one
  *           header list shared by every request and the options set once per easy handle: each
- *           request only re-adds its handle (the pattern PushgateCurl's loop follows now).
+ *           request only re-adds its handle (the pattern PushgateCurl's loop follows).
  *
  * Used by scripts/bench-dispatch.sh to tell the engine's own overhead apart from libcurl's.
  *

@@ -27,8 +27,8 @@ final class Transfer: @unchecked Sendable {
     /// libcurl's error text for this transfer (CURLOPT_ERRORBUFFER). Invariant: a stable
     /// allocation owned by the transfer, handed to curl in ``start(on:headerLists:)`` and taken back in
     /// ``cleanUp(returning:)`` before the easy handle goes back to the pool, so curl never holds
-    /// it after this object is gone (an array's storage, as wave 1 passed, is only valid inside
-    /// `withUnsafeMutableBufferPointer` and may move).
+    /// it after this object is gone (an array's storage is only valid inside `withUnsafeMutableBufferPointer`
+    /// and may move).
     private let errorBuffer: UnsafeMutablePointer<CChar>
     var responseBody: [UInt8] = []
     var responseHeaders: [(name: String, value: String)] = []

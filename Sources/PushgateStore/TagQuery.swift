@@ -12,8 +12,8 @@ import Pushgate
 /// - otherwise (`!a`, a platform-only send, no expression) the registrations' primary key
 ///   `(app, id)` is walked with the condition checked per row.
 /// The rest of the expression is checked per row with `EXISTS` lookups on `(app, id, tag)`. No
-/// list subquery is built, correlated or not (wave 1's `id IN (SELECT …)` was rebuilt for every
-/// page and made a broadcast quadratic in its audience).
+/// list subquery is built, correlated or not (an `id IN (SELECT …)` would be rebuilt for every
+/// page and make a broadcast quadratic in its audience).
 package struct TagQuery: Sendable {
     /// nil: every registration.
     let expression: TagExpression?

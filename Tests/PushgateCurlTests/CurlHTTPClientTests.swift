@@ -23,8 +23,8 @@ import Testing
         return Int(UInt16(bigEndian: address.sin_port))
     }
 
-    /// Wave 1 kept one waiter: of two concurrent callers, the first was never resumed. The callers
-    /// are unstructured tasks so that one never resumed fails the test instead of hanging it.
+    /// With a single waiter kept, the first of two concurrent callers would never be resumed. The
+    /// callers are unstructured tasks so that one never resumed fails the test instead of hanging it.
     @Test(.timeLimit(.minutes(1))) func everyConcurrentShutdownCallerIsResumedOnce() async throws {
         final class Counter: Sendable {
             let value = Mutex(0)
@@ -48,9 +48,9 @@ import Testing
     }
 
     /// The error text comes from curl's error buffer (it names the port; `curl_easy_strerror`
-    /// does not), read back from pooled handles reused across 50 failures. Wave 1 handed curl a
-    /// pointer valid only inside `withUnsafeMutableBufferPointer`; that undefined behaviour does
-    /// not show here (the array never moved), so this guards the buffer's plumbing, not the UB.
+    /// does not), read back from pooled handles reused across 50 failures. A pointer valid only
+    /// inside `withUnsafeMutableBufferPointer`, handed to curl, would be undefined behaviour that
+    /// does not show here (the array does not move), so this guards the buffer's plumbing, not the UB.
     @Test func aTransportFailureCarriesCurlsOwnErrorText() async throws {
         let client = try CurlHTTPClient(configuration: .init(httpVersion: .http1, maximumConnectionsPerHost: 4))
         let port = Self.closedPort()
@@ -66,7 +66,7 @@ import Testing
         }
     }
 
-    /// Wave 1 ignored what `curl_multi_add_handle` answered: a transfer curl refused left its
+    /// Ignoring what `curl_multi_add_handle` answers would leave a transfer curl refused with its
     /// caller suspended for ever. Here curl really refuses (the easy handle is on another multi
     /// handle already), through the admission step the loop uses.
     @Test(.timeLimit(.minutes(1))) func aTransferCurlRefusesFailsItsCallerWithTheMultiCode() async throws {

@@ -5,9 +5,9 @@ import Testing
 
 @testable import PNSSandbox
 
-/// Defects a read of wave 1's code found in the providers' concurrency.
+/// Concurrency defects the providers guard against.
 @Suite struct ConcurrencyDefectTests {
-    /// Wave 1: the actor awaited the signing, so 100 callers arriving at once each signed a token
+    /// An actor that awaits the signing lets 100 callers arriving at once each sign a token
     /// (APNs answers `TooManyProviderTokenUpdates` to the extra ones). One signing, one token.
     @Test func concurrentCallersShareOneProviderTokenSigning() async throws {
         let credentials = try SandboxCredentials(topic: "com.example.app", projectID: "project")
@@ -61,8 +61,8 @@ import Testing
         #expect(await manager.fetchCount == 2)
     }
 
-    /// Wave 1: when the retry backoff was cancelled, every pending target got `verdicts[0]`,
-    /// which could be another token's `Success`.
+    /// When the retry backoff is cancelled, no pending target gets `verdicts[0]`, which could be
+    /// another token's `Success`.
     @Test(.timeLimit(.minutes(1))) func aCancelledLegacyGCMBackoffNeverReportsSuccess() async throws {
         let transport = InMemoryPushTransport { _ in
             // The first token is delivered; the second is told to try again later.

@@ -333,7 +333,7 @@ import Testing
     }
 
     /// 200 concurrent clients registering devices and sending to themselves, for
-    /// `PUSHGATE_SOAK_SECONDS` (default 10; the README's figure used 60): no 5xx, no crash,
+    /// `PUSHGATE_SOAK_SECONDS` (default 10; the figure in docs/api.md used 60): no 5xx, no crash,
     /// `/healthz` answering throughout.
     @Test func twoHundredConcurrentClientsMixingRegistrationsAndSends() async throws {
         let seconds = Double(ProcessInfo.processInfo.environment["PUSHGATE_SOAK_SECONDS"] ?? "") ?? 10
@@ -400,7 +400,7 @@ import Testing
         }
     }
 
-    /// Wave 1: 3,000 '(' or 4,000 '!' in `tags=` killed the process (stack overflow).
+    /// 3,000 '(' or 4,000 '!' in `tags=` would overflow a recursive parser's stack and kill the process.
     @Test func hostileTagExpressionsAreRefusedAndTheGatewayKeepsServing() async throws {
         try await Self.running { local in
             for expression in [

@@ -240,7 +240,7 @@ import Testing
 
     /// A direct send's handle that FCM throttles is retried after Firebase's backoff, as a tag
     /// send's target is: the handle is kept as sent, not looked up as a registration (which it is
-    /// not, so the retry used to drop it).
+    /// not, so the lookup would drop it from the retry).
     @Test func aThrottledDirectSendIsRetriedToItsHandle() async throws {
         let clock = ManualClock()
         try await GatewayFixture.with(clock: clock) { fixture in

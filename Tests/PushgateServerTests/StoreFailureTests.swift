@@ -124,8 +124,8 @@ final class FailingStore: RegistrationStore, SecureMessageStore, OutboxStore {
 }
 
 @Suite struct StoreFailureTests {
-    /// Wave 1 answered 503 and threw away what had been delivered, and dropped handle removals
-    /// silently (`try?`).
+    /// A store failure mid-send is no bare 503 that throws away what was delivered, and no handle
+    /// removal is dropped silently (`try?`).
     @Test func aStoreFailureMidSendReportsWhatWasDeliveredAndCountsUnappliedRemovals() async throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let loaded = try ConfigurationLoader.load(file: root.appendingPathComponent("config.json").path)

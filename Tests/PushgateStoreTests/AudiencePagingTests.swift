@@ -50,7 +50,7 @@ import Testing
         for expression in ["common", "common || rare", "common && !rare"] {
             let few = try await Self.middlePageSteps(smallStore, expression, audience: 10_000)
             let many = try await Self.middlePageSteps(largeStore, expression, audience: 200_000)
-            // Wave 1's list subquery made the large page cost ~20 times the small one.
+            // A list subquery (id IN (SELECT …)) would make the large page cost ~20 times the small one.
             #expect(Double(many) < Double(few) * 1.5, "\(expression): \(few) steps at 10,000 matches, \(many) at 200,000")
         }
     }
@@ -84,7 +84,7 @@ import Testing
                 many.buffers < few.buffers * 3 / 2 + 50,
                 "\(expression): \(few.buffers) buffers at 10,000 matches, \(many.buffers) at 200,000")
             // A page near the end of the large audience costs what one near its start does, a few
-            // buffers per target (wave 2's first run: a merge join read every id before the cursor).
+            // buffers per target (a merge join would read every id before the cursor).
             let early = try await middlePage(largeStore, expression, audience: 20_000)
             let late = try await middlePage(largeStore, expression, audience: 380_000)
             #expect(late.buffers < early.buffers * 3 / 2 + 50, "\(expression): \(early.buffers) buffers early, \(late.buffers) late")

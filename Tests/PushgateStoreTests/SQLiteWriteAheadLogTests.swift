@@ -4,8 +4,8 @@ import PushgateStore
 import Testing
 
 /// The SQLite store's write-ahead log stays bounded under sustained one-row writes: its
-/// checkpoints run (a statement left on a row used to make every automatic checkpoint fail, and
-/// 4,455 reservations grew the log to 72 MB while the database file was never written).
+/// checkpoints run (a statement left on a row makes every automatic checkpoint fail, and then
+/// 4,455 reservations grow the log to 72 MB while the database file is never written).
 @Suite struct SQLiteWriteAheadLogTests {
     @Test func twentyThousandOneRowWritesKeepTheLogBoundedAndReachTheDatabaseFile() async throws {
         let path = NSTemporaryDirectory() + "pushgate-wal-\(UUID().uuidString).sqlite"

@@ -88,8 +88,8 @@ import Testing
         #expect(throws: HandleError.self) { try policy.validate("https://127.0.0.1:port/", for: .wns) }
     }
 
-    /// Wave 1 accepted most of these; with `127.0.0.1` allow-listed it would open TLS to any port
-    /// on this machine, and with a wildcard to any address a suffix trick could reach.
+    /// Accepted, these would open TLS to any port on this machine with `127.0.0.1` allow-listed,
+    /// and with a wildcard to any address a suffix trick could reach.
     @Test(arguments: [
         ("ftp://db3.notify.windows.com/", "WNS channel URI must start with https://"),
         ("http://db3.notify.windows.com/", "WNS channel URI must start with https://"),

@@ -18,7 +18,7 @@ import Testing
         while case .retry(let delay) = machine.record(transient, now: 0) { delays.append(delay) }
         #expect(delays.count == 3)
         for (index, delay) in delays.enumerated() {
-            let base = pow(2, Double(index))
+            let base = [1.0, 2.0, 4.0][index]
             #expect(delay >= base * 0.8 && delay <= base * 1.2, "attempt \(index + 1): \(delay)")
         }
         #expect(machine.attempts == 4)

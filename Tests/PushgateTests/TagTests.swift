@@ -139,7 +139,7 @@ import Testing
         }
     }
 
-    /// Wave 1's recursive parser overflowed the stack (SIGSEGV) on 3,000 '(' or 4,000 '!'. Each of
+    /// An unbounded recursive parser overflows the stack (SIGSEGV) on 3,000 '(' or 4,000 '!'. Each of
     /// these is refused with a position, in far less than the second allowed here.
     @Test(arguments: [
         (String(repeating: "(", count: 3_000), 33, "nests '(' and '!' deeper than 32 levels at position 33"),

@@ -97,8 +97,9 @@ public struct RetryStateMachine: Sendable {
         case .afterBackoff(let retryAfter):
             guard attempts < policy.maximumAttempts else { return .finish }
             if let retryAfter, retryAfter > policy.maximumRetryAfterSeconds { return .finish }
-            let exponent = Double(attempts - 1)
-            var delay = min(policy.maximumBackoffSeconds, policy.initialBackoffSeconds * pow(policy.multiplier, exponent))
+            // multiplier^(attempts - 1), by repeated multiplication (no Foundation in the domain).
+            let growth = (1..<max(1, attempts)).reduce(1.0) { product, _ in product * policy.multiplier }
+            var delay = min(policy.maximumBackoffSeconds, policy.initialBackoffSeconds * growth)
             let spread = (random.nextUnitInterval() * 2 - 1) * policy.jitter
             delay *= 1 + spread
             if let retryAfter { delay = max(delay, retryAfter) }
@@ -118,17 +119,6 @@ public enum JitterSeeds {
         var mixer = SplitMix64(seed: base &+ counter.wrappingAdd(1, ordering: .relaxed).oldValue)
         return mixer.next()
     }
-}
-
-/// `base` raised to `exponent` for small whole exponents (no Foundation in the domain).
-func pow(_ base: Double, _ exponent: Double) -> Double {
-    var result = 1.0
-    var remaining = Int(exponent)
-    while remaining > 0 {
-        result *= base
-        remaining -= 1
-    }
-    return result
 }
 
 /// A small, fast, seedable random generator (for jitter).

@@ -357,10 +357,6 @@ public enum OutboxPayloadCoding {
         return String(decoding: output, as: UTF8.self)
     }
 
-    public static func decode(_ text: String) throws(StoreError) -> [Platform: RenderedNotification] {
-        try decodeWithDelivery(text).payloads
-    }
-
     public static func decodeWithDelivery(
         _ text: String
     ) throws(StoreError) -> (payloads: [Platform: RenderedNotification], delivery: NotificationDelivery) {

@@ -67,8 +67,8 @@ public final class GCMProvider: PushProvider {
                     try await clock.sleep(for: .seconds(retryDelay))
                 } catch {
                     // Cancelled while waiting to retry: each pending target is abandoned on its
-                    // own account, never given another target's verdict (wave 1 gave them
-                    // verdicts[0], possibly another token's Success).
+                    // own account, never given another target's verdict (verdicts[0] could be
+                    // another token's Success).
                     for index in pending {
                         let previous = latest[index]?.reason ?? "a transient failure"
                         final[index] = .transportFailure(.cancelled, detail: "cancelled while waiting to retry after \(previous)")

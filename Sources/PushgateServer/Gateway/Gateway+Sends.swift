@@ -70,13 +70,7 @@ extension Gateway {
         var delivery: NotificationDelivery = .allRegistrations
     }
 
-    /// Secure push: stores the message for the recipient (`to_tag`) and pushes only its id with the
-    /// `secure` templates (`secureId` property).
-    public func sendSecure(_ request: SendRequest, user: AuthenticatedUser) async throws(GatewayError) -> SendOutcome {
-        await deliver(try await prepareSecure(request, user: user))
-    }
-
-    /// Validates a secure send, stores its message, and renders the id-only payloads. Nothing is
+    /// Secure push: validates a secure send, stores its message, and renders the id-only payloads. Nothing is
     /// stored when the send is refused or when no registration matches.
     ///
     /// A scheduled secure send (`deliverAt`) keeps its message from the delivery time on for the
@@ -140,12 +134,6 @@ extension Gateway {
         }
         guard let message else { throw .notFound("no notification \(id) for \(user.name)") }
         return message
-    }
-
-    /// `POST /api/notifications?pns=…&to_tag=…`.
-    public func send(_ request: SendRequest, user: AuthenticatedUser, purpose: String = "notify") async throws(GatewayError) -> SendOutcome
-    {
-        await deliver(try prepare(request, user: user, purpose: purpose))
     }
 
     /// Validates a send and renders its payloads; throws the error the caller deserves before

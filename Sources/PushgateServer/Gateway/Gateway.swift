@@ -8,14 +8,6 @@ import Synchronization
 /// The app backend of the Notification Hubs tutorials, independent of HTTP: registrations with the
 /// tutorial's semantics (`Gateway+Registrations.swift`), and sends rendered per platform,
 /// dispatched, and reported as one result (`Gateway+Sends.swift`).
-///
-/// A note for whoever edits the `async throws(GatewayError)` methods: Swift 6.3.1's optimizer
-/// crashed (signal 11, "While splitting coroutine") on an async typed-throws method whose `do`
-/// block threw a `GatewayError` itself and whose `catch` mapped the error again
-/// (`do { guard … else { throw GatewayError… }; try await store… } catch { throw Self.failure(error) }`).
-/// Store calls go through ``stored(_:)``, which maps only `StoreError`; refusals are thrown
-/// outside any `do`/`catch`. `scripts/test.sh` builds the release binary, so a return of the
-/// pattern fails CI.
 public final class Gateway: Sendable {
     public let app: LoadedApp
     public let store: any GatewayStore
@@ -56,7 +48,9 @@ public final class Gateway: Sendable {
 
     func now() -> Timestamp { clock.now }
 
-    /// Runs a store operation, turning its failure into the answer it deserves.
+    /// Runs a store operation, turning its failure into the answer it deserves. (Store calls go
+    /// through here, refusals are thrown outside any `do`/`catch`: Swift 6.3.1's optimizer crashes
+    /// on an async typed-throws `do` that throws and whose `catch` maps the error again.)
     func stored<T: Sendable>(_ body: () async throws(StoreError) -> T) async throws(GatewayError) -> T {
         let result: Result<T, StoreError>
         do { result = .success(try await body()) } catch { result = .failure(error) }
