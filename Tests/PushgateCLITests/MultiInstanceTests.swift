@@ -144,13 +144,11 @@ import Testing
             return (response.status, response.bodyText, ContinuousClock.now - started)
         }
         func waitFor(_ status: Int, seconds: Int) async throws -> (Int, String) {
-            let deadline = ContinuousClock.now + .seconds(seconds)
-            var last = try await health()
-            while last.0 != status, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(200))
-                last = try await health()
+            try await eventually(timeout: .seconds(seconds), every: .milliseconds(200)) {
+                try await health()
+            } until: {
+                $0.0 == status
             }
-            return last
         }
 
         #expect(try await health().0 == 200)
@@ -212,7 +210,7 @@ import Testing
             in: folder + "/b", store: ["postgres": ["url": "\(database.url.description)?sslmode=disable"]])
         let backConfig = try Self.config(in: folder + "/c", store: ["sqlite": ["path": "c.sqlite"]])
 
-        let source = try await SQLiteRegistrationStore.open(path: folder + "/a/a.sqlite")
+        let source = try await SQLiteStore.open(path: folder + "/a/a.sqlite")
         let registrations = try (0..<5_000).map { index in
             try Registration(
                 id: try RegistrationID(String(format: "c%06d", index)),
@@ -252,7 +250,7 @@ import Testing
         let back = try await PushgateProcess.run(["store", "copy", "--from", postgresConfig, "--to", backConfig])
         #expect(back.status == 0, "\(back.stderr)")
         #expect(back.stdout.contains("app default: 5010 registrations copied"), "\(back.stdout)")
-        let returned = try await SQLiteRegistrationStore.open(path: folder + "/c/c.sqlite")
+        let returned = try await SQLiteStore.open(path: folder + "/c/c.sqlite")
         var count = 0
         for try await page in returned.registrations(
             matching: nil, platforms: .all, app: .default, batchSize: 1000, now: RegistrationSeeds.now)

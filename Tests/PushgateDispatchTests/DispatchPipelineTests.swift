@@ -1,4 +1,5 @@
 import Pushgate
+import PushgateTesting
 import Synchronization
 import Testing
 
@@ -80,7 +81,7 @@ final class CountingPages: Sendable {
 
 @Suite struct DispatchPipelineTests {
     static func waitUntil(_ condition: () -> Bool) async throws {
-        for _ in 0..<500 where !condition() { try await Task.sleep(for: .milliseconds(10)) }
+        _ = try await eventually(timeout: .seconds(5), every: .milliseconds(10)) { condition() }
     }
 
     /// While the first batches are on the wire, the next pages are read (the overlap), but never

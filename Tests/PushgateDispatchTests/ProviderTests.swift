@@ -1,6 +1,7 @@
 import Foundation
 import PNSSandbox
 import Pushgate
+import PushgateTesting
 import Testing
 
 @testable import PushgateDispatch
@@ -189,7 +190,9 @@ import Testing
         await fixture.sandbox.state.addFault(SandboxFault(service: .apns, action: .delay(milliseconds: 5000), count: 50))
         let payload = try Payloads.notify(.apns)
         let delivery = Task { await fixture.apns.deliver(payload, to: targets) }
-        try await Task.sleep(for: .milliseconds(300))
+        // In flight: every request has reached the sandbox and taken its use of the delay.
+        let inFlight = try await eventually(every: .milliseconds(10)) { await fixture.sandbox.state.remainingFaultUses() == 0 }
+        #expect(inFlight, "the requests did not all reach the sandbox")
         await fixture.apns.shutdown()
         let reports = await delivery.value
         // Had shutdown waited for the delayed answers, every one would have been delivered: each caller being

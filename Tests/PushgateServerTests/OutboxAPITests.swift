@@ -15,15 +15,11 @@ import Testing
     }
 
     /// Polls the outcome until the state is final (or `seconds` pass); returns the last answer.
-    func waitForFinal(_ fixture: GatewayFixture, _ id: String, user: String = "bob", seconds: Double = 20) async throws -> [String: Any] {
-        let deadline = ContinuousClock.now + .seconds(seconds)
-        while true {
-            let outcome = try json(try await fixture.call("GET", "/api/notifications/\(id)/outcome", user: user))
-            let state = outcome["state"] as? String ?? ""
-            if ["Completed", "Abandoned", "NoTargetFound", "Cancelled"].contains(state) || ContinuousClock.now > deadline {
-                return outcome
-            }
-            try await Task.sleep(for: .milliseconds(100))
+    func waitForFinal(_ fixture: GatewayFixture, _ id: String, user: String = "bob") async throws -> [String: Any] {
+        try await eventually {
+            try json(try await fixture.call("GET", "/api/notifications/\(id)/outcome", user: user))
+        } until: {
+            ["Completed", "Abandoned", "NoTargetFound", "Cancelled"].contains($0["state"] as? String ?? "")
         }
     }
 
@@ -89,30 +85,34 @@ import Testing
     }
 
     @Test func aScheduledSendWaitsForItsTimeAndAnotherIsCancelled() async throws {
-        try await GatewayFixture.with(adjust: Self.admins) { fixture in
+        let clock = ManualClock()
+        try await GatewayFixture.with(clock: clock, adjust: Self.admins) { fixture in
             let device = await fixture.sandbox.createDevice(.apns)
             let other = await fixture.sandbox.createDevice(.wns)
             _ = try await fixture.register(device, user: "alice")
             _ = try await fixture.register(other, user: "alice")
-            // Far enough ahead to be accepted as Scheduled on a loaded machine.
-            let soon = RFC3339.format(Timestamp(secondsSinceEpoch: Date().timeIntervalSince1970 + 5))
+            let soon = RFC3339.format(clock.now.adding(seconds: 600))
             let scheduled = try await fixture.call(
                 "POST", "/api/notifications?pns=apns&to_tag=alice&deliverAt=\(soon)", user: "bob", body: #""at two""#)
             #expect(scheduled.status == 202, "\(scheduled.bodyText)")
             let id = try #require(try json(scheduled)["notificationId"] as? String)
             #expect(try json(scheduled)["state"] as? String == "Scheduled")
             #expect(try json(scheduled)["deliverAt"] as? String == soon)
-            try await Task.sleep(for: .milliseconds(800))
-            #expect(await fixture.sandbox.state.inbox(deviceID: device.id).isEmpty)
+            // Recorded: stored and pending, not due while the gateway's clock stands before its time.
+            let waiting = try await fixture.store.outboxDepth(now: clock.now)
+            #expect(waiting.pending == 1 && waiting.due == 0, "\(waiting)")
+            #expect(try await fixture.store.outboxDepth(now: clock.now.adding(seconds: 600)).due == 1)
             #expect(
                 try json(try await fixture.call("GET", "/api/notifications/\(id)/outcome", user: "bob"))["state"] as? String == "Scheduled")
+            clock.advance(seconds: 600)
             let outcome = try await waitForFinal(fixture, id)
             #expect(outcome["state"] as? String == "Completed" && outcome["success"] as? Int == 1, "\(outcome)")
-            let received = try #require(await fixture.sandbox.state.inbox(deviceID: device.id).first)
-            // Delivered at its time, not before (the sandbox stamps arrival).
-            #expect(received.receivedAt >= (try RFC3339.parse(soon)).secondsSinceEpoch - 0.05)
+            #expect(await fixture.sandbox.state.inbox(deviceID: device.id).count == 1)
+            // Started at its time, not before, on the gateway's clock.
+            let started = try RFC3339.parse(try #require(outcome["startTime"] as? String))
+            #expect(started.secondsSinceEpoch >= (try RFC3339.parse(soon)).secondsSinceEpoch - 0.001, "\(outcome)")
 
-            let later = RFC3339.format(Timestamp(secondsSinceEpoch: Date().timeIntervalSince1970 + 3600))
+            let later = RFC3339.format(clock.now.adding(seconds: 3600))
             let pending = try await fixture.call(
                 "POST", "/api/notifications?pns=all&to_tag=alice&deliverAt=\(later)", user: "bob", body: #""in an hour""#)
             let pendingID = try #require(try json(pending)["notificationId"] as? String)
@@ -158,11 +158,10 @@ import Testing
             await fixture.sandbox.state.addFault(SandboxFault(service: .apns, action: .delay(milliseconds: 50), count: 1_000_000))
             let accepted = try await fixture.call("POST", "/api/notifications?pns=apns&to_tag=carol&async=true", user: "bob", body: #""x""#)
             let id = try #require(try json(accepted)["notificationId"] as? String)
-            let deadline = ContinuousClock.now + .seconds(20)
-            while try json(try await fixture.call("GET", "/api/notifications/\(id)/outcome", user: "bob"))["processed"] as? Int ?? 0 == 0,
-                ContinuousClock.now < deadline
-            {
-                try await Task.sleep(for: .milliseconds(20))
+            _ = try await eventually(every: .milliseconds(20)) {
+                try json(try await fixture.call("GET", "/api/notifications/\(id)/outcome", user: "bob"))
+            } until: {
+                $0["processed"] as? Int ?? 0 > 0
             }
             let cancelled = try json(try await fixture.call("DELETE", "/api/notifications/\(id)", user: "bob"))
             #expect(cancelled["state"] as? String == "Cancelled", "\(cancelled)")
@@ -207,10 +206,13 @@ import Testing
             // Only the delivered target has its outcome; the throttled ones are not counted yet.
             #expect(body["success"] as? Int == 1 && body["failure"] as? Int == 0, "\(body)")
             #expect(await fixture.sandbox.state.inbox(deviceID: devices[1].id).isEmpty)
-            try await Task.sleep(for: .milliseconds(600))
+            // Recorded: the retry page is stored, due at Firebase's backoff (a minute), not before.
             #expect(
                 try json(try await fixture.call("GET", "/api/notifications/\(id)/outcome", user: "bob"))["state"] as? String == "Processing"
             )
+            let parked = try await eventually { try await fixture.store.outboxDepth(now: clock.now.adding(seconds: 59)).due == 0 }
+            #expect(parked, "the notification is not parked until the retry is due")
+            #expect(try await fixture.store.outboxDepth(now: clock.now.adding(seconds: 61)).due == 1)
             let metrics = try await fixture.call("GET", "/metrics", user: nil).bodyText
             #expect(metrics.contains("pushgate_outbox_deferred_targets_total 2"), "\(metrics)")
 

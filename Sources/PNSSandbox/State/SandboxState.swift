@@ -191,6 +191,9 @@ public final class SandboxState: Sendable {
         }
     }
 
+    /// Uses left of the scripted faults: each request a fault answers takes one, on arrival.
+    public func remainingFaultUses() async -> Int { storage.withLock { $0.faults.reduce(0) { $0 + $1.count } } }
+
     public func clearFaults() async {
         storage.withLock { state in
             pendingFaults.subtract(state.faults.count, ordering: .releasing)
