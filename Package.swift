@@ -63,22 +63,39 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // The SQLite registration store.
-        .target(name: "PushgateStore", dependencies: ["Pushgate", "CSQLite"]),
+        // What the SQL stores share: bound values, the tag query (tag expressions as index walks),
+        // stored columns read back. No database driver.
+        .target(name: "PushgateSQL", dependencies: ["Pushgate"]),
+        // The SQLite store (registrations, secure messages, the outbox): the embedded default.
+        .target(name: "PushgateStore", dependencies: ["Pushgate", "PushgateSQL", "CSQLite"]),
         // The PostgreSQL store: the same stores on postgres-nio, shared by several instances.
         .target(
             name: "PushgatePostgres",
             dependencies: [
-                "Pushgate", "PushgateStore",
+                "Pushgate", "PushgateSQL",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // The Hummingbird application: the tutorials' app-backend API, authentication, error mapping.
+        // The core both APIs share, framework-free (no Hummingbird, no HTTP status): registrations,
+        // sends, secure push, telemetry and cancel with their rules and typed errors; the outbox
+        // driver and its delivery service; the gateway's metrics.
+        .target(
+            name: "PushgateCore",
+            dependencies: [
+                "Pushgate", "PushgateXML", "PushgateConfig", "PushgateDispatch",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The Hummingbird application: the tutorials' app-backend API and the Notification Hubs
+        // API, each mapping the core's errors once; authentication, the listener, composition.
         .target(
             name: "PushgateServer",
             dependencies: [
-                "Pushgate", "PushgateXML", "PushgateConfig", "PushgateDispatch", "PushgateStore", "PushgateCurl",
+                "Pushgate", "PushgateCore", "PushgateXML", "PushgateConfig", "PushgateDispatch", "PushgateStore", "PushgateCurl",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
@@ -100,7 +117,8 @@ let package = Package(
         .target(
             name: "PushgateLocal",
             dependencies: [
-                "Pushgate", "PushgateConfig", "PushgateCurl", "PushgateDispatch", "PushgateServer", "PushgateStore", "PNSSandbox",
+                "Pushgate", "PushgateConfig", "PushgateCore", "PushgateCurl", "PushgateDispatch", "PushgateServer", "PushgateStore",
+                "PNSSandbox",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -110,7 +128,9 @@ let package = Package(
         // hostile clients, the `pushgate` process runner, registration seeds.
         .target(
             name: "PushgateTesting",
-            dependencies: ["Pushgate", "PushgateCurl", "PushgateDispatch", "PushgateLocal", "PushgateStore", "PNSSandbox", "CSpawn"]
+            dependencies: [
+                "Pushgate", "PushgateCore", "PushgateCurl", "PushgateDispatch", "PushgateLocal", "PushgateStore", "PNSSandbox", "CSpawn",
+            ]
         ),
         // Reads config.json, template files and secrets from disk and the environment.
         .target(name: "PushgateConfig", dependencies: ["Pushgate", "PushgateXML"]),
@@ -139,7 +159,8 @@ let package = Package(
         .executableTarget(
             name: "PushgateCLI",
             dependencies: [
-                "Pushgate", "PushgateXML", "PushgateConfig", "PushgateCurl", "PNSSandbox", "PushgateDispatch", "PushgateServer",
+                "Pushgate", "PushgateXML", "PushgateConfig", "PushgateCore", "PushgateCurl", "PNSSandbox", "PushgateDispatch",
+                "PushgateServer",
                 "PushgateStore", "PushgatePostgres", "PushgateLocal",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -155,13 +176,15 @@ let package = Package(
         .testTarget(
             name: "PushgateServerTests",
             dependencies: [
-                "PushgateServer", "PNSSandbox", "PushgateCurl", "PushgateConfig", "PushgateDispatch", "PushgateStore", "Pushgate",
+                "PushgateServer", "PushgateCore", "PNSSandbox", "PushgateCurl", "PushgateConfig", "PushgateDispatch", "PushgateStore",
+                "Pushgate",
                 "PushgateLocal", "PushgateTesting",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        .testTarget(name: "PushgateDispatchTests", dependencies: ["PushgateDispatch", "PNSSandbox", "PushgateCurl", "Pushgate"]),
+        .testTarget(
+            name: "PushgateDispatchTests", dependencies: ["PushgateDispatch", "PNSSandbox", "PushgateCurl", "Pushgate", "PushgateTesting"]),
         .testTarget(
             name: "PNSSandboxTests",
             dependencies: [
@@ -176,7 +199,8 @@ let package = Package(
         .testTarget(
             name: "PushgateCLITests",
             dependencies: [
-                "PushgateCLI", "PushgateLocal", "PNSSandbox", "PushgateStore", "PushgatePostgres", "PushgateCurl", "Pushgate",
+                "PushgateCLI", "PushgateCore", "PushgateLocal", "PNSSandbox", "PushgateStore", "PushgatePostgres", "PushgateCurl",
+                "Pushgate",
                 "PushgateTesting",
             ]),
         .testTarget(name: "PushgateConsoleTests", dependencies: ["PushgateLocal", "PNSSandbox", "Pushgate", "PushgateTesting"]),

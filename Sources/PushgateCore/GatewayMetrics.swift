@@ -1,5 +1,4 @@
 import Foundation
-import Hummingbird
 import Prometheus
 import Pushgate
 import Synchronization
@@ -29,11 +28,11 @@ public final class GatewayMetrics: Sendable {
     private let requestCounters = Mutex<[String: Counter]>([:])
     private let requestDurations = Mutex<[String: DurationHistogram]>([:])
 
-    static let latencyBuckets: [Duration] = [
+    package static let latencyBuckets: [Duration] = [
         .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
         .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5), .seconds(10),
     ]
-    static let sendBuckets: [Duration] = latencyBuckets + [.seconds(30), .seconds(60), .seconds(300)]
+    package static let sendBuckets: [Duration] = latencyBuckets + [.seconds(30), .seconds(60), .seconds(300)]
 
     public init() {
         inFlight = registry.makeGauge(
@@ -104,9 +103,9 @@ public final class GatewayMetrics: Sendable {
         self.handleChanges = handleChanges
     }
 
-    func requestStarted() { inFlight.increment() }
+    package func requestStarted() { inFlight.increment() }
 
-    func requestFinished(route: String, method: String, status: Int, duration: Duration) {
+    package func requestFinished(route: String, method: String, status: Int, duration: Duration) {
         inFlight.decrement()
         let key = "\(route) \(method) \(status)"
         let counter = requestCounters.withLock { counters in
@@ -133,7 +132,7 @@ public final class GatewayMetrics: Sendable {
 
     /// Counts a send's outcomes (every target), retries, delivery latencies (listed targets) and
     /// handle changes.
-    func sent(_ result: NotificationResult) {
+    package func sent(_ result: NotificationResult) {
         for summary in result.platforms {
             for (outcome, count) in summary.counts { deliveryCounter(summary.platform, outcome).increment(by: Int64(count)) }
         }
@@ -160,55 +159,33 @@ public final class GatewayMetrics: Sendable {
     }
 
     /// Records how long a send took, from its start to its last outcome.
-    func sendFinished(duration: Duration) { sendDuration.record(duration) }
+    package func sendFinished(duration: Duration) { sendDuration.record(duration) }
 
     /// Counts handle changes (removals, replacements) the store could not apply.
-    func handleUpdatesFailed(_ count: Int) {
+    package func handleUpdatesFailed(_ count: Int) {
         handleUpdatesFailedCounter.increment(by: Int64(count))
     }
 
     /// What the outbox holds now.
-    func outboxDepth(_ depth: OutboxDepth, now: Timestamp) {
+    package func outboxDepth(_ depth: OutboxDepth, now: Timestamp) {
         outboxPending.set(to: Double(depth.pending))
         outboxDue.set(to: Double(depth.due))
         outboxOldestDueAge.set(to: depth.oldestDue.map { max(0, now.secondsSinceEpoch - $0.secondsSinceEpoch) } ?? 0)
     }
 
-    func outboxPageClaimed(reclaimed: Bool) {
+    package func outboxPageClaimed(reclaimed: Bool) {
         outboxClaims.increment()
         if reclaimed { outboxLeaseExpiries.increment() }
     }
 
-    func outboxNotificationTakenOver() { outboxLeaseExpiries.increment() }
+    package func outboxNotificationTakenOver() { outboxLeaseExpiries.increment() }
 
-    func outboxPruned(_ count: Int) { outboxPruned.increment(by: Int64(count)) }
+    package func outboxPruned(_ count: Int) { outboxPruned.increment(by: Int64(count)) }
 
-    func outboxRecordFailed() { outboxRecordFailures.increment() }
+    package func outboxRecordFailed() { outboxRecordFailures.increment() }
 
-    func outboxTargetsDeferred(_ count: Int) { outboxDeferredTargets.increment(by: Int64(count)) }
+    package func outboxTargetsDeferred(_ count: Int) { outboxDeferredTargets.increment(by: Int64(count)) }
 
     /// The Prometheus text exposition.
     public func exposition() -> [UInt8] { registry.emitToBuffer() }
-}
-
-/// Counts every request and its duration.
-struct MetricsMiddleware<Context: RequestContext>: RouterMiddleware {
-    let metrics: GatewayMetrics
-
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        metrics.requestStarted()
-        let started = ContinuousClock.now
-        let route = context.endpointPath ?? "unmatched"
-        do {
-            let response = try await next(request, context)
-            metrics.requestFinished(
-                route: context.endpointPath ?? route, method: request.method.rawValue, status: response.status.code,
-                duration: ContinuousClock.now - started)
-            return response
-        } catch {
-            let status = (error as? any HTTPResponseError)?.status.code ?? 500
-            metrics.requestFinished(route: route, method: request.method.rawValue, status: status, duration: ContinuousClock.now - started)
-            throw error
-        }
-    }
 }

@@ -22,7 +22,7 @@ public struct LocalGateway: Sendable {
     /// The port the gateway listens on (127.0.0.1).
     public var port: Int { Int(baseURL.split(separator: ":").last ?? "") ?? 0 }
     public let client: CurlHTTPClient
-    public let store: SQLiteRegistrationStore
+    public let store: SQLiteStore
     public let server: GatewayServer
     let services: ServiceGroup
     let serverTask: Task<Void, any Error>
@@ -51,7 +51,7 @@ public struct LocalGateway: Sendable {
         var configuration = loaded.configuration
         adjust(&configuration)
         loaded = loaded.replacing(configuration)
-        let store = try await SQLiteRegistrationStore.open(path: directory + "/pushgate.sqlite")
+        let store = try await SQLiteStore.open(path: directory + "/pushgate.sqlite")
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
         let (securePorts, securePortContinuation) = AsyncStream.makeStream(of: Int.self)
         let server = try await GatewayServer.assemble(

@@ -1,6 +1,6 @@
 import PostgresNIO
 import Pushgate
-import PushgateStore
+import PushgateSQL
 
 /// The outbox in PostgreSQL. Several instances share it:
 /// - a due notification is taken with `FOR UPDATE SKIP LOCKED` (instances never queue behind
@@ -91,7 +91,7 @@ extension PostgresStore: OutboxStore, DatabaseStore {
                 row.0 == lease.owner, row.1 == nil
             else { return .lost }
             let (cursor, exhausted, nextPage, cancelled) = (row.2 ?? "", row.3, row.4, row.5)
-            let audience = try SQLiteRegistrationStore.audience(text: row.7, recipient: row.8)
+            let audience = try StoredAudience.decode(text: row.7, recipient: row.8)
             let selection: PlatformSelection
             do { selection = try PlatformSelection(parsing: row.6) } catch {
                 throw StoreError(.storage, "a stored platform list is corrupt")
@@ -497,7 +497,7 @@ extension PostgresStore: OutboxStore, DatabaseStore {
         let stored = try OutboxPayloadCoding.decodeWithDelivery(row.3)
         return OutboxNotification(
             id: id, app: app, sender: row.0, selection: selection,
-            audience: try SQLiteRegistrationStore.audience(text: row.2, recipient: row.7),
+            audience: try StoredAudience.decode(text: row.2, recipient: row.7),
             payloads: stored.payloads, secureID: row.4,
             enqueuedAt: Timestamp(secondsSinceEpoch: row.5), deliverAt: Timestamp(secondsSinceEpoch: row.6), delivery: stored.delivery)
     }

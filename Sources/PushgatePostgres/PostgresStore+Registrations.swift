@@ -1,7 +1,7 @@
 import Foundation
 import PostgresNIO
 import Pushgate
-import PushgateStore
+import PushgateSQL
 import Synchronization
 
 extension PostgresStore: RegistrationStore {

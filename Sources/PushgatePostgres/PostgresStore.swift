@@ -2,7 +2,7 @@ import Logging
 import NIOCore
 import PostgresNIO
 import Pushgate
-import PushgateStore
+import PushgateSQL
 import Synchronization
 
 /// Registrations, secure messages and the outbox in PostgreSQL, on postgres-nio's connection
@@ -370,7 +370,7 @@ extension PostgresRowSequence {
 
 /// A dynamic query: SQL with `?` placeholders (as ``TagQuery`` writes it) numbered `$1…` and its
 /// values bound.
-func dynamicQuery(_ sql: String, _ values: [SQLiteValue]) -> PostgresQuery {
+func dynamicQuery(_ sql: String, _ values: [SQLValue]) -> PostgresQuery {
     var bindings = PostgresBindings(capacity: values.count)
     for value in values {
         switch value {

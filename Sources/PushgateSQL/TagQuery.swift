@@ -16,12 +16,12 @@ import Pushgate
 /// page and make a broadcast quadratic in its audience).
 package struct TagQuery: Sendable {
     /// nil: every registration.
-    let expression: TagExpression?
-    let platforms: PlatformSelection
-    let app: AppID
-    let now: Timestamp
+    package let expression: TagExpression?
+    package let platforms: PlatformSelection
+    package let app: AppID
+    package let now: Timestamp
     /// Tags to walk in the tag index (the driver), or nil to walk the registrations.
-    let driver: [Tag]?
+    package let driver: [Tag]?
 
     /// Counting a tag's registrations stops here: enough to tell a rare tag from a common one.
     package static let cardinalityCap = 10_000
@@ -49,15 +49,6 @@ package struct TagQuery: Sendable {
         driver = try expression.flatMap { (expression) throws(StoreError) -> [Tag]? in try Self.requiredTags(expression, cost: cost) }
     }
 
-    /// Plans the query on `connection`, counting tags in its index.
-    init(
-        expression: TagExpression?, platforms: PlatformSelection, app: AppID, now: Timestamp, connection: SQLiteConnection
-    ) throws(StoreError) {
-        try self.init(expression: expression, platforms: platforms, app: app, now: now) { (tag) throws(StoreError) in
-            try Self.count(tag, app: app, connection: connection)
-        }
-    }
-
     /// A query of the registrations' ids (with `withHandles`, their platforms and handles too)
     /// after `after`, at most `limit`, ordered by id.
     /// SQL for SQLite, or (`lateral`) for PostgreSQL: there each tag walk reaches its registrations
@@ -65,9 +56,9 @@ package struct TagQuery: Sendable {
     /// loop of index lookups from the cursor on. PostgreSQL's planner otherwise picked a merge join
     /// that read every registration id before the cursor on every page (a 1M broadcast: 180 ms a
     /// page, growing with the position).
-    package func sql(after: String, limit: Int, withHandles: Bool = false, lateral: Bool = false) -> (sql: String, values: [SQLiteValue]) {
+    package func sql(after: String, limit: Int, withHandles: Bool = false, lateral: Bool = false) -> (sql: String, values: [SQLValue]) {
         var filter = " AND (r.expires_at IS NULL OR r.expires_at > ?)"
-        var filterValues: [SQLiteValue] = [.real(now.secondsSinceEpoch)]
+        var filterValues: [SQLValue] = [.real(now.secondsSinceEpoch)]
         let platformList = platforms.platforms
         if platformList.count < Platform.allCases.count {
             filter += " AND r.platform IN (\(Array(repeating: "?", count: platformList.count).joined(separator: ",")))"
@@ -87,7 +78,7 @@ package struct TagQuery: Sendable {
                 "SELECT * FROM (SELECT \(armColumns) FROM registration_tags t CROSS JOIN LATERAL"
                 + " (SELECT r.app, r.id, r.platform, r.handle FROM registrations r WHERE r.app = t.app AND r.id = t.id\(filter) OFFSET 0) AS r"
                 + " WHERE t.app = ? AND t.tag = ? AND t.id > ? ORDER BY t.id LIMIT ?) AS arm"
-            var lateralValues: [SQLiteValue] = []
+            var lateralValues: [SQLValue] = []
             for tag in driver {
                 lateralValues += filterValues + [.text(app.rawValue), .text(tag.rawValue), .text(after), .integer(Int64(limit))]
             }
@@ -100,7 +91,7 @@ package struct TagQuery: Sendable {
         let arm =
             "SELECT * FROM (SELECT \(armColumns) FROM registration_tags t JOIN registrations r ON r.app = t.app AND r.id = t.id"
             + " WHERE t.app = ? AND t.tag = ? AND t.id > ?\(filter) ORDER BY t.id LIMIT ?) AS arm"
-        var values: [SQLiteValue] = []
+        var values: [SQLValue] = []
         for tag in driver {
             values += [.text(app.rawValue), .text(tag.rawValue), .text(after)] + filterValues + [.integer(Int64(limit))]
         }
@@ -111,44 +102,7 @@ package struct TagQuery: Sendable {
         return (sql, values + [.integer(Int64(limit))])
     }
 
-    func ids(after: String, limit: Int, connection: SQLiteConnection) throws(StoreError) -> [RegistrationID] {
-        let (sql, values) = sql(after: after, limit: limit)
-        let statement = try connection.prepare(sql)
-        try statement.bind(values)
-        var ids: [RegistrationID] = []
-        while try statement.step() {
-            if let text = statement.text(0), let id = try? RegistrationID(text) { ids.append(id) }
-        }
-        return ids
-    }
-
-    /// The delivery targets after `after`: what ``ids(after:limit:connection:)`` lists, with the
-    /// handles read in the same walk (a send needs nothing else of a registration).
-    func targets(after: String, limit: Int, connection: SQLiteConnection) throws(StoreError) -> [DispatchTarget] {
-        let (sql, values) = sql(after: after, limit: limit, withHandles: true)
-        let statement = try connection.prepare(sql)
-        try statement.bind(values)
-        var targets: [DispatchTarget] = []
-        targets.reserveCapacity(limit)
-        while try statement.step() {
-            guard let text = statement.text(0), let id = try? RegistrationID(text),
-                let platform = statement.text(1).flatMap(Platform.init(rawValue:)), let handle = statement.text(2)
-            else { continue }
-            targets.append(DispatchTarget(registrationID: id, handle: DeviceHandle(uncheckedPlatform: platform, value: handle)))
-        }
-        return targets
-    }
-
-    /// How many registrations of `app` carry `tag`, counted in the tag index up to ``cardinalityCap``.
-    static func count(_ tag: Tag, app: AppID, connection: SQLiteConnection) throws(StoreError) -> Int {
-        let statement = try connection.prepare(
-            "SELECT count(*) FROM (SELECT 1 FROM registration_tags WHERE app = ? AND tag = ? LIMIT ?) AS capped")
-        try statement.bind([.text(app.rawValue), .text(tag.rawValue), .integer(Int64(cardinalityCap))])
-        guard try statement.step() else { return 0 }
-        return Int(statement.int64(0))
-    }
-
-    static func condition(_ expression: TagExpression, values: inout [SQLiteValue]) -> String {
+    package static func condition(_ expression: TagExpression, values: inout [SQLValue]) -> String {
         switch expression {
         case .tag(let tag):
             values.append(.text(tag.rawValue))
@@ -164,7 +118,7 @@ package struct TagQuery: Sendable {
 
     /// Tags of which every match carries at least one, or nil when there is no such set (`!a`).
     /// For `a && b` the side whose tags cover fewer registrations (`cost`).
-    static func requiredTags(_ expression: TagExpression, cost: ([Tag]) throws(StoreError) -> Int) throws(StoreError) -> [Tag]? {
+    package static func requiredTags(_ expression: TagExpression, cost: ([Tag]) throws(StoreError) -> Int) throws(StoreError) -> [Tag]? {
         switch expression {
         case .tag(let tag):
             return [tag]

@@ -1,6 +1,7 @@
 import Foundation
 import Pushgate
 import PushgateConfig
+import PushgateCore
 import PushgateCurl
 import PushgateDispatch
 
@@ -29,7 +30,7 @@ public enum GatewayAssembly {
                         endpoint: apns.endpoint, topic: apns.topic, tokens: tokens, transport: transport, policy: policy, clock: clock))
             case .certificate(let certificate, let privateKey):
                 guard case .file(let certificatePath) = certificate, case .file(let keyPath) = privateKey else {
-                    throw GatewayError(500, "APNs certificate authentication needs the certificate and key as files")
+                    throw GatewayError(.misconfigured, "APNs certificate authentication needs the certificate and key as files")
                 }
                 let transport = try CurlPushTransport(
                     configuration: .init(

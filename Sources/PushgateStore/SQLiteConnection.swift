@@ -1,6 +1,7 @@
 internal import CSQLite
 import Foundation
 import Pushgate
+import PushgateSQL
 
 #if canImport(Glibc)
     import Glibc
@@ -9,7 +10,7 @@ import Pushgate
 /// One SQLite database connection with a prepared-statement cache.
 ///
 /// Invariant (why `@unchecked Sendable`): it is used only on its owner's serial queue
-/// (``SQLiteRegistrationStore``); nothing else holds it.
+/// (``SQLiteStore``); nothing else holds it.
 final class SQLiteConnection: @unchecked Sendable {
     private let database: OpaquePointer
     private var statements: [String: SQLiteStatement] = [:]
@@ -153,7 +154,7 @@ final class SQLiteStatement: @unchecked Sendable {
 
     /// Binds `values` to parameters 1…n in order.
     @discardableResult
-    func bind(_ values: [SQLiteValue]) throws(StoreError) -> SQLiteStatement {
+    func bind(_ values: [SQLValue]) throws(StoreError) -> SQLiteStatement {
         for (offset, value) in values.enumerated() {
             let index = Int32(offset + 1)
             let code: Int32
@@ -197,12 +198,4 @@ final class SQLiteStatement: @unchecked Sendable {
     func double(_ column: Int32) -> Double? {
         sqlite3_column_type(handle, column) == SQLITE_NULL ? nil : sqlite3_column_double(handle, column)
     }
-}
-
-/// A value bound to a statement parameter.
-package enum SQLiteValue: Sendable, Hashable {
-    case null
-    case integer(Int64)
-    case real(Double)
-    case text(String)
 }

@@ -2,7 +2,7 @@ import Pushgate
 
 /// The versioned schema: each migration runs once, in its own transaction, and records its
 /// version in `PRAGMA user_version`.
-extension SQLiteRegistrationStore {
+extension SQLiteStore {
     /// Schema migrations; index + 1 is the version each one produces.
     static let migrations: [String] = [
         """

@@ -1,8 +1,9 @@
 import Pushgate
+import PushgateSQL
 
 /// The outbox in the same SQLite file as the registrations (schema v4, v5): a page claim reads the
 /// audience and records the page in one transaction, so a claim is never half made.
-extension SQLiteRegistrationStore: OutboxStore {
+extension SQLiteStore: OutboxStore {
     public func enqueue(_ notification: OutboxNotification, lease: OutboxLease?) async throws(StoreError) {
         let payloads = OutboxPayloadCoding.encode(notification.payloads, delivery: notification.delivery)
         try await run { connection throws(StoreError) in
@@ -15,11 +16,11 @@ extension SQLiteRegistrationStore: OutboxStore {
             ).bind([
                 .text(notification.app.rawValue), .text(notification.id), .text(notification.sender),
                 .text((lease == nil ? notification.initialState : .processing).rawValue), .text(notification.selection.description),
-                .text(notification.audience.description), .text(payloads), notification.secureID.map(SQLiteValue.text) ?? .null,
+                .text(notification.audience.description), .text(payloads), notification.secureID.map(SQLValue.text) ?? .null,
                 .real(notification.enqueuedAt.secondsSinceEpoch), .real(notification.deliverAt.secondsSinceEpoch),
                 lease == nil ? .null : .real(notification.enqueuedAt.secondsSinceEpoch), lease.map { .text($0.owner) } ?? .null,
                 .real(lease?.until.secondsSinceEpoch ?? 0),
-                notification.audience.storedRecipient.map(SQLiteValue.text) ?? .null,
+                notification.audience.storedRecipient.map(SQLValue.text) ?? .null,
             ]).run()
         }
     }
@@ -29,7 +30,7 @@ extension SQLiteRegistrationStore: OutboxStore {
             try connection.transaction { () throws(StoreError) -> OutboxTakeover? in
                 // Two index walks (a range of due times; the few being cancelled), not one OR that
                 // would read every pending row.
-                let values: [SQLiteValue] = [.text(app.rawValue), .real(now.secondsSinceEpoch), .real(now.secondsSinceEpoch)]
+                let values: [SQLValue] = [.text(app.rawValue), .real(now.secondsSinceEpoch), .real(now.secondsSinceEpoch)]
                 var found: (id: String, expired: Bool)?
                 for sql in [
                     """
@@ -77,7 +78,7 @@ extension SQLiteRegistrationStore: OutboxStore {
         let size = max(1, pageSize)
         return try await run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> OutboxClaim in
-                let key: [SQLiteValue] = [.text(app.rawValue), .text(notificationID)]
+                let key: [SQLValue] = [.text(app.rawValue), .text(notificationID)]
                 let row = try connection.prepare(
                     """
                     SELECT lease_owner, ended_at, cursor, exhausted, next_page, cancel_requested, platforms, audience, recipient
@@ -90,7 +91,7 @@ extension SQLiteRegistrationStore: OutboxStore {
                 let nextPage = Int(row.int64(4))
                 let cancelled = row.int64(5) != 0
                 let platforms = row.text(6) ?? ""
-                let audience = try Self.audience(text: row.text(7) ?? "", recipient: row.text(8))
+                let audience = try StoredAudience.decode(text: row.text(7) ?? "", recipient: row.text(8))
                 let query = try Self.audienceWalk(platforms: platforms, audience: audience, app: app, now: now, connection: connection)
 
                 // A page whose lease expired first: its driver died or was stopped. Never the
@@ -163,7 +164,7 @@ extension SQLiteRegistrationStore: OutboxStore {
     ) async throws(StoreError) -> Bool {
         try await run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Bool in
-                let key: [SQLiteValue] = [.text(app.rawValue), .text(notificationID)]
+                let key: [SQLValue] = [.text(app.rawValue), .text(notificationID)]
                 try connection.prepare("UPDATE outbox_pages SET done = 1 WHERE app = ? AND notification_id = ? AND number = ? AND done = 0")
                     .bind(key + [.integer(Int64(number))]).run()
                 guard connection.changes == 1 else { return false }
@@ -206,7 +207,7 @@ extension SQLiteRegistrationStore: OutboxStore {
                         key + [
                             .text(failure.registrationID.rawValue), .text(failure.platform.rawValue), .text(failure.maskedHandle),
                             .text(failure.outcome.rawValue), failure.statusCode.map { .integer(Int64($0)) } ?? .null,
-                            failure.reason.map(SQLiteValue.text) ?? .null, .integer(Int64(failure.attempts)),
+                            failure.reason.map(SQLValue.text) ?? .null, .integer(Int64(failure.attempts)),
                         ]
                     ).run()
                 }
@@ -218,7 +219,7 @@ extension SQLiteRegistrationStore: OutboxStore {
     public func finish(notificationID: String, app: AppID, owner: String, now: Timestamp) async throws(StoreError) -> NotificationRecord? {
         try await run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> NotificationRecord? in
-                let key: [SQLiteValue] = [.text(app.rawValue), .text(notificationID)]
+                let key: [SQLValue] = [.text(app.rawValue), .text(notificationID)]
                 guard var record = try Self.record(id: notificationID, app: app, connection: connection) else { return nil }
                 if record.state.isFinal { return record }
                 let row = try connection.prepare("SELECT exhausted, lease_owner FROM outbox_notifications WHERE app = ? AND id = ?").bind(
@@ -244,7 +245,7 @@ extension SQLiteRegistrationStore: OutboxStore {
     ) async throws(StoreError) -> Timestamp? {
         try await run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Timestamp? in
-                let key: [SQLiteValue] = [.text(app.rawValue), .text(notificationID)]
+                let key: [SQLValue] = [.text(app.rawValue), .text(notificationID)]
                 let row = try connection.prepare(
                     "SELECT exhausted, lease_owner, cancel_requested FROM outbox_notifications WHERE app = ? AND id = ? AND ended_at IS NULL"
                 ).bind(key)
@@ -268,7 +269,7 @@ extension SQLiteRegistrationStore: OutboxStore {
     public func renewLeases(owner: String, until: Timestamp) async throws(StoreError) {
         try await run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) in
-                let values: [SQLiteValue] = [.real(until.secondsSinceEpoch), .text(owner)]
+                let values: [SQLValue] = [.real(until.secondsSinceEpoch), .text(owner)]
                 try connection.prepare("UPDATE outbox_notifications SET lease_expires = ? WHERE lease_owner = ? AND ended_at IS NULL")
                     .bind(values).run()
                 try connection.prepare("UPDATE outbox_pages SET lease_expires = ? WHERE lease_owner = ? AND done = 0").bind(values).run()
@@ -280,7 +281,7 @@ extension SQLiteRegistrationStore: OutboxStore {
         try await run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) in
                 // An empty id matches every notification.
-                let values: [SQLiteValue] = [.text(owner), .text(notificationID ?? ""), .text(notificationID ?? "")]
+                let values: [SQLValue] = [.text(owner), .text(notificationID ?? ""), .text(notificationID ?? "")]
                 try connection.prepare(
                     """
                     UPDATE outbox_notifications SET lease_owner = NULL, lease_expires = 0
@@ -302,7 +303,7 @@ extension SQLiteRegistrationStore: OutboxStore {
             try connection.transaction { () throws(StoreError) -> NotificationRecord? in
                 guard let record = try Self.record(id: notificationID, app: app, connection: connection) else { return nil }
                 guard !record.state.isFinal else { return record }
-                let key: [SQLiteValue] = [.text(app.rawValue), .text(notificationID)]
+                let key: [SQLValue] = [.text(app.rawValue), .text(notificationID)]
                 // Parked work (retries not yet due) is due at once: its targets are counted Cancelled.
                 try connection.prepare(
                     """
@@ -373,7 +374,7 @@ extension SQLiteRegistrationStore: OutboxStore {
                 let statement = try connection.prepare(
                     "SELECT app, id FROM outbox_notifications WHERE ended_at IS NOT NULL AND ended_at < ? LIMIT 100"
                 ).bind([.real(endedBefore.secondsSinceEpoch)])
-                var keys: [[SQLiteValue]] = []
+                var keys: [[SQLValue]] = []
                 while try statement.step() { keys.append([.text(statement.text(0) ?? ""), .text(statement.text(1) ?? "")]) }
                 for key in keys {
                     try connection.prepare("DELETE FROM outbox_failures WHERE app = ? AND notification_id = ?").bind(key).run()
@@ -442,14 +443,6 @@ extension SQLiteRegistrationStore: OutboxStore {
         return current
     }
 
-    /// A stored audience: the FCM recipient when there is one, else the tag expression's text.
-    package static func audience(text: String, recipient: String?) throws(StoreError) -> Audience {
-        guard let audience = Audience.stored(text: text, recipient: recipient) else {
-            throw StoreError(.storage, recipient == nil ? "a stored audience is corrupt" : "a stored recipient is corrupt")
-        }
-        return audience
-    }
-
     static func outboxNotification(id: String, app: AppID, connection: SQLiteConnection) throws(StoreError) -> OutboxNotification? {
         let row = try connection.prepare(
             """
@@ -465,14 +458,14 @@ extension SQLiteRegistrationStore: OutboxStore {
         let stored = try OutboxPayloadCoding.decodeWithDelivery(row.text(3) ?? "")
         return OutboxNotification(
             id: id, app: app, sender: row.text(0) ?? "", selection: selection,
-            audience: try audience(text: row.text(2) ?? "", recipient: row.text(7)),
+            audience: try StoredAudience.decode(text: row.text(2) ?? "", recipient: row.text(7)),
             payloads: stored.payloads, secureID: row.text(4),
             enqueuedAt: Timestamp(secondsSinceEpoch: row.double(5) ?? 0), deliverAt: Timestamp(secondsSinceEpoch: row.double(6) ?? 0),
             delivery: stored.delivery)
     }
 
     static func record(id: String, app: AppID, connection: SQLiteConnection) throws(StoreError) -> NotificationRecord? {
-        let key: [SQLiteValue] = [.text(app.rawValue), .text(id)]
+        let key: [SQLValue] = [.text(app.rawValue), .text(id)]
         let counts = try connection.prepare("SELECT platform, outcome, count FROM outbox_counts WHERE app = ? AND notification_id = ?")
             .bind(key)
         var byPlatform: [Platform: [Outcome: Int]] = [:]

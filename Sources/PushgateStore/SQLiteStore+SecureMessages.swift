@@ -1,7 +1,8 @@
 import Pushgate
+import PushgateSQL
 
 /// Secure-push payloads: stored for their recipient until they expire.
-extension SQLiteRegistrationStore: SecureMessageStore {
+extension SQLiteStore: SecureMessageStore {
     public func storeSecureMessage(_ message: SecureMessage) async throws(StoreError) {
         try await run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) in
@@ -30,7 +31,7 @@ extension SQLiteRegistrationStore: SecureMessageStore {
     public func readSecureMessage(id: String, app: AppID, recipient: String, now: Timestamp) async throws(StoreError) -> SecureMessage? {
         try await run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> SecureMessage? in
-                let values: [SQLiteValue] = [.text(app.rawValue), .text(id), .text(recipient), .real(now.secondsSinceEpoch)]
+                let values: [SQLValue] = [.text(app.rawValue), .text(id), .text(recipient), .real(now.secondsSinceEpoch)]
                 let statement = try connection.prepare(
                     "SELECT sender, payload, created_at, expires_at, read FROM secure_messages WHERE app = ? AND id = ? AND recipient = ? AND expires_at > ?"
                 )

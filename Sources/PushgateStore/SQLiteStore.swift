@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Pushgate
+import PushgateSQL
 import Synchronization
 
 /// Registrations in an SQLite file: WAL journal with full synchronisation (a write is on disk
@@ -10,10 +11,10 @@ import Synchronization
 /// Every SQLite call runs on the store's own serial queue, never on a Swift concurrency thread.
 ///
 /// ```swift
-/// let store = try await SQLiteRegistrationStore.open(path: "pushgate.sqlite")
+/// let store = try await SQLiteStore.open(path: "pushgate.sqlite")
 /// let id = try await store.createRegistrationID(app: .default, now: now)
 /// ```
-public final class SQLiteRegistrationStore: RegistrationStore, DatabaseStore {
+public final class SQLiteStore: RegistrationStore, DatabaseStore {
     /// How long a created but unused registration id stays valid, in seconds.
     public let reservationLifetime: Double
     /// The database file.
@@ -46,7 +47,7 @@ public final class SQLiteRegistrationStore: RegistrationStore, DatabaseStore {
     public func close() async {}
 
     /// Opens (creating if needed) the database at `path` and migrates it to the current schema.
-    public static func open(path: String, reservationLifetime: Double = 86400) async throws(StoreError) -> SQLiteRegistrationStore {
+    public static func open(path: String, reservationLifetime: Double = 86400) async throws(StoreError) -> SQLiteStore {
         let queue = DispatchQueue(label: "pushgate.store.sqlite")
         let result: Result<SQLiteConnection, StoreError> = await withCheckedContinuation { continuation in
             queue.async {
@@ -63,7 +64,7 @@ public final class SQLiteRegistrationStore: RegistrationStore, DatabaseStore {
                 }
             }
         }
-        return SQLiteRegistrationStore(connection: try result.get(), queue: queue, path: path, reservationLifetime: reservationLifetime)
+        return SQLiteStore(connection: try result.get(), queue: queue, path: path, reservationLifetime: reservationLifetime)
     }
 
     /// The schema version of the open database.
@@ -128,8 +129,8 @@ public final class SQLiteRegistrationStore: RegistrationStore, DatabaseStore {
         let template = try Self.encodedTemplate(registration)
         try await run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) in
-                let app = SQLiteValue.text(registration.app.rawValue)
-                let id = SQLiteValue.text(registration.id.rawValue)
+                let app = SQLValue.text(registration.app.rawValue)
+                let id = SQLValue.text(registration.id.rawValue)
                 let exists = try connection.prepare("SELECT 1 FROM registrations WHERE app = ? AND id = ?").bind([app, id]).step()
                 if !exists {
                     let reserved = try connection.prepare("SELECT 1 FROM reserved_ids WHERE app = ? AND id = ? AND expires_at > ?")
@@ -155,7 +156,7 @@ public final class SQLiteRegistrationStore: RegistrationStore, DatabaseStore {
                     try Self.write(registration, template: template, now: now, connection: connection)
                 }
                 for id in removing {
-                    let values: [SQLiteValue] = [.text(app.rawValue), .text(id.rawValue)]
+                    let values: [SQLValue] = [.text(app.rawValue), .text(id.rawValue)]
                     try connection.prepare("DELETE FROM reserved_ids WHERE app = ? AND id = ?").bind(values).run()
                     try connection.prepare("DELETE FROM registration_tags WHERE app = ? AND id = ?").bind(values).run()
                     try connection.prepare("DELETE FROM registrations WHERE app = ? AND id = ?").bind(values).run()
@@ -180,8 +181,8 @@ public final class SQLiteRegistrationStore: RegistrationStore, DatabaseStore {
     )
         throws(StoreError)
     {
-        let app = SQLiteValue.text(registration.app.rawValue)
-        let id = SQLiteValue.text(registration.id.rawValue)
+        let app = SQLValue.text(registration.app.rawValue)
+        let id = SQLValue.text(registration.id.rawValue)
         try connection.prepare("DELETE FROM reserved_ids WHERE app = ? AND id = ?").bind([app, id]).run()
         try connection.prepare(
             """
@@ -192,7 +193,7 @@ public final class SQLiteRegistrationStore: RegistrationStore, DatabaseStore {
             """
         ).bind([
             app, id, .text(registration.platform.rawValue), .text(registration.handle.value), .text(registration.owner),
-            template.map(SQLiteValue.text) ?? .null, registration.expiresAt.map { .real($0.secondsSinceEpoch) } ?? .null,
+            template.map(SQLValue.text) ?? .null, registration.expiresAt.map { .real($0.secondsSinceEpoch) } ?? .null,
             .real(now.secondsSinceEpoch), .real(now.secondsSinceEpoch),
         ]).run()
         try connection.prepare("DELETE FROM registration_tags WHERE app = ? AND id = ?").bind([app, id]).run()
@@ -231,7 +232,7 @@ public final class SQLiteRegistrationStore: RegistrationStore, DatabaseStore {
     public func delete(id: RegistrationID, app: AppID) async throws(StoreError) -> Bool {
         try await run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Bool in
-                let values: [SQLiteValue] = [.text(app.rawValue), .text(id.rawValue)]
+                let values: [SQLValue] = [.text(app.rawValue), .text(id.rawValue)]
                 try connection.prepare("DELETE FROM reserved_ids WHERE app = ? AND id = ?").bind(values).run()
                 let existed = try connection.prepare("SELECT 1 FROM registrations WHERE app = ? AND id = ?").bind(values).step()
                 try connection.prepare("DELETE FROM registration_tags WHERE app = ? AND id = ?").bind(values).run()
@@ -327,7 +328,7 @@ public final class SQLiteRegistrationStore: RegistrationStore, DatabaseStore {
         try await run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) in
                 for change in changes {
-                    let values: [SQLiteValue] = [.text(app.rawValue), .text(change.registrationID.rawValue)]
+                    let values: [SQLValue] = [.text(app.rawValue), .text(change.registrationID.rawValue)]
                     switch change.change {
                     case .remove:
                         guard let registration = try Self.load(ids: [change.registrationID], app: app, connection: connection).first else {
@@ -338,7 +339,7 @@ public final class SQLiteRegistrationStore: RegistrationStore, DatabaseStore {
                         ).bind(
                             values + [
                                 .text(registration.platform.rawValue), .text(registration.handle.masked), .text(change.outcome.rawValue),
-                                change.reason.map(SQLiteValue.text) ?? .null, .real(now.secondsSinceEpoch),
+                                change.reason.map(SQLValue.text) ?? .null, .real(now.secondsSinceEpoch),
                             ]
                         ).run()
                         try connection.prepare("DELETE FROM registration_tags WHERE app = ? AND id = ?").bind(values).run()
@@ -379,7 +380,7 @@ public final class SQLiteRegistrationStore: RegistrationStore, DatabaseStore {
     static func load(ids: [RegistrationID], app: AppID, connection: SQLiteConnection) throws(StoreError) -> [Registration] {
         guard !ids.isEmpty else { return [] }
         let placeholders = Array(repeating: "?", count: ids.count).joined(separator: ",")
-        let values: [SQLiteValue] = [.text(app.rawValue)] + ids.map { .text($0.rawValue) }
+        let values: [SQLValue] = [.text(app.rawValue)] + ids.map { .text($0.rawValue) }
         var tags: [String: [Tag]] = [:]
         let tagStatement = try connection.prepare("SELECT id, tag FROM registration_tags WHERE app = ? AND id IN (\(placeholders))")
         try tagStatement.bind(values)

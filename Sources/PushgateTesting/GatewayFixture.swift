@@ -12,7 +12,7 @@ public struct GatewayFixture: Sendable {
     public let local: LocalGateway
 
     public var sandbox: PushSandbox { local.sandbox }
-    public var store: SQLiteRegistrationStore { local.store }
+    public var store: SQLiteStore { local.store }
 
     public func call(
         _ method: String, _ path: String, user: String? = "alice", password: String? = nil, body: String = "",

@@ -3,8 +3,9 @@ public import Pushgate
 extension NotificationRecord {
     /// The record as Notification Hubs' telemetry `NotificationDetails`: id, location, state,
     /// times, tags, target platforms, per-platform `…OutcomeCounts`, and the URI of the failed
-    /// targets (`PnsErrorDetailsUri`) when there are any.
-    public func xmlDocument(location: String, failedTargetsURI: String?) -> [UInt8] {
+    /// targets (`PnsErrorDetailsUri`) when there are any. `spelling` names the state as the
+    /// tutorial API does (``NotificationState/rawValue``) or as Notification Hubs does.
+    public func xmlDocument(location: String, failedTargetsURI: String?, spelling: StateSpelling = .gateway) -> [UInt8] {
         let writer = XMLTextWriter()
         writer.startDocument()
         writer.startElement("NotificationDetails")
@@ -12,7 +13,7 @@ extension NotificationRecord {
         writer.attribute("xmlns:i", "http://www.w3.org/2001/XMLSchema-instance")
         writer.element("NotificationId", id)
         writer.element("Location", location)
-        writer.element("State", state.rawValue)
+        writer.element("State", spelling == .notificationHubs ? state.notificationHubsName : state.rawValue)
         writer.element("EnqueueTime", RFC3339.format(enqueuedAt))
         if deliverAt > enqueuedAt { writer.element("ScheduledTime", RFC3339.format(deliverAt)) }
         if let startedAt { writer.element("StartTime", RFC3339.format(startedAt)) }
@@ -33,4 +34,12 @@ extension NotificationRecord {
         writer.endElement()
         return writer.finish()
     }
+}
+
+/// How a document names a notification's state.
+public enum StateSpelling: Sendable, Hashable {
+    /// The gateway's own names (`Cancelled`), as the tutorial API answers.
+    case gateway
+    /// Notification Hubs' names (`Canceled`).
+    case notificationHubs
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Pushgate
+import PushgateCore
 import PushgateTesting
 import Synchronization
 import Testing

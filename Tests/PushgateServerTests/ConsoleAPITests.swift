@@ -2,6 +2,7 @@ import Foundation
 import PNSSandbox
 import Pushgate
 import PushgateConfig
+import PushgateCore
 import PushgateCurl
 import PushgateDispatch
 import PushgateServer

@@ -1,4 +1,5 @@
 import Pushgate
+import PushgateCore
 import PushgateServer
 import PushgateTesting
 import Testing
@@ -27,7 +28,7 @@ import Testing
                 performing: { try Gateway.DeviceRegistration(json: Array(body.utf8)) },
                 throws: { error in
                     let error = error as! GatewayError
-                    return error.code == 400 && error.message.contains(message)
+                    return error.kind == .invalid && error.message.contains(message)
                 })
         }
     }

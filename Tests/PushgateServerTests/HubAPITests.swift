@@ -44,6 +44,18 @@ import Testing
                 method, "/default/\(path)\(separator)api-version=2015-01", user: nil, body: body, contentType: contentType,
                 headers: [("Authorization", authorization ?? token())] + headers)
         }
+
+        /// The NotificationDetails of an accepted send (its `Location`) once the send is final:
+        /// what was recorded, so that what did not arrive can be asserted without waiting for it.
+        func finalDetails(of sent: CurlResponse) async throws -> CurlResponse {
+            let location = try #require(sent.header("Location"), "\(sent.bodyText)")
+            let id = try #require(location.split(separator: "/").last?.split(separator: "?").first.map(String.init))
+            return try await eventually {
+                try await call("GET", "messages/\(id)")
+            } until: { details in
+                ["Completed", "Abandoned", "NoTargetFound", "Canceled"].contains { details.bodyText.contains("<State>\($0)</State>") }
+            }
+        }
     }
 
     static let atom = "application/atom+xml;type=entry;charset=utf-8"
@@ -59,16 +71,11 @@ import Testing
             """
     }
 
-    func waitForInbox(
-        _ fixture: GatewayFixture, _ device: SandboxDevice, count: Int, seconds: Double = 15
-    ) async throws
-        -> [ReceivedNotification]
-    {
-        let deadline = ContinuousClock.now + .seconds(seconds)
-        while true {
-            let inbox = await fixture.sandbox.state.inbox(deviceID: device.id)
-            if inbox.count >= count || ContinuousClock.now > deadline { return inbox }
-            try await Task.sleep(for: .milliseconds(100))
+    func waitForInbox(_ fixture: GatewayFixture, _ device: SandboxDevice, count: Int) async throws -> [ReceivedNotification] {
+        try await eventually {
+            await fixture.sandbox.state.inbox(deviceID: device.id)
+        } until: {
+            $0.count >= count
         }
     }
 
@@ -140,10 +147,12 @@ import Testing
                 headers: apple + [("ServiceBusNotification-DeviceHandle", direct.handle)])
             #expect(directSend.status == 201, "\(directSend.bodyText)")
 
-            let nativeInbox = try await waitForInbox(fixture, native, count: 1)
-            let templateInbox = try await waitForInbox(fixture, templated, count: 1)
-            let directInbox = try await waitForInbox(fixture, direct, count: 1)
-            try await Task.sleep(for: .milliseconds(500))
+            // Every send final (recorded), then what each device got: one each, no more.
+            let details = try await client.finalDetails(of: nativeSend)
+            for send in [templateSend, directSend] { _ = try await client.finalDetails(of: send) }
+            let nativeInbox = await fixture.sandbox.state.inbox(deviceID: native.id)
+            let templateInbox = await fixture.sandbox.state.inbox(deviceID: templated.id)
+            let directInbox = await fixture.sandbox.state.inbox(deviceID: direct.id)
             #expect(nativeInbox.map(\.payload) == [#"{"aps":{"alert":"native"}}"#])
             #expect(templateInbox.map(\.payload) == [#"{"aps":{"alert":"Goal for Ann"}}"#])
             #expect(directInbox.map(\.payload) == [#"{"aps":{"alert":"direct"}}"#])
@@ -151,13 +160,7 @@ import Testing
             #expect(await fixture.sandbox.state.inbox(deviceID: templated.id).count == 1)
 
             // Telemetry of the native send: NotificationDetails.
-            let location = try #require(nativeSend.header("Location"))
-            let id = try #require(location.split(separator: "/").last?.split(separator: "?").first.map(String.init))
-            var details = try await client.call("GET", "messages/\(id)")
-            for _ in 0..<50 where !details.bodyText.contains("<State>Completed</State>") {
-                try await Task.sleep(for: .milliseconds(100))
-                details = try await client.call("GET", "messages/\(id)")
-            }
+            #expect(details.bodyText.contains("<State>Completed</State>"), "\(details.bodyText)")
             #expect(details.status == 200 && details.bodyText.contains("<NotificationDetails"), "\(details.bodyText)")
             #expect(details.bodyText.contains("<Name>Success</Name><Count>1</Count>"), "\(details.bodyText)")
             // The template registration the native send passed over is not counted, as NH counts.
@@ -255,23 +258,20 @@ import Testing
             let location = try #require(sent.header("Location"))
             let id = try #require(location.split(separator: "/").last?.split(separator: "?").first.map(String.init))
             // Throttled: put off to a retry page, the notification parked until the backoff passes.
-            var metrics = ""
-            for _ in 0..<50 where !metrics.contains("pushgate_outbox_deferred_targets_total 1") {
-                try await Task.sleep(for: .milliseconds(100))
-                metrics = try await fixture.call("GET", "/metrics", user: nil).bodyText
+            let metrics = try await eventually {
+                try await fixture.call("GET", "/metrics", user: nil).bodyText
+            } until: {
+                $0.contains("pushgate_outbox_deferred_targets_total 1")
             }
             #expect(metrics.contains("pushgate_outbox_deferred_targets_total 1"), "\(metrics)")
             #expect(await fixture.sandbox.state.inbox(deviceID: device.id).isEmpty)
-            var details = try await client.call("GET", "messages/\(id)")
-            #expect(!details.bodyText.contains("<State>Completed</State>"), "\(details.bodyText)")
+            let pending = try await client.call("GET", "messages/\(id)")
+            #expect(!pending.bodyText.contains("<State>Completed</State>"), "\(pending.bodyText)")
 
             clock.advance(seconds: 61)
-            let inbox = try await waitForInbox(fixture, device, count: 1)
+            let details = try await client.finalDetails(of: sent)
+            let inbox = await fixture.sandbox.state.inbox(deviceID: device.id)
             #expect(inbox.count == 1 && inbox.first?.payload.contains("retried") == true, "\(inbox)")
-            for _ in 0..<50 where !details.bodyText.contains("<State>Completed</State>") {
-                try await Task.sleep(for: .milliseconds(100))
-                details = try await client.call("GET", "messages/\(id)")
-            }
             #expect(details.bodyText.contains("<State>Completed</State>"), "\(details.bodyText)")
             #expect(details.bodyText.contains("<Name>Success</Name><Count>1</Count>"), "\(details.bodyText)")
         }
@@ -420,8 +420,8 @@ import Testing
                 "POST", "messages/$batch?direct", body: body, contentType: "multipart/mixed; boundary=\(boundary)",
                 headers: [("ServiceBusNotification-Format", "apple")])
             #expect(batch.status == 201, "\(batch.bodyText)")
-            _ = try await waitForInbox(fixture, attacker, count: 1)
-            try await Task.sleep(for: .milliseconds(800))
+            let batchDetails = try await client.finalDetails(of: batch)
+            #expect(batchDetails.bodyText.contains("<Name>Success</Name><Count>1</Count>"), "\(batchDetails.bodyText)")
             #expect(await fixture.sandbox.state.inbox(deviceID: attacker.id).count == 1)
             #expect(await fixture.sandbox.state.inbox(deviceID: victim.id).isEmpty)
         }
@@ -770,14 +770,19 @@ import Testing
                 "POST", "/eu/messages", eu, body: #"{"aps":{"alert":"eu only"}}"#,
                 headers: [("ServiceBusNotification-Format", "apple"), ("ServiceBusNotification-Tags", "eu-news")])
             #expect(sent.status == 201, "\(sent.bodyText)")
-            let deadline = ContinuousClock.now + .seconds(15)
-            var inbox = await fixture.sandbox.state.inbox(deviceID: device.id)
-            while inbox.isEmpty && ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(100))
-                inbox = await fixture.sandbox.state.inbox(deviceID: device.id)
+            // Both sends final (recorded), then the device's inbox: the eu send only.
+            for (response, token) in [(wrongHub, defaultFull), (sent, eu)] {
+                // http://host:port/{hub}/messages/{id}?api-version=… → /{hub}/messages/{id}
+                let location = try #require(response.header("Location")?.split(separator: "?").first)
+                let path = String(location.drop(while: { $0 != "/" }).dropFirst(2).drop(while: { $0 != "/" }))
+                let final = try await eventually {
+                    try await call("GET", path, token)
+                } until: { details in
+                    ["Completed", "NoTargetFound"].contains { details.bodyText.contains("<State>\($0)</State>") }
+                }
+                #expect(final.status == 200 && !final.bodyText.contains("<State>Processing</State>"), "\(final.bodyText)")
             }
-            try await Task.sleep(for: .milliseconds(500))
-            inbox = await fixture.sandbox.state.inbox(deviceID: device.id)
+            let inbox = await fixture.sandbox.state.inbox(deviceID: device.id)
             #expect(inbox.count == 1 && inbox.first?.payload.contains("eu only") == true)
             #expect(try await call("GET", "/nope/registrations", eu).status == 404)
             // The console's admin view lists both hubs with rule names and rights, never a key.
@@ -838,11 +843,10 @@ import Testing
             let started = ContinuousClock.now
             let closed = await RawConnection.onThread { silent.readUntilClosed(timeout: 10) }
             #expect(closed.closed && ContinuousClock.now - started < .seconds(8))
-            let deadline = ContinuousClock.now + .seconds(15)
-            var inbox = await fixture.sandbox.state.inbox(deviceID: device.id)
-            while inbox.count < 4 && ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(100))
-                inbox = await fixture.sandbox.state.inbox(deviceID: device.id)
+            let inbox = try await eventually {
+                await fixture.sandbox.state.inbox(deviceID: device.id)
+            } until: {
+                $0.count >= 4
             }
             #expect(inbox.count == 4)
         }

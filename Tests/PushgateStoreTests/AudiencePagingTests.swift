@@ -27,7 +27,7 @@ import Testing
     }
 
     /// The steps of the page that starts halfway through the audience.
-    static func middlePageSteps(_ store: SQLiteRegistrationStore, _ expression: String, audience: Int) async throws -> Int {
+    static func middlePageSteps(_ store: SQLiteStore, _ expression: String, audience: Int) async throws -> Int {
         let after = String(format: "r%08d", audience / 2)
         let page = try await store.explainPage(
             matching: try TagExpression(parsing: expression), platforms: .all, app: .default, after: after, limit: 500, now: start)
@@ -42,8 +42,8 @@ import Testing
             cleanUp(small)
             cleanUp(large)
         }
-        let smallStore = try await SQLiteRegistrationStore.open(path: small)
-        let largeStore = try await SQLiteRegistrationStore.open(path: large)
+        let smallStore = try await SQLiteStore.open(path: small)
+        let largeStore = try await SQLiteStore.open(path: large)
         try await Self.fill(smallStore, count: 200_000, common: 10_000)
         try await Self.fill(largeStore, count: 200_000, common: 200_000)
 
@@ -102,7 +102,7 @@ import Testing
     @Test func audienceQueriesWalkAnIndexWithoutListSubqueries() async throws {
         let path = NSTemporaryDirectory() + "pushgate-paging-\(UUID().uuidString).sqlite"
         defer { cleanUp(path) }
-        let store = try await SQLiteRegistrationStore.open(path: path)
+        let store = try await SQLiteStore.open(path: path)
         try await Self.fill(store, count: 20_000, common: 20_000)
         for expression in ["common", "common || rare", "username:u7 || username:u8 || rare"] {
             let page = try await store.explainPage(
@@ -117,7 +117,7 @@ import Testing
     @Test func aConjunctionIsDrivenByItsSmallerSide() async throws {
         let path = NSTemporaryDirectory() + "pushgate-paging-\(UUID().uuidString).sqlite"
         defer { cleanUp(path) }
-        let store = try await SQLiteRegistrationStore.open(path: path)
+        let store = try await SQLiteStore.open(path: path)
         try await Self.fill(store, count: 100_000, common: 100_000)
         var steps: [Int] = []
         for expression in ["common && rare", "rare && common"] {
@@ -136,7 +136,7 @@ import Testing
     @Test func deliveryTargetsPageThroughTheSameAudienceAsTheListing() async throws {
         let path = NSTemporaryDirectory() + "pushgate-paging-\(UUID().uuidString).sqlite"
         defer { cleanUp(path) }
-        let sqlite = try await SQLiteRegistrationStore.open(path: path)
+        let sqlite = try await SQLiteStore.open(path: path)
         let memory = InMemoryRegistrationStore()
         var all: [Registration] = []
         for index in 0..<3_000 {

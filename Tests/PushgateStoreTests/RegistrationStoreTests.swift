@@ -20,7 +20,7 @@ enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
             return (InMemoryRegistrationStore(reservationLifetime: reservationLifetime), nil)
         case .sqlite:
             let path = NSTemporaryDirectory() + "pushgate-store-\(UUID().uuidString).sqlite"
-            return (try await SQLiteRegistrationStore.open(path: path, reservationLifetime: reservationLifetime), path)
+            return (try await SQLiteStore.open(path: path, reservationLifetime: reservationLifetime), path)
         case .postgres:
             return (try await PostgresTesting.freshStore(reservationLifetime: reservationLifetime), nil)
         }
@@ -267,8 +267,8 @@ func collect(_ stream: AsyncThrowingStream<[Registration], any Error>) async thr
     @Test func twoConnectionsSeeEachOthersWritesAndKeepWriting() async throws {
         let path = NSTemporaryDirectory() + "pushgate-store-\(UUID().uuidString).sqlite"
         defer { cleanUp(path) }
-        let gateway = try await SQLiteRegistrationStore.open(path: path)
-        let operator_ = try await SQLiteRegistrationStore.open(path: path)
+        let gateway = try await SQLiteStore.open(path: path)
+        let operator_ = try await SQLiteStore.open(path: path)
         let ids = (0..<3).map { _ in RegistrationID.random() }
         try await gateway.restore(try ids.map { try registration($0, tags: ["username:alice"]) }, now: start)
         // Reads that stop on a row (a lookup by id, the schema version) must not pin a snapshot.
@@ -288,12 +288,12 @@ func collect(_ stream: AsyncThrowingStream<[Registration], any Error>) async thr
     @Test func dataSurvivesReopeningAndTheSchemaIsVersioned() async throws {
         let path = NSTemporaryDirectory() + "pushgate-store-\(UUID().uuidString).sqlite"
         defer { cleanUp(path) }
-        var store: SQLiteRegistrationStore? = try await SQLiteRegistrationStore.open(path: path)
+        var store: SQLiteStore? = try await SQLiteStore.open(path: path)
         let id = try await store!.createRegistrationID(app: .default, now: start)
         try await store!.upsert(try registration(id, tags: ["username:alice"]), now: start)
         #expect(try await store!.schemaVersion() == 5)
         store = nil
-        let reopened = try await SQLiteRegistrationStore.open(path: path)
+        let reopened = try await SQLiteStore.open(path: path)
         #expect(try await reopened.registration(id: id, app: .default)?.tags.map(\.rawValue) == ["username:alice"])
         #expect(try await reopened.schemaVersion() == 5)
     }
@@ -301,7 +301,7 @@ func collect(_ stream: AsyncThrowingStream<[Registration], any Error>) async thr
     @Test func anUnreadableFileIsAClearError() async throws {
         await #expect(
             performing: {
-                try await SQLiteRegistrationStore.open(path: "/nonexistent-dir/pushgate.sqlite")
+                try await SQLiteStore.open(path: "/nonexistent-dir/pushgate.sqlite")
             },
             throws: { error in
                 (error as? StoreError)?.description.contains("cannot open SQLite database /nonexistent-dir/pushgate.sqlite") == true
@@ -311,7 +311,7 @@ func collect(_ stream: AsyncThrowingStream<[Registration], any Error>) async thr
     @Test func tagLookupsUseTheIndexOverManyRegistrations() async throws {
         let path = NSTemporaryDirectory() + "pushgate-store-\(UUID().uuidString).sqlite"
         defer { cleanUp(path) }
-        let store = try await SQLiteRegistrationStore.open(path: path)
+        let store = try await SQLiteStore.open(path: path)
         for index in 0..<2000 {
             let id = try await store.createRegistrationID(app: .default, now: start)
             try await store.upsert(try registration(id, tags: ["username:user\(index % 500)", "all"]), now: start)
@@ -327,7 +327,7 @@ func collect(_ stream: AsyncThrowingStream<[Registration], any Error>) async thr
     @Test func theDatabaseAndItsJournalAreReadableByTheOwnerOnly() async throws {
         let path = NSTemporaryDirectory() + "pushgate-store-\(UUID().uuidString).sqlite"
         defer { cleanUp(path) }
-        let store = try await SQLiteRegistrationStore.open(path: path)
+        let store = try await SQLiteStore.open(path: path)
         let id = try await store.createRegistrationID(app: .default, now: start)
         try await store.upsert(try registration(id, tags: ["a"]), now: start)
         for file in [path, path + "-wal"] {

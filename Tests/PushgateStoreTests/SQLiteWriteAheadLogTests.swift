@@ -10,7 +10,7 @@ import Testing
     @Test func twentyThousandOneRowWritesKeepTheLogBoundedAndReachTheDatabaseFile() async throws {
         let path = NSTemporaryDirectory() + "pushgate-wal-\(UUID().uuidString).sqlite"
         defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
-        let store = try await SQLiteRegistrationStore.open(path: path)
+        let store = try await SQLiteStore.open(path: path)
         func size(_ suffix: String) -> Int {
             ((try? FileManager.default.attributesOfItem(atPath: path + suffix))?[.size] as? NSNumber)?.intValue ?? 0
         }

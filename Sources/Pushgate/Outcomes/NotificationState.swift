@@ -16,6 +16,10 @@ public enum NotificationState: String, Sendable, Hashable, Codable, CaseIterable
 
     public var description: String { rawValue }
 
+    /// The name Notification Hubs' NotificationDetails gives the state: `Canceled` where the
+    /// tutorial API (and the outbox) say `Cancelled`.
+    public var notificationHubsName: String { self == .cancelled ? "Canceled" : rawValue }
+
     /// Whether nothing more will happen to a notification in this state.
     public var isFinal: Bool {
         switch self {

@@ -51,7 +51,7 @@ extension ConfigOptions {
         case .sqlite(let path):
             let resolved = ConfigurationLoader.resolve(path, against: baseDirectory)
             do {
-                return try await SQLiteRegistrationStore.open(path: resolved)
+                return try await SQLiteStore.open(path: resolved)
             } catch {
                 throw CLIError("cannot open the store \(resolved): \(error.description)")
             }

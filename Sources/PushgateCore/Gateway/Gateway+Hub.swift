@@ -92,7 +92,7 @@ extension Gateway {
     /// An FCM v1 template body as Notification Hubs takes it, `{"message": {…}}`, unwrapped to the
     /// message the gateway's FCM templates are (the gateway sets the token). Any other body is
     /// returned as it is, for the template compiler to judge.
-    static func unwrappedFCMTemplate(_ body: String) -> String {
+    package static func unwrappedFCMTemplate(_ body: String) -> String {
         guard let root = try? JSONParser.parse(Array(body.utf8)), let members = root.objectMembers, members.count == 1,
             members[0].key == "message", members[0].value.objectMembers != nil
         else { return body }
@@ -102,7 +102,7 @@ extension Gateway {
     /// A stored FCM v1 template as Notification Hubs writes it back, `{"message": {…}}`: the
     /// inverse of ``unwrappedFCMTemplate(_:)``. A body already in that shape, or one that is not
     /// a JSON object, is returned as it is.
-    static func wrappedFCMTemplate(_ body: String) -> String {
+    package static func wrappedFCMTemplate(_ body: String) -> String {
         if let root = try? JSONParser.parse(Array(body.utf8)) {
             guard let members = root.objectMembers else { return body }
             if members.count == 1, members[0].key == "message", members[0].value.objectMembers != nil { return body }
@@ -119,7 +119,7 @@ extension Gateway {
     /// A native body checked as its service would: JSON for APNs and Google, XML (or raw) for
     /// WNS, its headers, and its size. FCM v1's `{"message": {…}}` is unwrapped (the gateway
     /// sets the token).
-    static func nativePayload(
+    package static func nativePayload(
         platform: Platform, body: [UInt8], headers: [(name: String, value: String)]
     ) throws(GatewayError) -> RenderedNotification {
         guard let text = String(validating: body, as: UTF8.self) else { throw .badRequest("body: not valid UTF-8") }
@@ -157,13 +157,13 @@ extension Gateway {
         }
         let bytes = Array(bodyText.utf8)
         do { try PayloadLimit.check(size: bytes.count, platform: platform, apnsPushType: checked.header("apns-push-type")) } catch {
-            throw GatewayError(413, error.description)
+            throw GatewayError(.tooLarge, error.description)
         }
         return RenderedNotification(platform: platform, body: bytes, headers: checked.headers, contentType: checked.contentType)
     }
 
     /// A template send's body: a JSON object of string (or number, boolean) properties.
-    static func hubTemplateProperties(_ body: [UInt8]) throws(GatewayError) -> TemplateProperties {
+    package static func hubTemplateProperties(_ body: [UInt8]) throws(GatewayError) -> TemplateProperties {
         let root: JSONValue
         do { root = try JSONParser.parse(body) } catch { throw .badRequest("body: \(error.description)") }
         guard let members = root.objectMembers else {
@@ -184,7 +184,7 @@ extension Gateway {
     /// How a hub send's pages split by payload: a native send skips template registrations; a
     /// template send renders each template registration's own template (once per distinct
     /// template in the page) and skips native ones.
-    func payloadGrouping(for delivery: NotificationDelivery, payloads: [Platform: RenderedNotification]) -> PayloadGrouping? {
+    package func payloadGrouping(for delivery: NotificationDelivery, payloads: [Platform: RenderedNotification]) -> PayloadGrouping? {
         if case .allRegistrations = delivery { return nil }
         let (store, app) = (self.store, appID)
         return { batch in
@@ -249,7 +249,7 @@ extension Gateway {
     }
 
     /// A registration's template compiled for its platform (checked as an app template is).
-    static func compile(_ template: RegistrationTemplate, platform: Platform) throws(TemplateError) -> PlatformTemplate {
+    package static func compile(_ template: RegistrationTemplate, platform: Platform) throws(TemplateError) -> PlatformTemplate {
         let headers = template.headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
         let format: Template.Format
         switch platform {

@@ -12,9 +12,9 @@ public final class OutboxControl: Sendable {
     /// This process's name on leases: unique per start, so that a restarted instance takes over
     /// its own former work only once those leases expire or were released.
     public let owner: String
-    let signal = WakeSignal()
+    package let signal = WakeSignal()
 
-    init(configuration: OutboxConfiguration) {
+    package init(configuration: OutboxConfiguration) {
         self.configuration = configuration
         owner = "pushgate-" + UUID().uuidString.lowercased()
     }
@@ -32,15 +32,15 @@ public final class OutboxControl: Sendable {
 
     /// What is left of a shutdown `deadline` counted from when draining began: the listener and
     /// the delivery service share one deadline, whichever stops first.
-    func remaining(of deadline: Duration) -> Duration {
+    package func remaining(of deadline: Duration) -> Duration {
         guard let since = drainingSince.withLock({ $0 }) else { return deadline }
         return max(.zero, deadline - (ContinuousClock.now - since))
     }
 
     /// Tells the delivery service that work may be due.
-    func wake() { signal.signal() }
+    package func wake() { signal.signal() }
 
-    func lease(from now: Timestamp) -> OutboxLease {
+    package func lease(from now: Timestamp) -> OutboxLease {
         OutboxLease(owner: owner, until: now.adding(seconds: Double(configuration.leaseSeconds)))
     }
 }
@@ -48,7 +48,7 @@ public final class OutboxControl: Sendable {
 /// The notifications this process is driving, so that a cancel can stop the pages already on
 /// the wire (not only the pages not yet claimed).
 public final class ActiveDrives: Sendable {
-    final class Drive: Sendable {
+    package final class Drive: Sendable {
         private let cancelled = Atomic<Bool>(false)
         private let task = Mutex<Task<DispatchSummary, Never>?>(nil)
 
@@ -67,23 +67,23 @@ public final class ActiveDrives: Sendable {
 
     private let drives = Mutex<[String: Drive]>([:])
 
-    func start(_ id: String) -> Drive {
+    package func start(_ id: String) -> Drive {
         let drive = Drive()
         drives.withLock { $0[id] = drive }
         return drive
     }
 
     /// Forgets `drive` (not a later drive of the same notification).
-    func end(_ id: String, _ drive: Drive) {
+    package func end(_ id: String, _ drive: Drive) {
         drives.withLock { drives in if drives[id] === drive { drives[id] = nil } }
     }
 
     /// Stops the pages of `id` in flight here, if it is driven here.
-    func cancel(_ id: String) { drives.withLock { $0[id] }?.cancel() }
+    package func cancel(_ id: String) { drives.withLock { $0[id] }?.cancel() }
 }
 
 /// Wakes one waiter (the delivery service's loop), or the next wait when nobody waits.
-final class WakeSignal: Sendable {
+package final class WakeSignal: Sendable {
     private struct State: Sendable {
         var pending = false
         var waiter: CheckedContinuation<Void, Never>?
@@ -91,7 +91,7 @@ final class WakeSignal: Sendable {
 
     private let state = Mutex(State())
 
-    func signal() {
+    package func signal() {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
             guard let waiter = state.waiter else {
                 state.pending = true
@@ -104,7 +104,7 @@ final class WakeSignal: Sendable {
     }
 
     /// Returns when signalled, or after `timeout`. One waiter at a time.
-    func wait(timeout: Duration) async {
+    package func wait(timeout: Duration) async {
         if state.withLock({ state in
             defer { state.pending = false }
             return state.pending
@@ -132,7 +132,7 @@ final class WakeSignal: Sendable {
 
 extension Gateway {
     /// How a drive of a notification ended.
-    enum DriveStop: Sendable, Equatable {
+    package enum DriveStop: Sendable, Equatable {
         /// The gateway is shutting down: the rest is delivered after the next start.
         case draining
         /// The store failed while reading the audience; the rest is retried.
@@ -148,7 +148,7 @@ extension Gateway {
 
     /// What driving a notification did: its final record when it finished, and what this process
     /// delivered (counts of every target, targets listed up to the reporting limit).
-    struct DriveResult: Sendable {
+    package struct DriveResult: Sendable {
         var record: NotificationRecord?
         var counts: [Platform: [Outcome: Int]] = [:]
         var targets: [TargetResult] = []
@@ -157,7 +157,7 @@ extension Gateway {
 
     /// Pages handed to the dispatcher, by the order it read them, and the throttled targets put
     /// off to retry pages (not final: left out of what the drive reports).
-    final class PageLedger: Sendable {
+    package final class PageLedger: Sendable {
         private let pages = Mutex<[(number: Int, attempt: Int)]>([])
         private let stopped = Mutex<DriveStop?>(nil)
         private let deferred = Mutex<[DispatchTarget]>([])
@@ -173,7 +173,7 @@ extension Gateway {
     /// Delivers the pages of a notification this process holds the lease of, until its audience
     /// is exhausted and every page recorded, then ends it. Stops claiming when the gateway drains;
     /// pages not recorded by then are released and delivered again after the next start.
-    func drive(
+    package func drive(
         _ notification: OutboxNotification, progress: (@Sendable (DispatchProgress) -> Void)? = nil, logger: Logger
     ) async -> DriveResult {
         var result = DriveResult()
@@ -374,7 +374,7 @@ extension Gateway {
     /// resumes it), then this request drives it and answers with the result.
     ///
     /// A send cut short still reports every target it reached, with the result's `error` saying
-    /// why: a store failure answers 503; a shutdown answers 202 (accepted: the rest is delivered
+    /// why: a store failure ends it `interrupted`; a shutdown `continuing` (accepted: the rest is delivered
     /// after the next start, and `GET /api/notifications/{id}/outcome` tells how it went).
     public func deliver(
         _ prepared: PreparedSend, progress: (@Sendable (DispatchProgress) -> Void)? = nil, logger requestLogger: Logger? = nil
@@ -391,13 +391,13 @@ extension Gateway {
             var result = NotificationResult(notificationID: notification.id, selection: prepared.selection, targets: [])
             result.state = .abandoned
             result.error = "the registration store is unavailable: the notification was not accepted"
-            return SendOutcome(result: result, status: 503, secureID: nil)
+            return SendOutcome(result: result, ending: .interrupted, secureID: nil)
         }
         let run = await drive(notification, progress: progress, logger: logger)
         var result = NotificationResult(
             notificationID: notification.id, selection: prepared.selection, counts: run.record?.counts ?? run.counts,
             targets: run.targets)
-        var status: Int
+        var ending: SendOutcome.Ending
         let reached = result.platforms.reduce(0) { $0 + $1.total }
         switch run.stop {
         case .storeFailed(let failure), .recordFailed(let failure):
@@ -409,7 +409,7 @@ extension Gateway {
             result.error =
                 "the registration store failed while \(what); \(reached) targets were reached, the rest is retried in the background"
                 + " (GET /api/notifications/\(notification.id)/outcome)"
-            status = 503
+            ending = .interrupted
         case .lost, .draining, .deferred:
             // Accepted, not finished: the rest goes out elsewhere, later, or after the next start.
             let why =
@@ -424,15 +424,15 @@ extension Gateway {
             logger.warning("send interrupted: \(why)")
             result.state = .processing
             result.error = why + " (GET /api/notifications/\(notification.id)/outcome)"
-            status = 202
+            ending = .continuing
         case nil:
             if let record = run.record { result.state = record.state }
-            status = Self.status(of: result.state)
+            ending = .finished
         }
-        return finished(result, status: status, secureID: prepared.secureID, started: started, logger: logger)
+        return finished(result, ending: ending, secureID: prepared.secureID, started: started, logger: logger)
     }
 
-    func outboxNotification(_ prepared: PreparedSend, enqueuedAt: Timestamp, deliverAt: Timestamp?) -> OutboxNotification {
+    package func outboxNotification(_ prepared: PreparedSend, enqueuedAt: Timestamp, deliverAt: Timestamp?) -> OutboxNotification {
         OutboxNotification(
             id: UUID().uuidString.lowercased(), app: appID, sender: prepared.sender, selection: prepared.selection,
             audience: prepared.audience, payloads: prepared.payloads, secureID: prepared.secureID, enqueuedAt: enqueuedAt,
@@ -443,7 +443,7 @@ extension Gateway {
     /// `deliverAt`): answers once it is stored.
     public func enqueue(_ prepared: PreparedSend, deliverAt: Timestamp?) async throws(GatewayError) -> NotificationRecord {
         guard outbox.configuration.enabled else {
-            throw GatewayError(501, "asynchronous and scheduled sends need the outbox, which is turned off (outbox.enabled)")
+            throw GatewayError(.notImplemented, "asynchronous and scheduled sends need the outbox, which is turned off (outbox.enabled)")
         }
         let notification = outboxNotification(prepared, enqueuedAt: now(), deliverAt: deliverAt)
         try await stored { () throws(StoreError) in try await store.enqueue(notification, lease: nil) }
@@ -511,7 +511,7 @@ extension Gateway {
         guard (1...1000).contains(limit) else { throw .badRequest("limit must be 1…1000, not \(limit)") }
         let sender = sender.flatMap { $0.isEmpty ? nil : $0 }
         if let sender, sender != user.name, !user.isAdmin {
-            throw GatewayError(403, "sender: only admins may list another sender's notifications")
+            throw GatewayError(.forbidden, "sender: only admins may list another sender's notifications")
         }
         let filter = user.isAdmin ? sender : user.name
         return try await stored { () throws(StoreError) in try await store.notificationRecords(app: appID, sender: filter, limit: limit) }
@@ -526,13 +526,13 @@ extension Gateway {
     {
         let record = try await notificationRecord(id: id, user: user)
         guard !record.state.isFinal else {
-            throw GatewayError(409, "notification \(id) has already finished (\(record.state)); there is nothing to cancel")
+            throw GatewayError(.conflict, "notification \(id) has already finished (\(record.state)); there is nothing to cancel")
         }
         let time = now()
         let before = try await stored { () throws(StoreError) in try await store.requestCancel(notificationID: id, app: appID, now: time) }
         if let before, before.cancelRequested || before.state.isFinal {
             throw GatewayError(
-                409, "notification \(id) is already \(before.state.isFinal ? "finished (\(before.state))" : "being cancelled")")
+                .conflict, "notification \(id) is already \(before.state.isFinal ? "finished (\(before.state))" : "being cancelled")")
         }
         activeDrives.cancel(id)
         outbox.wake()

@@ -31,10 +31,10 @@ extension Gateway {
     }
 
     /// No platform's handle is longer (WNS channel URIs are the longest, at most 2,048 bytes).
-    static let maximumHandleQueryBytes = 4096
+    package static let maximumHandleQueryBytes = 4096
 
     /// The registrations holding `handle`.
-    func holders(of handle: String) async throws(GatewayError) -> [Registration] {
+    package func holders(of handle: String) async throws(GatewayError) -> [Registration] {
         let ids = try await stored { () throws(StoreError) in try await store.registrationIDs(handle: handle, app: appID) }
         var holders: [Registration] = []
         for id in ids {
@@ -46,7 +46,7 @@ extension Gateway {
     }
 
     /// Ids of `user`'s registrations holding `handle`.
-    func ownRegistrationIDs(handle: String, user: AuthenticatedUser) async throws(GatewayError) -> [RegistrationID] {
+    package func ownRegistrationIDs(handle: String, user: AuthenticatedUser) async throws(GatewayError) -> [RegistrationID] {
         try await holders(of: handle).filter { $0.owner == user.name }.map(\.id)
     }
 
@@ -121,7 +121,7 @@ extension Gateway {
         if !user.isAdmin {
             for other in try await holders(of: handle.value) where other.id != id && other.owner != user.name {
                 throw GatewayError(
-                    409,
+                    .conflict,
                     "Handle: this device is registered by another user; that registration must be deleted (DELETE /api/register/{id}) first"
                 )
             }
@@ -161,12 +161,12 @@ extension Gateway {
                 if found.count >= limit { break }
             }
         } catch {
-            throw GatewayError(503, "the registration store is unavailable")
+            throw GatewayError(.unavailable, "the registration store is unavailable")
         }
         return Array(found.prefix(limit))
     }
 
-    static func registrationID(_ text: String) throws(GatewayError) -> RegistrationID {
+    package static func registrationID(_ text: String) throws(GatewayError) -> RegistrationID {
         do { return try RegistrationID(text) } catch { throw .badRequest(error.description) }
     }
 }

@@ -48,26 +48,35 @@ extension Gateway {
         }
     }
 
-    /// The result and the HTTP status it deserves (200 processed, 404 no target, 503 nothing
-    /// reachable or the send cut short).
+    /// A send's result, and how its run ended (each API answers the ending in its own terms).
     public struct SendOutcome: Sendable {
+        /// How the run that answers the request ended.
+        public enum Ending: Sendable, Hashable {
+            /// Ran to its end: the result's state says how (delivered, no target, nothing reachable).
+            case finished
+            /// Accepted, not finished here: the rest goes out later, elsewhere or after a restart.
+            case continuing
+            /// Cut short because the store failed, or by shutdown without the outbox: not (all) accepted.
+            case interrupted
+        }
+
         public var result: NotificationResult
-        public var status: Int
+        public var ending: Ending
         /// For secure sends: the id the recipient redeems with `GET /api/notifications/{id}`.
         public var secureID: String?
     }
 
     /// A validated send: payloads rendered once per platform, ready to dispatch.
     public struct PreparedSend: Sendable {
-        var selection: PlatformSelection
-        var audience: Audience
-        var payloads: [Platform: RenderedNotification]
+        package var selection: PlatformSelection
+        package var audience: Audience
+        package var payloads: [Platform: RenderedNotification]
         /// Set for secure sends.
-        var secureID: String?
+        package var secureID: String?
         /// Who sent it (the authenticated user, or the hub rule).
-        var sender: String
+        package var sender: String
         /// Which registrations it reaches (the hub API's native and template sends).
-        var delivery: NotificationDelivery = .allRegistrations
+        package var delivery: NotificationDelivery = .allRegistrations
     }
 
     /// Secure push: validates a secure send, stores its message, and renders the id-only payloads. Nothing is
@@ -88,7 +97,8 @@ extension Gateway {
         let payload = properties["message"] ?? ""
         guard payload.utf8.count <= limits.maximumSecurePayloadBytes else {
             throw GatewayError(
-                413, "message: a secure message is \(payload.utf8.count) bytes; at most \(limits.maximumSecurePayloadBytes) are stored")
+                .tooLarge,
+                "message: a secure message is \(payload.utf8.count) bytes; at most \(limits.maximumSecurePayloadBytes) are stored")
         }
         let id = UUID().uuidString.lowercased()
         let body = Array(#"{"message":"","secureId":"\#(id)"}"#.utf8)
@@ -110,7 +120,7 @@ extension Gateway {
     }
 
     /// Whether any registration matches a prepared send.
-    func hasTargets(_ prepared: PreparedSend, at time: Timestamp) async throws(GatewayError) -> Bool {
+    package func hasTargets(_ prepared: PreparedSend, at time: Timestamp) async throws(GatewayError) -> Bool {
         // A topic or condition: Firebase knows its subscribers.
         guard prepared.audience.walksRegistrations else { return true }
         let expression = prepared.audience.expression
@@ -122,7 +132,7 @@ extension Gateway {
             }
             return false
         } catch {
-            throw GatewayError(503, "the registration store is unavailable")
+            throw GatewayError(.unavailable, "the registration store is unavailable")
         }
     }
 
@@ -161,7 +171,7 @@ extension Gateway {
         var properties = try Self.properties(from: request.body)
         properties["user"] = user.name
 
-        guard let templates = app.templates[purpose] else { throw GatewayError(500, "no \(purpose) templates are configured") }
+        guard let templates = app.templates[purpose] else { throw GatewayError(.misconfigured, "no \(purpose) templates are configured") }
         var payloads: [Platform: RenderedNotification] = [:]
         for platform in selection.platforms {
             guard let template = templates[platform] else { continue }
@@ -169,7 +179,7 @@ extension Gateway {
             do {
                 payload = try template.render(properties)
             } catch {
-                throw GatewayError(error.httpStatusCode, "\(platform): \(error.description)")
+                throw GatewayError.input(error, "\(platform): \(error.description)")
             }
             if let seconds = request.timeToLive {
                 payload = payload.withTimeToLive(seconds, now: (request.deliverAt ?? now()).secondsSinceEpoch)
@@ -183,7 +193,7 @@ extension Gateway {
             }
             if case .fcm = audience, payload.body.count > PayloadLimit.fcmTopicBytes {
                 throw GatewayError(
-                    413,
+                    .tooLarge,
                     "fcm: the payload is \(payload.body.count) bytes; a topic or condition message may have \(PayloadLimit.fcmTopicBytes)")
             }
             payloads[platform] = payload
@@ -192,7 +202,7 @@ extension Gateway {
     }
 
     /// The FCM topic or condition a send names instead of tags, checked as Firebase documents them.
-    static func fcmRecipient(_ request: SendRequest) throws(GatewayError) -> FCMRecipient? {
+    package static func fcmRecipient(_ request: SendRequest) throws(GatewayError) -> FCMRecipient? {
         let topic = request.fcmTopic.flatMap { $0.isEmpty ? nil : $0 }
         let condition = request.fcmCondition.flatMap { $0.isEmpty ? nil : $0 }
         guard topic != nil || condition != nil else { return nil }
@@ -214,8 +224,8 @@ extension Gateway {
     ///
     /// A send cut short — the store failed while listing targets, or the request was cancelled
     /// (shutdown past its deadline) — still reports every target it reached, with the result's
-    /// `error` saying why it stopped, and answers 503.
-    func deliverDirectly(
+    /// `error` saying why it stopped, and ends `interrupted`.
+    package func deliverDirectly(
         _ prepared: PreparedSend, progress: (@Sendable (DispatchProgress) -> Void)? = nil, logger requestLogger: Logger? = nil
     ) async -> SendOutcome {
         let notificationID = UUID().uuidString.lowercased()
@@ -241,7 +251,7 @@ extension Gateway {
             applyHandleUpdates: { [logger] updates in await self.applyHandleUpdates(updates, logger: logger) }, progress: progress,
             payloadGroups: payloadGrouping(for: prepared.delivery, payloads: prepared.payloads), logger: logger)
 
-        var status = Self.status(of: summary.result.state)
+        var ending = SendOutcome.Ending.finished
         let reached = summary.result.platforms.reduce(0) { $0 + $1.total }
         if let failure = summary.targetsFailure {
             logger.error(
@@ -249,29 +259,19 @@ extension Gateway {
                 metadata: ["reached": "\(reached)", "error": "\(failure)"])
             summary.result.error =
                 "the registration store failed while listing targets; \(reached) targets were reached, the rest were not sent"
-            status = 503
+            ending = .interrupted
         } else if Task.isCancelled {
             logger.warning("send cancelled (shutdown)", metadata: ["reached": "\(reached)"])
             summary.result.state = .cancelled
             summary.result.error = "the gateway is shutting down; \(reached) targets were reached, the rest were not sent"
-            status = 503
+            ending = .interrupted
         }
-        return finished(summary.result, status: status, secureID: prepared.secureID, started: started, logger: logger)
-    }
-
-    /// The HTTP status of a send that ran to its end: 404 nothing matched, 503 nothing reachable,
-    /// else 200 (partial failures are in the body).
-    static func status(of state: NotificationState) -> Int {
-        switch state {
-        case .noTargetFound: 404
-        case .abandoned: 503
-        default: 200
-        }
+        return finished(summary.result, ending: ending, secureID: prepared.secureID, started: started, logger: logger)
     }
 
     /// Counts and logs a finished synchronous send, and answers it.
-    func finished(
-        _ result: NotificationResult, status: Int, secureID: String?, started: ContinuousClock.Instant, logger: Logger
+    package func finished(
+        _ result: NotificationResult, ending: SendOutcome.Ending, secureID: String?, started: ContinuousClock.Instant, logger: Logger
     ) -> SendOutcome {
         let duration = ContinuousClock.now - started
         metrics.sendFinished(duration: duration)
@@ -279,15 +279,15 @@ extension Gateway {
             "send finished",
             metadata: [
                 "state": "\(result.state)", "succeeded": "\(result.successCount)", "failed": "\(result.failureCount)",
-                "status": "\(status)", "duration": "\(duration)",
+                "ending": "\(ending)", "duration": "\(duration)",
             ])
-        return SendOutcome(result: result, status: status, secureID: secureID)
+        return SendOutcome(result: result, ending: ending, secureID: secureID)
     }
 
     /// Removes gone handles and replaces canonical ones. A store failure here loses no delivery:
     /// it is logged and counted (`pushgate_handle_updates_failed_total`), and the devices are
     /// pruned on a later send instead.
-    func applyHandleUpdates(_ updates: [HandleUpdate], logger: Logger) async {
+    package func applyHandleUpdates(_ updates: [HandleUpdate], logger: Logger) async {
         guard !updates.isEmpty else { return }
         let changes = updates.map {
             StoredHandleChange(registrationID: $0.target.registrationID, change: $0.change, outcome: $0.outcome, reason: $0.reason)
@@ -304,7 +304,7 @@ extension Gateway {
 
     /// The template properties from a send body: a JSON string is the message; a JSON object gives
     /// properties (string, number or boolean values) and must contain `message`.
-    static func properties(from body: [UInt8]) throws(GatewayError) -> TemplateProperties {
+    package static func properties(from body: [UInt8]) throws(GatewayError) -> TemplateProperties {
         let value: JSONValue
         do { value = try JSONParser.parse(body) } catch { throw .badRequest("body: \(error.description)") }
         switch value.kind {

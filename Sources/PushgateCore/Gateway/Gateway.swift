@@ -15,16 +15,16 @@ public final class Gateway: Sendable {
     public let secureMessageLifetime: Double
     public let limits: LimitsConfiguration
     public let dispatcher: Dispatcher
-    let metrics: GatewayMetrics
-    let logger: Logger
+    package let metrics: GatewayMetrics
+    package let logger: Logger
     /// The time registrations, reservations and secure messages expire by.
-    let clock: any PushgateClock
+    package let clock: any PushgateClock
     /// Sends being delivered, so that shutdown can cancel them at its deadline.
     public let inFlight: InFlightSends
     /// The outbox's settings and this instance's lease owner.
     public let outbox: OutboxControl
     /// The notifications this process is delivering now.
-    let activeDrives = ActiveDrives()
+    package let activeDrives = ActiveDrives()
 
     public init(
         app: LoadedApp, store: any GatewayStore, dispatcher: Dispatcher, secureMessageLifetime: Double = 86400,
@@ -44,14 +44,14 @@ public final class Gateway: Sendable {
         self.outbox = OutboxControl(configuration: outbox)
     }
 
-    var appID: AppID { app.id }
+    package var appID: AppID { app.id }
 
-    func now() -> Timestamp { clock.now }
+    package func now() -> Timestamp { clock.now }
 
     /// Runs a store operation, turning its failure into the answer it deserves. (Store calls go
     /// through here, refusals are thrown outside any `do`/`catch`: Swift 6.3.1's optimizer crashes
     /// on an async typed-throws `do` that throws and whose `catch` maps the error again.)
-    func stored<T: Sendable>(_ body: () async throws(StoreError) -> T) async throws(GatewayError) -> T {
+    package func stored<T: Sendable>(_ body: () async throws(StoreError) -> T) async throws(GatewayError) -> T {
         let result: Result<T, StoreError>
         do { result = .success(try await body()) } catch { result = .failure(error) }
         switch result {
@@ -60,13 +60,13 @@ public final class Gateway: Sendable {
         }
     }
 
-    static func storeFailure(_ error: StoreError) -> GatewayError {
+    package static func storeFailure(_ error: StoreError) -> GatewayError {
         switch error.kind {
         case .gone: GatewayError.gone(error.message)
-        case .limitReached: GatewayError(429, error.message)
-        case .storage: GatewayError(503, "the registration store is unavailable")
+        case .limitReached: GatewayError(.tooManyRequests, error.message)
+        case .storage: GatewayError(.unavailable, "the registration store is unavailable")
         // The reason names the database's state (down, no connection in time), never a secret.
-        case .unavailable: GatewayError(503, "\(error.message); retry later")
+        case .unavailable: GatewayError(.unavailable, "\(error.message); retry later")
         }
     }
 }
@@ -81,7 +81,7 @@ public final class InFlightSends: Sendable {
 
     /// Runs `delivery` to its end even when the caller goes away (a disconnect does not cancel
     /// it); cancelling the caller, or ``cancelAll()``, cancels it.
-    func run(_ delivery: @escaping @Sendable () async -> Gateway.SendOutcome) async -> Gateway.SendOutcome {
+    package func run(_ delivery: @escaping @Sendable () async -> Gateway.SendOutcome) async -> Gateway.SendOutcome {
         let id = counter.add(1, ordering: .relaxed).newValue
         let task = Task { await delivery() }
         tasks.withLock { $0[id] = task }

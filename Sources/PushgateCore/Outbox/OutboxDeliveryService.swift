@@ -11,17 +11,23 @@ import ServiceLifecycle
 /// On graceful shutdown it stops claiming at once (here and in synchronous sends), lets pages in
 /// flight finish until `deadline`, then cancels what is left and releases every lease it holds,
 /// so that the next start resumes the rest at once.
-struct OutboxDeliveryService: Service {
-    let gateway: Gateway
-    let deadline: Duration
-    let logger: Logger
+package struct OutboxDeliveryService: Service {
+    package let gateway: Gateway
+    package let deadline: Duration
+    package let logger: Logger
+
+    package init(gateway: Gateway, deadline: Duration, logger: Logger) {
+        self.gateway = gateway
+        self.deadline = deadline
+        self.logger = logger
+    }
 
     /// How often due work is looked for without a wake-up: scheduled sends go out within it.
-    static let pollInterval = Duration.milliseconds(250)
+    package static let pollInterval = Duration.milliseconds(250)
     /// How often finished notifications past the retention time are pruned.
-    static let pruneInterval = Duration.seconds(600)
+    package static let pruneInterval = Duration.seconds(600)
 
-    func run() async throws {
+    package func run() async throws {
         let control = gateway.outbox
         guard control.configuration.enabled else {
             try? await gracefulShutdown()

@@ -1,17 +1,7 @@
 import Crypto
 import Foundation
 import Pushgate
-
-/// Who made a request.
-public struct AuthenticatedUser: Sendable, Hashable {
-    public let name: String
-    public let isAdmin: Bool
-
-    public init(name: String, isAdmin: Bool) {
-        self.name = name
-        self.isAdmin = isAdmin
-    }
-}
+import PushgateCore
 
 /// Basic authentication against configured users (PBKDF2 hashes), or — only when explicitly
 /// configured, for demos — the tutorials' "password equals user name" rule.

@@ -1,5 +1,6 @@
 import HTTPTypes
 import Hummingbird
+import PushgateCore
 
 /// Basic authentication for every `/api` route.
 struct BasicAuthenticationMiddleware: RouterMiddleware {
@@ -19,13 +20,15 @@ struct BasicAuthenticationMiddleware: RouterMiddleware {
             return try await next(request, context)
         case .missing:
             return Self.refusal(
-                GatewayError(401, "authentication required: send Authorization: Basic base64(user:password)"), challenge: challenge)
+                GatewayError(.unauthorized, "authentication required: send Authorization: Basic base64(user:password)"),
+                challenge: challenge)
         case .refused:
-            return Self.refusal(GatewayError(401, "wrong user name or password"), challenge: challenge)
+            return Self.refusal(GatewayError(.unauthorized, "wrong user name or password"), challenge: challenge)
         case .rateLimited(let seconds):
             return Self.refusal(
                 GatewayError(
-                    429, "too many failed logins for this user from this address; try again in \(seconds) s", retryAfterSeconds: seconds),
+                    .tooManyRequests, "too many failed logins for this user from this address; try again in \(seconds) s",
+                    retryAfterSeconds: seconds),
                 challenge: false)
         }
     }

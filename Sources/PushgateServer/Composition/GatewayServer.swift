@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import Pushgate
 import PushgateConfig
+import PushgateCore
 import PushgateDispatch
 import ServiceLifecycle
 import UnixSignals

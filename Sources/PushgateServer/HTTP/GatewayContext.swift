@@ -1,6 +1,7 @@
 import Hummingbird
 import Logging
 import NIOCore
+import PushgateCore
 
 /// The request context: Hummingbird's core storage, the client's address, and the authenticated
 /// user (set by ``BasicAuthenticationMiddleware`` on every `/api` route).
@@ -17,7 +18,9 @@ public struct GatewayContext: RequestContext {
 
     /// The authenticated user; a route outside the authenticated group gets 401.
     func authenticatedUser() throws(GatewayError) -> AuthenticatedUser {
-        guard let user else { throw GatewayError(401, "authentication required: send Authorization: Basic base64(user:password)") }
+        guard let user else {
+            throw GatewayError(.unauthorized, "authentication required: send Authorization: Basic base64(user:password)")
+        }
         return user
     }
 }

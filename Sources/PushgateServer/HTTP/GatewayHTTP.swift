@@ -4,6 +4,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import Pushgate
+import PushgateCore
 import PushgateDispatch
 import PushgateXML
 
@@ -115,7 +116,8 @@ public enum GatewayHTTP {
                 throw GatewayError.badRequest("async=false contradicts deliverAt: a scheduled send is always answered 202 at once")
             }
             if (respondAsync || deliverAt != nil) && !gateway.outbox.configuration.enabled {
-                throw GatewayError(501, "asynchronous and scheduled sends need the outbox, which is turned off (outbox.enabled)")
+                throw GatewayError(
+                    .notImplemented, "asynchronous and scheduled sends need the outbox, which is turned off (outbox.enabled)")
             }
             if let toTag = query.get("to_tag"), !toTag.isEmpty, let tags = query.get("tags"), !tags.isEmpty {
                 throw GatewayError.badRequest("give to_tag (a user name) or tags (a tag expression), not both")
@@ -139,12 +141,12 @@ public enum GatewayHTTP {
             metrics.sent(outcome.result)
             if accept.contains("xml") {
                 return Response(
-                    status: .init(code: outcome.status), headers: [.contentType: "application/xml; charset=utf-8"],
+                    status: .init(code: outcome.httpStatus), headers: [.contentType: "application/xml; charset=utf-8"],
                     body: .init(byteBuffer: ByteBuffer(bytes: outcome.result.xmlDocument())))
             }
-            var response = encoded(outcome.status, outcome.result)
+            var response = encoded(outcome.httpStatus, outcome.result)
             if let secureID = outcome.secureID { response.headers[secureIDHeader] = secureID }
-            if outcome.status == 202 { response.headers[.location] = outcomePath(outcome.result.notificationID) }
+            if outcome.httpStatus == 202 { response.headers[.location] = outcomePath(outcome.result.notificationID) }
             return response
         }
         api.get("notifications") { request, context in
@@ -190,60 +192,6 @@ public enum GatewayHTTP {
         if let sandbox { addSandboxRoutes(to: api, sandbox, gateway: gateway) }
         if let hubs { HubHTTP.addRoutes(to: router, hubs: hubs, maximumBodyBytes: maximumBodyBytes, scheme: scheme) }
         return router
-    }
-
-    /// `/api/sandbox/devices…`: the sandbox's devices and inboxes, for the console. A user sees
-    /// and acts on only the devices whose handles their own registrations hold (an admin: all);
-    /// any other device id answers 404, as if it did not exist.
-    static func addSandboxRoutes(to api: RouterGroup<GatewayContext>, _ sandbox: SandboxBridge, gateway: Gateway) {
-        api.get("sandbox/devices") { _, context in
-            let user = try context.authenticatedUser()
-            let answer = await sandbox.forward("GET", "/devices")
-            guard answer.status == 200, !user.isAdmin else { return forwarded(answer) }
-            let own = try await ownHandles(gateway, user: user)
-            let devices = (try? JSONSerialization.jsonObject(with: Data(answer.body.utf8))) as? [[String: Any]] ?? []
-            let kept = devices.filter { ($0["handle"] as? String).map(own.contains) ?? false }
-            let data = (try? JSONSerialization.data(withJSONObject: kept, options: [.sortedKeys])) ?? Data("[]".utf8)
-            return json(200, String(decoding: data, as: UTF8.self))
-        }
-        api.post("sandbox/devices") { request, _ in
-            let body = try await collectJSON(request, limit: 1024)
-            guard let platform = (try? JSONParser.parse(body))?["platform"]?.stringValue, Platform(rawValue: platform) != nil else {
-                throw GatewayError.badRequest(#"body must be {"platform": "apns|fcm|gcm|wns"}"#)
-            }
-            return forwarded(await sandbox.forward("POST", "/devices", body: Array(#"{"platform":"\#(platform)"}"#.utf8)))
-        }
-        api.get("sandbox/devices/:id/inbox") { _, context in
-            let id = context.parameters.get("id") ?? ""
-            guard SandboxBridge.isDeviceID(id) else { throw GatewayError.badRequest("'\(id)' is not a sandbox device id") }
-            try await checkOwnDevice(id, sandbox: sandbox, gateway: gateway, user: try context.authenticatedUser())
-            return forwarded(await sandbox.forward("GET", "/devices/\(id)/inbox"))
-        }
-        api.post("sandbox/devices/:id/:action") { _, context in
-            let id = context.parameters.get("id") ?? ""
-            let action = context.parameters.get("action") ?? ""
-            guard SandboxBridge.isDeviceID(id) else { throw GatewayError.badRequest("'\(id)' is not a sandbox device id") }
-            guard SandboxBridge.actions.contains(action) else {
-                throw GatewayError.notFound("no device action '\(action)' (\(SandboxBridge.actions.sorted().joined(separator: ", ")))")
-            }
-            try await checkOwnDevice(id, sandbox: sandbox, gateway: gateway, user: try context.authenticatedUser())
-            return forwarded(await sandbox.forward("POST", "/devices/\(id)/\(action)"))
-        }
-    }
-
-    /// The handles `user`'s registrations hold (at most the 1000 a listing returns).
-    static func ownHandles(_ gateway: Gateway, user: AuthenticatedUser) async throws(GatewayError) -> Set<String> {
-        Set(try await gateway.registrations(user: user, tagExpression: nil, limit: 1000).map(\.handle.value))
-    }
-
-    /// Throws 404 unless the sandbox device `id` is one of `user`'s (an admin's: any).
-    static func checkOwnDevice(_ id: String, sandbox: SandboxBridge, gateway: Gateway, user: AuthenticatedUser) async throws {
-        guard !user.isAdmin else { return }
-        let answer = await sandbox.forward("GET", "/devices/\(id)")
-        let handle = answer.status == 200 ? (try? JSONParser.parse(Array(answer.body.utf8)))?["handle"]?.stringValue : nil
-        guard let handle, try await ownHandles(gateway, user: user).contains(handle) else {
-            throw GatewayError.notFound("no sandbox device '\(id)' among your registrations")
-        }
     }
 
     /// A boolean query parameter: `true`/`1` or `false`/`0` (absent: false), naming it when wrong.
@@ -328,7 +276,7 @@ public enum GatewayHTTP {
                     return
                 }
                 try await writer.write(
-                    encodedLine(StreamedResultBody(result: outcome.result, status: outcome.status, secureId: outcome.secureID)))
+                    encodedLine(StreamedResultBody(result: outcome.result, status: outcome.httpStatus, secureId: outcome.secureID)))
                 try await writer.finish(nil)
             })
     }
@@ -338,7 +286,7 @@ public enum GatewayHTTP {
         if let type = request.headers[.contentType] {
             let mediaType = type.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
             guard mediaType == "application/json" || mediaType.hasSuffix("+json") else {
-                throw GatewayError(415, "Content-Type: expected application/json, not '\(type.prefix(100))'")
+                throw GatewayError(.unsupportedMediaType, "Content-Type: expected application/json, not '\(type.prefix(100))'")
             }
         }
         var request = request
@@ -346,11 +294,11 @@ public enum GatewayHTTP {
             let buffer = try await request.collectBody(upTo: limit)
             return Array(buffer.readableBytesView)
         } catch let error as HTTPError where error.status == .contentTooLarge {
-            throw GatewayError(413, "request body is larger than \(limit) bytes")
+            throw GatewayError(.tooLarge, "request body is larger than \(limit) bytes")
         } catch is NIOTooManyBytesError {
-            throw GatewayError(413, "request body is larger than \(limit) bytes")
+            throw GatewayError(.tooLarge, "request body is larger than \(limit) bytes")
         } catch {
-            throw GatewayError(400, "the request body could not be read: \(error)")
+            throw GatewayError(.invalid, "the request body could not be read: \(error)")
         }
     }
 
@@ -380,116 +328,4 @@ public enum GatewayHTTP {
             status: .init(code: status), headers: [.contentType: "application/json; charset=utf-8"],
             body: .init(byteBuffer: ByteBuffer(string: text)))
     }
-}
-
-/// `GET /api/me`.
-struct MeBody: Codable, Sendable {
-    var admin: Bool
-    /// For admins: every hub the instance serves at `/{hub}/…`.
-    var hubs: [HubSummary]?
-    var platforms: [String]
-    var sandbox: Bool
-    var user: String
-}
-
-/// A hub as the console shows it: its path, platforms and shared access rules (names and rights).
-struct HubSummary: Codable, Sendable {
-    struct Rule: Codable, Sendable {
-        var name: String
-        var rights: [String]
-    }
-    var name: String
-    var path: String
-    var platforms: [String]
-    var rules: [Rule]
-
-    static func list(_ directory: HubDirectory) -> [HubSummary] {
-        directory.order.compactMap { id in
-            guard let hub = directory.hubs[id] else { return nil }
-            return HubSummary(
-                name: id.rawValue, path: "/\(id.rawValue)/",
-                platforms: hub.gateway.app.configuration.services.configuredPlatforms.map(\.rawValue),
-                rules: hub.ruleNames.map { Rule(name: $0, rights: (hub.rights(of: $0) ?? []).map(\.rawValue).sorted()) })
-        }
-    }
-}
-
-/// `GET /api/notifications/{id}`: the tutorial client reads `Payload`.
-struct SecureMessageBody: Codable, Sendable {
-    var id: String
-    var payload: String
-    var read: Bool
-
-    enum CodingKeys: String, CodingKey {
-        case id = "Id", payload = "Payload", read = "Read"
-    }
-}
-
-/// A notification's telemetry in JSON: `GET /api/notifications/{id}/outcome`, the list, and the
-/// answers of an asynchronous send and of a cancel. `pushgate send` and `pushgate notifications`
-/// decode the same type.
-public struct NotificationRecordBody: Codable, Sendable {
-    public var notificationId: String
-    public var state: String
-    public var sender: String
-    public var pns: String
-    public var tags: String
-    public var enqueueTime: String
-    public var deliverAt: String?
-    public var startTime: String?
-    public var endTime: String?
-    public var cancelRequested: Bool
-    public var processed: Int
-    /// Targets read from the audience so far: its size once `audienceComplete`.
-    public var targets: Int
-    public var audienceComplete: Bool
-    public var success: Int
-    public var failure: Int
-    public var cancelled: Int
-    public var platforms: [PlatformSummary]
-    public var location: String
-    public var secureId: String?
-    public var failedTargets: [TargetResult]?
-    /// Pass as `failedAfter` for the next page of failed targets.
-    public var nextFailedAfter: String?
-
-    init(_ record: NotificationRecord, failedTargets: [TargetResult]?, nextFailedAfter: String?) {
-        notificationId = record.id
-        state = record.state.rawValue
-        sender = record.sender
-        pns = record.selection.description
-        tags = record.audience
-        enqueueTime = RFC3339.format(record.enqueuedAt)
-        deliverAt = record.deliverAt > record.enqueuedAt ? RFC3339.format(record.deliverAt) : nil
-        startTime = record.startedAt.map(RFC3339.format)
-        endTime = record.endedAt.map(RFC3339.format)
-        cancelRequested = record.cancelRequested
-        processed = record.processed
-        targets = record.targetsClaimed
-        audienceComplete = record.audienceExhausted
-        success = record.succeeded
-        failure = record.failed
-        cancelled = record.cancelled
-        platforms = record.selection.platforms.map { PlatformSummary(platform: $0, counts: record.counts[$0] ?? [:]) }
-        location = GatewayHTTP.outcomePath(record.id)
-        secureId = record.secureID
-        self.failedTargets = failedTargets
-        self.nextFailedAfter = nextFailedAfter
-    }
-}
-
-/// How far a streamed send has got.
-struct DispatchProgressLine: Codable, Sendable {
-    var processed: Int
-    var succeeded: Int
-}
-
-struct ProgressBody: Codable, Sendable {
-    var progress: DispatchProgressLine
-}
-
-struct StreamedResultBody: Encodable, Sendable {
-    var result: NotificationResult
-    var status: Int
-    var secureId: String?
 }

@@ -8,6 +8,7 @@ import NIOSSL
 import NIOTLS
 import Pushgate
 import PushgateConfig
+import PushgateCore
 
 /// HTTPS for the listener (`listener.tls`): the certificate chain and key read as secrets, TLS 1.2
 /// or later, HTTP/2 or HTTP/1.1 by ALPN. Notification Hubs clients derive `https://host:port/`
@@ -24,24 +25,27 @@ enum SecureListener {
         let chainPEM: String
         let keyPEM: String
         do { chainPEM = try secrets.resolve(tls.certificateChain) } catch {
-            throw GatewayError(500, "listener.tls.certificateChain: \(error)")
+            throw GatewayError(.misconfigured, "listener.tls.certificateChain: \(error)")
         }
-        do { keyPEM = try secrets.resolve(tls.privateKey) } catch { throw GatewayError(500, "listener.tls.privateKey: \(error)") }
+        do { keyPEM = try secrets.resolve(tls.privateKey) } catch {
+            throw GatewayError(.misconfigured, "listener.tls.privateKey: \(error)")
+        }
         let chain: [NIOSSLCertificate]
         do { chain = try NIOSSLCertificate.fromPEMBytes(Array(chainPEM.utf8)) } catch {
-            throw GatewayError(500, "listener.tls.certificateChain: not a PEM certificate chain (\(error))")
+            throw GatewayError(.misconfigured, "listener.tls.certificateChain: not a PEM certificate chain (\(error))")
         }
-        guard !chain.isEmpty else { throw GatewayError(500, "listener.tls.certificateChain: no certificate in the PEM text") }
+        guard !chain.isEmpty else { throw GatewayError(.misconfigured, "listener.tls.certificateChain: no certificate in the PEM text") }
         let key: NIOSSLPrivateKey
         do { key = try NIOSSLPrivateKey(bytes: Array(keyPEM.utf8), format: .pem) } catch {
-            throw GatewayError(500, "listener.tls.privateKey: not a PEM private key (\(error))")
+            throw GatewayError(.misconfigured, "listener.tls.privateKey: not a PEM private key (\(error))")
         }
         var configuration = TLSConfiguration.makeServerConfiguration(
             certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
         configuration.minimumTLSVersion = .tlsv12
         // Fails here, at start, when the key does not match the certificate.
         do { _ = try NIOSSLContext(configuration: configuration) } catch {
-            throw GatewayError(500, "listener.tls: the private key does not fit the certificate chain, or either is unusable (\(error))")
+            throw GatewayError(
+                .misconfigured, "listener.tls: the private key does not fit the certificate chain, or either is unusable (\(error))")
         }
         return configuration
     }

@@ -1,6 +1,7 @@
 import Foundation
 import Pushgate
 import PushgateConfig
+import PushgateCore
 
 /// The hubs one instance serves: each configured app's gateway and its shared access rules with
 /// their keys (read from their secrets once, at start).
@@ -32,15 +33,18 @@ public final class HubDirectory: Sendable {
             // /{hub}/… shares the path space with the gateway's own routes.
             if ["api", "console", "metrics", "healthz"].contains(gateway.appID.rawValue) {
                 throw GatewayError(
-                    500, "apps.\(gateway.appID): '\(gateway.appID)' is one of the gateway's own paths; name the app (hub) otherwise")
+                    .misconfigured,
+                    "apps.\(gateway.appID): '\(gateway.appID)' is one of the gateway's own paths; name the app (hub) otherwise")
             }
             var rules: [String: (rights: Set<AccessRight>, key: String)] = [:]
             for rule in gateway.app.configuration.accessRules {
                 let key: String
                 do { key = try secrets.resolve(rule.key).trimmingCharacters(in: .whitespacesAndNewlines) } catch {
-                    throw GatewayError(500, "apps.\(gateway.appID).accessRules.\(rule.name).key: \(error.description)")
+                    throw GatewayError(.misconfigured, "apps.\(gateway.appID).accessRules.\(rule.name).key: \(error.description)")
                 }
-                guard !key.isEmpty else { throw GatewayError(500, "apps.\(gateway.appID).accessRules.\(rule.name).key is empty") }
+                guard !key.isEmpty else {
+                    throw GatewayError(.misconfigured, "apps.\(gateway.appID).accessRules.\(rule.name).key is empty")
+                }
                 rules[rule.name] = (rule.rights, key)
             }
             hubs[gateway.appID] = Hub(gateway: gateway, rules: rules)

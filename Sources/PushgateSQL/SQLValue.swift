@@ -1,0 +1,8 @@
+/// A value bound to a statement parameter, in either store's dialect (SQLite binds it natively;
+/// PostgreSQL numbers the `?` placeholders and binds it as its own type).
+package enum SQLValue: Sendable, Hashable {
+    case null
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+}

@@ -1,0 +1,180 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import Pushgate
+import PushgateCore
+import PushgateXML
+
+extension HubHTTP {
+    // MARK: Registrations
+
+    static func registrationID(_ text: String) throws(GatewayError) -> RegistrationID {
+        do { return try RegistrationID(text) } catch { throw .badRequest("registration id: \(error.description)") }
+    }
+
+    static func existing(_ id: RegistrationID, call: HubCall) async throws(GatewayError) -> Registration? {
+        let gateway = call.gateway
+        return try await gateway.stored { () throws(StoreError) in try await gateway.store.registration(id: id, app: gateway.appID) }
+    }
+
+    static func checkIfMatch(_ header: String?, _ registration: Registration?) throws(GatewayError) {
+        guard let header = header?.trimmingCharacters(in: .whitespaces), !header.isEmpty else { return }
+        guard let registration else { throw GatewayError(.preconditionFailed, "If-Match: the registration does not exist") }
+        if header == "*" { return }
+        let wanted = header.trimmingCharacters(in: CharacterSet(charactersIn: "\"W/"))
+        guard wanted == registrationETag(registration) else {
+            throw GatewayError(
+                .preconditionFailed,
+                "If-Match: the registration changed (its ETag is \(registrationETag(registration)), not \(wanted.prefix(40)))")
+        }
+    }
+
+    /// Validates a description and writes it: tags as Notification Hubs checks them (a Listen
+    /// key may not set a `username:` tag), the handle as its service issues it, a template body
+    /// as the gateway compiles it. Nothing is written when any part is wrong.
+    static func upsert(
+        _ description: HubRegistrationXML.Description, id: RegistrationID, call: HubCall, expected: String?
+    ) async throws(GatewayError) -> Registration {
+        let gateway = call.gateway
+        let handle: DeviceHandle
+        do { handle = try gateway.app.configuration.handles.validate(description.handle, for: description.platform) } catch {
+            throw .badRequest(
+                "\(HubRegistrationXML.types.first { $0.platform == description.platform }!.handleElement): \(error.description)")
+        }
+        let tags = try checkedTags(description.tags, grant: call.grant, field: "Tags")
+        var template: RegistrationTemplate?
+        if description.isTemplate, let body = description.bodyTemplate {
+            var headers = description.wnsHeaders
+            if let expiry = description.expiry, !expiry.isEmpty {
+                // Stored as the template's apns-expiration: seconds since 1970 (0: at once).
+                guard description.platform == .apns, UInt32(expiry) != nil else {
+                    throw .badRequest("Expiry: '\(expiry.prefix(40))' must be seconds since 1970, on an Apple template registration")
+                }
+                headers["apns-expiration"] = expiry
+            }
+            let candidate = RegistrationTemplate(
+                name: description.templateName, body: description.platform == .fcm ? Gateway.unwrappedFCMTemplate(body) : body,
+                headers: headers)
+            do { _ = try Gateway.compile(candidate, platform: description.platform) } catch {
+                throw .badRequest("BodyTemplate: \(error.description)")
+            }
+            template = candidate
+        }
+        let registration: Registration
+        do {
+            registration = try Registration(
+                app: gateway.appID, id: id, handle: handle, tags: tags, template: template, expiresAt: description.expiration,
+                owner: hubOwner)
+        } catch {
+            throw .badRequest("Tags: \(error.description)")
+        }
+        let current = try await existing(id, call: call)
+        if let current { try checkOwner(current, grant: call.grant) }
+        if expected != nil { try checkIfMatch(expected, current) }
+        let time = gateway.now()
+        try await gateway.stored { () throws(StoreError) in try await gateway.store.restore([registration], now: time) }
+        return registration
+    }
+
+    /// A user's registration (made through the authenticated `/api/register`) is theirs: a Listen
+    /// key, which every copy of an app carries, may not replace or delete it.
+    static func checkOwner(_ registration: Registration, grant: HubGrant) throws(GatewayError) {
+        guard registration.owner != hubOwner, !grant.allows(.manage), !grant.allows(.send) else { return }
+        throw GatewayError(
+            .forbidden,
+            "registration \(registration.id.rawValue) belongs to a user (made through /api/register); a Listen key may not change it")
+    }
+
+    /// Tags as ``TagPolicy`` checks them for the key's rights, with `field` naming where they were.
+    static func checkedTags(_ texts: [String], grant: HubGrant, field: String) throws(GatewayError) -> [Tag] {
+        let writer: TagPolicy.Writer = grant.allows(.manage) || grant.allows(.send) ? .hubBackend : .hubDevice
+        do { return try TagPolicy.check(texts, writer: writer) } catch {
+            throw GatewayError(error.isForbidden ? .forbidden : .invalid, "\(field): \(error.description)")
+        }
+    }
+
+    static func entry(_ registration: Registration, call: HubCall, status: Int) -> Response {
+        var response = Response(
+            status: .init(code: status), headers: [.contentType: "application/atom+xml;type=entry;charset=utf-8"],
+            body: .init(
+                byteBuffer: ByteBuffer(
+                    bytes: HubRegistrationXML.entry(registration, base: call.base, apiVersion: call.apiVersion, now: call.gateway.now()))))
+        response.headers[etagHeader] = "W/\"\(registrationETag(registration))\""
+        return response
+    }
+
+    /// `GET /{hub}/registrations` (`$filter`, `$top`, continuation) and `GET /{hub}/tags/{tag}/registrations`.
+    static func list(_ request: Request, call: HubCall, tag: String?) async throws(GatewayError) -> Response {
+        let gateway = call.gateway
+        let query = request.uri.queryParameters
+        let topText = query.get("$top") ?? "100"
+        guard let top = Int(topText), (1...100).contains(top) else { throw .badRequest("$top: '\(topText.prefix(20))' must be 1 to 100") }
+        var after: RegistrationID?
+        if let token = request.headers[continuationHeader] ?? query.get("ContinuationToken") ?? query.get("continuationtoken")
+            ?? query.get("continuationToken")
+        {
+            guard let id = ContinuationToken.registrationID(token) else {
+                throw .badRequest("X-MS-ContinuationToken: '\(token.prefix(40))' is not one this hub issued")
+            }
+            after = id
+        }
+        var expression: TagExpression?
+        var handleFilter: String?
+        if let tag {
+            do { expression = .tag(try Tag(tag)) } catch { throw .badRequest("tag: \(error.description)") }
+        } else if let filter = query.get("$filter") {
+            let parsed: RegistrationFilter
+            do { parsed = try RegistrationFilter(parsing: filter) } catch { throw .badRequest(error.description) }
+            switch parsed.field {
+            case "tags":
+                do { expression = .tag(try Tag(parsed.value)) } catch { throw .badRequest("$filter: \(error.description)") }
+            case "devicetoken", "gcmregistrationid", "channeluri", "fcmv1registrationid":
+                handleFilter = parsed.value
+            default:
+                throw .badRequest(
+                    "$filter: '\(parsed.field)' is not filterable; use Tags, DeviceToken, GcmRegistrationId, FcmV1RegistrationId or ChannelUri"
+                )
+            }
+        }
+        var found: [Registration] = []
+        if let handle = handleFilter {
+            var ids = try await gateway.stored { () throws(StoreError) in
+                try await gateway.store.registrationIDs(handle: handle, app: gateway.appID)
+            }
+            if ids.isEmpty, handle.allSatisfy(\.isHexDigit) {
+                let lowered = handle.lowercased()
+                ids = try await gateway.stored { () throws(StoreError) in
+                    try await gateway.store.registrationIDs(handle: lowered, app: gateway.appID)
+                }
+            }
+            for id in ids.sorted().filter({ after == nil || $0 > after! }).prefix(top) {
+                if let registration = try await existing(id, call: call) { found.append(registration) }
+            }
+        } else {
+            do {
+                for try await batch in gateway.store.registrations(
+                    matching: expression, platforms: PlatformSelection(Platform.allCases), app: gateway.appID, batchSize: top,
+                    now: gateway.now(),
+                    after: after)
+                {
+                    found = batch
+                    break
+                }
+            } catch {
+                throw GatewayError(.unavailable, "the registration store is unavailable")
+            }
+        }
+        var response = Response(
+            status: .ok, headers: [.contentType: "application/atom+xml;type=feed;charset=utf-8"],
+            body: .init(
+                byteBuffer: ByteBuffer(
+                    bytes: HubRegistrationXML.feed(
+                        found, base: call.base,
+                        collection: tag.map { "tags/\(SharedAccessSignature.formEncode($0))/registrations" } ?? "registrations",
+                        apiVersion: call.apiVersion, now: gateway.now()))))
+        if found.count == top, let last = found.last { response.headers[continuationHeader] = ContinuationToken.token(after: last.id) }
+        return response
+    }
+}

@@ -1,0 +1,113 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import Pushgate
+import PushgateCore
+import PushgateXML
+
+extension HubHTTP {
+    // MARK: Sends
+
+    static func send(_ request: Request, call: HubCall, limit: Int, scheduled: Bool) async throws(GatewayError) -> Response {
+        let query = request.uri.queryParameters
+        let direct = query.has("direct")
+        // `?test` (the REST reference, the .NET and Python SDKs) or the header some SDKs send.
+        let test = query.has("test") || request.headers[testSendHeader]?.lowercased() == "true"
+        var handles: [String]?
+        if direct {
+            guard let handle = request.headers[deviceHandleHeader], !handle.isEmpty else {
+                throw .badRequest("a direct send needs ServiceBusNotification-DeviceHandle")
+            }
+            handles = [handle]
+        } else if request.headers[deviceHandleHeader] != nil {
+            throw .badRequest("ServiceBusNotification-DeviceHandle is for direct sends: add ?direct to the URL")
+        }
+        let gateway = call.gateway
+        var deliverAt: Timestamp?
+        if scheduled {
+            guard let text = request.headers[scheduleTimeHeader] else {
+                throw .badRequest("ServiceBusNotification-ScheduleTime is required (UTC, yyyy-MM-ddTHH:mm:ss)")
+            }
+            deliverAt = try scheduleTime(text, gateway: gateway)
+            if test { throw .badRequest("a scheduled send cannot be a test send (?test)") }
+        }
+        let bytes = try await body(request, limit: limit)
+        let prepared = try gateway.prepareHub(
+            Gateway.HubSendRequest(
+                format: request.headers[formatHeader], body: bytes, headers: request.headers.map { ($0.name.rawName, $0.value) },
+                tags: request.headers[tagsHeader], directHandles: handles, sender: "$rule:" + call.grant.rule))
+        if test {
+            // Notification Hubs' debug send: delivered now, answered with the outcome (10 results at most).
+            let outcome = await GatewayHTTP.deliverToCompletion(prepared, gateway: gateway, logger: gateway.logger)
+            gateway.metrics.sent(outcome.result)
+            var result = outcome.result
+            // NH counts the registrations a send targets: template registrations a native send
+            // passes over (and duplicate handles sent once), Skipped here, are not among them.
+            result.targets = Array(result.targets.filter { $0.outcome != .skipped }.prefix(10))
+            for index in result.platforms.indices { result.platforms[index].counts[.skipped] = nil }
+            // 201 Created, as for any send (clients raise on anything else), with the outcome.
+            var response = xml(201, result.xmlDocument())
+            response.headers[trackingIDHeader] = request.headers[trackingIDHeader] ?? result.notificationID
+            return response
+        }
+        guard gateway.outbox.configuration.enabled else {
+            throw GatewayError(.notImplemented, "the hub API sends through the outbox, which is turned off (outbox.enabled)")
+        }
+        let record = try await gateway.enqueue(prepared, deliverAt: deliverAt)
+        var response = Response(status: .created, headers: [.contentLength: "0"])
+        let collection = scheduled ? "schedulednotifications" : "messages"
+        response.headers[.location] = "\(call.base)/\(collection)/\(record.id)?api-version=\(call.apiVersion)"
+        response.headers[trackingIDHeader] = request.headers[trackingIDHeader] ?? record.id
+        return response
+    }
+
+    /// `ServiceBusNotification-ScheduleTime` as the SDKs write it (``ScheduleTime``), checked
+    /// against the outbox's scheduling window.
+    static func scheduleTime(_ text: String, gateway: Gateway) throws(GatewayError) -> Timestamp {
+        do {
+            guard let time = try gateway.scheduleTime(ScheduleTime.rfc3339(text)) else { throw GatewayError.badRequest("is empty") }
+            return time
+        } catch let error as GatewayError {
+            throw .badRequest("ServiceBusNotification-ScheduleTime: '\(text.prefix(40))': \(error.message)")
+        } catch {
+            throw .badRequest("ServiceBusNotification-ScheduleTime: '\(text.prefix(40))' is not a time")
+        }
+    }
+
+    /// `POST /{hub}/messages/$batch?direct`: a multipart/mixed body with the notification and a
+    /// JSON array of device handles (up to 1,000).
+    static func batchSend(_ request: Request, call: HubCall, limit: Int) async throws(GatewayError) -> Response {
+        guard request.uri.queryParameters.has("direct") else { throw .badRequest("$batch sends are direct: add ?direct to the URL") }
+        guard let boundary = MultipartBody.boundary(contentType: request.headers[.contentType] ?? "") else {
+            throw GatewayError(.unsupportedMediaType, "Content-Type: a $batch send is multipart/mixed with a boundary")
+        }
+        let body = try await body(request, limit: max(limit, 1 << 20))
+        let parts: MultipartBody
+        do { parts = try MultipartBody(body, boundary: boundary) } catch { throw .badRequest(error.description) }
+        guard let notification = parts.part(named: "notification"), let devices = parts.part(named: "devices") else {
+            throw .badRequest("a $batch body has two parts: name=\"notification\" and name=\"devices\"")
+        }
+        guard let elements = (try? JSONParser.parse(devices.body))?.arrayElements else {
+            throw .badRequest("the devices part must be a JSON array of device handles")
+        }
+        var handles: [String] = []
+        handles.reserveCapacity(elements.count)
+        for (index, element) in elements.enumerated() {
+            guard let handle = element.stringValue else { throw .badRequest("devices[\(index)] must be a string (a device handle)") }
+            handles.append(handle)
+        }
+        let gateway = call.gateway
+        let prepared = try gateway.prepareHub(
+            Gateway.HubSendRequest(
+                format: request.headers[formatHeader], body: notification.body,
+                headers: request.headers.map { ($0.name.rawName, $0.value) }, tags: nil, directHandles: handles,
+                sender: "$rule:" + call.grant.rule))
+        let record = try await gateway.enqueue(prepared, deliverAt: nil)
+        var response = Response(status: .created, headers: [.contentLength: "0"])
+        response.headers[.location] = "\(call.base)/messages/\(record.id)?api-version=\(call.apiVersion)"
+        response.headers[trackingIDHeader] = request.headers[trackingIDHeader] ?? record.id
+        return response
+    }
+}
