@@ -29,16 +29,6 @@ extension GatewayError: HTTPResponseError {
         }
     }
 
-    /// A refusal the HTTP layer itself makes, by its status (4xx/5xx it has a kind for).
-    init(status code: Int, _ message: String, retryAfterSeconds: Int? = nil) {
-        let kinds: [Int: Kind] = [
-            400: .invalid, 401: .unauthorized, 403: .forbidden, 404: .notFound, 405: .methodNotAllowed, 409: .conflict, 410: .gone,
-            412: .preconditionFailed,
-            413: .tooLarge, 415: .unsupportedMediaType, 429: .tooManyRequests, 501: .notImplemented, 503: .unavailable,
-        ]
-        self.init(kinds[code] ?? .misconfigured, message, retryAfterSeconds: retryAfterSeconds)
-    }
-
     /// `{"error": message, "status": code}`; 429 carries `Retry-After`.
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         BasicAuthenticationMiddleware.refusal(self, challenge: false)
