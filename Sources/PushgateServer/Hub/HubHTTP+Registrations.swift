@@ -15,20 +15,7 @@ extension HubHTTP {
     }
 
     static func existing(_ id: RegistrationID, call: HubCall) async throws(GatewayError) -> Registration? {
-        let gateway = call.gateway
-        return try await gateway.stored { () throws(StoreError) in try await gateway.store.registration(id: id, app: gateway.appID) }
-    }
-
-    static func checkIfMatch(_ header: String?, _ registration: Registration?) throws(GatewayError) {
-        guard let header = header?.trimmingCharacters(in: .whitespaces), !header.isEmpty else { return }
-        guard let registration else { throw GatewayError(.preconditionFailed, "If-Match: the registration does not exist") }
-        if header == "*" { return }
-        let wanted = header.trimmingCharacters(in: CharacterSet(charactersIn: "\"W/"))
-        guard wanted == registrationETag(registration) else {
-            throw GatewayError(
-                .preconditionFailed,
-                "If-Match: the registration changed (its ETag is \(registrationETag(registration)), not \(wanted.prefix(40)))")
-        }
+        try await call.gateway.hubRegistration(id)
     }
 
     /// Validates a description and writes it: tags as Notification Hubs checks them (a Listen
@@ -43,7 +30,7 @@ extension HubHTTP {
             throw .badRequest(
                 "\(HubRegistrationXML.types.first { $0.platform == description.platform }!.handleElement): \(error.description)")
         }
-        let tags = try checkedTags(description.tags, grant: call.grant, field: "Tags")
+        let tags = try Gateway.hubTags(description.tags, writer: call.writer, field: "Tags")
         var template: RegistrationTemplate?
         if description.isTemplate, let body = description.bodyTemplate {
             var headers = description.wnsHeaders
@@ -66,33 +53,12 @@ extension HubHTTP {
         do {
             registration = try Registration(
                 app: gateway.appID, id: id, handle: handle, tags: tags, template: template, expiresAt: description.expiration,
-                owner: hubOwner)
+                owner: Gateway.hubOwner)
         } catch {
             throw .badRequest("Tags: \(error.description)")
         }
-        let current = try await existing(id, call: call)
-        if let current { try checkOwner(current, grant: call.grant) }
-        if expected != nil { try checkIfMatch(expected, current) }
-        let time = gateway.now()
-        try await gateway.stored { () throws(StoreError) in try await gateway.store.restore([registration], now: time) }
+        try await gateway.writeHubRegistration(registration, writer: call.writer, ifMatch: expected)
         return registration
-    }
-
-    /// A user's registration (made through the authenticated `/api/register`) is theirs: a Listen
-    /// key, which every copy of an app carries, may not replace or delete it.
-    static func checkOwner(_ registration: Registration, grant: HubGrant) throws(GatewayError) {
-        guard registration.owner != hubOwner, !grant.allows(.manage), !grant.allows(.send) else { return }
-        throw GatewayError(
-            .forbidden,
-            "registration \(registration.id.rawValue) belongs to a user (made through /api/register); a Listen key may not change it")
-    }
-
-    /// Tags as ``TagPolicy`` checks them for the key's rights, with `field` naming where they were.
-    static func checkedTags(_ texts: [String], grant: HubGrant, field: String) throws(GatewayError) -> [Tag] {
-        let writer: TagPolicy.Writer = grant.allows(.manage) || grant.allows(.send) ? .hubBackend : .hubDevice
-        do { return try TagPolicy.check(texts, writer: writer) } catch {
-            throw GatewayError(error.isForbidden ? .forbidden : .invalid, "\(field): \(error.description)")
-        }
     }
 
     static func entry(_ registration: Registration, call: HubCall, status: Int) -> Response {
@@ -138,34 +104,12 @@ extension HubHTTP {
                 )
             }
         }
-        var found: [Registration] = []
-        if let handle = handleFilter {
-            var ids = try await gateway.stored { () throws(StoreError) in
-                try await gateway.store.registrationIDs(handle: handle, app: gateway.appID)
+        let found =
+            if let handle = handleFilter {
+                try await gateway.hubRegistrations(handle: handle, after: after, limit: top)
+            } else {
+                try await gateway.hubRegistrationPage(matching: expression, after: after, limit: top)
             }
-            if ids.isEmpty, handle.allSatisfy(\.isHexDigit) {
-                let lowered = handle.lowercased()
-                ids = try await gateway.stored { () throws(StoreError) in
-                    try await gateway.store.registrationIDs(handle: lowered, app: gateway.appID)
-                }
-            }
-            for id in ids.sorted().filter({ after == nil || $0 > after! }).prefix(top) {
-                if let registration = try await existing(id, call: call) { found.append(registration) }
-            }
-        } else {
-            do {
-                for try await batch in gateway.store.registrations(
-                    matching: expression, platforms: PlatformSelection(Platform.allCases), app: gateway.appID, batchSize: top,
-                    now: gateway.now(),
-                    after: after)
-                {
-                    found = batch
-                    break
-                }
-            } catch {
-                throw GatewayError(.unavailable, "the registration store is unavailable")
-            }
-        }
         var response = Response(
             status: .ok, headers: [.contentType: "application/atom+xml;type=feed;charset=utf-8"],
             body: .init(

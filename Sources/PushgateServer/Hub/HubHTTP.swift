@@ -83,11 +83,7 @@ enum HubHTTP {
             return xml(200, record.xmlDocument(location: location, failedTargetsURI: nil, spelling: .notificationHubs))
         }
         route(.post, "registrationIDs", .listen) { _, call in
-            let gateway = call.gateway
-            let time = gateway.now()
-            let id = try await gateway.stored { () throws(StoreError) in
-                try await gateway.store.createRegistrationID(app: gateway.appID, owner: hubOwner, maximumReserved: 1_000_000, now: time)
-            }
+            let id = try await call.gateway.reserveHubRegistrationID()
             var response = Response(status: .created)
             // As Notification Hubs answers: the id is the Location path's last segment.
             response.headers[.location] = "\(call.base)/registrationids/\(id.rawValue)?api-version=\(call.apiVersion)"
@@ -116,13 +112,7 @@ enum HubHTTP {
         }
         route(.delete, "registrations/:id", .listen) { request, call in
             let id = try registrationID(call.parameter("id"))
-            guard let registration = try await existing(id, call: call) else {
-                throw GatewayError.notFound("no registration \(id.rawValue)")
-            }
-            try checkIfMatch(request.headers[ifMatchHeader], registration)
-            try checkOwner(registration, grant: call.grant)
-            let gateway = call.gateway
-            _ = try await gateway.stored { () throws(StoreError) in try await gateway.store.delete(id: id, app: gateway.appID) }
+            try await call.gateway.deleteHubRegistration(id, writer: call.writer, ifMatch: request.headers[ifMatchHeader])
             return Response(status: .ok, headers: [.contentLength: "0"])
         }
         route(.get, "registrations", .manage) { request, call in
@@ -174,7 +164,6 @@ enum HubHTTP {
     static let refusals = Logger(label: "pushgate.hub")
 
     /// Who owns registrations made through the hub API.
-    static let hubOwner = "$hub"
 
     /// Resolves the hub, checks the API version and the signature, and the right the route needs.
     static func authorize(
@@ -219,6 +208,8 @@ enum HubHTTP {
         var namespaceBase: String { scheme == "https" ? "sb://\(authority)" : base }
 
         var gateway: Gateway { hub.gateway }
+        /// Who writes, for the core's rules: the app's backend (Send or Manage) or a device (Listen only).
+        var writer: Gateway.HubWriter { grant.allows(.manage) || grant.allows(.send) ? .backend : .device }
         /// The outbox's records are the hub's: a Send key sees every notification of its hub.
         var user: AuthenticatedUser { AuthenticatedUser(name: "$rule:" + grant.rule, isAdmin: true) }
 

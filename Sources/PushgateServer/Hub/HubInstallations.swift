@@ -65,10 +65,7 @@ enum HubInstallations {
             let gateway = call.gateway
             // 204 whether or not it existed, as NH answers (a delete is idempotent).
             let ids = try await registrations(of: id, call: call).map(\.id)
-            let time = gateway.now()
-            try await gateway.stored { () throws(StoreError) in
-                try await gateway.store.replace([], removing: ids, app: gateway.appID, now: time)
-            }
+            try await gateway.replaceHubRegistrations([], removing: ids)
             return Response(status: .noContent)
         }
     }
@@ -197,20 +194,9 @@ enum HubInstallations {
     // MARK: Store
 
     static func registrations(of id: String, call: HubHTTP.HubCall) async throws(GatewayError) -> [Registration] {
-        let gateway = call.gateway
         let tag: Tag
         do { tag = try Tag("$InstallationId:{\(id)}") } catch { throw .badRequest(error.description) }
-        var found: [Registration] = []
-        do {
-            for try await batch in gateway.store.registrations(
-                matching: .tag(tag), platforms: PlatformSelection(Platform.allCases), app: gateway.appID, batchSize: 200, now: gateway.now()
-            ) {
-                found += batch
-            }
-        } catch {
-            throw GatewayError(.unavailable, "the registration store is unavailable")
-        }
-        return found
+        return try await call.gateway.hubRegistrations(tagged: tag)
     }
 
     static func read(_ id: String, call: HubHTTP.HubCall) async throws(GatewayError) -> Installation? {
@@ -242,7 +228,7 @@ enum HubInstallations {
             throw .badRequest("pushChannel: \(error.description)")
         }
         let implicit = implicitTags(installation)
-        let tags = try HubHTTP.checkedTags(installation.tags, grant: call.grant, field: "tags")
+        let tags = try Gateway.hubTags(installation.tags, writer: call.writer, field: "tags")
         var implicitTags: [Tag] = []
         for text in implicit {
             do { implicitTags.append(try Tag(text)) } catch { throw .badRequest(error.description) }
@@ -252,12 +238,12 @@ enum HubInstallations {
             registrations.append(
                 try Registration(
                     app: gateway.appID, id: registrationID(of: installation.id), handle: handle, tags: tags + implicitTags,
-                    expiresAt: installation.expiration, owner: HubHTTP.hubOwner))
+                    expiresAt: installation.expiration, owner: Gateway.hubOwner))
         } catch {
             throw .badRequest("tags: \(error.description)")
         }
         for (name, template) in installation.templates.sorted(by: { $0.key < $1.key }) {
-            let own = try HubHTTP.checkedTags(template.tags, grant: call.grant, field: "templates.\(name).tags")
+            let own = try Gateway.hubTags(template.tags, writer: call.writer, field: "templates.\(name).tags")
             var headers = template.headers
             if let expiry = template.expiry { headers["apns-expiration"] = expiry }
             let body = installation.platform == .fcm ? Gateway.unwrappedFCMTemplate(template.body) : template.body
@@ -273,44 +259,13 @@ enum HubInstallations {
                 registrations.append(
                     try Registration(
                         app: gateway.appID, id: registrationID(of: installation.id, template: name), handle: handle,
-                        tags: tags + own + implicitTags, template: candidate, expiresAt: installation.expiration, owner: HubHTTP.hubOwner))
+                        tags: tags + own + implicitTags, template: candidate, expiresAt: installation.expiration, owner: Gateway.hubOwner))
             } catch {
                 throw .badRequest("templates.\(name).tags: \(error.description)")
             }
         }
-        let previous = try await self.registrations(of: installation.id, call: call)
-        let isDeviceKey = !call.grant.allows(.manage) && !call.grant.allows(.send)
-        let previousNative = previous.first(where: { $0.id == registrationID(of: installation.id) })
-        // An installation the backend bound to a user (userId) receives that user's sends: a
-        // Listen key, which every copy of the app carries, may not point it at another channel.
-        // The device renews its channel through its backend, or drops the userId first.
-        if isDeviceKey, let previousNative, previousNative.handle.value != handle.value,
-            previousNative.tags.contains(where: { $0.rawValue.hasPrefix("$UserId:{") })
-        {
-            throw GatewayError(
-                .forbidden,
-                "pushChannel: installation '\(installation.id.prefix(60))' is bound to a user (userId); its push channel may be replaced only with a Send or Manage key"
-            )
-        }
-        // userId puts $UserId:{userId} on the installation, and sends to that tag reach it: a
-        // Listen key (shipped in apps) may keep or drop the userId a backend set, not choose one.
-        if let userID = installation.userID, isDeviceKey {
-            let stored = previousNative?.tags.first(where: { $0.rawValue == "$UserId:{\(userID)}" })
-            guard stored != nil else {
-                throw GatewayError(
-                    .forbidden,
-                    "userId: '\(userID.prefix(60))' may be set only with a Send or Manage key; a Listen key may keep the installation's userId or remove it (whoever sets it receives that user's notifications)"
-                )
-            }
-        }
-        let kept = Set(registrations.map(\.id))
-        let time = gateway.now()
-        let written = registrations
-        let stale = previous.map(\.id).filter { !kept.contains($0) }
-        // One transaction: a crash leaves the old installation or the new one, never a mix.
-        try await gateway.stored { () throws(StoreError) in
-            try await gateway.store.replace(written, removing: stale, app: gateway.appID, now: time)
-        }
+        try await gateway.writeHubInstallation(
+            installation.id, registrations: registrations, userID: installation.userID, writer: call.writer)
     }
 }
 
