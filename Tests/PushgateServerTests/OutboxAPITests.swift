@@ -127,6 +127,29 @@ import Testing
         }
     }
 
+    /// With `outbox.enabled: false` a send is delivered while its request waits and answered with
+    /// the result; what needs the outbox (answering at once, a delivery time, the hub API's sends)
+    /// is refused by name with 501, and nothing is stored.
+    @Test func withTheOutboxOffSendsAreSynchronousAndWhatNeedsItIsRefused() async throws {
+        try await GatewayFixture.with(adjust: { $0.outbox.enabled = false }) { fixture in
+            let device = await fixture.sandbox.createDevice(.apns)
+            _ = try await fixture.register(device, user: "alice")
+            let sent = try await fixture.call("POST", "/api/notifications?pns=apns&to_tag=alice", user: "bob", body: #""now""#)
+            #expect(sent.status == 200, "\(sent.bodyText)")
+            #expect(try json(sent)["success"] as? Int == 1, "\(sent.bodyText)")
+            #expect(await fixture.sandbox.state.inbox(deviceID: device.id).count == 1)
+            for path in [
+                "/api/notifications?pns=apns&to_tag=alice&async=true",
+                "/api/notifications?pns=apns&to_tag=alice&deliverAt="
+                    + RFC3339.format(Timestamp(secondsSinceEpoch: Date().timeIntervalSince1970 + 3600)),
+            ] {
+                let refused = try await fixture.call("POST", path, user: "bob", body: #""later""#)
+                #expect(refused.status == 501 && refused.bodyText.contains("need the outbox, which is turned off"), "\(refused.bodyText)")
+            }
+            #expect(try await fixture.store.outboxDepth(now: Timestamp(secondsSinceEpoch: 4_102_444_800)).pending == 0)
+        }
+    }
+
     @Test func badDeliveryTimesAreRefusedAndNothingIsStored() async throws {
         try await GatewayFixture.with { fixture in
             _ = try await fixture.register(await fixture.sandbox.createDevice(.apns), user: "alice")

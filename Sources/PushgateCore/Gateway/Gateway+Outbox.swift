@@ -19,6 +19,15 @@ public final class OutboxControl: Sendable {
         owner = "pushgate-" + UUID().uuidString.lowercased()
     }
 
+    /// Whether sends go through the outbox (`outbox.enabled`): asked here, and only here.
+    public var isEnabled: Bool { configuration.enabled }
+
+    /// Refuses, naming `what`, unless the outbox is on: what cannot be done without it
+    /// (asynchronous, scheduled and hub sends) is refused before anything is stored.
+    package func require(for what: String) throws(GatewayError) {
+        guard isEnabled else { throw GatewayError(.notImplemented, "\(what) need the outbox, which is turned off (outbox.enabled)") }
+    }
+
     /// When draining began; nil while the gateway runs.
     private let drainingSince = Mutex<ContinuousClock.Instant?>(nil)
 
@@ -379,7 +388,7 @@ extension Gateway {
     public func deliver(
         _ prepared: PreparedSend, progress: (@Sendable (DispatchProgress) -> Void)? = nil, logger requestLogger: Logger? = nil
     ) async -> SendOutcome {
-        guard outbox.configuration.enabled else { return await deliverDirectly(prepared, progress: progress, logger: requestLogger) }
+        guard outbox.isEnabled else { return await deliverDirectly(prepared, progress: progress, logger: requestLogger) }
         let started = ContinuousClock.now
         let notification = outboxNotification(prepared, enqueuedAt: now(), deliverAt: nil)
         var logger = requestLogger ?? self.logger
@@ -442,9 +451,7 @@ extension Gateway {
     /// Accepts a send for background delivery (`Prefer: respond-async`, `?async=true`, or a
     /// `deliverAt`): answers once it is stored.
     public func enqueue(_ prepared: PreparedSend, deliverAt: Timestamp?) async throws(GatewayError) -> NotificationRecord {
-        guard outbox.configuration.enabled else {
-            throw GatewayError(.notImplemented, "asynchronous and scheduled sends need the outbox, which is turned off (outbox.enabled)")
-        }
+        try outbox.require(for: "asynchronous, scheduled and hub sends")
         let notification = outboxNotification(prepared, enqueuedAt: now(), deliverAt: deliverAt)
         try await stored { () throws(StoreError) in try await store.enqueue(notification, lease: nil) }
         outbox.wake()

@@ -29,7 +29,7 @@ package struct OutboxDeliveryService: Service {
 
     package func run() async throws {
         let control = gateway.outbox
-        guard control.configuration.enabled else {
+        guard control.isEnabled else {
             try? await gracefulShutdown()
             return
         }

@@ -115,10 +115,7 @@ public enum GatewayHTTP {
             if deliverAt != nil, query.get("async").map({ ["false", "0"].contains($0.lowercased()) }) == true {
                 throw GatewayError.badRequest("async=false contradicts deliverAt: a scheduled send is always answered 202 at once")
             }
-            if (respondAsync || deliverAt != nil) && !gateway.outbox.configuration.enabled {
-                throw GatewayError(
-                    .notImplemented, "asynchronous and scheduled sends need the outbox, which is turned off (outbox.enabled)")
-            }
+            if respondAsync || deliverAt != nil { try gateway.outbox.require(for: "asynchronous and scheduled sends") }
             if let toTag = query.get("to_tag"), !toTag.isEmpty, let tags = query.get("tags"), !tags.isEmpty {
                 throw GatewayError.badRequest("give to_tag (a user name) or tags (a tag expression), not both")
             }

@@ -52,9 +52,7 @@ extension HubHTTP {
             response.headers[trackingIDHeader] = request.headers[trackingIDHeader] ?? result.notificationID
             return response
         }
-        guard gateway.outbox.configuration.enabled else {
-            throw GatewayError(.notImplemented, "the hub API sends through the outbox, which is turned off (outbox.enabled)")
-        }
+        try gateway.outbox.require(for: "the hub API's sends")
         let record = try await gateway.enqueue(prepared, deliverAt: deliverAt)
         var response = Response(status: .created, headers: [.contentLength: "0"])
         let collection = scheduled ? "schedulednotifications" : "messages"
