@@ -654,6 +654,30 @@ import Testing
 /// The signature check with its cache: a header verified once is still checked for expiry, rule
 /// and resource on every request.
 @Suite struct SignatureCacheTests {
+    /// With `listener.hostnames`, a request must come in by one of the gateway's names, so a
+    /// token is good only for the hosts the gateway answers to (not for whatever `Host` a client sends).
+    @Test func withHostnamesConfiguredOnlyThoseHostsAreAnswered() async throws {
+        try await GatewayFixture.with(adjust: { $0.listener.hostnames = ["push.example.com"] }) { fixture in
+            let client = try HubAPITests.Client(fixture)
+            let apple = [("ServiceBusNotification-Format", "apple")]
+            let direct = try await fixture.call(
+                "POST", "/default/messages?api-version=2015-01", user: nil, body: #"{"aps":{"alert":"x"}}"#,
+                headers: apple + [("Authorization", client.token())])
+            #expect(direct.status == 401 && direct.bodyText.contains("is not one of the gateway's names"), "\(direct.bodyText)")
+            let named = try await fixture.call(
+                "POST", "/default/messages?api-version=2015-01", user: nil, body: #"{"aps":{"alert":"x"}}"#,
+                headers: apple + [
+                    ("Host", "push.example.com"), ("Authorization", client.token(resource: "https://push.example.com/default")),
+                ])
+            #expect(named.status == 201, "\(named.bodyText)")
+            // A token signed for the gateway's address is no good by its name either.
+            let other = try await fixture.call(
+                "POST", "/default/messages?api-version=2015-01", user: nil, body: #"{"aps":{"alert":"x"}}"#,
+                headers: apple + [("Host", "push.example.com"), ("Authorization", client.token())])
+            #expect(other.status == 401 && other.bodyText.contains("does not cover this request"), "\(other.bodyText)")
+        }
+    }
+
     @Test func aCachedTokenStillExpiresAndCoversOnlyItsResource() {
         let key = "a2V5LWZvci10aGUtY2FjaGUtdGVzdA=="
         let rules: [String: (rights: Set<AccessRight>, key: String)] = ["Send": ([.send], key)]

@@ -32,6 +32,14 @@ extension PushgateConfiguration {
             listener.maximumConnections = try object.int("maxConnections", in: 1...1_000_000) ?? listener.maximumConnections
             listener.shutdownDeadlineSeconds =
                 try object.int("shutdownDeadlineSeconds", in: 0...3600) ?? listener.shutdownDeadlineSeconds
+            if let names = try object.stringArray("hostnames") {
+                for (index, name) in names.enumerated()
+                where name.isEmpty || name.contains(where: { $0 == "/" || $0 == " " || $0 == ":" && !name.hasPrefix("[") }) {
+                    throw object.error(
+                        "'\(name.prefix(60))' must be a host name or address without scheme, port or path", key: "hostnames[\(index)]")
+                }
+                listener.hostnames = names.map { $0.lowercased() }
+            }
             listener.sasMaximumLifetimeSeconds =
                 try object.int("sasMaximumLifetimeSeconds", in: 60...(10 * 366 * 86_400)) ?? listener.sasMaximumLifetimeSeconds
             if var tls = try object.object("tls") {
@@ -43,7 +51,7 @@ extension PushgateConfiguration {
             try object.finish(expected: [
                 "host", "port", "maxBodyBytes", "headerTimeoutSeconds", "bodyTimeoutSeconds", "bodyDeadlineSeconds", "idleTimeoutSeconds",
                 "maxConnections",
-                "shutdownDeadlineSeconds", "tls", "sasMaximumLifetimeSeconds",
+                "shutdownDeadlineSeconds", "tls", "sasMaximumLifetimeSeconds", "hostnames",
             ])
         }
 

@@ -63,6 +63,11 @@ public struct ListenerConfiguration: Sendable, Hashable {
     /// A hub request's Shared Access Signature may expire at most this far ahead (its `se`):
     /// a token that never expires is refused. Default 30 days.
     public var sasMaximumLifetimeSeconds: Int = 30 * 86_400
+    /// The names clients reach the gateway by (`push.example.com`, without port). When given, a
+    /// hub request whose `Host` is none of them is refused, and so a Shared Access Signature
+    /// signed for another host (its `sr`) never covers a request. Empty (default): the request's
+    /// own `Host` is what `sr` is compared with.
+    public var hostnames: [String] = []
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, maximumBodyBytes: Int = 65536, headerTimeoutSeconds: Int = 10,

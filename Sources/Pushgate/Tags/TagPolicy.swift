@@ -42,6 +42,8 @@ public enum TagPolicy {
 
     private static func usernameProblem(_ text: String, writer: Writer) -> TagPolicyError.Problem? {
         guard text.utf8.count >= 9, text.prefix(9).lowercased() == "username:" else { return nil }
+        // A user's tag is `username:<name>` exactly; `Username:…` would be another tag that looks like one.
+        if writer != .hubBackend, !text.hasPrefix("username:") { return .miscasedUsername(TagPolicyError.excerpt(text)) }
         switch writer {
         case .hubBackend:
             return nil
@@ -62,6 +64,7 @@ public struct TagPolicyError: PushgateInputError, Hashable {
         case reserved(String)
         case anotherUsers(String, own: String)
         case deviceClaimsUser(String)
+        case miscasedUsername(String)
     }
 
     /// The position of the offending tag in the list, when one tag is at fault.
@@ -72,7 +75,7 @@ public struct TagPolicyError: PushgateInputError, Hashable {
     public var isForbidden: Bool {
         switch problem {
         case .anotherUsers, .deviceClaimsUser: return true
-        case .tooMany, .invalid, .reserved: return false
+        case .tooMany, .invalid, .reserved, .miscasedUsername: return false
         }
     }
 
@@ -89,6 +92,8 @@ public struct TagPolicyError: PushgateInputError, Hashable {
             return "tag '\(tag)' is reserved: $InstallationId and $UserId tags are set from an installation, not given"
         case .anotherUsers(let tag, let own):
             return "tag '\(tag)' belongs to another user; the server adds username:\(own)"
+        case .miscasedUsername(let tag):
+            return "tag '\(tag)' spells the username: prefix in another case; a user's tag is username:<name>, in lower case"
         case .deviceClaimsUser(let tag):
             return
                 "tag '\(tag)' is a user's (username:…); a Listen key may not claim it (the user's devices are registered through /api/register)"

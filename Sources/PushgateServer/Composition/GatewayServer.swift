@@ -71,7 +71,8 @@ public struct GatewayServer: Sendable {
         let gateway = gateways[0]
         let dispatcher = gateway.dispatcher
         let hubs = try HubDirectory(
-            gateways: gateways, secrets: secrets, clock: clock, maximumLifetimeSeconds: listener.sasMaximumLifetimeSeconds)
+            gateways: gateways, secrets: secrets, clock: clock, maximumLifetimeSeconds: listener.sasMaximumLifetimeSeconds,
+            hostnames: listener.hostnames)
         let sandboxBridge = try configuration.console.sandboxControl.map(SandboxBridge.init(controlURL:))
         // One router per listener, so that the links the hub API writes (Location, Atom ids) carry
         // the scheme the request came in on; both share every part.

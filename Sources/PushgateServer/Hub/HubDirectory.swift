@@ -23,10 +23,12 @@ public final class HubDirectory: Sendable {
     let clock: any PushgateClock
     /// How far ahead a token's `se` may lie, in seconds.
     let maximumLifetime: Int64
+    /// The names requests must come in by (`listener.hostnames`); empty: any.
+    let hostnames: Set<String>
 
     public init(
         gateways: [Gateway], secrets: SecretResolver, clock: any PushgateClock = SystemClock(),
-        maximumLifetimeSeconds: Int = ListenerConfiguration().sasMaximumLifetimeSeconds
+        maximumLifetimeSeconds: Int = ListenerConfiguration().sasMaximumLifetimeSeconds, hostnames: [String] = []
     ) throws {
         var hubs: [AppID: Hub] = [:]
         for gateway in gateways {
@@ -53,6 +55,7 @@ public final class HubDirectory: Sendable {
         self.order = gateways.map(\.appID)
         self.clock = clock
         self.maximumLifetime = Int64(maximumLifetimeSeconds)
+        self.hostnames = Set(hostnames)
     }
 
     public func hub(named name: String) -> Hub? {
@@ -63,7 +66,12 @@ public final class HubDirectory: Sendable {
     /// Checks a request's `Authorization` for `hub`: the rule it was signed with and its rights.
     /// `host` is the request's `Host`, `path` its path.
     public func authorize(_ header: String?, hub: Hub, host: String, path: String) -> Result<HubGrant, SASError> {
-        Self.verify(
+        if !hostnames.isEmpty {
+            // The host part of `Host`, without its port (an IPv6 literal keeps its brackets).
+            let name = SharedAccessSignature.normalize(host)
+            guard hostnames.contains(name) else { return .failure(.unknownHost(String(name.prefix(100)))) }
+        }
+        return Self.verify(
             header, rules: hub.rules, hub: hub.id, host: host, path: path, now: Int64(clock.now.secondsSinceEpoch),
             maximumLifetime: maximumLifetime, cache: cache)
     }

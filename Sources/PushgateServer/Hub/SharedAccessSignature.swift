@@ -175,6 +175,7 @@ public enum SASError: Error, Hashable, Sendable, CustomStringConvertible {
     case tooLong(expiry: Int64, maximum: Int64)
     case wrongResource(String)
     case badSignature
+    case unknownHost(String)
 
     public var description: String {
         switch self {
@@ -187,6 +188,7 @@ public enum SASError: Error, Hashable, Sendable, CustomStringConvertible {
         case .wrongResource(let resource):
             "the SharedAccessSignature is for '\(resource.prefix(200))' (sr), which does not cover this request"
         case .badSignature: "the SharedAccessSignature's signature (sig) does not match the rule's key"
+        case .unknownHost(let host): "'\(host)' is not one of the gateway's names (listener.hostnames); send the request to one of them"
         }
     }
 }
