@@ -286,17 +286,7 @@ public enum GatewayHTTP {
                 throw GatewayError(.unsupportedMediaType, "Content-Type: expected application/json, not '\(type.prefix(100))'")
             }
         }
-        var request = request
-        do {
-            let buffer = try await request.collectBody(upTo: limit)
-            return Array(buffer.readableBytesView)
-        } catch let error as HTTPError where error.status == .contentTooLarge {
-            throw GatewayError(.tooLarge, "request body is larger than \(limit) bytes")
-        } catch is NIOTooManyBytesError {
-            throw GatewayError(.tooLarge, "request body is larger than \(limit) bytes")
-        } catch {
-            throw GatewayError(.invalid, "the request body could not be read: \(error)")
-        }
+        return try await request.collectedBytes(limit: limit)
     }
 
     static let encoder: JSONEncoder = {

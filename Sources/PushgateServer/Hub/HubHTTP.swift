@@ -222,17 +222,7 @@ enum HubHTTP {
     // MARK: Bodies and answers
 
     static func body(_ request: Request, limit: Int) async throws(GatewayError) -> [UInt8] {
-        var request = request
-        do {
-            let buffer = try await request.collectBody(upTo: limit)
-            return Array(buffer.readableBytesView)
-        } catch let error as HTTPError where error.status == .contentTooLarge {
-            throw GatewayError(.tooLarge, "request body is larger than \(limit) bytes")
-        } catch is NIOTooManyBytesError {
-            throw GatewayError(.tooLarge, "request body is larger than \(limit) bytes")
-        } catch {
-            throw GatewayError(.invalid, "the request body could not be read: \(error)")
-        }
+        try await request.collectedBytes(limit: limit)
     }
 
     static func xml(_ status: Int, _ bytes: [UInt8]) -> Response {
