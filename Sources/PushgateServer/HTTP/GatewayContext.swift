@@ -8,6 +8,8 @@ import PushgateCore
 public struct GatewayContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     public var user: AuthenticatedUser?
+    /// A hub request's authorized call (set by ``HubAuthorizationMiddleware`` on `/{hub}/…`).
+    var hubCall: HubHTTP.HubCall?
     /// The peer's IP address (throttling of failed logins is per address and user).
     public let remoteAddress: String
 

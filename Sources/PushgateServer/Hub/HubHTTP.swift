@@ -28,32 +28,22 @@ enum HubHTTP {
 
     /// Adds the hub routes to `router`; `scheme` is how clients reach this listener (`https`).
     static func addRoutes(to router: Router<GatewayContext>, hubs: HubDirectory, maximumBodyBytes: Int, scheme: String) {
-        let group = router.group(":hub")
+        // Every hub route runs in a context that has its authorized call: the middleware checks the
+        // hub, the API version and the signature first, and answers every refusal and error of the
+        // hub's routes as NH's XML <Error>; each route then checks the right it needs.
+        let authorized = router.group(":hub").add(middleware: HubAuthorizationMiddleware(hubs: hubs, scheme: scheme))
+            .group(context: HubRequestContext.self)
         func route(
             _ method: HTTPRequest.Method, _ path: RouterPath, _ right: AccessRight,
             _ handler: @escaping @Sendable (Request, HubCall) async throws -> Response
         ) {
-            group.on(path, method: method) { request, context in
-                do {
-                    let call = try authorize(request, context: context, hubs: hubs, right: right, scheme: scheme)
-                    return try await handler(request, call)
-                } catch let error as GatewayError {
-                    // Refused credentials and rights are worth a line (never the token or a key).
-                    if error.code == 401 || error.code == 403 {
-                        refusals.notice(
-                            "hub request refused",
-                            metadata: [
-                                "status": "\(error.code)", "method": "\(request.method.rawValue)",
-                                "path": "\(request.uri.path.prefix(120))",
-                                "peer": "\(context.remoteAddress)", "reason": "\(error.message.prefix(200))",
-                            ])
-                    }
-                    return errorResponse(error)
-                } catch {
-                    return errorResponse(GatewayError(.misconfigured, "internal error: \(error)"))
-                }
+            authorized.on(path, method: method) { request, context in
+                try context.call.require(right)
+                return try await handler(request, context.call)
             }
         }
+        // Unauthenticated answers under a configured hub (405, 404), as NH gives them.
+        let group = router.group(":hub")
 
         route(.post, "messages", .send) { request, call in
             try await send(request, call: call, limit: maximumBodyBytes, scheduled: false)
@@ -167,7 +157,7 @@ enum HubHTTP {
 
     /// Resolves the hub, checks the API version and the signature, and the right the route needs.
     static func authorize(
-        _ request: Request, context: GatewayContext, hubs: HubDirectory, right: AccessRight, scheme: String
+        _ request: Request, context: GatewayContext, hubs: HubDirectory, scheme: String
     ) throws(GatewayError) -> HubCall {
         let name = context.parameters.get("hub") ?? ""
         guard let hub = hubs.hub(named: name) else { throw .notFound("no hub '\(name.prefix(60))' is configured here") }
@@ -180,12 +170,6 @@ enum HubHTTP {
         case .failure(let error):
             throw GatewayError(.unauthorized, error.description)
         case .success(let grant):
-            guard grant.allows(right) else {
-                throw GatewayError(
-                    .unauthorized,
-                    "rule '\(grant.rule)' has \(grant.rights.sorted().map(\.rawValue).joined(separator: ", ")); this needs \(right.rawValue)"
-                )
-            }
             return HubCall(
                 hub: hub, grant: grant, parameters: context.parameters, apiVersion: version, scheme: scheme,
                 authority: "\(host)/\(hub.id.rawValue)")
@@ -212,6 +196,16 @@ enum HubHTTP {
         var writer: Gateway.HubWriter { grant.allows(.manage) || grant.allows(.send) ? .backend : .device }
         /// The outbox's records are the hub's: a Send key sees every notification of its hub.
         var user: AuthenticatedUser { AuthenticatedUser(name: "$rule:" + grant.rule, isAdmin: true) }
+
+        /// Refuses unless the call's rule has `right`.
+        func require(_ right: AccessRight) throws(GatewayError) {
+            guard grant.allows(right) else {
+                throw GatewayError(
+                    .unauthorized,
+                    "rule '\(grant.rule)' has \(grant.rights.sorted().map(\.rawValue).joined(separator: ", ")); this needs \(right.rawValue)"
+                )
+            }
+        }
 
         func parameter(_ name: String) -> String {
             let raw = parameters.get(name) ?? ""
