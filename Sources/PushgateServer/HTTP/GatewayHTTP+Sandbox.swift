@@ -12,7 +12,7 @@ extension GatewayHTTP {
     /// `/api/sandbox/devices…`: the sandbox's devices and inboxes, for the console. A user sees
     /// and acts on only the devices whose handles their own registrations hold (an admin: all);
     /// any other device id answers 404, as if it did not exist.
-    static func addSandboxRoutes(to api: RouterGroup<GatewayContext>, _ sandbox: SandboxBridge, gateway: Gateway) {
+    static func addSandboxRoutes(to api: RouteCollection<GatewayContext>, _ sandbox: SandboxBridge, gateway: Gateway) {
         api.get("sandbox/devices") { _, context in
             let user = try context.authenticatedUser()
             let answer = await sandbox.forward("GET", "/devices")

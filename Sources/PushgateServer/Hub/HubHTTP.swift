@@ -26,8 +26,10 @@ enum HubHTTP {
     static let etagHeader = HTTPField.Name("ETag")!
     static let ifMatchHeader = HTTPField.Name("If-Match")!
 
-    /// Adds the hub routes to `router`; `scheme` is how clients reach this listener (`https`).
-    static func addRoutes(to router: Router<GatewayContext>, hubs: HubDirectory, maximumBodyBytes: Int, scheme: String) {
+    /// The Notification Hubs API's routes under `/{hub}/…`; `scheme` is how clients reach this
+    /// listener (`https`).
+    static func routes(hubs: HubDirectory, maximumBodyBytes: Int, scheme: String) -> RouteCollection<GatewayContext> {
+        let router = RouteCollection(context: GatewayContext.self)
         // Every hub route runs in a context that has its authorized call: the middleware checks the
         // hub, the API version and the signature first, and answers every refusal and error of the
         // hub's routes as NH's XML <Error>; each route then checks the right it needs.
@@ -141,6 +143,7 @@ enum HubHTTP {
                 return errorResponse(GatewayError.notFound("no resource \(request.uri.path.prefix(120)) in this hub"))
             }
         }
+        return router
     }
 
     /// A body's declared type must be the one the route reads (none declared is taken as it).

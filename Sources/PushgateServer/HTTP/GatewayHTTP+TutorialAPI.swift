@@ -1,0 +1,151 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import Pushgate
+import PushgateCore
+import PushgateDispatch
+import PushgateXML
+
+extension GatewayHTTP {
+    /// The tutorials' app-backend API (mounted at `/api`): registrations, sends, secure push,
+    /// telemetry, cancel, the console's routes; every route behind Basic authentication, every
+    /// refusal answered as `{"error", "status"}` (``GatewayError``'s HTTP mapping).
+    static func tutorialAPI(
+        gateway: Gateway, authenticator: Authenticator, maximumBodyBytes: Int, metrics: GatewayMetrics, sandbox: SandboxBridge?,
+        hubs: HubDirectory?
+    ) -> RouteCollection<GatewayContext> {
+        let api = RouteCollection(context: GatewayContext.self).add(middleware: BasicAuthenticationMiddleware(authenticator: authenticator))
+
+        api.get("me") { _, context in
+            let user = try context.authenticatedUser()
+            // Admins see the hubs with their rules' names and rights (never a key).
+            let hubList = user.isAdmin ? hubs.map(HubSummary.list) : nil
+            return encoded(
+                200,
+                MeBody(
+                    admin: user.isAdmin, hubs: hubList, platforms: gateway.app.configuration.services.configuredPlatforms.map(\.rawValue),
+                    sandbox: sandbox != nil, user: user.name))
+        }
+        api.get("registrations") { request, context in
+            let user = try context.authenticatedUser()
+            let query = request.uri.queryParameters
+            let limitText = query.get("limit") ?? "100"
+            guard let limit = Int(limitText) else { throw GatewayError.badRequest("limit must be a number, not '\(limitText)'") }
+            let found = try await gateway.registrations(user: user, tagExpression: query.get("tags"), limit: limit)
+            return json(200, "[" + found.map(\.jsonLine).joined(separator: ",") + "]")
+        }
+
+        api.post("register") { request, context in
+            let user = try context.authenticatedUser()
+            let id = try await gateway.createRegistrationID(handle: request.uri.queryParameters.get("handle"), user: user)
+            return encoded(200, id.rawValue)
+        }
+        api.put("register/:id") { request, context in
+            let user = try context.authenticatedUser()
+            let id = context.parameters.get("id") ?? ""
+            let body = try await collectJSON(request, limit: maximumBodyBytes)
+            try await gateway.upsertRegistration(id: id, try Gateway.DeviceRegistration(json: body), user: user)
+            return Response(status: .ok)
+        }
+        api.delete("register/:id") { _, context in
+            let user = try context.authenticatedUser()
+            try await gateway.deleteRegistration(id: context.parameters.get("id") ?? "", user: user)
+            return Response(status: .ok)
+        }
+        api.post("notifications") { request, context in
+            let user = try context.authenticatedUser()
+            let body = try await collectJSON(request, limit: maximumBodyBytes)
+            let query = request.uri.queryParameters
+            let secure = ["true", "1"].contains(query.get("secure")?.lowercased() ?? "")
+            // Checked before anything is stored (a secure send stores its message while preparing).
+            let deliverAt = try gateway.scheduleTime(query.get("deliverAt"))
+            var sendRequest = Gateway.SendRequest(
+                pns: query.get("pns"), toTag: query.get("to_tag"), tagExpression: query.get("tags"), body: body,
+                timeToLive: try Gateway.SendRequest.timeToLive(query.get("ttl")), deliverAt: deliverAt)
+            sendRequest.validateOnly = try flag(query.get("validateOnly"), name: "validateOnly")
+            sendRequest.fcmTopic = query.get("topic")
+            sendRequest.fcmCondition = query.get("condition")
+            if sendRequest.validateOnly && secure {
+                throw GatewayError.badRequest("validateOnly cannot be combined with secure: a secure send stores its message")
+            }
+            let respondAsync = try asyncRequested(request)
+            if deliverAt != nil, query.get("async").map({ ["false", "0"].contains($0.lowercased()) }) == true {
+                throw GatewayError.badRequest("async=false contradicts deliverAt: a scheduled send is always answered 202 at once")
+            }
+            if respondAsync || deliverAt != nil { try gateway.outbox.require(for: "asynchronous and scheduled sends") }
+            if let toTag = query.get("to_tag"), !toTag.isEmpty, let tags = query.get("tags"), !tags.isEmpty {
+                throw GatewayError.badRequest("give to_tag (a user name) or tags (a tag expression), not both")
+            }
+            let prepared =
+                try await secure
+                ? gateway.prepareSecure(sendRequest, user: user, deliverAt: deliverAt) : gateway.prepare(sendRequest, user: user)
+            if respondAsync || deliverAt != nil {
+                let record = try await gateway.enqueue(prepared, deliverAt: deliverAt)
+                var response = encoded(202, NotificationRecordBody(record, failedTargets: nil, nextFailedAfter: nil))
+                response.headers[.location] = outcomePath(record.id)
+                if respondAsync { response.headers[preferenceAppliedHeader] = "respond-async" }
+                if let secureID = prepared.secureID { response.headers[secureIDHeader] = secureID }
+                return response
+            }
+            let accept = (request.headers[.accept] ?? "").lowercased()
+            if accept.contains(progressMediaType) {
+                return streamed(prepared, gateway: gateway, metrics: metrics, logger: context.logger)
+            }
+            let outcome = await deliverToCompletion(prepared, gateway: gateway, logger: context.logger)
+            metrics.sent(outcome.result)
+            if accept.contains("xml") {
+                return Response(
+                    status: .init(code: outcome.httpStatus), headers: [.contentType: "application/xml; charset=utf-8"],
+                    body: .init(byteBuffer: ByteBuffer(bytes: outcome.result.xmlDocument())))
+            }
+            var response = encoded(outcome.httpStatus, outcome.result)
+            if let secureID = outcome.secureID { response.headers[secureIDHeader] = secureID }
+            if outcome.httpStatus == 202 { response.headers[.location] = outcomePath(outcome.result.notificationID) }
+            return response
+        }
+        api.get("notifications") { request, context in
+            let user = try context.authenticatedUser()
+            let query = request.uri.queryParameters
+            let limitText = query.get("limit") ?? "50"
+            guard let limit = Int(limitText) else { throw GatewayError.badRequest("limit must be a number, not '\(limitText.prefix(40))'") }
+            let records = try await gateway.notificationRecords(user: user, sender: query.get("sender"), limit: limit)
+            return encoded(200, records.map { NotificationRecordBody($0, failedTargets: nil, nextFailedAfter: nil) })
+        }
+        api.get("notifications/:id/outcome") { request, context in
+            let user = try context.authenticatedUser()
+            let record = try await gateway.notificationRecord(id: decodedID(context), user: user)
+            let query = request.uri.queryParameters
+            let limitText = query.get("failedLimit") ?? "100"
+            guard let limit = Int(limitText) else {
+                throw GatewayError.badRequest("failedLimit must be a number, not '\(limitText.prefix(40))'")
+            }
+            let failed = try await gateway.failedTargets(of: record, after: query.get("failedAfter"), limit: limit)
+            let next = failed.count == limit ? failed.last?.registrationID.rawValue : nil
+            if (request.headers[.accept] ?? "").lowercased().contains("xml") {
+                let failures = record.failed
+                return Response(
+                    status: .ok, headers: [.contentType: "application/xml; charset=utf-8"],
+                    body: .init(
+                        byteBuffer: ByteBuffer(
+                            bytes: record.xmlDocument(
+                                location: outcomePath(record.id),
+                                failedTargetsURI: failures > 0 ? outcomePath(record.id) + "?failedLimit=1000" : nil))))
+            }
+            return encoded(200, NotificationRecordBody(record, failedTargets: failed, nextFailedAfter: next))
+        }
+        api.delete("notifications/:id") { _, context in
+            let user = try context.authenticatedUser()
+            let record = try await gateway.cancelNotification(id: decodedID(context), user: user)
+            return encoded(record.state.isFinal ? 200 : 202, NotificationRecordBody(record, failedTargets: nil, nextFailedAfter: nil))
+        }
+        api.get("notifications/:id") { _, context in
+            let user = try context.authenticatedUser()
+            let message = try await gateway.readSecure(id: context.parameters.get("id") ?? "", user: user)
+            return encoded(200, SecureMessageBody(id: message.id, payload: message.payload, read: message.read))
+        }
+        if let sandbox { addSandboxRoutes(to: api, sandbox, gateway: gateway) }
+        return api
+    }
+}
