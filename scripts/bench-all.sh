@@ -381,6 +381,7 @@ if want sandbox; then source scripts/bench-sandbox-sink.sh; fi
 if want postgres; then source scripts/bench-postgres.sh; fi
 
 # The later sections use a gateway on the full store (the outbox on, as shipped).
+base="http://127.0.0.1:$gateway_port"  # also when no broadcast ran before (a latency-only run)
 (cd "$work/sandbox" && exec "$bin" serve --config "$config" > "$work/gateway.log" 2>&1) &
 gateway=$!
 pids+=($gateway)
