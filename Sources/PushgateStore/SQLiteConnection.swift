@@ -92,9 +92,14 @@ final class SQLiteConnection: @unchecked Sendable {
     /// no longer write once another connection (another process) has written. Call after every
     /// operation.
     func releaseStatements() {
-        for statement in inUse { statement.reset() }
+        resetStatements()
         inUse.removeAll(keepingCapacity: true)
         checkpointIfDue()
+    }
+
+    /// Resets the statements handed out since the last ``releaseStatements()``: none is left on a row.
+    private func resetStatements() {
+        for statement in inUse { statement.reset() }
     }
 
     /// Copies the write-ahead log into the database once it has grown past
@@ -113,11 +118,11 @@ final class SQLiteConnection: @unchecked Sendable {
         try execute("BEGIN IMMEDIATE")
         do {
             let value = try body()
-            for statement in inUse { statement.reset() }
+            resetStatements()
             try execute("COMMIT")
             return value
         } catch {
-            for statement in inUse { statement.reset() }
+            resetStatements()
             try? execute("ROLLBACK")
             throw error
         }
