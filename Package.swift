@@ -77,13 +77,23 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The outbox's drive: its decisions as a value (OutboxDrive), the driver that performs them
+        // over any outbox store (durable, or one send's ephemeral outbox), the delivery service.
+        .target(
+            name: "PushgateOutbox",
+            dependencies: [
+                "Pushgate", "PushgateDispatch",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // The core both APIs share, framework-free (no Hummingbird, no HTTP status): registrations,
         // sends, secure push, telemetry and cancel with their rules and typed errors; the outbox
         // driver and its delivery service; the gateway's metrics.
         .target(
             name: "PushgateCore",
             dependencies: [
-                "Pushgate", "PushgateXML", "PushgateConfig", "PushgateDispatch",
+                "Pushgate", "PushgateXML", "PushgateConfig", "PushgateDispatch", "PushgateOutbox",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -95,7 +105,8 @@ let package = Package(
         .target(
             name: "PushgateServer",
             dependencies: [
-                "Pushgate", "PushgateCore", "PushgateXML", "PushgateConfig", "PushgateDispatch", "PushgateStore", "PushgateCurl",
+                "Pushgate", "PushgateCore", "PushgateOutbox", "PushgateXML", "PushgateConfig", "PushgateDispatch", "PushgateStore",
+                "PushgateCurl",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),

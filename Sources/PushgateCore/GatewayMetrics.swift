@@ -1,6 +1,7 @@
 import Foundation
 import Prometheus
 import Pushgate
+import PushgateOutbox
 import Synchronization
 
 /// The gateway's Prometheus metrics, in a registry of its own (several gateways can live in one
@@ -132,7 +133,7 @@ public final class GatewayMetrics: Sendable {
 
     /// Counts a send's outcomes (every target), retries, delivery latencies (listed targets) and
     /// handle changes.
-    package func sent(_ result: NotificationResult) {
+    public func sent(_ result: NotificationResult) {
         for summary in result.platforms {
             for (outcome, count) in summary.counts { deliveryCounter(summary.platform, outcome).increment(by: Int64(count)) }
         }
@@ -159,33 +160,35 @@ public final class GatewayMetrics: Sendable {
     }
 
     /// Records how long a send took, from its start to its last outcome.
-    package func sendFinished(duration: Duration) { sendDuration.record(duration) }
+    public func sendFinished(duration: Duration) { sendDuration.record(duration) }
 
     /// Counts handle changes (removals, replacements) the store could not apply.
-    package func handleUpdatesFailed(_ count: Int) {
+    public func handleUpdatesFailed(_ count: Int) {
         handleUpdatesFailedCounter.increment(by: Int64(count))
     }
 
     /// What the outbox holds now.
-    package func outboxDepth(_ depth: OutboxDepth, now: Timestamp) {
+    public func outboxDepth(_ depth: OutboxDepth, now: Timestamp) {
         outboxPending.set(to: Double(depth.pending))
         outboxDue.set(to: Double(depth.due))
         outboxOldestDueAge.set(to: depth.oldestDue.map { max(0, now.secondsSinceEpoch - $0.secondsSinceEpoch) } ?? 0)
     }
 
-    package func outboxPageClaimed(reclaimed: Bool) {
+    public func outboxPageClaimed(reclaimed: Bool) {
         outboxClaims.increment()
         if reclaimed { outboxLeaseExpiries.increment() }
     }
 
-    package func outboxNotificationTakenOver() { outboxLeaseExpiries.increment() }
+    public func outboxNotificationTakenOver() { outboxLeaseExpiries.increment() }
 
-    package func outboxPruned(_ count: Int) { outboxPruned.increment(by: Int64(count)) }
+    public func outboxPruned(_ count: Int) { outboxPruned.increment(by: Int64(count)) }
 
-    package func outboxRecordFailed() { outboxRecordFailures.increment() }
+    public func outboxRecordFailed() { outboxRecordFailures.increment() }
 
-    package func outboxTargetsDeferred(_ count: Int) { outboxDeferredTargets.increment(by: Int64(count)) }
+    public func outboxTargetsDeferred(_ count: Int) { outboxDeferredTargets.increment(by: Int64(count)) }
 
     /// The Prometheus text exposition.
     public func exposition() -> [UInt8] { registry.emitToBuffer() }
 }
+
+extension GatewayMetrics: OutboxMetrics {}

@@ -12,26 +12,34 @@ final class GatedProvider: PushProvider {
     let platform = Platform.apns
     private struct State {
         var open = false
-        var waiting: [CheckedContinuation<Void, Never>] = []
+        var waiting: [Int: CheckedContinuation<Void, Never>] = [:]
         var deliveriesStarted = 0
     }
     private let state = Mutex(State())
 
+    /// Waits until opened, or cancelled: then the targets are `Abandoned`, as a provider answers
+    /// what it did not send.
     func deliver(_ notification: RenderedNotification, to targets: [DispatchTarget]) async -> [DeliveryReport] {
-        await withCheckedContinuation { continuation in
-            let open = state.withLock { state -> Bool in
-                state.deliveriesStarted += 1
-                if !state.open { state.waiting.append(continuation) }
-                return state.open
+        let number = state.withLock { state -> Int in
+            state.deliveriesStarted += 1
+            return state.deliveriesStarted
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let go = state.withLock { state -> Bool in
+                    if !state.open && !Task.isCancelled { state.waiting[number] = continuation }
+                    return state.open || Task.isCancelled
+                }
+                if go { continuation.resume() }
             }
-            if open { continuation.resume() }
+        } onCancel: {
+            state.withLock { $0.waiting.removeValue(forKey: number) }?.resume()
         }
-        return targets.map {
-            DeliveryReport(
-                target: $0,
-                verdict: DeliveryVerdict(outcome: .expiredChannel, statusCode: 410, reason: "Unregistered", handleChange: .remove),
-                attempts: 1, latencyMilliseconds: 1)
-        }
+        let verdict =
+            Task.isCancelled
+            ? DeliveryVerdict(outcome: .abandoned, reason: "cancelled")
+            : DeliveryVerdict(outcome: .expiredChannel, statusCode: 410, reason: "Unregistered", handleChange: .remove)
+        return targets.map { DeliveryReport(target: $0, verdict: verdict, attempts: 1, latencyMilliseconds: 1) }
     }
 
     var deliveriesStarted: Int { state.withLock { $0.deliveriesStarted } }
@@ -40,7 +48,7 @@ final class GatedProvider: PushProvider {
         let waiting = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.open = true
             defer { state.waiting.removeAll() }
-            return state.waiting
+            return Array(state.waiting.values)
         }
         for continuation in waiting { continuation.resume() }
     }
@@ -106,24 +114,41 @@ final class CountingPages: Sendable {
         #expect(summary.handleUpdates.count == 200, "with no applier, every change is returned")
     }
 
-    /// Handle changes reach the store while the send is still going, in chunks, and none is also
-    /// kept in the summary: a broadcast that prunes many devices holds a chunk, not all of them.
-    @Test(.timeLimit(.minutes(1))) func handleChangesAreAppliedInChunksWhileTheSendGoesOn() async throws {
+    /// Each batch comes with the handle changes its services asked for, as it finishes and while
+    /// the audience is still being read: a caller prunes devices as the send goes, holding a
+    /// batch's changes, not all of them.
+    @Test(.timeLimit(.minutes(1))) func eachBatchBringsItsHandleChangesWhileTheSendGoesOn() async throws {
         let provider = GatedProvider()
         provider.open()
         let pages = CountingPages(pages: 10, pageSize: 25)
-        let chunks = Mutex<[(size: Int, pagesReadBefore: Int)]>([])
-        let summary = await Dispatcher(providers: [provider]).dispatch(
-            notificationID: "n", selection: .all, payloads: [.apns: try Payloads.notify(.apns)], targets: pages.sequence(),
-            batchesInFlight: 2, applyHandleUpdates: { updates in chunks.withLock { $0.append((updates.count, pages.pulledCount)) } },
-            handleUpdateChunk: 50)
-        let applied = chunks.withLock { $0 }
-        #expect(summary.handleUpdates.isEmpty)
-        #expect(applied.map(\.size).reduce(0, +) == 250, "every removal applied once")
-        #expect(applied.allSatisfy { $0.size >= 50 || $0.size == applied.last?.size }, "chunks, not one change at a time")
-        #expect(applied.count >= 4)
-        #expect(applied.first.map { $0.pagesReadBefore < 10 } == true, "the first chunk is applied before the audience is read")
-        #expect(summary.result.failureCount == 250)
+        var seen: [(updates: Int, pagesReadBefore: Int, index: Int)] = []
+        for try await batch in Dispatcher(providers: [provider]).batches(
+            selection: .all, payloads: [.apns: try Payloads.notify(.apns)], targets: pages.sequence(), batchesInFlight: 2)
+        {
+            seen.append((batch.handleUpdates.count, pages.pulledCount, batch.index))
+        }
+        #expect(seen.count == 10)
+        #expect(seen.allSatisfy { $0.updates == 25 }, "every removal comes with its batch, once")
+        #expect(Set(seen.map(\.index)) == Set(0..<10))
+        #expect(seen.first.map { $0.pagesReadBefore < 10 } == true, "the first batch is yielded before the audience is read")
+    }
+
+    /// A reader that stops early cancels the batches still on the wire.
+    @Test(.timeLimit(.minutes(1))) func droppingTheBatchesCancelsWhatIsOnTheWire() async throws {
+        let provider = GatedProvider()
+        let pages = CountingPages(pages: 5, pageSize: 10)
+        let reader = Task {
+            var iterator = Dispatcher(providers: [provider]).batches(
+                selection: .all, payloads: [.apns: try Payloads.notify(.apns)], targets: pages.sequence(), batchesInFlight: 3
+            ).makeAsyncIterator()
+            return try await iterator.next()
+        }
+        try await Self.waitUntil { provider.deliveriesStarted == 3 }
+        reader.cancel()
+        let first = try await reader.value
+        #expect(first?.reports.count == 10)
+        #expect(first?.reports.allSatisfy { $0.verdict.outcome == .abandoned } == true, "\(String(describing: first?.reports.first))")
+        #expect(pages.pulledCount == 3, "no page is read once cancelled")
     }
 
     /// A source that fails mid-way: what was already out is finished and counted, and the

@@ -205,6 +205,16 @@ public struct InMemoryOutbox: Sendable {
 
     public func record(id: String, app: AppID) -> NotificationRecord? { entries[Key(app: app, id: id)]?.record }
 
+    /// Where the walk of a notification's audience stands: the last registration id paged, and
+    /// whether the audience is exhausted; nil for an unknown or ended notification.
+    public func walk(of id: String, app: AppID) -> (notification: OutboxNotification, cursor: RegistrationID?, exhausted: Bool)? {
+        guard let entry = entries[Key(app: app, id: id)], entry.record.endedAt == nil else { return nil }
+        return (entry.notification, entry.cursor, entry.exhausted)
+    }
+
+    /// Forgets a notification.
+    public mutating func remove(id: String, app: AppID) { entries[Key(app: app, id: id)] = nil }
+
     public func failedTargets(notificationID: String, app: AppID, after: RegistrationID?, limit: Int) -> [TargetResult] {
         guard let failures = entries[Key(app: app, id: notificationID)]?.failures else { return [] }
         return Array(

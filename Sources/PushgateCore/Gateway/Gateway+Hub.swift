@@ -184,9 +184,10 @@ extension Gateway {
     /// How a hub send's pages split by payload: a native send skips template registrations; a
     /// template send renders each template registration's own template (once per distinct
     /// template in the page) and skips native ones.
-    package func payloadGrouping(for delivery: NotificationDelivery, payloads: [Platform: RenderedNotification]) -> PayloadGrouping? {
+    package static func payloadGrouping(
+        for delivery: NotificationDelivery, payloads: [Platform: RenderedNotification], store: any RegistrationStore, app: AppID
+    ) -> PayloadGrouping? {
         if case .allRegistrations = delivery { return nil }
-        let (store, app) = (self.store, appID)
         return { batch in
             let templates: [RegistrationID: RegistrationTemplate]
             do { templates = try await store.templates(of: batch.map(\.registrationID), app: app) } catch {

@@ -218,57 +218,6 @@ extension Gateway {
         }
     }
 
-    /// Without the outbox (`outbox.enabled` false): dispatches a prepared send to every matching
-    /// registration, applies what the services said about handles, and reports. `progress` is
-    /// called after each batch of targets.
-    ///
-    /// A send cut short — the store failed while listing targets, or the request was cancelled
-    /// (shutdown past its deadline) — still reports every target it reached, with the result's
-    /// `error` saying why it stopped, and ends `interrupted`.
-    package func deliverDirectly(
-        _ prepared: PreparedSend, progress: (@Sendable (DispatchProgress) -> Void)? = nil, logger requestLogger: Logger? = nil
-    ) async -> SendOutcome {
-        let notificationID = UUID().uuidString.lowercased()
-        var logger = requestLogger ?? self.logger
-        logger[metadataKey: "notification"] = "\(notificationID)"
-        let started = ContinuousClock.now
-        let sendTime = now()
-        let targets: AsyncThrowingStream<[DispatchTarget], any Error>
-        switch prepared.audience {
-        case .tags, .everyone:
-            targets = store.deliveryTargets(
-                matching: prepared.audience.expression, platforms: prepared.selection, app: appID, pageSize: outbox.configuration.pageSize,
-                now: sendTime)
-        case .fcm, .direct:
-            let all = prepared.audience.targets(after: nil, limit: .max) { _, _, _ in [] }
-            targets = AsyncThrowingStream { continuation in
-                continuation.yield(all)
-                continuation.finish()
-            }
-        }
-        var summary = await dispatcher.dispatch(
-            notificationID: notificationID, selection: prepared.selection, payloads: prepared.payloads, targets: targets,
-            applyHandleUpdates: { [logger] updates in await self.applyHandleUpdates(updates, logger: logger) }, progress: progress,
-            payloadGroups: payloadGrouping(for: prepared.delivery, payloads: prepared.payloads), logger: logger)
-
-        var ending = SendOutcome.Ending.finished
-        let reached = summary.result.platforms.reduce(0) { $0 + $1.total }
-        if let failure = summary.targetsFailure {
-            logger.error(
-                "send stopped: the registration store failed while listing targets",
-                metadata: ["reached": "\(reached)", "error": "\(failure)"])
-            summary.result.error =
-                "the registration store failed while listing targets; \(reached) targets were reached, the rest were not sent"
-            ending = .interrupted
-        } else if Task.isCancelled {
-            logger.warning("send cancelled (shutdown)", metadata: ["reached": "\(reached)"])
-            summary.result.state = .cancelled
-            summary.result.error = "the gateway is shutting down; \(reached) targets were reached, the rest were not sent"
-            ending = .interrupted
-        }
-        return finished(summary.result, ending: ending, secureID: prepared.secureID, started: started, logger: logger)
-    }
-
     /// Counts and logs a finished synchronous send, and answers it.
     package func finished(
         _ result: NotificationResult, ending: SendOutcome.Ending, secureID: String?, started: ContinuousClock.Instant, logger: Logger
@@ -282,24 +231,6 @@ extension Gateway {
                 "ending": "\(ending)", "duration": "\(duration)",
             ])
         return SendOutcome(result: result, ending: ending, secureID: secureID)
-    }
-
-    /// Removes gone handles and replaces canonical ones. A store failure here loses no delivery:
-    /// it is logged and counted (`pushgate_handle_updates_failed_total`), and the devices are
-    /// pruned on a later send instead.
-    package func applyHandleUpdates(_ updates: [HandleUpdate], logger: Logger) async {
-        guard !updates.isEmpty else { return }
-        let changes = updates.map {
-            StoredHandleChange(registrationID: $0.target.registrationID, change: $0.change, outcome: $0.outcome, reason: $0.reason)
-        }
-        do {
-            try await store.apply(changes, app: appID, now: now())
-        } catch {
-            metrics.handleUpdatesFailed(changes.count)
-            logger.error(
-                "could not apply handle changes the push services asked for",
-                metadata: ["changes": "\(changes.count)", "error": "\(error)"])
-        }
     }
 
     /// The template properties from a send body: a JSON string is the message; a JSON object gives

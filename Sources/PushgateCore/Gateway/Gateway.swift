@@ -3,6 +3,7 @@ import Logging
 import Pushgate
 import PushgateConfig
 import PushgateDispatch
+import PushgateOutbox
 import Synchronization
 
 /// The app backend of the Notification Hubs tutorials, independent of HTTP: registrations with the
@@ -23,8 +24,9 @@ public final class Gateway: Sendable {
     public let inFlight: InFlightSends
     /// The outbox's settings and this instance's lease owner.
     public let outbox: OutboxControl
-    /// The notifications this process is delivering now.
-    package let activeDrives = ActiveDrives()
+    /// Drives notifications through the outbox (the durable store's; with the outbox off, each
+    /// send's ephemeral one): the one send path.
+    public let driver: OutboxDriver
 
     public init(
         app: LoadedApp, store: any GatewayStore, dispatcher: Dispatcher, secureMessageLifetime: Double = 86400,
@@ -41,7 +43,14 @@ public final class Gateway: Sendable {
         self.metrics = metrics
         self.logger = logger
         self.clock = clock
-        self.outbox = OutboxControl(configuration: outbox)
+        let control = OutboxControl(configuration: outbox)
+        self.outbox = control
+        driver = OutboxDriver(
+            app: app.id, queue: store, registrations: store, dispatcher: dispatcher, control: control, clock: clock,
+            drives: ActiveDrives(), metrics: metrics, settings: OutboxDriver.settings(outbox),
+            grouping: { [store, id = app.id] delivery, payloads in
+                Gateway.payloadGrouping(for: delivery, payloads: payloads, store: store, app: id)
+            })
     }
 
     package var appID: AppID { app.id }

@@ -7,6 +7,7 @@ import Pushgate
 import PushgateConfig
 import PushgateCore
 import PushgateDispatch
+import PushgateOutbox
 import ServiceLifecycle
 import UnixSignals
 
@@ -122,7 +123,8 @@ public struct GatewayServer: Sendable {
         for gateway in gateways {
             var logger = self.logger
             if gateways.count > 1 { logger[metadataKey: "hub"] = "\(gateway.app.id)" }
-            services.append(OutboxDeliveryService(gateway: gateway, deadline: .seconds(listener.shutdownDeadlineSeconds), logger: logger))
+            services.append(
+                OutboxDeliveryService(driver: gateway.driver, deadline: .seconds(listener.shutdownDeadlineSeconds), logger: logger))
         }
         services.append(
             HTTPListenerService(

@@ -11,29 +11,29 @@ import ServiceLifecycle
 /// On graceful shutdown it stops claiming at once (here and in synchronous sends), lets pages in
 /// flight finish until `deadline`, then cancels what is left and releases every lease it holds,
 /// so that the next start resumes the rest at once.
-package struct OutboxDeliveryService: Service {
-    package let gateway: Gateway
-    package let deadline: Duration
-    package let logger: Logger
+public struct OutboxDeliveryService: Service {
+    public let driver: OutboxDriver
+    public let deadline: Duration
+    public let logger: Logger
 
-    package init(gateway: Gateway, deadline: Duration, logger: Logger) {
-        self.gateway = gateway
+    public init(driver: OutboxDriver, deadline: Duration, logger: Logger) {
+        self.driver = driver
         self.deadline = deadline
         self.logger = logger
     }
 
     /// How often due work is looked for without a wake-up: scheduled sends go out within it.
-    package static let pollInterval = Duration.milliseconds(250)
+    public static let pollInterval = Duration.milliseconds(250)
     /// How often finished notifications past the retention time are pruned.
-    package static let pruneInterval = Duration.seconds(600)
+    public static let pruneInterval = Duration.seconds(600)
 
-    package func run() async throws {
-        let control = gateway.outbox
+    public func run() async throws {
+        let control = driver.control
         guard control.isEnabled else {
             try? await gracefulShutdown()
             return
         }
-        let store = gateway.store
+        let store = driver.queue
         let (deadline, logger) = (self.deadline, self.logger)
         let drivers = Task { await self.deliverDue() }
         let housekeeping = Task { await self.keepHouse() }
@@ -69,7 +69,7 @@ package struct OutboxDeliveryService: Service {
 
     /// Takes and drives due notifications until draining, then waits for the drivers.
     private func deliverDue() async {
-        let control = gateway.outbox
+        let control = driver.control
         let limit = control.configuration.concurrentNotifications
         await withTaskGroup(of: Void.self) { group in
             var running = 0
@@ -92,15 +92,15 @@ package struct OutboxDeliveryService: Service {
     }
 
     private func takeDue() async -> OutboxTakeover? {
-        let time = gateway.now()
+        let time = driver.clock.now
         do {
             guard
-                let takeover = try await gateway.store.takeDueNotification(
-                    app: gateway.app.id, lease: gateway.outbox.lease(from: time), now: time)
+                let takeover = try await driver.queue.takeDueNotification(
+                    app: driver.app, lease: driver.control.lease(from: time), now: time)
             else {
                 return nil
             }
-            if takeover.leaseExpired { gateway.metrics.outboxNotificationTakenOver() }
+            if takeover.leaseExpired { driver.metrics.outboxNotificationTakenOver() }
             return takeover
         } catch {
             logger.error("could not read the outbox", metadata: ["error": "\(error)"])
@@ -117,13 +117,13 @@ package struct OutboxDeliveryService: Service {
             takeover.leaseExpired ? "resuming a notification whose driver stopped" : "delivering a notification",
             metadata: ["sender": "\(notification.sender)"])
         let started = ContinuousClock.now
-        let run = await gateway.drive(notification, logger: logger)
-        gateway.metrics.sent(
+        let run = await driver.drive(notification, logger: logger)
+        driver.metrics.sent(
             NotificationResult(notificationID: notification.id, selection: notification.selection, counts: run.counts, targets: run.targets)
         )
         switch run.stop {
         case nil:
-            gateway.metrics.sendFinished(duration: ContinuousClock.now - started)
+            driver.metrics.sendFinished(duration: ContinuousClock.now - started)
             logger.info(
                 "notification finished",
                 metadata: [
@@ -137,33 +137,33 @@ package struct OutboxDeliveryService: Service {
         case .deferred(let due):
             logger.notice("notification waits for its throttled targets' retry", metadata: ["due": "\(RFC3339.format(due))"])
         case .storeFailed(let failure), .recordFailed(let failure):
+            // The driver released its leases: it is retried, after a pause for the store.
             logger.error("notification stopped: the store failed; it is retried", metadata: ["error": "\(failure)"])
-            try? await gateway.store.releaseLeases(owner: gateway.outbox.owner, notificationID: notification.id)
             try? await Task.sleep(for: .seconds(1))
         }
     }
 
     /// Renews leases (every third of their time), prunes, and updates the outbox gauges.
     private func keepHouse() async {
-        let control = gateway.outbox
+        let control = driver.control
         let renewal = Duration.seconds(Double(control.configuration.leaseSeconds) / 3)
         var lastPrune = ContinuousClock.now - Self.pruneInterval
         while !Task.isCancelled {
-            let time = gateway.now()
+            let time = driver.clock.now
             do {
-                try await gateway.store.renewLeases(owner: control.owner, until: control.lease(from: time).until)
-                gateway.metrics.outboxDepth(try await gateway.store.outboxDepth(now: time), now: time)
+                try await driver.queue.renewLeases(owner: control.owner, until: control.lease(from: time).until)
+                driver.metrics.outboxDepth(try await driver.queue.outboxDepth(now: time), now: time)
                 if ContinuousClock.now - lastPrune >= Self.pruneInterval {
                     lastPrune = ContinuousClock.now
                     var pruned = 0
                     while !Task.isCancelled {
-                        let batch = try await gateway.store.pruneNotifications(
+                        let batch = try await driver.queue.pruneNotifications(
                             endedBefore: time.adding(seconds: -Double(control.configuration.retentionSeconds)))
                         pruned += batch
                         if batch < 100 { break }
                     }
                     if pruned > 0 {
-                        gateway.metrics.outboxPruned(pruned)
+                        driver.metrics.outboxPruned(pruned)
                         logger.info("pruned finished notifications past the retention time", metadata: ["count": "\(pruned)"])
                     }
                 }

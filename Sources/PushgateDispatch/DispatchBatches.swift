@@ -1,0 +1,198 @@
+import Logging
+import Pushgate
+import Synchronization
+
+/// A batch of targets whose every target has its answer.
+public struct DispatchedBatch: Sendable {
+    /// The batch's position among the batches read from the targets (0 for the first).
+    public var index: Int
+    /// A report per target of the batch.
+    public var reports: [DeliveryReport]
+
+    public init(index: Int, reports: [DeliveryReport]) {
+        self.index = index
+        self.reports = reports
+    }
+
+    /// What the services said about handles: removals and canonical replacements, in report order.
+    public var handleUpdates: [HandleUpdate] {
+        reports.compactMap { report in
+            report.verdict.handleChange.map {
+                HandleUpdate(target: report.target, change: $0, outcome: report.verdict.outcome, reason: report.verdict.reason)
+            }
+        }
+    }
+}
+
+/// The targets stopped coming before their end (the store failed while reading them).
+public struct DispatchTargetsError: Error, CustomStringConvertible, Sendable {
+    public var description: String
+}
+
+/// The batches of a dispatch, each yielded when it finishes (not in the order they were read):
+/// see ``Dispatcher/batches(selection:payloads:targets:batchesInFlight:payloadGroups:logger:)``.
+///
+/// Iterate it once. Dropping the iterator, or cancelling the task that reads it, cancels the
+/// batches still on the wire.
+public struct DispatchBatches<Targets: AsyncSequence>: AsyncSequence where Targets.Element == [DispatchTarget] {
+    public typealias Element = DispatchedBatch
+
+    let targets: Targets
+    let batchesInFlight: Int
+    let logger: Logger
+    let deliver: @Sendable ([DispatchTarget]) async -> [DeliveryReport]
+
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(targets: targets.makeAsyncIterator(), batches: self)
+    }
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        var targets: Targets.AsyncIterator
+        let batches: DispatchBatches
+        let wire = DispatchWire()
+        var read = 0
+        var inFlight = 0
+        var exhausted = false
+        var failure: DispatchTargetsError?
+
+        /// The next finished batch; nil once every batch is yielded. Throws
+        /// ``DispatchTargetsError`` after the last batch when reading the targets failed.
+        public mutating func next() async throws -> DispatchedBatch? {
+            // Keep the pipeline full: read pages while there is room.
+            while !exhausted, inFlight < batches.batchesInFlight {
+                // Cancelled (shutdown, a user's cancel): no further page is attempted.
+                if Task.isCancelled {
+                    exhausted = true
+                    wire.cancelAll()
+                    break
+                }
+                let page: [DispatchTarget]?
+                do {
+                    page = try await targets.next()
+                } catch {
+                    failure = DispatchTargetsError(description: String(describing: error))
+                    page = nil
+                }
+                guard let page else {
+                    exhausted = true
+                    break
+                }
+                wire.start(index: read, targets: page, deliver: batches.deliver)
+                read += 1
+                inFlight += 1
+            }
+            guard inFlight > 0 else {
+                if let failure {
+                    self.failure = nil
+                    throw failure
+                }
+                return nil
+            }
+            let wire = self.wire
+            let batch = await withTaskCancellationHandler {
+                await wire.nextFinished()
+            } onCancel: {
+                wire.cancelAll()
+            }
+            inFlight -= 1
+            for report in batch.reports where !report.verdict.outcome.isSuccess { Self.logFailure(report, logger: batches.logger) }
+            batches.logger.trace("batch delivered", metadata: ["batch": "\(batch.index)", "targets": "\(batch.reports.count)"])
+            return batch
+        }
+
+        /// Handles are masked; reasons are the services' own words, never credentials.
+        private static func logFailure(_ report: DeliveryReport, logger: Logger) {
+            logger.debug(
+                "delivery failed",
+                metadata: [
+                    "registration": "\(report.target.registrationID)", "platform": "\(report.target.handle.platform)",
+                    "handle": "\(report.target.handle.masked)", "outcome": "\(report.verdict.outcome)",
+                    "status": "\(report.verdict.statusCode.map(String.init) ?? "-")", "reason": "\(report.verdict.reason ?? "-")",
+                    "attempts": "\(report.attempts)",
+                ])
+        }
+    }
+}
+
+/// Counts reports per platform and outcome and lists their targets up to a limit, failures first
+/// once the list is full: what a send answers.
+public struct OutcomeTally: Sendable {
+    public let maximumReportedTargets: Int
+    public private(set) var progress = DispatchProgress(processed: 0, succeeded: 0)
+    public private(set) var counts: [Platform: [Outcome: Int]] = [:]
+    public private(set) var results: [TargetResult] = []
+    /// Indices of listed successes, for a failure to take the place of once the list is full
+    /// (a stack: each replacement is O(1), not a scan of the list).
+    private var listedSuccesses: [Int] = []
+
+    public init(maximumReportedTargets: Int) { self.maximumReportedTargets = max(0, maximumReportedTargets) }
+
+    /// Counts `report` with `outcome` (its verdict's unless the caller decided otherwise).
+    public mutating func record(_ report: DeliveryReport, as outcome: Outcome? = nil) {
+        var result = report.targetResult
+        let outcome = outcome ?? report.verdict.outcome
+        result.outcome = outcome
+        let succeeded = outcome.isSuccess
+        progress.processed += 1
+        if succeeded { progress.succeeded += 1 }
+        counts[report.target.handle.platform, default: [:]][outcome, default: 0] += 1
+        if results.count < maximumReportedTargets {
+            if succeeded { listedSuccesses.append(results.count) }
+            results.append(result)
+        } else if !succeeded, let index = listedSuccesses.popLast() {
+            results[index] = result
+        }
+    }
+}
+
+/// The batches on the wire and those finished but not yet read, first finished first.
+final class DispatchWire: Sendable {
+    private struct State {
+        var running: [Int: Task<Void, Never>] = [:]
+        var finished: [DispatchedBatch] = []
+        var reader: CheckedContinuation<Void, Never>?
+    }
+
+    private let state = Mutex(State())
+
+    func start(index: Int, targets: [DispatchTarget], deliver: @escaping @Sendable ([DispatchTarget]) async -> [DeliveryReport]) {
+        state.withLock { state in
+            // Weakly: a dropped iterator's wire goes away and cancels what it still runs.
+            state.running[index] = Task { [weak self] in
+                let reports = await deliver(targets)
+                self?.finish(DispatchedBatch(index: index, reports: reports))
+            }
+        }
+    }
+
+    private func finish(_ batch: DispatchedBatch) {
+        let reader = state.withLock { state in
+            state.running[batch.index] = nil
+            state.finished.append(batch)
+            defer { state.reader = nil }
+            return state.reader
+        }
+        reader?.resume()
+    }
+
+    /// Waits for a batch to finish (one reader at a time).
+    func nextFinished() async -> DispatchedBatch {
+        while true {
+            if let batch = state.withLock({ $0.finished.isEmpty ? nil : $0.finished.removeFirst() }) { return batch }
+            await withCheckedContinuation { continuation in
+                let ready = state.withLock { state in
+                    if !state.finished.isEmpty { return true }
+                    state.reader = continuation
+                    return false
+                }
+                if ready { continuation.resume() }
+            }
+        }
+    }
+
+    func cancelAll() {
+        for task in state.withLock({ Array($0.running.values) }) { task.cancel() }
+    }
+
+    deinit { cancelAll() }
+}

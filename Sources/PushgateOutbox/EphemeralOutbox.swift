@@ -1,0 +1,109 @@
+import Pushgate
+
+/// The outbox of a gateway whose outbox is off (`outbox.enabled: false`): the same pages, leases
+/// and records as the durable one (``InMemoryOutbox``), in memory, for the sends of this process
+/// while their requests wait. Nothing survives a restart, and nothing needs to: a send whose
+/// request is gone is not resumed.
+///
+/// The audience is walked page by page from the registration store, as a durable store walks it.
+/// One is made per send. A page's failures are not kept (the send's answer lists them), so memory follows the page,
+/// not the audience. Leases never expire: only this process drives these notifications.
+public actor EphemeralOutbox: OutboxStore {
+    private let registrations: any RegistrationStore
+    private var outbox = InMemoryOutbox()
+    /// The audience's pages as the store reads them (one notification per ephemeral outbox).
+    private var pages: AsyncThrowingStream<[DispatchTarget], any Error>.Iterator?
+
+    public init(registrations: any RegistrationStore) {
+        self.registrations = registrations
+    }
+
+    /// A lease that outlives any send.
+    private static func forever(_ lease: OutboxLease) -> OutboxLease {
+        OutboxLease(owner: lease.owner, until: Timestamp(secondsSinceEpoch: 1e15))
+    }
+
+    public func enqueue(_ notification: OutboxNotification, lease: OutboxLease?) throws(StoreError) {
+        try outbox.enqueue(notification, lease: lease.map(Self.forever))
+    }
+
+    public func takeDueNotification(app: AppID, lease: OutboxLease, now: Timestamp) -> OutboxTakeover? {
+        outbox.takeDueNotification(app: app, lease: Self.forever(lease), now: now)
+    }
+
+    public func claimPage(
+        notificationID: String, app: AppID, lease: OutboxLease, pageSize: Int, now: Timestamp
+    ) async throws(StoreError) -> OutboxClaim {
+        guard let walk = outbox.walk(of: notificationID, app: app) else { return .lost }
+        let size = max(1, pageSize)
+        // The next page of the audience, read before the claim (one driver per notification:
+        // nothing moves the cursor meanwhile).
+        let next = walk.exhausted ? [] : try await page(of: walk.notification, after: walk.cursor, limit: size, now: now)
+        return outbox.claimPage(
+            notificationID: notificationID, app: app, lease: Self.forever(lease), pageSize: size, now: now, current: { $0 },
+            audience: { _, after, _ in after == walk.cursor ? next : [] })
+    }
+
+    private func page(
+        of notification: OutboxNotification, after: RegistrationID?, limit: Int, now: Timestamp
+    ) async throws(StoreError) -> [DispatchTarget] {
+        guard notification.audience.walksRegistrations else {
+            return notification.audience.targets(after: after, limit: limit) { _, _, _ in [] }
+        }
+        // The store's page sequence, read one page per claim (pages are read only when asked for).
+        var iterator =
+            pages
+            ?? registrations.deliveryTargets(
+                matching: notification.audience.expression, platforms: notification.selection, app: notification.app, pageSize: limit,
+                now: now
+            ).makeAsyncIterator()
+        defer { pages = iterator }
+        do {
+            return try await iterator.next(isolation: self) ?? []
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw StoreError(.storage, String(describing: error))
+        }
+    }
+
+    public func completePage(
+        notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult],
+        retry: OutboxRetry?
+    ) -> Bool {
+        outbox.completePage(notificationID: notificationID, app: app, number: number, counts: counts, failures: [], retry: retry)
+    }
+
+    public func parkNotification(notificationID: String, app: AppID, owner: String, now: Timestamp) -> Timestamp? {
+        outbox.parkNotification(notificationID: notificationID, app: app, owner: owner, now: now)
+    }
+
+    /// Ends the notification and forgets it: its answer is the send's.
+    public func finish(notificationID: String, app: AppID, owner: String, now: Timestamp) -> NotificationRecord? {
+        let record = outbox.finish(notificationID: notificationID, app: app, owner: owner, now: now)
+        if record != nil { outbox.remove(id: notificationID, app: app) }
+        return record
+    }
+
+    public func renewLeases(owner: String, until: Timestamp) {}
+
+    public func releaseLeases(owner: String, notificationID: String?) {
+        outbox.releaseLeases(owner: owner, notificationID: notificationID)
+    }
+
+    public func requestCancel(notificationID: String, app: AppID, now: Timestamp) -> NotificationRecord? {
+        outbox.requestCancel(notificationID: notificationID, app: app, now: now)
+    }
+
+    public func notificationRecord(id: String, app: AppID) -> NotificationRecord? { outbox.record(id: id, app: app) }
+
+    public func failedTargets(notificationID: String, app: AppID, after: RegistrationID?, limit: Int) -> [TargetResult] { [] }
+
+    public func notificationRecords(app: AppID, sender: String?, limit: Int) -> [NotificationRecord] {
+        outbox.records(app: app, sender: sender, limit: limit)
+    }
+
+    public func pruneNotifications(endedBefore: Timestamp) -> Int { outbox.prune(endedBefore: endedBefore) }
+
+    public func outboxDepth(now: Timestamp) -> OutboxDepth { outbox.depth(now: now) }
+}

@@ -1,0 +1,297 @@
+import Pushgate
+import PushgateDispatch
+
+/// The decisions of driving one notification through the outbox, as a value: claim pages until
+/// the audience is exhausted, record each delivered page's outcomes once, put throttled targets
+/// off to retry pages, and end, park or stop. Every method takes what happened (a claim, a
+/// finished batch, a store's answer, the time) and answers what to do next; ``OutboxDriver``
+/// performs it. Nothing here waits, reads a clock or touches a store.
+///
+/// A drive runs in rounds. A round claims pages and delivers them until none is left to claim;
+/// then the notification is finished when every page is recorded, parked when only retries
+/// not yet due are left, or tried again shortly when another driver still holds pages.
+public struct OutboxDrive: Sendable {
+    /// What shapes the decisions.
+    public struct Settings: Sendable, Hashable {
+        /// How often throttled targets are put off to a retry page before `Throttled` is final.
+        public var throttledRetries: Int
+        public var throttledBackoffSeconds: Double
+        /// The furthest a retry is put off.
+        public var maximumRetryDelaySeconds: Double
+        /// Whether draining (a graceful shutdown) stops claiming pages. A durable outbox stops and
+        /// resumes after the next start; an ephemeral one has no next start and delivers on.
+        public var drainingStops: Bool
+        /// Targets listed in the result (failures first once full); every target is counted.
+        public var maximumReportedTargets: Int
+        /// How long to wait before a new round when another driver still holds pages.
+        public var otherDriverPause: Duration
+
+        public init(
+            throttledRetries: Int, throttledBackoffSeconds: Double, maximumRetryDelaySeconds: Double, drainingStops: Bool,
+            maximumReportedTargets: Int = 10_000, otherDriverPause: Duration = .milliseconds(250)
+        ) {
+            self.throttledRetries = throttledRetries
+            self.throttledBackoffSeconds = throttledBackoffSeconds
+            self.maximumRetryDelaySeconds = maximumRetryDelaySeconds
+            self.drainingStops = drainingStops
+            self.maximumReportedTargets = maximumReportedTargets
+            self.otherDriverPause = otherDriverPause
+        }
+    }
+
+    /// Why a drive stopped before the notification finished.
+    public enum Stop: Sendable, Hashable {
+        /// The gateway is shutting down: the rest is delivered after the next start (or, without
+        /// a durable outbox, not at all).
+        case draining
+        /// The store failed while reading the audience; the rest is retried.
+        case storeFailed(String)
+        /// The store could not record a page's outcomes; that page is delivered again.
+        case recordFailed(String)
+        /// Another driver holds the notification now.
+        case lost
+        /// Only targets a service throttled are left; they are retried from this time, by
+        /// whichever driver takes the notification then.
+        case deferred(until: Timestamp)
+    }
+
+    /// What a drive did: the notification's final record when it finished, what this drive
+    /// delivered (every final outcome counted once, targets listed up to the limit), and why
+    /// it stopped otherwise.
+    public struct Result: Sendable {
+        public var record: NotificationRecord?
+        public var counts: [Platform: [Outcome: Int]]
+        public var targets: [TargetResult]
+        public var stop: Stop?
+    }
+
+    /// A page's outcomes to record (``OutboxStore/completePage(notificationID:app:number:counts:failures:retry:)``).
+    public struct PageRecord: Sendable, Hashable {
+        public var number: Int
+        public var counts: [Platform: [Outcome: Int]]
+        public var failures: [TargetResult]
+        public var retry: OutboxRetry?
+    }
+
+    public enum PageStep: Sendable, Hashable {
+        /// Claim the next page.
+        case claim
+        /// No further page this round.
+        case end
+    }
+
+    public enum ClaimStep: Sendable, Hashable {
+        /// Deliver these targets.
+        case deliver([DispatchTarget])
+        /// Record this page without sending it (the notification is being cancelled, or the
+        /// page's registrations are gone), then claim again.
+        case record(PageRecord)
+        /// No further page this round.
+        case end
+    }
+
+    public enum RecordStep: Sendable, Hashable {
+        case recorded
+        /// Recorded, with these targets put off to a retry page.
+        case deferred(OutboxRetry)
+        /// Recorded before (the page was delivered twice): nothing counted again.
+        case recordedBefore
+        /// Not recorded: the drive stops and the page is delivered again.
+        case failed(String)
+    }
+
+    public enum RoundEnd: Sendable, Hashable {
+        /// Ask the store to finish the notification.
+        case finish
+        /// Stop; release this driver's leases on the notification first when asked to.
+        case stop(Stop, releaseLeases: Bool)
+    }
+
+    public enum FinishStep: Sendable, Hashable {
+        case done(NotificationRecord)
+        /// Pages are left: park the notification when they are retries not yet due.
+        case park
+        case stop(Stop, releaseLeases: Bool)
+    }
+
+    public enum ParkStep: Sendable, Hashable {
+        case stop(Stop)
+        /// Another driver's pages are left: start a new round after this pause.
+        case newRound(after: Duration)
+    }
+
+    public let notification: OutboxNotification
+    public let settings: Settings
+    private var tally: OutcomeTally
+    /// The pages handed out this round, by the order the dispatcher read them.
+    private var pages: [Int: (number: Int, attempt: Int)] = [:]
+    private var pagesRead = 0
+    private var stop: Stop?
+    private var targetsFailure: String?
+    private var record: NotificationRecord?
+    /// Each platform's expiry (seconds since the epoch), read from its payload once.
+    private var expiries: [Platform: Double?] = [:]
+
+    public init(_ notification: OutboxNotification, settings: Settings) {
+        self.notification = notification
+        self.settings = settings
+        tally = OutcomeTally(maximumReportedTargets: settings.maximumReportedTargets)
+    }
+
+    public var progress: DispatchProgress { tally.progress }
+
+    public var result: Result { Result(record: record, counts: tally.counts, targets: tally.results, stop: stop) }
+
+    /// Starts a round at `now`: the payloads to send, with what is left of their time-to-live
+    /// (it counts from the send, not from this round: a retry, a redelivery after a crash).
+    public mutating func startRound(now: Timestamp) -> [Platform: RenderedNotification] {
+        pages = [:]
+        pagesRead = 0
+        stop = nil
+        targetsFailure = nil
+        let (time, sentAt) = (now.secondsSinceEpoch, notification.deliverAt.secondsSinceEpoch)
+        return notification.payloads.mapValues { $0.remainingTimeToLive(at: time, sentAt: sentAt) }
+    }
+
+    /// Before each claim: a draining gateway (when that stops the drive) or a cancelled task
+    /// claims nothing more. A user's cancel ends the round without stopping the drive: the next
+    /// round counts the rest `Cancelled`.
+    public mutating func nextPage(draining: Bool, cancelled: Bool, cancelledByUser: Bool) -> PageStep {
+        if cancelledByUser && cancelled { return .end }
+        if cancelled || (draining && settings.drainingStops) {
+            stopOnce(.draining)
+            return .end
+        }
+        return .claim
+    }
+
+    /// What a claim gave.
+    public mutating func claimed(_ claim: OutboxClaim) -> ClaimStep {
+        switch claim {
+        case .lost:
+            stopOnce(.lost)
+            return .end
+        case .exhausted:
+            return .end
+        case .page(let page):
+            if page.cancelled || page.targets.isEmpty {
+                var counts: [Platform: [Outcome: Int]] = [:]
+                for target in page.targets { counts[target.handle.platform, default: [:]][.cancelled, default: 0] += 1 }
+                return .record(PageRecord(number: page.number, counts: counts, failures: [], retry: nil))
+            }
+            pages[pagesRead] = (page.number, page.attempt)
+            pagesRead += 1
+            return .deliver(page.targets)
+        }
+    }
+
+    /// A delivered batch: each target's final outcome counted once, and the page's record; nil
+    /// when the page is not to be recorded (cut short by shutdown: it is delivered again).
+    ///
+    /// Targets a service throttled past what the in-place retry waits (it asked for a minute or
+    /// more) go to a retry page due after the backoff, up to `throttledRetries` times; the last
+    /// time, or when the notification's time-to-live ends before the retry would be due,
+    /// `Throttled` is final. Targets abandoned by a user's cancel are `Cancelled`.
+    public mutating func batchFinished(
+        _ batch: DispatchedBatch, now: Timestamp, cancelledByUser: Bool, shuttingDown: Bool
+    ) -> PageRecord? {
+        guard let (number, attempt) = pages.removeValue(forKey: batch.index) else { return nil }
+        // Cut short by shutdown: recorded only when every target got its final answer anyway.
+        if shuttingDown, !cancelledByUser, batch.reports.contains(where: { $0.verdict.outcome == .abandoned }) { return nil }
+        var counts: [Platform: [Outcome: Int]] = [:]
+        var failures: [TargetResult] = []
+        var retried: [DispatchTarget] = []
+        var retryDelay = 0.0
+        for report in batch.reports {
+            var outcome = report.verdict.outcome
+            if cancelledByUser && outcome == .abandoned { outcome = .cancelled }
+            if outcome == .throttled, !cancelledByUser, attempt < settings.throttledRetries,
+                case .afterBackoff(let retryAfter) = report.verdict.retry
+            {
+                let delay = OutboxRetry.delay(
+                    attempt: attempt + 1, base: settings.throttledBackoffSeconds, retryAfter: retryAfter,
+                    limit: settings.maximumRetryDelaySeconds)
+                if expiry(report.target.handle.platform).map({ now.secondsSinceEpoch + delay < $0 }) ?? true {
+                    retried.append(report.target)
+                    retryDelay = max(retryDelay, delay)
+                    continue
+                }
+            }
+            tally.record(report, as: outcome)
+            counts[report.target.handle.platform, default: [:]][outcome, default: 0] += 1
+            if !outcome.isSuccess && outcome != .cancelled {
+                var failure = report.targetResult
+                failure.outcome = outcome
+                failures.append(failure)
+            }
+        }
+        let retry = retried.isEmpty ? nil : OutboxRetry(targets: retried, attempt: attempt + 1, due: now.adding(seconds: retryDelay))
+        return PageRecord(number: number, counts: counts, failures: failures, retry: retry)
+    }
+
+    /// What the store said to a page's record.
+    public mutating func recorded(_ page: PageRecord, _ answer: Swift.Result<Bool, StoreError>) -> RecordStep {
+        switch answer {
+        case .success(true): return page.retry.map(RecordStep.deferred) ?? .recorded
+        case .success(false): return .recordedBefore
+        case .failure(let error):
+            stopOnce(.recordFailed(error.description))
+            return .failed(error.description)
+        }
+    }
+
+    /// Reading the audience failed: the batches already out are recorded, the rest waits.
+    public mutating func targetsFailed(_ reason: String) { targetsFailure = targetsFailure ?? reason }
+
+    /// Every batch of the round is recorded: finish, or stop and say why. `cancelled` is whether
+    /// the drive's caller was cancelled (a shutdown past its deadline).
+    public mutating func roundEnded(cancelled: Bool, draining: Bool, cancelledByUser: Bool) -> RoundEnd {
+        if let targetsFailure {
+            stop = .storeFailed(targetsFailure)
+            return .stop(.storeFailed(targetsFailure), releaseLeases: true)
+        }
+        if cancelled || (draining && settings.drainingStops && !cancelledByUser) {
+            stop = .draining
+            return .stop(.draining, releaseLeases: false)
+        }
+        if let stop {
+            // An unrecorded page is given up: whoever takes the notification next delivers it again.
+            if case .recordFailed = stop { return .stop(stop, releaseLeases: true) }
+            return .stop(stop, releaseLeases: false)
+        }
+        return .finish
+    }
+
+    /// What the store answered to finishing the notification.
+    public mutating func finished(_ answer: Swift.Result<NotificationRecord?, StoreError>) -> FinishStep {
+        switch answer {
+        case .success(let record?):
+            self.record = record
+            return .done(record)
+        case .success(nil):
+            return .park
+        case .failure(let error):
+            stop = .recordFailed(error.description)
+            return .stop(.recordFailed(error.description), releaseLeases: true)
+        }
+    }
+
+    /// What parking answered: the time the first retry is due, or nil when pages are left that
+    /// another driver holds (claimed when its lease expires).
+    public mutating func parked(until due: Timestamp?) -> ParkStep {
+        if let due {
+            stop = .deferred(until: due)
+            return .stop(.deferred(until: due))
+        }
+        return .newRound(after: settings.otherDriverPause)
+    }
+
+    private mutating func stopOnce(_ reason: Stop) { stop = stop ?? reason }
+
+    private mutating func expiry(_ platform: Platform) -> Double? {
+        if let known = expiries[platform] { return known }
+        let expiry = notification.payloads[platform]?.expiry(sentAt: notification.deliverAt.secondsSinceEpoch)
+        expiries[platform] = .some(expiry)
+        return expiry
+    }
+}

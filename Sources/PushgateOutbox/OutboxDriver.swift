@@ -1,0 +1,254 @@
+import Logging
+import Pushgate
+import PushgateDispatch
+import Synchronization
+
+/// What the outbox tells the gateway's metrics.
+public protocol OutboxMetrics: Sendable {
+    func outboxPageClaimed(reclaimed: Bool)
+    func outboxTargetsDeferred(_ count: Int)
+    func outboxRecordFailed()
+    func handleUpdatesFailed(_ count: Int)
+    func outboxNotificationTakenOver()
+    func outboxDepth(_ depth: OutboxDepth, now: Timestamp)
+    func outboxPruned(_ count: Int)
+    func sent(_ result: NotificationResult)
+    func sendFinished(duration: Duration)
+}
+
+/// Drives notifications through an outbox: performs what ``OutboxDrive`` decides. It claims pages
+/// from `queue`, hands them to the dispatcher, records each finished batch, applies the handle
+/// changes the services asked for to `registrations`, and finishes, parks or stops.
+///
+/// The same driver runs over the durable store (the outbox on) and over an ``EphemeralOutbox``
+/// (the outbox off): one send path.
+public struct OutboxDriver: Sendable {
+    public let app: AppID
+    /// Where the notification's pages and counts are kept.
+    public let queue: any OutboxStore
+    /// Where handle changes go.
+    public let registrations: any RegistrationStore
+    public let dispatcher: Dispatcher
+    public let control: OutboxControl
+    public let clock: any PushgateClock
+    public let drives: ActiveDrives
+    public let metrics: any OutboxMetrics
+    public let settings: OutboxDrive.Settings
+    /// Splits a page by the payload each target gets (the hub API's native and template sends).
+    public let grouping: @Sendable (NotificationDelivery, [Platform: RenderedNotification]) -> PayloadGrouping?
+    /// Handle changes are applied in chunks of this many while the send goes on.
+    public var handleUpdateChunk = 500
+
+    public init(
+        app: AppID, queue: any OutboxStore, registrations: any RegistrationStore, dispatcher: Dispatcher, control: OutboxControl,
+        clock: any PushgateClock, drives: ActiveDrives, metrics: any OutboxMetrics, settings: OutboxDrive.Settings,
+        grouping: @escaping @Sendable (NotificationDelivery, [Platform: RenderedNotification]) -> PayloadGrouping?
+    ) {
+        self.app = app
+        self.queue = queue
+        self.registrations = registrations
+        self.dispatcher = dispatcher
+        self.control = control
+        self.clock = clock
+        self.drives = drives
+        self.metrics = metrics
+        self.settings = settings
+        self.grouping = grouping
+    }
+
+    /// The settings of the durable outbox's drives.
+    public static func settings(_ configuration: OutboxConfiguration) -> OutboxDrive.Settings {
+        OutboxDrive.Settings(
+            throttledRetries: configuration.throttledRetries, throttledBackoffSeconds: Double(configuration.throttledBackoffSeconds),
+            maximumRetryDelaySeconds: Double(configuration.maximumScheduleAheadSeconds), drainingStops: true)
+    }
+
+    /// This driver over another queue with other settings.
+    public func over(_ queue: any OutboxStore, settings: OutboxDrive.Settings) -> OutboxDriver {
+        OutboxDriver(
+            app: app, queue: queue, registrations: registrations, dispatcher: dispatcher, control: control, clock: clock, drives: drives,
+            metrics: metrics, settings: settings, grouping: grouping)
+    }
+
+    /// Delivers the pages of a notification this driver holds the lease of, until its audience is
+    /// exhausted and every page recorded, then ends it; or stops, and says why.
+    public func drive(
+        _ notification: OutboxNotification, progress: (@Sendable (DispatchProgress) -> Void)? = nil, logger: Logger
+    ) async -> OutboxDrive.Result {
+        var machine = OutboxDrive(notification, settings: settings)
+        let drive = drives.start(notification.id)
+        defer { drives.end(notification.id, drive) }
+        while true {
+            let payloads = machine.startRound(now: clock.now)
+            // Its own task, so that a user's cancel stops the pages on the wire without cancelling the caller.
+            let round = Task { [machine] in
+                await self.round(machine, payloads: payloads, drive: drive, progress: progress, logger: logger)
+            }
+            drive.running { round.cancel() }
+            machine = await withTaskCancellationHandler {
+                await round.value
+            } onCancel: {
+                round.cancel()
+            }
+            let end = machine.roundEnded(cancelled: Task.isCancelled, draining: control.isDraining, cancelledByUser: drive.cancelledByUser)
+            var release = false
+            switch end {
+            case .stop(_, let releaseLeases):
+                release = releaseLeases
+            case .finish:
+                let time = clock.now
+                let answer = await Result(storeCall: { () throws(StoreError) in
+                    try await queue.finish(notificationID: notification.id, app: notification.app, owner: control.owner, now: time)
+                })
+                switch machine.finished(answer) {
+                case .done:
+                    return machine.result
+                case .stop(_, let releaseLeases):
+                    release = releaseLeases
+                case .park:
+                    // Only retries of throttled targets left, not yet due: nobody holds the
+                    // notification until they are (the delivery service takes it then).
+                    let due = try? await queue.parkNotification(
+                        notificationID: notification.id, app: notification.app, owner: control.owner, now: clock.now)
+                    switch machine.parked(until: due) {
+                    case .stop:
+                        return machine.result
+                    case .newRound(let pause):
+                        // Pages are left: a former driver's, whose lease has not expired yet. Claim them when it has.
+                        try? await Task.sleep(for: pause)
+                        continue
+                    }
+                }
+            }
+            if release { try? await queue.releaseLeases(owner: control.owner, notificationID: notification.id) }
+            return machine.result
+        }
+    }
+
+    /// One round: pages claimed and delivered until none is left, each recorded as it finishes.
+    private func round(
+        _ machine: OutboxDrive, payloads: [Platform: RenderedNotification], drive: ActiveDrives.Drive,
+        progress: (@Sendable (DispatchProgress) -> Void)?, logger: Logger
+    ) async -> OutboxDrive {
+        let state = RoundState(machine)
+        let notification = machine.notification
+        // The page reader runs inside the dispatcher's reads, on this task: claims and records
+        // take turns, the lock only satisfies the sequence's sendability.
+        let pages = AsyncThrowingStream<[DispatchTarget], any Error>(unfolding: { [self] in
+            try await self.nextPage(of: notification, state: state, drive: drive)
+        })
+        var pending: [HandleUpdate] = []
+        do {
+            for try await batch in dispatcher.batches(
+                selection: notification.selection, payloads: payloads, targets: pages,
+                payloadGroups: grouping(notification.delivery, payloads), logger: logger)
+            {
+                let shuttingDown = Task.isCancelled
+                let time = clock.now
+                if let page = state.advance({
+                    $0.batchFinished(batch, now: time, cancelledByUser: drive.cancelledByUser, shuttingDown: shuttingDown)
+                }) {
+                    await record(page, of: notification, state: state, logger: logger)
+                }
+                pending += batch.handleUpdates
+                if pending.count >= handleUpdateChunk {
+                    // The other batches stay on the wire meanwhile.
+                    await apply(pending, logger: logger)
+                    pending.removeAll(keepingCapacity: true)
+                }
+                if let progress { progress(state.advance { $0.progress }) }
+            }
+        } catch {
+            state.advance { $0.targetsFailed(String(describing: error)) }
+        }
+        await apply(pending, logger: logger)
+        return state.advance { $0 }
+    }
+
+    /// The next page to deliver; pages the drive records without sending (a cancelled
+    /// notification's) are recorded here.
+    private func nextPage(
+        of notification: OutboxNotification, state: RoundState, drive: ActiveDrives.Drive
+    ) async throws(StoreError) -> [DispatchTarget]? {
+        while true {
+            let (draining, cancelled, byUser) = (control.isDraining, Task.isCancelled, drive.cancelledByUser)
+            guard state.advance({ $0.nextPage(draining: draining, cancelled: cancelled, cancelledByUser: byUser) }) == .claim else {
+                return nil
+            }
+            let time = clock.now
+            let claim = try await queue.claimPage(
+                notificationID: notification.id, app: notification.app, lease: control.lease(from: time),
+                pageSize: control.configuration.pageSize, now: time)
+            if case .page(let page) = claim { metrics.outboxPageClaimed(reclaimed: page.reclaimed) }
+            switch state.advance({ $0.claimed(claim) }) {
+            case .end:
+                return nil
+            case .deliver(let targets):
+                return targets
+            case .record(let page):
+                _ = try await queue.completePage(
+                    notificationID: notification.id, app: notification.app, number: page.number, counts: page.counts,
+                    failures: page.failures, retry: page.retry)
+            }
+        }
+    }
+
+    /// Records a delivered page's outcomes once.
+    private func record(_ page: OutboxDrive.PageRecord, of notification: OutboxNotification, state: RoundState, logger: Logger) async {
+        let answer = await Result(storeCall: { () throws(StoreError) in
+            try await queue.completePage(
+                notificationID: notification.id, app: notification.app, number: page.number, counts: page.counts,
+                failures: page.failures, retry: page.retry)
+        })
+        switch state.advance({ $0.recorded(page, answer) }) {
+        case .recorded, .recordedBefore:
+            break
+        case .deferred(let retry):
+            metrics.outboxTargetsDeferred(retry.targets.count)
+            logger.notice(
+                "throttled targets put off to a retry page",
+                metadata: [
+                    "page": "\(page.number)", "targets": "\(retry.targets.count)", "attempt": "\(retry.attempt)",
+                    "due": "\(RFC3339.format(retry.due))",
+                ])
+        case .failed(let error):
+            metrics.outboxRecordFailed()
+            logger.error(
+                "could not record a page's outcomes; it will be delivered again", metadata: ["page": "\(page.number)", "error": "\(error)"])
+        }
+    }
+
+    /// Removes gone handles and replaces canonical ones. A store failure here loses no delivery:
+    /// it is logged and counted (`pushgate_handle_updates_failed_total`), and the devices are
+    /// pruned on a later send instead.
+    private func apply(_ updates: [HandleUpdate], logger: Logger) async {
+        guard !updates.isEmpty else { return }
+        let changes = updates.map {
+            StoredHandleChange(registrationID: $0.target.registrationID, change: $0.change, outcome: $0.outcome, reason: $0.reason)
+        }
+        do {
+            try await registrations.apply(changes, app: app, now: clock.now)
+        } catch {
+            metrics.handleUpdatesFailed(changes.count)
+            logger.error(
+                "could not apply handle changes the push services asked for",
+                metadata: ["changes": "\(changes.count)", "error": "\(error)"])
+        }
+    }
+}
+
+/// A round's drive, shared by the page reader and the recorder (which take turns on one task).
+final class RoundState: Sendable {
+    private let machine: Mutex<OutboxDrive>
+
+    init(_ machine: OutboxDrive) { self.machine = Mutex(machine) }
+
+    func advance<T: Sendable>(_ step: (inout OutboxDrive) -> T) -> T { machine.withLock { step(&$0) } }
+}
+
+extension Result where Failure == StoreError {
+    /// The answer of a store call.
+    init(storeCall body: () async throws(StoreError) -> Success) async {
+        do { self = .success(try await body()) } catch { self = .failure(error) }
+    }
+}
