@@ -214,6 +214,9 @@ let package = Package(
                 "Pushgate",
                 "PushgateTesting",
             ]),
+        .testTarget(
+            name: "PushgateOutboxTests",
+            dependencies: ["PushgateOutbox", "PushgateDispatch", "Pushgate", "PushgateTesting"]),
         .testTarget(name: "PushgateConsoleTests", dependencies: ["PushgateLocal", "PNSSandbox", "Pushgate", "PushgateTesting"]),
     ],
     swiftLanguageModes: [.v6]

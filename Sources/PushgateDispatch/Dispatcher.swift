@@ -152,6 +152,11 @@ public struct PayloadGroups: Sendable {
 public struct DispatchProgress: Sendable, Hashable {
     public var processed: Int
     public var succeeded: Int
+
+    public init(processed: Int, succeeded: Int) {
+        self.processed = processed
+        self.succeeded = succeeded
+    }
 }
 
 /// What a dispatch produced: the unified result, and the handle changes the services asked for.

@@ -71,6 +71,13 @@ public struct OutboxDrive: Sendable {
         public var counts: [Platform: [Outcome: Int]]
         public var failures: [TargetResult]
         public var retry: OutboxRetry?
+
+        public init(number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult], retry: OutboxRetry?) {
+            self.number = number
+            self.counts = counts
+            self.failures = failures
+            self.retry = retry
+        }
     }
 
     public enum PageStep: Sendable, Hashable {
