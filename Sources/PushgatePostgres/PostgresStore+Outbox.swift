@@ -376,16 +376,11 @@ extension PostgresStore: OutboxStore, DatabaseStore {
         return try await perform { connection in
             try await connection.query(
                 """
-                SELECT registration_id, platform, handle, outcome, status, reason, attempts FROM outbox_failures
+                SELECT \(unescaped: OutboxRows.failureColumns) FROM outbox_failures
                 WHERE app = \(app.rawValue) AND notification_id = \(notificationID) AND registration_id > \(after?.rawValue ?? "")
                 ORDER BY registration_id LIMIT \(max(0, limit))
                 """, logger: logger
-            ).all((String, String, String, String, Int?, String?, Int).self).compactMap { row in
-                guard let id = try? RegistrationID(row.0), let platform = Platform(rawValue: row.1) else { return nil }
-                return TargetResult(
-                    registrationID: id, platform: platform, maskedHandle: row.2, outcome: Outcome(rawValue: row.3), statusCode: row.4,
-                    reason: row.5, attempts: row.6)
-            }
+            ).rows().compactMap(OutboxRows.failure)
         }
     }
 
@@ -486,45 +481,28 @@ extension PostgresStore: OutboxStore, DatabaseStore {
     {
         guard
             let row = try await connection.query(
-                """
-                SELECT sender, platforms, audience, payloads, secure_id, enqueued_at, deliver_at, recipient FROM outbox_notifications
-                WHERE app = \(app.rawValue) AND id = \(id)
-                """, logger: logger
-            ).all((String, String, String, String, String?, Double, Double, String?).self).first
+                "SELECT \(unescaped: OutboxRows.notificationColumns) FROM outbox_notifications WHERE app = \(app.rawValue) AND id = \(id)",
+                logger: logger
+            ).rows().first
         else { return nil }
-        let selection: PlatformSelection
-        do { selection = try PlatformSelection(parsing: row.1) } catch { throw StoreError(.storage, "a stored platform list is corrupt") }
-        let stored = try OutboxPayloadCoding.decodeWithDelivery(row.3)
-        return OutboxNotification(
-            id: id, app: app, sender: row.0, selection: selection,
-            audience: try StoredAudience.decode(text: row.2, recipient: row.7),
-            payloads: stored.payloads, secureID: row.4,
-            enqueuedAt: Timestamp(secondsSinceEpoch: row.5), deliverAt: Timestamp(secondsSinceEpoch: row.6), delivery: stored.delivery)
+        return try OutboxRows.notification(id: id, app: app, row: row)
     }
 
     static func record(id: String, app: AppID, connection: PostgresConnection, logger: Logger) async throws -> NotificationRecord? {
-        var byPlatform: [Platform: [Outcome: Int]] = [:]
-        for (platformText, outcome, count) in try await connection.query(
-            "SELECT platform, outcome, count FROM outbox_counts WHERE app = \(app.rawValue) AND notification_id = \(id)", logger: logger
-        ).all((String, String, Int).self) {
-            guard let platform = Platform(rawValue: platformText) else { continue }
-            byPlatform[platform, default: [:]][Outcome(rawValue: outcome)] = count
+        var counts: [Platform: [Outcome: Int]] = [:]
+        for row in try await connection.query(
+            "SELECT \(unescaped: OutboxRows.countColumns) FROM outbox_counts WHERE app = \(app.rawValue) AND notification_id = \(id)",
+            logger: logger
+        ).rows() {
+            OutboxRows.addCount(row, to: &counts)
         }
         guard
             let row = try await connection.query(
-                """
-                SELECT sender, state, platforms, audience, secure_id, enqueued_at, deliver_at, started_at, ended_at, cancel_requested,
-                    claimed, exhausted
-                FROM outbox_notifications WHERE app = \(app.rawValue) AND id = \(id)
-                """, logger: logger
-            ).all((String, String, String, String, String?, Double, Double, Double?, Double?, Bool, Int, Bool).self).first
+                "SELECT \(unescaped: OutboxRows.recordColumns) FROM outbox_notifications WHERE app = \(app.rawValue) AND id = \(id)",
+                logger: logger
+            ).rows().first
         else { return nil }
-        return NotificationRecord(
-            id: id, app: app, sender: row.0, state: NotificationState(rawValue: row.1) ?? .unknown,
-            selection: (try? PlatformSelection(parsing: row.2)) ?? .all, audience: row.3, secureID: row.4,
-            enqueuedAt: Timestamp(secondsSinceEpoch: row.5), deliverAt: Timestamp(secondsSinceEpoch: row.6),
-            startedAt: row.7.map(Timestamp.init(secondsSinceEpoch:)), endedAt: row.8.map(Timestamp.init(secondsSinceEpoch:)),
-            counts: byPlatform, cancelRequested: row.9, targetsClaimed: row.10, audienceExhausted: row.11)
+        return OutboxRows.record(id: id, app: app, row: row, counts: counts)
     }
 
     /// How many pages are claimed and not yet recorded (each at most a page size of targets): a

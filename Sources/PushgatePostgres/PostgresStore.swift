@@ -393,3 +393,24 @@ func dynamicQuery(_ sql: String, _ values: [SQLValue]) -> PostgresQuery {
     }
     return PostgresQuery(unsafeSQL: numbered, binds: bindings)
 }
+
+/// A row of PostgreSQL's answer, read by position (a value of another type reads as nil).
+struct PostgresRowReader: SQLRowReading {
+    let row: PostgresRandomAccessRow
+
+    init(_ row: PostgresRow) { self.row = PostgresRandomAccessRow(row) }
+
+    func text(_ column: Int) -> String? { (try? row[column].decode(String?.self)) ?? nil }
+    func double(_ column: Int) -> Double? { (try? row[column].decode(Double?.self)) ?? nil }
+    func integer(_ column: Int) -> Int? { (try? row[column].decode(Int?.self)) ?? nil }
+    func bool(_ column: Int) -> Bool { ((try? row[column].decode(Bool?.self)) ?? nil) ?? false }
+}
+
+extension PostgresRowSequence {
+    /// Every row, to be read by position.
+    func rows() async throws -> [PostgresRowReader] {
+        var result: [PostgresRowReader] = []
+        for try await row in self { result.append(PostgresRowReader(row)) }
+        return result
+    }
+}

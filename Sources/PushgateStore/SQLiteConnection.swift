@@ -204,3 +204,13 @@ final class SQLiteStatement: @unchecked Sendable {
         sqlite3_column_type(handle, column) == SQLITE_NULL ? nil : sqlite3_column_double(handle, column)
     }
 }
+
+/// The current row of a statement, read by position.
+struct SQLiteRow: SQLRowReading {
+    let statement: SQLiteStatement
+
+    func text(_ column: Int) -> String? { statement.text(Int32(column)) }
+    func double(_ column: Int) -> Double? { statement.double(Int32(column)) }
+    func integer(_ column: Int) -> Int? { statement.double(Int32(column)).map { _ in Int(statement.int64(Int32(column))) } }
+    func bool(_ column: Int) -> Bool { statement.int64(Int32(column)) != 0 }
+}

@@ -330,21 +330,12 @@ extension SQLiteStore: OutboxStore {
         try await run { connection throws(StoreError) in
             let statement = try connection.prepare(
                 """
-                SELECT registration_id, platform, handle, outcome, status, reason, attempts FROM outbox_failures
+                SELECT \(OutboxRows.failureColumns) FROM outbox_failures
                 WHERE app = ? AND notification_id = ? AND registration_id > ? ORDER BY registration_id LIMIT ?
                 """
             ).bind([.text(app.rawValue), .text(notificationID), .text(after?.rawValue ?? ""), .integer(Int64(max(0, limit)))])
             var results: [TargetResult] = []
-            while try statement.step() {
-                guard let id = statement.text(0).flatMap({ try? RegistrationID($0) }),
-                    let platform = statement.text(1).flatMap(Platform.init(rawValue:))
-                else { continue }
-                results.append(
-                    TargetResult(
-                        registrationID: id, platform: platform, maskedHandle: statement.text(2) ?? "",
-                        outcome: Outcome(rawValue: statement.text(3) ?? ""), statusCode: statement.double(4).map { Int($0) },
-                        reason: statement.text(5), attempts: Int(statement.int64(6))))
-            }
+            while try statement.step() { OutboxRows.failure(SQLiteRow(statement: statement)).map { results.append($0) } }
             return results
         }
     }
@@ -444,50 +435,20 @@ extension SQLiteStore: OutboxStore {
     }
 
     static func outboxNotification(id: String, app: AppID, connection: SQLiteConnection) throws(StoreError) -> OutboxNotification? {
-        let row = try connection.prepare(
-            """
-            SELECT sender, platforms, audience, payloads, secure_id, enqueued_at, deliver_at, recipient FROM outbox_notifications
-            WHERE app = ? AND id = ?
-            """
-        ).bind([.text(app.rawValue), .text(id)])
+        let row = try connection.prepare("SELECT \(OutboxRows.notificationColumns) FROM outbox_notifications WHERE app = ? AND id = ?")
+            .bind([.text(app.rawValue), .text(id)])
         guard try row.step() else { return nil }
-        let selection: PlatformSelection
-        do { selection = try PlatformSelection(parsing: row.text(1) ?? "") } catch {
-            throw StoreError(.storage, "a stored platform list is corrupt")
-        }
-        let stored = try OutboxPayloadCoding.decodeWithDelivery(row.text(3) ?? "")
-        return OutboxNotification(
-            id: id, app: app, sender: row.text(0) ?? "", selection: selection,
-            audience: try StoredAudience.decode(text: row.text(2) ?? "", recipient: row.text(7)),
-            payloads: stored.payloads, secureID: row.text(4),
-            enqueuedAt: Timestamp(secondsSinceEpoch: row.double(5) ?? 0), deliverAt: Timestamp(secondsSinceEpoch: row.double(6) ?? 0),
-            delivery: stored.delivery)
+        return try OutboxRows.notification(id: id, app: app, row: SQLiteRow(statement: row))
     }
 
     static func record(id: String, app: AppID, connection: SQLiteConnection) throws(StoreError) -> NotificationRecord? {
         let key: [SQLValue] = [.text(app.rawValue), .text(id)]
-        let counts = try connection.prepare("SELECT platform, outcome, count FROM outbox_counts WHERE app = ? AND notification_id = ?")
+        let counts = try connection.prepare("SELECT \(OutboxRows.countColumns) FROM outbox_counts WHERE app = ? AND notification_id = ?")
             .bind(key)
         var byPlatform: [Platform: [Outcome: Int]] = [:]
-        while try counts.step() {
-            guard let platform = counts.text(0).flatMap(Platform.init(rawValue:)), let outcome = counts.text(1) else { continue }
-            byPlatform[platform, default: [:]][Outcome(rawValue: outcome)] = Int(counts.int64(2))
-        }
-        let row = try connection.prepare(
-            """
-            SELECT sender, state, platforms, audience, secure_id, enqueued_at, deliver_at, started_at, ended_at, cancel_requested,
-                claimed, exhausted
-            FROM outbox_notifications WHERE app = ? AND id = ?
-            """
-        ).bind(key)
+        while try counts.step() { OutboxRows.addCount(SQLiteRow(statement: counts), to: &byPlatform) }
+        let row = try connection.prepare("SELECT \(OutboxRows.recordColumns) FROM outbox_notifications WHERE app = ? AND id = ?").bind(key)
         guard try row.step() else { return nil }
-        return NotificationRecord(
-            id: id, app: app, sender: row.text(0) ?? "", state: NotificationState(rawValue: row.text(1) ?? "") ?? .unknown,
-            selection: (try? PlatformSelection(parsing: row.text(2) ?? "")) ?? .all, audience: row.text(3) ?? "", secureID: row.text(4),
-            enqueuedAt: Timestamp(secondsSinceEpoch: row.double(5) ?? 0), deliverAt: Timestamp(secondsSinceEpoch: row.double(6) ?? 0),
-            startedAt: row.double(7).map(Timestamp.init(secondsSinceEpoch:)),
-            endedAt: row.double(8).map(Timestamp.init(secondsSinceEpoch:)),
-            counts: byPlatform, cancelRequested: row.int64(9) != 0, targetsClaimed: Int(row.int64(10)),
-            audienceExhausted: row.int64(11) != 0)
+        return OutboxRows.record(id: id, app: app, row: SQLiteRow(statement: row), counts: byPlatform)
     }
 }
