@@ -32,8 +32,11 @@ public struct DispatchTargetsError: Error, CustomStringConvertible, Sendable {
 /// The batches of a dispatch, each yielded when it finishes (not in the order they were read):
 /// see ``Dispatcher/batches(selection:payloads:targets:batchesInFlight:payloadGroups:logger:)``.
 ///
-/// Iterate it once. Dropping the iterator, or cancelling the task that reads it, cancels the
-/// batches still on the wire.
+/// Iterate it once, to its end. Its batches run as tasks of their own: ``cancel()``, cancelling
+/// the task that reads it while it waits for a batch, or dropping the iterator cancels the
+/// batches still on the wire (their providers then answer `Abandoned` for what was not sent).
+/// A reader that must stop them at any moment — also while it is busy with a finished batch —
+/// calls ``cancel()`` from its own cancellation handler.
 public struct DispatchBatches<Targets: AsyncSequence>: AsyncSequence where Targets.Element == [DispatchTarget] {
     public typealias Element = DispatchedBatch
 
@@ -41,15 +44,22 @@ public struct DispatchBatches<Targets: AsyncSequence>: AsyncSequence where Targe
     let batchesInFlight: Int
     let logger: Logger
     let deliver: @Sendable ([DispatchTarget]) async -> [DeliveryReport]
+    let wire = DispatchWire()
 
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(targets: targets.makeAsyncIterator(), batches: self)
+        AsyncIterator(targets: targets.makeAsyncIterator(), batches: self, wire: wire)
     }
+
+    /// Cancels the batches on the wire and reads no further page.
+    public func cancel() { wire.cancelAll() }
+
+    /// ``cancel()``, to call from a cancellation handler.
+    public var cancellation: @Sendable () -> Void { { [wire] in wire.cancelAll() } }
 
     public struct AsyncIterator: AsyncIteratorProtocol {
         var targets: Targets.AsyncIterator
         let batches: DispatchBatches
-        let wire = DispatchWire()
+        let wire: DispatchWire
         var read = 0
         var inFlight = 0
         var exhausted = false
@@ -61,7 +71,7 @@ public struct DispatchBatches<Targets: AsyncSequence>: AsyncSequence where Targe
             // Keep the pipeline full: read pages while there is room.
             while !exhausted, inFlight < batches.batchesInFlight {
                 // Cancelled (shutdown, a user's cancel): no further page is attempted.
-                if Task.isCancelled {
+                if Task.isCancelled || wire.isCancelled {
                     exhausted = true
                     wire.cancelAll()
                     break
@@ -151,6 +161,7 @@ final class DispatchWire: Sendable {
         var running: [Int: Task<Void, Never>] = [:]
         var finished: [DispatchedBatch] = []
         var reader: CheckedContinuation<Void, Never>?
+        var cancelled = false
     }
 
     private let state = Mutex(State())
@@ -158,12 +169,17 @@ final class DispatchWire: Sendable {
     func start(index: Int, targets: [DispatchTarget], deliver: @escaping @Sendable ([DispatchTarget]) async -> [DeliveryReport]) {
         state.withLock { state in
             // Weakly: a dropped iterator's wire goes away and cancels what it still runs.
-            state.running[index] = Task { [weak self] in
+            let task = Task { [weak self] in
                 let reports = await deliver(targets)
                 self?.finish(DispatchedBatch(index: index, reports: reports))
             }
+            // Started after a cancel (a page read as it came): cancelled at once.
+            if state.cancelled { task.cancel() }
+            state.running[index] = task
         }
     }
+
+    var isCancelled: Bool { state.withLock { $0.cancelled } }
 
     private func finish(_ batch: DispatchedBatch) {
         let reader = state.withLock { state in
@@ -191,8 +207,14 @@ final class DispatchWire: Sendable {
     }
 
     func cancelAll() {
-        for task in state.withLock({ Array($0.running.values) }) { task.cancel() }
+        let running = state.withLock { state in
+            state.cancelled = true
+            return Array(state.running.values)
+        }
+        for task in running { task.cancel() }
     }
 
-    deinit { cancelAll() }
+    deinit {
+        for task in state.withLock({ Array($0.running.values) }) { task.cancel() }
+    }
 }

@@ -6,8 +6,8 @@ import Pushgate
 /// request is gone is not resumed.
 ///
 /// The audience is walked page by page from the registration store, as a durable store walks it.
-/// One is made per send. A page's failures are not kept (the send's answer lists them), so memory follows the page,
-/// not the audience. Leases never expire: only this process drives these notifications.
+/// One is made per send. A page's failures are not kept (the send's answer lists them): memory follows the pages (a
+/// range and a lease each), not the audience's targets. Leases never expire: only this process drives these notifications.
 public actor EphemeralOutbox: OutboxStore {
     private let registrations: any RegistrationStore
     private var outbox = InMemoryOutbox()

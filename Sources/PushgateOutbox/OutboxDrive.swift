@@ -18,22 +18,24 @@ public struct OutboxDrive: Sendable {
         public var throttledBackoffSeconds: Double
         /// The furthest a retry is put off.
         public var maximumRetryDelaySeconds: Double
-        /// Whether draining (a graceful shutdown) stops claiming pages. A durable outbox stops and
-        /// resumes after the next start; an ephemeral one has no next start and delivers on.
-        public var drainingStops: Bool
+        /// Whether the outbox outlives this process. A durable outbox stops claiming when the
+        /// gateway drains (the rest resumes after the next start) and leaves a page cut short by
+        /// shutdown unrecorded (it is delivered again). An ephemeral one has no next start: it
+        /// delivers on while draining, and counts what a page cut short reached.
+        public var durable: Bool
         /// Targets listed in the result (failures first once full); every target is counted.
         public var maximumReportedTargets: Int
         /// How long to wait before a new round when another driver still holds pages.
         public var otherDriverPause: Duration
 
         public init(
-            throttledRetries: Int, throttledBackoffSeconds: Double, maximumRetryDelaySeconds: Double, drainingStops: Bool,
+            throttledRetries: Int, throttledBackoffSeconds: Double, maximumRetryDelaySeconds: Double, durable: Bool,
             maximumReportedTargets: Int = 10_000, otherDriverPause: Duration = .milliseconds(250)
         ) {
             self.throttledRetries = throttledRetries
             self.throttledBackoffSeconds = throttledBackoffSeconds
             self.maximumRetryDelaySeconds = maximumRetryDelaySeconds
-            self.drainingStops = drainingStops
+            self.durable = durable
             self.maximumReportedTargets = maximumReportedTargets
             self.otherDriverPause = otherDriverPause
         }
@@ -138,6 +140,9 @@ public struct OutboxDrive: Sendable {
     private var record: NotificationRecord?
     /// Each platform's expiry (seconds since the epoch), read from its payload once.
     private var expiries: [Platform: Double?] = [:]
+    /// The final outcomes of pages handed to the store and not yet recorded: counted once the
+    /// store records the page (not when it was recorded before, by a driver that delivered it too).
+    private var unrecorded: [Int: [(report: DeliveryReport, outcome: Outcome)]] = [:]
 
     public init(_ notification: OutboxNotification, settings: Settings) {
         self.notification = notification
@@ -160,12 +165,17 @@ public struct OutboxDrive: Sendable {
         return notification.payloads.mapValues { $0.remainingTimeToLive(at: time, sentAt: sentAt) }
     }
 
-    /// Before each claim: a draining gateway (when that stops the drive) or a cancelled task
-    /// claims nothing more. A user's cancel ends the round without stopping the drive: the next
-    /// round counts the rest `Cancelled`.
+    /// Before each claim: a draining gateway (when the outbox is durable), a cancelled task, a
+    /// page that could not be recorded or a notification another driver took claims nothing more.
+    /// A user's cancel ends the round without stopping the drive, draining or not: the next round
+    /// counts the rest `Cancelled` without sending it.
     public mutating func nextPage(draining: Bool, cancelled: Bool, cancelledByUser: Bool) -> PageStep {
-        if cancelledByUser && cancelled { return .end }
-        if cancelled || (draining && settings.drainingStops) {
+        switch stop {
+        case .recordFailed, .lost: return .end
+        default: break
+        }
+        if cancelledByUser { return cancelled ? .end : .claim }
+        if cancelled || (draining && settings.durable) {
             stopOnce(.draining)
             return .end
         }
@@ -192,8 +202,9 @@ public struct OutboxDrive: Sendable {
         }
     }
 
-    /// A delivered batch: each target's final outcome counted once, and the page's record; nil
-    /// when the page is not to be recorded (cut short by shutdown: it is delivered again).
+    /// A delivered batch: the page's record (each target's final outcome, counted once the store
+    /// records it); nil when the page is not to be recorded (cut short by shutdown: a durable
+    /// outbox delivers it again).
     ///
     /// Targets a service throttled past what the in-place retry waits (it asked for a minute or
     /// more) go to a retry page due after the backoff, up to `throttledRetries` times; the last
@@ -204,7 +215,10 @@ public struct OutboxDrive: Sendable {
     ) -> PageRecord? {
         guard let (number, attempt) = pages.removeValue(forKey: batch.index) else { return nil }
         // Cut short by shutdown: recorded only when every target got its final answer anyway.
-        if shuttingDown, !cancelledByUser, batch.reports.contains(where: { $0.verdict.outcome == .abandoned }) { return nil }
+        if settings.durable, shuttingDown, !cancelledByUser, batch.reports.contains(where: { $0.verdict.outcome == .abandoned }) {
+            return nil
+        }
+        var final: [(report: DeliveryReport, outcome: Outcome)] = []
         var counts: [Platform: [Outcome: Int]] = [:]
         var failures: [TargetResult] = []
         var retried: [DispatchTarget] = []
@@ -224,7 +238,7 @@ public struct OutboxDrive: Sendable {
                     continue
                 }
             }
-            tally.record(report, as: outcome)
+            final.append((report, outcome))
             counts[report.target.handle.platform, default: [:]][outcome, default: 0] += 1
             if !outcome.isSuccess && outcome != .cancelled {
                 var failure = report.targetResult
@@ -233,15 +247,22 @@ public struct OutboxDrive: Sendable {
             }
         }
         let retry = retried.isEmpty ? nil : OutboxRetry(targets: retried, attempt: attempt + 1, due: now.adding(seconds: retryDelay))
+        unrecorded[number] = final
         return PageRecord(number: number, counts: counts, failures: failures, retry: retry)
     }
 
-    /// What the store said to a page's record.
+    /// What the store said to a page's record. A page recorded before is not counted again; one
+    /// the store failed to record was still delivered, and counts among what this drive reached.
     public mutating func recorded(_ page: PageRecord, _ answer: Swift.Result<Bool, StoreError>) -> RecordStep {
+        let final = unrecorded.removeValue(forKey: page.number) ?? []
         switch answer {
-        case .success(true): return page.retry.map(RecordStep.deferred) ?? .recorded
-        case .success(false): return .recordedBefore
+        case .success(false):
+            return .recordedBefore
+        case .success(true):
+            for (report, outcome) in final { tally.record(report, as: outcome) }
+            return page.retry.map(RecordStep.deferred) ?? .recorded
         case .failure(let error):
+            for (report, outcome) in final { tally.record(report, as: outcome) }
             stopOnce(.recordFailed(error.description))
             return .failed(error.description)
         }
@@ -257,7 +278,7 @@ public struct OutboxDrive: Sendable {
             stop = .storeFailed(targetsFailure)
             return .stop(.storeFailed(targetsFailure), releaseLeases: true)
         }
-        if cancelled || (draining && settings.drainingStops && !cancelledByUser) {
+        if cancelled || (draining && settings.durable && !cancelledByUser) {
             stop = .draining
             return .stop(.draining, releaseLeases: false)
         }

@@ -60,14 +60,20 @@ public struct OutboxDriver: Sendable {
     public static func settings(_ configuration: OutboxConfiguration) -> OutboxDrive.Settings {
         OutboxDrive.Settings(
             throttledRetries: configuration.throttledRetries, throttledBackoffSeconds: Double(configuration.throttledBackoffSeconds),
-            maximumRetryDelaySeconds: Double(configuration.maximumScheduleAheadSeconds), drainingStops: true)
+            maximumRetryDelaySeconds: Double(configuration.maximumScheduleAheadSeconds), durable: true)
     }
 
-    /// This driver over another queue with other settings.
-    public func over(_ queue: any OutboxStore, settings: OutboxDrive.Settings) -> OutboxDriver {
+    /// This driver over one send's own ``EphemeralOutbox`` (the outbox off): no retry pages
+    /// (`Throttled` is final), draining does not stop it, and the outbox's own metrics are not
+    /// counted (the send's and the handle updates' are).
+    public func ephemeral() -> OutboxDriver {
         OutboxDriver(
-            app: app, queue: queue, registrations: registrations, dispatcher: dispatcher, control: control, clock: clock, drives: drives,
-            metrics: metrics, settings: settings, grouping: grouping)
+            app: app, queue: EphemeralOutbox(registrations: registrations), registrations: registrations, dispatcher: dispatcher,
+            control: control, clock: clock, drives: drives, metrics: SendMetricsOnly(metrics),
+            settings: OutboxDrive.Settings(
+                throttledRetries: 0, throttledBackoffSeconds: 0, maximumRetryDelaySeconds: 0, durable: false,
+                maximumReportedTargets: settings.maximumReportedTargets),
+            grouping: grouping)
     }
 
     /// Delivers the pages of a notification this driver holds the lease of, until its audience is
@@ -137,29 +143,36 @@ public struct OutboxDriver: Sendable {
         let pages = AsyncThrowingStream<[DispatchTarget], any Error>(unfolding: { [self] in
             try await self.nextPage(of: notification, state: state, drive: drive)
         })
+        let batches = dispatcher.batches(
+            selection: notification.selection, payloads: payloads, targets: pages, payloadGroups: grouping(notification.delivery, payloads),
+            logger: logger)
+        let cancel = batches.cancellation
         var pending: [HandleUpdate] = []
-        do {
-            for try await batch in dispatcher.batches(
-                selection: notification.selection, payloads: payloads, targets: pages,
-                payloadGroups: grouping(notification.delivery, payloads), logger: logger)
-            {
-                let shuttingDown = Task.isCancelled
-                let time = clock.now
-                if let page = state.advance({
-                    $0.batchFinished(batch, now: time, cancelledByUser: drive.cancelledByUser, shuttingDown: shuttingDown)
-                }) {
-                    await record(page, of: notification, state: state, logger: logger)
+        // A cancel (a user's, or the shutdown deadline) stops the batches on the wire at once,
+        // also while this task records a page or applies handle changes.
+        await withTaskCancellationHandler {
+            do {
+                for try await batch in batches {
+                    let shuttingDown = Task.isCancelled
+                    let time = clock.now
+                    if let page = state.advance({
+                        $0.batchFinished(batch, now: time, cancelledByUser: drive.cancelledByUser, shuttingDown: shuttingDown)
+                    }) {
+                        await record(page, of: notification, state: state, logger: logger)
+                    }
+                    pending += batch.handleUpdates
+                    if pending.count >= handleUpdateChunk {
+                        // The other batches stay on the wire meanwhile.
+                        await apply(pending, logger: logger)
+                        pending.removeAll(keepingCapacity: true)
+                    }
+                    if let progress { progress(state.advance { $0.progress }) }
                 }
-                pending += batch.handleUpdates
-                if pending.count >= handleUpdateChunk {
-                    // The other batches stay on the wire meanwhile.
-                    await apply(pending, logger: logger)
-                    pending.removeAll(keepingCapacity: true)
-                }
-                if let progress { progress(state.advance { $0.progress }) }
+            } catch {
+                state.advance { $0.targetsFailed(String(describing: error)) }
             }
-        } catch {
-            state.advance { $0.targetsFailed(String(describing: error)) }
+        } onCancel: {
+            cancel()
         }
         await apply(pending, logger: logger)
         return state.advance { $0 }
@@ -235,6 +248,23 @@ public struct OutboxDriver: Sendable {
                 metadata: ["changes": "\(changes.count)", "error": "\(error)"])
         }
     }
+}
+
+/// The metrics of sends and handle updates, without the outbox's own (an ephemeral outbox is none).
+struct SendMetricsOnly: OutboxMetrics {
+    let base: any OutboxMetrics
+
+    init(_ base: any OutboxMetrics) { self.base = base }
+
+    func outboxPageClaimed(reclaimed: Bool) {}
+    func outboxTargetsDeferred(_ count: Int) {}
+    func outboxRecordFailed() {}
+    func handleUpdatesFailed(_ count: Int) { base.handleUpdatesFailed(count) }
+    func outboxNotificationTakenOver() {}
+    func outboxDepth(_ depth: OutboxDepth, now: Timestamp) {}
+    func outboxPruned(_ count: Int) {}
+    func sent(_ result: NotificationResult) { base.sent(result) }
+    func sendFinished(duration: Duration) { base.sendFinished(duration: duration) }
 }
 
 /// A round's drive, shared by the page reader and the recorder (which take turns on one task).

@@ -25,7 +25,7 @@ import Testing
     }
 
     static let durable = OutboxDrive.Settings(
-        throttledRetries: 2, throttledBackoffSeconds: 60, maximumRetryDelaySeconds: 3600, drainingStops: true)
+        throttledRetries: 2, throttledBackoffSeconds: 60, maximumRetryDelaySeconds: 3600, durable: true)
 
     static func page(_ number: Int, _ targets: [DispatchTarget], attempt: Int = 0, cancelled: Bool = false) -> OutboxClaim {
         .page(OutboxPage(number: number, targets: targets, reclaimed: false, cancelled: cancelled, attempt: attempt))
@@ -75,8 +75,9 @@ import Testing
         #expect(record?.retry?.attempt == 1)
         // The longer of the backoff (60 s) and the service's Retry-After (300 s).
         #expect(record?.retry?.due == clock.now.adding(seconds: 300))
-        #expect(drive.result.counts == [.gcm: [.success: 1]], "a deferred target has no outcome yet")
+        #expect(drive.result.counts.isEmpty, "counted once the store records the page")
         #expect(drive.recorded(record!, .success(true)) == .deferred(record!.retry!))
+        #expect(drive.result.counts == [.gcm: [.success: 1]], "a deferred target has no outcome yet")
     }
 
     @Test func theLastAttemptOrAnExpiringTimeToLiveMakesThrottledFinal() {
@@ -95,6 +96,8 @@ import Testing
         let expiring = drive.batchFinished(
             DispatchedBatch(index: 1, reports: [throttled]), now: clock.now, cancelledByUser: false, shuttingDown: false)
         #expect(expiring?.retry == nil)
+        #expect(drive.recorded(last!, .success(true)) == .recorded)
+        #expect(drive.recorded(expiring!, .success(true)) == .recorded)
         #expect(drive.result.counts == [.gcm: [.throttled: 2]])
     }
 
@@ -111,9 +114,47 @@ import Testing
         #expect(cancelled?.number == 1)
         #expect(cancelled?.counts == [.gcm: [.cancelled: 1, .success: 1]])
         #expect(cancelled?.failures.isEmpty == true, "a cancelled target is no failure")
-        // A user's cancel ends the round without stopping the drive: the next round counts the rest.
-        #expect(drive.nextPage(draining: false, cancelled: true, cancelledByUser: true) == .end)
-        #expect(drive.roundEnded(cancelled: false, draining: false, cancelledByUser: true) == .finish)
+        // A user's cancel ends the round without stopping the drive: the next round counts the
+        // rest, draining or not.
+        #expect(drive.nextPage(draining: true, cancelled: true, cancelledByUser: true) == .end)
+        #expect(drive.roundEnded(cancelled: false, draining: true, cancelledByUser: true) == .finish)
+        _ = drive.startRound(now: clock.now)
+        #expect(drive.nextPage(draining: true, cancelled: false, cancelledByUser: true) == .claim)
+    }
+
+    /// Without a durable outbox nothing delivers a page again: what a page cut short reached is
+    /// recorded, its unsent targets `Abandoned`.
+    @Test func anEphemeralDriveRecordsAPageCutShortByShutdown() {
+        var settings = Self.durable
+        settings.durable = false
+        var drive = OutboxDrive(notification(), settings: settings)
+        _ = drive.startRound(now: clock.now)
+        _ = drive.claimed(Self.page(0, [Self.target(1), Self.target(2)]))
+        let record = drive.batchFinished(
+            DispatchedBatch(index: 0, reports: [Self.report(Self.target(1), .abandoned), Self.report(Self.target(2), .success)]),
+            now: clock.now, cancelledByUser: false, shuttingDown: true)
+        #expect(record?.counts == [.gcm: [.abandoned: 1, .success: 1]])
+        #expect(drive.recorded(record!, .success(true)) == .recorded)
+        #expect(drive.result.counts == [.gcm: [.abandoned: 1, .success: 1]])
+    }
+
+    /// Once a page could not be recorded, or another driver took the notification, no page is
+    /// claimed again this round: nothing more is sent that cannot be recorded.
+    @Test func noPageIsClaimedAfterARecordFailedOrTheNotificationWasLost() {
+        var drive = OutboxDrive(notification(), settings: Self.durable)
+        _ = drive.startRound(now: clock.now)
+        _ = drive.claimed(Self.page(0, [Self.target(1)]))
+        let record = drive.batchFinished(
+            DispatchedBatch(index: 0, reports: [Self.report(Self.target(1), .success)]), now: clock.now, cancelledByUser: false,
+            shuttingDown: false)!
+        _ = drive.recorded(record, .failure(StoreError(.storage, "disk full")))
+        #expect(drive.nextPage(draining: false, cancelled: false, cancelledByUser: false) == .end)
+        #expect(drive.result.counts == [.gcm: [.success: 1]], "delivered, so reached, though not recorded")
+
+        var lost = OutboxDrive(notification(), settings: Self.durable)
+        _ = lost.startRound(now: clock.now)
+        _ = lost.claimed(.lost)
+        #expect(lost.nextPage(draining: false, cancelled: false, cancelledByUser: false) == .end)
     }
 
     @Test func drainingStopsADurableDriveAndNotAnEphemeralOne() {
@@ -123,7 +164,7 @@ import Testing
         #expect(durable.roundEnded(cancelled: false, draining: true, cancelledByUser: false) == .stop(.draining, releaseLeases: false))
 
         var settings = Self.durable
-        settings.drainingStops = false
+        settings.durable = false
         var ephemeral = OutboxDrive(notification(), settings: settings)
         _ = ephemeral.startRound(now: clock.now)
         #expect(ephemeral.nextPage(draining: true, cancelled: false, cancelledByUser: false) == .claim)
@@ -176,20 +217,21 @@ import Testing
         #expect(payloads[.gcm]?.expiry(sentAt: later.secondsSinceEpoch) == later.secondsSinceEpoch + 350)
     }
 
-    @Test func everyFinalOutcomeIsCountedOnceAndFailuresListedFirst() {
+    @Test func everyFinalOutcomeIsCountedOnceAndFailuresListedFirst() throws {
         var settings = Self.durable
         settings.maximumReportedTargets = 2
         var drive = OutboxDrive(notification(), settings: settings)
         _ = drive.startRound(now: clock.now)
         let targets = (1...4).map(Self.target)
         _ = drive.claimed(Self.page(0, targets))
-        _ = drive.batchFinished(
+        let page = drive.batchFinished(
             DispatchedBatch(
                 index: 0,
                 reports: [
                     Self.report(targets[0], .success), Self.report(targets[1], .success), Self.report(targets[2], .expiredChannel),
                     Self.report(targets[3], .success),
                 ]), now: clock.now, cancelledByUser: false, shuttingDown: false)
+        #expect(drive.recorded(try #require(page), .success(true)) == .recorded)
         #expect(drive.result.counts == [.gcm: [.success: 3, .expiredChannel: 1]])
         #expect(drive.result.targets.count == 2)
         #expect(drive.result.targets.contains { $0.outcome == .expiredChannel }, "a failure takes a listed success's place")
@@ -199,6 +241,14 @@ import Testing
             drive.batchFinished(
                 DispatchedBatch(index: 0, reports: [Self.report(targets[0], .success)]), now: clock.now, cancelledByUser: false,
                 shuttingDown: false) == nil)
+        #expect(drive.progress.processed == 4)
+        // A page another driver recorded first (its lease expired while it was on the wire) is
+        // not counted again.
+        _ = drive.claimed(Self.page(0, [targets[0]]))
+        let again = drive.batchFinished(
+            DispatchedBatch(index: 1, reports: [Self.report(targets[0], .success)]), now: clock.now, cancelledByUser: false,
+            shuttingDown: false)
+        #expect(drive.recorded(try #require(again), .success(false)) == .recordedBefore)
         #expect(drive.progress.processed == 4)
     }
 }

@@ -132,10 +132,7 @@ import Testing
         _ = try await seed(250)
         let provider = InMemoryPushProvider(.gcm)
         let durable = driver(provider, pageSize: 100)
-        let ephemeral = durable.over(
-            EphemeralOutbox(registrations: store),
-            settings: OutboxDrive.Settings(
-                throttledRetries: 0, throttledBackoffSeconds: 0, maximumRetryDelaySeconds: 0, drainingStops: false))
+        let ephemeral = durable.ephemeral()
         let notification = try notification()
         try await start(notification, on: ephemeral)
         durable.control.beginDraining()
@@ -145,6 +142,7 @@ import Testing
         #expect(provider.delivered.count == 250)
         #expect(try await store.notificationRecord(id: "n1", app: .default) == nil)
         #expect(try await ephemeral.queue.notificationRecord(id: "n1", app: .default) == nil, "forgotten once finished")
+        #expect(metrics.pagesClaimed == 0, "an ephemeral outbox counts no outbox metrics")
     }
 
     /// Handle changes reach the registration store while the send goes on.

@@ -23,9 +23,24 @@ public struct InMemoryOutbox: Sendable {
         var cursor: RegistrationID?
         var exhausted = false
         var pages: [Page] = []
+        /// The numbers of the pages not yet done, in order: what claims, parking and leases look
+        /// at (a few in flight and the retries), not every page of a long audience.
+        var open: [Int] = []
         var failures: [RegistrationID: TargetResult] = [:]
         /// Parked (only retries not yet due are left): not taken before this.
         var parkedUntil: Timestamp?
+
+        mutating func renew(owner: String, until: Timestamp) {
+            guard record.endedAt == nil else { return }
+            if lease?.owner == owner { lease?.until = until }
+            for number in open where pages[number].lease?.owner == owner { pages[number].lease?.until = until }
+        }
+
+        mutating func release(owner: String) {
+            guard record.endedAt == nil else { return }
+            if lease?.owner == owner { lease = nil }
+            for number in open where pages[number].lease?.owner == owner { pages[number].lease = nil }
+        }
     }
 
     struct Key: Hashable, Sendable {
@@ -34,6 +49,12 @@ public struct InMemoryOutbox: Sendable {
     }
 
     private var entries: [Key: Entry] = [:]
+
+    /// Changes an entry where it is stored (no copy of its pages).
+    private mutating func modify<T>(_ key: Key, _ body: (inout Entry) -> T) -> T? {
+        guard let index = entries.index(forKey: key) else { return nil }
+        return body(&entries.values[index])
+    }
 
     public init() {}
 
@@ -58,16 +79,15 @@ public struct InMemoryOutbox: Sendable {
                 && (entry.value.record.deliverAt <= now || entry.value.record.cancelRequested)
                 && (entry.value.lease.map { $0.until <= now } ?? true) && (entry.value.parkedUntil.map { $0 <= now } ?? true)
         }
-        guard let key = due.min(by: { $0.value.record.deliverAt < $1.value.record.deliverAt })?.key, var entry = entries[key] else {
-            return nil
+        guard let key = due.min(by: { $0.value.record.deliverAt < $1.value.record.deliverAt })?.key else { return nil }
+        return modify(key) { entry in
+            let expired = entry.lease != nil
+            entry.lease = lease
+            entry.parkedUntil = nil
+            entry.record.state = .processing
+            if entry.record.startedAt == nil { entry.record.startedAt = now }
+            return OutboxTakeover(notification: entry.notification, leaseExpired: expired)
         }
-        let expired = entry.lease != nil
-        entry.lease = lease
-        entry.parkedUntil = nil
-        entry.record.state = .processing
-        if entry.record.startedAt == nil { entry.record.startedAt = now }
-        entries[key] = entry
-        return OutboxTakeover(notification: entry.notification, leaseExpired: expired)
     }
 
     /// `current` gives a retry page's target as it is now (its registration's handle), or nil when
@@ -77,130 +97,121 @@ public struct InMemoryOutbox: Sendable {
         notificationID: String, app: AppID, lease: OutboxLease, pageSize: Int, now: Timestamp,
         current: (DispatchTarget) -> DispatchTarget?, audience: Audience
     ) -> OutboxClaim {
-        let key = Key(app: app, id: notificationID)
-        guard var entry = entries[key], entry.lease?.owner == lease.owner, entry.record.endedAt == nil else { return .lost }
         let size = max(1, pageSize)
-        defer { entries[key] = entry }
-        if let number = entry.pages.indices.first(where: {
-            !entry.pages[$0].done && (entry.pages[$0].lease.map { $0.until <= now } ?? true)
-        }) {
-            entry.pages[number].lease = lease
-            entry.pages[number].claims += 1
-            let page = entry.pages[number]
-            let notification = entry.notification
-            let targets =
-                page.targets.map { notification.audience.walksRegistrations ? $0.compactMap(current) : $0 }
-                ?? OutboxPage.targets(after: page.after, through: page.last, size: size) { after, limit in
-                    audience(notification, after, limit)
-                }
+        return modify(Key(app: app, id: notificationID)) { entry -> OutboxClaim in
+            guard entry.lease?.owner == lease.owner, entry.record.endedAt == nil else { return .lost }
+            if let number = entry.open.first(where: { entry.pages[$0].lease.map { $0.until <= now } ?? true }) {
+                entry.pages[number].lease = lease
+                entry.pages[number].claims += 1
+                let page = entry.pages[number]
+                let notification = entry.notification
+                let targets =
+                    page.targets.map { notification.audience.walksRegistrations ? $0.compactMap(current) : $0 }
+                    ?? OutboxPage.targets(after: page.after, through: page.last, size: size) { after, limit in
+                        audience(notification, after, limit)
+                    }
+                return .page(
+                    OutboxPage(
+                        number: number, targets: targets, reclaimed: page.claims > 1, cancelled: entry.record.cancelRequested,
+                        attempt: page.attempt))
+            }
+            if entry.exhausted { return .exhausted }
+            let targets = audience(entry.notification, entry.cursor, size)
+            guard let last = targets.last?.registrationID else {
+                entry.exhausted = true
+                entry.record.audienceExhausted = true
+                return .exhausted
+            }
+            entry.open.append(entry.pages.count)
+            entry.pages.append(Page(after: entry.cursor, last: last, lease: lease))
+            entry.cursor = last
+            entry.exhausted = targets.count < size
+            entry.record.targetsClaimed += targets.count
+            entry.record.audienceExhausted = entry.exhausted
             return .page(
-                OutboxPage(
-                    number: number, targets: targets, reclaimed: page.claims > 1, cancelled: entry.record.cancelRequested,
-                    attempt: page.attempt))
-        }
-        if entry.exhausted { return .exhausted }
-        let targets = audience(entry.notification, entry.cursor, size)
-        guard let last = targets.last?.registrationID else {
-            entry.exhausted = true
-            entry.record.audienceExhausted = true
-            return .exhausted
-        }
-        entry.pages.append(Page(after: entry.cursor, last: last, lease: lease))
-        entry.cursor = last
-        entry.exhausted = targets.count < size
-        entry.record.targetsClaimed += targets.count
-        entry.record.audienceExhausted = entry.exhausted
-        return .page(
-            OutboxPage(number: entry.pages.count - 1, targets: targets, reclaimed: false, cancelled: entry.record.cancelRequested))
+                OutboxPage(number: entry.pages.count - 1, targets: targets, reclaimed: false, cancelled: entry.record.cancelRequested))
+        } ?? .lost
     }
 
     public mutating func completePage(
         notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult],
         retry: OutboxRetry?
     ) -> Bool {
-        let key = Key(app: app, id: notificationID)
-        guard var entry = entries[key], entry.pages.indices.contains(number), !entry.pages[number].done else { return false }
-        entry.pages[number].done = true
-        if let retry, let last = retry.targets.last {
-            entry.pages.append(
-                Page(
-                    after: nil, last: last.registrationID,
-                    lease: OutboxLease(
-                        owner: Self.nobody, until: entry.record.cancelRequested ? Timestamp(secondsSinceEpoch: 0) : retry.due),
-                    targets: retry.targets, attempt: retry.attempt, claims: 0))
-        }
-        for (platform, outcomes) in counts {
-            for (outcome, count) in outcomes where count > 0 { entry.record.counts[platform, default: [:]][outcome, default: 0] += count }
-        }
-        for failure in failures { entry.failures[failure.registrationID] = failure }
-        entries[key] = entry
-        return true
+        modify(Key(app: app, id: notificationID)) { entry -> Bool in
+            guard entry.pages.indices.contains(number), !entry.pages[number].done else { return false }
+            entry.pages[number].done = true
+            entry.open.removeAll { $0 == number }
+            if let retry, let last = retry.targets.last {
+                entry.open.append(entry.pages.count)
+                entry.pages.append(
+                    Page(
+                        after: nil, last: last.registrationID,
+                        lease: OutboxLease(
+                            owner: Self.nobody, until: entry.record.cancelRequested ? Timestamp(secondsSinceEpoch: 0) : retry.due),
+                        targets: retry.targets, attempt: retry.attempt, claims: 0))
+            }
+            for (platform, outcomes) in counts {
+                for (outcome, count) in outcomes where count > 0 {
+                    entry.record.counts[platform, default: [:]][outcome, default: 0] += count
+                }
+            }
+            for failure in failures { entry.failures[failure.registrationID] = failure }
+            return true
+        } ?? false
     }
 
     public mutating func finish(notificationID: String, app: AppID, owner: String, now: Timestamp) -> NotificationRecord? {
-        let key = Key(app: app, id: notificationID)
-        guard var entry = entries[key] else { return nil }
-        if entry.record.state.isFinal { return entry.record }
-        guard entry.exhausted, entry.lease?.owner == owner, entry.pages.allSatisfy(\.done) else { return nil }
-        entry.record.state = NotificationRecord.finalState(
-            counts: entry.record.counts, selection: entry.record.selection, cancelled: entry.record.cancelRequested)
-        entry.record.endedAt = now
-        entry.lease = nil
-        entry.pages = []
-        entries[key] = entry
-        return entry.record
+        modify(Key(app: app, id: notificationID)) { entry -> NotificationRecord? in
+            if entry.record.state.isFinal { return entry.record }
+            guard entry.exhausted, entry.lease?.owner == owner, entry.open.isEmpty else { return nil }
+            entry.record.state = NotificationRecord.finalState(
+                counts: entry.record.counts, selection: entry.record.selection, cancelled: entry.record.cancelRequested)
+            entry.record.endedAt = now
+            entry.lease = nil
+            entry.pages = []
+            return entry.record
+        } ?? nil
     }
 
     public mutating func parkNotification(notificationID: String, app: AppID, owner: String, now: Timestamp) -> Timestamp? {
-        let key = Key(app: app, id: notificationID)
-        guard var entry = entries[key], entry.record.endedAt == nil, entry.exhausted, entry.lease?.owner == owner,
-            !entry.record.cancelRequested
-        else { return nil }
-        let open = entry.pages.filter { !$0.done }
-        guard !open.isEmpty, open.allSatisfy({ $0.lease?.owner == Self.nobody && $0.lease!.until > now }),
-            let due = open.compactMap({ $0.lease?.until }).min()
-        else { return nil }
-        entry.lease = nil
-        entry.parkedUntil = due
-        entries[key] = entry
-        return due
+        modify(Key(app: app, id: notificationID)) { entry -> Timestamp? in
+            guard entry.record.endedAt == nil, entry.exhausted, entry.lease?.owner == owner, !entry.record.cancelRequested else {
+                return nil
+            }
+            let open = entry.open.map { entry.pages[$0] }
+            guard !open.isEmpty, open.allSatisfy({ $0.lease?.owner == Self.nobody && $0.lease!.until > now }),
+                let due = open.compactMap({ $0.lease?.until }).min()
+            else { return nil }
+            entry.lease = nil
+            entry.parkedUntil = due
+            return due
+        } ?? nil
     }
 
     public mutating func renewLeases(owner: String, until: Timestamp) {
-        for key in Array(entries.keys) {
-            guard var entry = entries[key], entry.record.endedAt == nil else { continue }
-            if entry.lease?.owner == owner { entry.lease?.until = until }
-            for index in entry.pages.indices where !entry.pages[index].done && entry.pages[index].lease?.owner == owner {
-                entry.pages[index].lease?.until = until
-            }
-            entries[key] = entry
+        for index in entries.indices {
+            entries.values[index].renew(owner: owner, until: until)
         }
     }
 
     public mutating func releaseLeases(owner: String, notificationID: String?) {
-        for key in Array(entries.keys) where notificationID.map({ $0 == key.id }) ?? true {
-            guard var entry = entries[key], entry.record.endedAt == nil else { continue }
-            if entry.lease?.owner == owner { entry.lease = nil }
-            for index in entry.pages.indices where !entry.pages[index].done && entry.pages[index].lease?.owner == owner {
-                entry.pages[index].lease = nil
-            }
-            entries[key] = entry
+        for index in entries.indices where notificationID.map({ $0 == entries.keys[index].id }) ?? true {
+            entries.values[index].release(owner: owner)
         }
     }
 
     public mutating func requestCancel(notificationID: String, app: AppID, now: Timestamp) -> NotificationRecord? {
-        let key = Key(app: app, id: notificationID)
-        guard var entry = entries[key] else { return nil }
-        let before = entry.record
-        guard !before.state.isFinal else { return before }
-        entry.record.cancelRequested = true
-        // Parked work is due at once: its targets are counted Cancelled.
-        entry.parkedUntil = nil
-        for index in entry.pages.indices where !entry.pages[index].done && entry.pages[index].lease?.owner == Self.nobody {
-            entry.pages[index].lease?.until = Timestamp(secondsSinceEpoch: 0)
+        modify(Key(app: app, id: notificationID)) { entry -> NotificationRecord in
+            let before = entry.record
+            guard !before.state.isFinal else { return before }
+            entry.record.cancelRequested = true
+            // Parked work is due at once: its targets are counted Cancelled.
+            entry.parkedUntil = nil
+            for number in entry.open where entry.pages[number].lease?.owner == Self.nobody {
+                entry.pages[number].lease?.until = Timestamp(secondsSinceEpoch: 0)
+            }
+            return before
         }
-        entries[key] = entry
-        return before
     }
 
     public func record(id: String, app: AppID) -> NotificationRecord? { entries[Key(app: app, id: id)]?.record }

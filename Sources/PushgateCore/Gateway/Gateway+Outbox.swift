@@ -27,13 +27,7 @@ extension Gateway {
         _ prepared: PreparedSend, progress: (@Sendable (DispatchProgress) -> Void)? = nil, logger requestLogger: Logger? = nil
     ) async -> SendOutcome {
         let durable = outbox.isEnabled
-        let driver =
-            durable
-            ? self.driver
-            : self.driver.over(
-                EphemeralOutbox(registrations: store),
-                settings: OutboxDrive.Settings(
-                    throttledRetries: 0, throttledBackoffSeconds: 0, maximumRetryDelaySeconds: 0, drainingStops: false))
+        let driver = durable ? self.driver : self.driver.ephemeral()
         let started = ContinuousClock.now
         let notification = outboxNotification(prepared, enqueuedAt: now(), deliverAt: nil)
         var logger = requestLogger ?? self.logger
