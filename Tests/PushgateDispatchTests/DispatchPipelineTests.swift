@@ -5,55 +5,12 @@ import Testing
 
 @testable import PushgateDispatch
 
-/// A provider whose deliveries wait at a gate until the test opens it, and which answers every
-/// target "gone" (a handle removal): how the pipeline's overlap, its bound and its handle-update
-/// chunks are observed.
-final class GatedProvider: PushProvider {
-    let platform = Platform.apns
-    private struct State {
-        var open = false
-        var waiting: [Int: CheckedContinuation<Void, Never>] = [:]
-        var deliveriesStarted = 0
+/// An in-memory push service that answers every target "gone" (a handle removal): how the
+/// pipeline's overlap, its bound and its handle changes are observed. Held, its deliveries wait.
+func goneProvider() -> InMemoryPushProvider {
+    InMemoryPushProvider(.apns) { _ in
+        DeliveryVerdict(outcome: .expiredChannel, statusCode: 410, reason: "Unregistered", handleChange: .remove)
     }
-    private let state = Mutex(State())
-
-    /// Waits until opened, or cancelled: then the targets are `Abandoned`, as a provider answers
-    /// what it did not send.
-    func deliver(_ notification: RenderedNotification, to targets: [DispatchTarget]) async -> [DeliveryReport] {
-        let number = state.withLock { state -> Int in
-            state.deliveriesStarted += 1
-            return state.deliveriesStarted
-        }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let go = state.withLock { state -> Bool in
-                    if !state.open && !Task.isCancelled { state.waiting[number] = continuation }
-                    return state.open || Task.isCancelled
-                }
-                if go { continuation.resume() }
-            }
-        } onCancel: {
-            state.withLock { $0.waiting.removeValue(forKey: number) }?.resume()
-        }
-        let verdict =
-            Task.isCancelled
-            ? DeliveryVerdict(outcome: .abandoned, reason: "cancelled")
-            : DeliveryVerdict(outcome: .expiredChannel, statusCode: 410, reason: "Unregistered", handleChange: .remove)
-        return targets.map { DeliveryReport(target: $0, verdict: verdict, attempts: 1, latencyMilliseconds: 1) }
-    }
-
-    var deliveriesStarted: Int { state.withLock { $0.deliveriesStarted } }
-
-    func open() {
-        let waiting = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.open = true
-            defer { state.waiting.removeAll() }
-            return Array(state.waiting.values)
-        }
-        for continuation in waiting { continuation.resume() }
-    }
-
-    func shutdown() async {}
 }
 
 /// Pages of targets that count how many were asked for.
@@ -96,18 +53,19 @@ final class CountingPages: Sendable {
     /// more than `batchesInFlight` of them: a slow push service holds memory to that bound
     /// instead of the store streaming the whole audience into it.
     @Test(.timeLimit(.minutes(1))) func pagesAreReadAheadOfDeliveryOnlyUpToTheBatchesInFlight() async throws {
-        let provider = GatedProvider()
+        let provider = goneProvider()
+        provider.hold()
         let pages = CountingPages(pages: 20, pageSize: 10)
         let payload = try Payloads.notify(.apns)
         let dispatch = Task {
             await Dispatcher(providers: [provider]).dispatch(
                 notificationID: "n", selection: .all, payloads: [.apns: payload], targets: pages.sequence(), batchesInFlight: 3)
         }
-        try await Self.waitUntil { provider.deliveriesStarted == 3 }
-        try await Task.sleep(for: .milliseconds(200))
-        #expect(provider.deliveriesStarted == 3, "three batches out at once")
+        try await Self.waitUntil { provider.waiting == 3 }
+        // The reader now waits for a batch to finish: a page is read only to start a batch.
+        #expect(provider.deliveries == 3, "three batches out at once")
         #expect(pages.pulledCount == 3, "no page is read while the pipeline is full")
-        provider.open()
+        provider.release()
         let summary = await dispatch.value
         #expect(pages.pulledCount == 20)
         #expect(summary.result.platforms.first?.total == 200)
@@ -118,8 +76,7 @@ final class CountingPages: Sendable {
     /// the audience is still being read: a caller prunes devices as the send goes, holding a
     /// batch's changes, not all of them.
     @Test(.timeLimit(.minutes(1))) func eachBatchBringsItsHandleChangesWhileTheSendGoesOn() async throws {
-        let provider = GatedProvider()
-        provider.open()
+        let provider = goneProvider()
         let pages = CountingPages(pages: 10, pageSize: 25)
         var seen: [(updates: Int, pagesReadBefore: Int, index: Int)] = []
         for try await batch in Dispatcher(providers: [provider]).batches(
@@ -135,7 +92,8 @@ final class CountingPages: Sendable {
 
     /// A reader that stops early cancels the batches still on the wire.
     @Test(.timeLimit(.minutes(1))) func droppingTheBatchesCancelsWhatIsOnTheWire() async throws {
-        let provider = GatedProvider()
+        let provider = goneProvider()
+        provider.hold()
         let pages = CountingPages(pages: 5, pageSize: 10)
         let reader = Task {
             var iterator = Dispatcher(providers: [provider]).batches(
@@ -143,7 +101,7 @@ final class CountingPages: Sendable {
             ).makeAsyncIterator()
             return try await iterator.next()
         }
-        try await Self.waitUntil { provider.deliveriesStarted == 3 }
+        try await Self.waitUntil { provider.waiting == 3 }
         reader.cancel()
         let first = try await reader.value
         #expect(first?.reports.count == 10)
@@ -155,8 +113,7 @@ final class CountingPages: Sendable {
     /// summary says why the rest was not sent.
     @Test func aFailingSourceStopsTheSendAndSaysWhy() async throws {
         struct DiskError: Error, CustomStringConvertible { var description: String { "disk I/O error" } }
-        let provider = GatedProvider()
-        provider.open()
+        let provider = goneProvider()
         let served = Mutex(0)
         let targets = AsyncThrowingStream<[DispatchTarget], any Error>(unfolding: {
             let page = served.withLock { served -> Int in
