@@ -378,6 +378,7 @@ func dynamicQuery(_ sql: String, _ values: [SQLValue]) -> PostgresQuery {
         case .integer(let number): bindings.append(number)
         case .real(let number): bindings.append(number)
         case .text(let text): bindings.append(text)
+        case .bool(let flag): bindings.append(flag)
         }
     }
     var numbered = ""

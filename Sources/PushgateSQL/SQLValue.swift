@@ -5,4 +5,6 @@ package enum SQLValue: Sendable, Hashable {
     case integer(Int64)
     case real(Double)
     case text(String)
+    /// A boolean: SQLite stores 1 or 0, PostgreSQL a `boolean`.
+    case bool(Bool)
 }

@@ -102,6 +102,22 @@ final class SQLiteConnection: @unchecked Sendable {
         for statement in inUse { statement.reset() }
     }
 
+    /// Resets and forgets the statements handed out, without a checkpoint: between the
+    /// statements of a transaction that spans several calls.
+    func resetStatementsInUse() {
+        resetStatements()
+        inUse.removeAll(keepingCapacity: true)
+    }
+
+    /// Begins a transaction that ends with ``endTransaction(commit:)``, several calls later.
+    func beginTransaction() throws(StoreError) { try execute("BEGIN IMMEDIATE") }
+
+    /// Commits (or rolls back) the transaction ``beginTransaction()`` began.
+    func endTransaction(commit: Bool) throws(StoreError) {
+        resetStatements()
+        if commit { try execute("COMMIT") } else { try? execute("ROLLBACK") }
+    }
+
     /// Copies the write-ahead log into the database once it has grown past
     /// ``checkpointFrames``, so that the next write starts the log over (its file is then cut to
     /// `journal_size_limit`). Passive: it never waits for, or blocks, another connection.
@@ -167,6 +183,7 @@ final class SQLiteStatement: @unchecked Sendable {
             case .null: code = sqlite3_bind_null(handle, index)
             case .integer(let number): code = sqlite3_bind_int64(handle, index, number)
             case .real(let number): code = sqlite3_bind_double(handle, index, number)
+            case .bool(let flag): code = sqlite3_bind_int64(handle, index, flag ? 1 : 0)
             case .text(let text):
                 code = text.withCString { pushgate_sqlite_bind_text(handle, index, $0, Int32(strlen($0))) }
             }
@@ -202,6 +219,21 @@ final class SQLiteStatement: @unchecked Sendable {
 
     func double(_ column: Int32) -> Double? {
         sqlite3_column_type(handle, column) == SQLITE_NULL ? nil : sqlite3_column_double(handle, column)
+    }
+}
+
+/// The current row of a statement as values, to be read after the statement moved on.
+extension SQLiteStatement {
+    func values() -> SQLValuesRow {
+        SQLValuesRow(
+            (0..<sqlite3_column_count(handle)).map { column -> SQLValue in
+                switch sqlite3_column_type(handle, column) {
+                case SQLITE_NULL: .null
+                case SQLITE_INTEGER: .integer(int64(column))
+                case SQLITE_FLOAT: .real(sqlite3_column_double(handle, column))
+                default: text(column).map(SQLValue.text) ?? .null
+                }
+            })
     }
 }
 

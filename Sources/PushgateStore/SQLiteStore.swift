@@ -21,6 +21,9 @@ public final class SQLiteStore: RegistrationStore, DatabaseStore {
     public let path: String
     let connection: SQLiteConnection
     private let queue: DispatchQueue
+    /// Held by each operation, and by an outbox transaction from its `BEGIN` to its end (its
+    /// statements take turns on the queue with nothing else's in between).
+    let gate = AsyncGate()
 
     private init(connection: SQLiteConnection, queue: DispatchQueue, path: String, reservationLifetime: Double) {
         self.connection = connection
@@ -74,10 +77,21 @@ public final class SQLiteStore: RegistrationStore, DatabaseStore {
 
     /// Runs `body` with the connection on the store's queue.
     func run<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws(StoreError) -> T) async throws(StoreError) -> T {
+        await gate.acquire()
+        defer { gate.release() }
+        return try await onQueue(body)
+    }
+
+    /// Runs `body` on the store's queue, the gate held by the caller. `endsOperation`: the
+    /// statements are released (and the log checkpointed when due) after it; within a
+    /// transaction they are only reset.
+    func onQueue<T: Sendable>(
+        endsOperation: Bool = true, _ body: @escaping @Sendable (SQLiteConnection) throws(StoreError) -> T
+    ) async throws(StoreError) -> T {
         let connection = self.connection
         let result: Result<T, StoreError> = await withCheckedContinuation { continuation in
             queue.async {
-                defer { connection.releaseStatements() }
+                defer { if endsOperation { connection.releaseStatements() } else { connection.resetStatementsInUse() } }
                 do throws(StoreError) {
                     continuation.resume(returning: .success(try body(connection)))
                 } catch {
