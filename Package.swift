@@ -140,7 +140,10 @@ let package = Package(
         .target(
             name: "PushgateTesting",
             dependencies: [
-                "Pushgate", "PushgateCore", "PushgateCurl", "PushgateDispatch", "PushgateLocal", "PushgateStore", "PNSSandbox", "CSpawn",
+                "Pushgate", "PushgateCore", "PushgateCurl", "PushgateDispatch", "PushgateLocal", "PushgateServer", "PushgateStore",
+                "PNSSandbox", "CSpawn",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
             ]
         ),
         // Reads config.json, template files and secrets from disk and the environment.

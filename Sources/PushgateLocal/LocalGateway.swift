@@ -32,10 +32,13 @@ public struct LocalGateway: Sendable {
     /// (tests move a ``ManualClock`` past a backoff).
     /// `rewrite` edits the written `config.json` as JSON before it is loaded: what `adjust`
     /// cannot do, such as adding an app (a second hub).
+    ///
+    /// `listening: false` starts everything but the HTTP listener: the caller calls the router in
+    /// process (`server.application`), and ``baseURL`` names no port.
     public static func start(
         retryPolicy: RetryPolicy = RetryPolicy(), clock: any PushgateClock = SystemClock(),
         rewrite: ((inout [String: Any]) -> Void)? = nil,
-        adjust: @Sendable (inout PushgateConfiguration) -> Void = { _ in }
+        adjust: @Sendable (inout PushgateConfiguration) -> Void = { _ in }, listening: Bool = true
     ) async throws -> LocalGateway {
         let sandbox = try await PushSandbox.start()
         let directory = NSTemporaryDirectory() + "pushgate-demo-" + UUID().uuidString.prefix(8)
@@ -58,8 +61,14 @@ public struct LocalGateway: Sendable {
             configuration: loaded, app: loaded.defaultApp, store: store, policy: retryPolicy, port: 0, securePort: 0,
             logger: Logger(label: "pushgate.local"), clock: clock, onListening: { portContinuation.yield($0) },
             onListeningSecurely: { securePortContinuation.yield($0) })
-        let services = server.serviceGroup()
+        let services = server.serviceGroup(listening: listening)
         let serverTask = Task { try await services.run() }
+        guard listening else {
+            return LocalGateway(
+                sandbox: sandbox, directory: directory, baseURL: "in-process", secureBaseURL: nil,
+                client: try CurlHTTPClient(configuration: .init(httpVersion: .http1, maximumConnectionsPerHost: 4)), store: store,
+                server: server, services: services, serverTask: serverTask)
+        }
         var iterator = ports.makeAsyncIterator()
         let port = await iterator.next() ?? 0
         var secureBaseURL: String?
@@ -89,24 +98,39 @@ public struct LocalGateway: Sendable {
         _ method: String, _ path: String, user: String?, password: String? = nil, body: String = "",
         contentType: String = "application/json; charset=utf-8", accept: String? = nil, headers extra: [(name: String, value: String)] = []
     ) async throws -> CurlResponse {
+        let headers = Self.headers(user: user, password: password, contentType: contentType, accept: accept, extra: extra)
+        return try await client.execute(CurlRequest(method: method, url: baseURL + path, headers: headers, body: Array(body.utf8)))
+    }
+
+    /// The header fields of a ``call(_:_:user:password:body:contentType:accept:headers:)``.
+    public static func headers(
+        user: String?, password: String?, contentType: String, accept: String?, extra: [(name: String, value: String)]
+    ) -> [(name: String, value: String)] {
         var headers: [(name: String, value: String)] = [("Content-Type", contentType)] + extra
         if let user {
             headers.append(("Authorization", "Basic " + Data("\(user):\(password ?? user)".utf8).base64EncodedString()))
         }
         if let accept { headers.append(("Accept", accept)) }
-        return try await client.execute(CurlRequest(method: method, url: baseURL + path, headers: headers, body: Array(body.utf8)))
+        return headers
     }
 
     /// Registers `device` the way the tutorial client does (POST for an id, PUT the device with a
     /// pretty-printed body); returns the registration id.
     public func register(_ device: SandboxDevice, user: String, tags: [String] = []) async throws -> String {
+        try await Self.register(device, tags: tags) { method, path, body in try await call(method, path, user: user, body: body) }
+    }
+
+    /// The tutorial client's registration through `call` (method, path, body).
+    public static func register(
+        _ device: SandboxDevice, tags: [String], call: (String, String, String) async throws -> CurlResponse
+    ) async throws -> String {
         let encodedHandle = device.handle.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? device.handle
-        let created = try await call("POST", "/api/register?handle=\(encodedHandle)", user: user)
+        let created = try await call("POST", "/api/register?handle=\(encodedHandle)", "")
         guard created.status == 200 else { throw LocalGatewayError(description: "POST /api/register answered \(created.status)") }
         let id = String(created.bodyText.dropFirst().dropLast())
         let tagList = tags.map { "\"\($0)\"" }.joined(separator: ", ")
         let body = "{\n  \"Platform\": \"\(device.platform.rawValue)\",\n  \"Handle\": \"\(device.handle)\",\n  \"Tags\": [\(tagList)]\n}"
-        let updated = try await call("PUT", "/api/register/\(id)", user: user, body: body)
+        let updated = try await call("PUT", "/api/register/\(id)", body)
         guard updated.status == 200 else {
             throw LocalGatewayError(description: "PUT /api/register answered \(updated.status): \(updated.bodyText)")
         }

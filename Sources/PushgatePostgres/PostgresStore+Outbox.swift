@@ -93,7 +93,7 @@ extension PostgresStore: OutboxStore, DatabaseStore {
     }
 }
 
-/// PostgreSQL as the SQL outbox's database: its transactions (retried on a dropped connection).
+/// PostgreSQL as the SQL outbox's database: its transactions (retried after a serialization failure or a deadlock).
 struct PostgresOutboxDatabase: SQLDatabase {
     let store: PostgresStore
 
@@ -102,6 +102,11 @@ struct PostgresOutboxDatabase: SQLDatabase {
     func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresOutboxSession) async throws -> T) async throws(StoreError) -> T {
         let logger = store.logger
         return try await store.transaction { connection in try await body(PostgresOutboxSession(connection: connection, logger: logger)) }
+    }
+
+    func read<T: Sendable>(_ body: @escaping @Sendable (PostgresOutboxSession) async throws -> T) async throws(StoreError) -> T {
+        let logger = store.logger
+        return try await store.perform { connection in try await body(PostgresOutboxSession(connection: connection, logger: logger)) }
     }
 }
 
@@ -114,12 +119,12 @@ struct PostgresOutboxSession: SQLSession {
         try await connection.query(dynamicQuery(sql, values), logger: logger).rows()
     }
 
-    func audienceTargets(
-        _ audience: Audience, selection: PlatformSelection, app: AppID, now: Timestamp, after: RegistrationID?, limit: Int
-    ) async throws -> [DispatchTarget] {
-        let query = try await PostgresStore.plan(
-            audience.expression, platforms: selection, app: app, now: now, connection: connection, logger: logger)
-        return try await PostgresStore.targets(query, after: after?.rawValue ?? "", limit: limit, connection: connection, logger: logger)
+    func plan(_ audience: Audience, selection: PlatformSelection, app: AppID, now: Timestamp) async throws -> TagQuery {
+        try await PostgresStore.plan(audience.expression, platforms: selection, app: app, now: now, connection: connection, logger: logger)
+    }
+
+    func targets(_ query: TagQuery, after: RegistrationID?, limit: Int) async throws -> [DispatchTarget] {
+        try await PostgresStore.targets(query, after: after?.rawValue ?? "", limit: limit, connection: connection, logger: logger)
     }
 
     func announceOutboxWork(_ event: String) async throws {

@@ -6,11 +6,11 @@ package protocol SQLSession {
     associatedtype Row: SQLRowReading
     /// Runs `sql` with `values` bound to its `?` placeholders, in order; its rows.
     func rows(_ sql: String, _ values: [SQLValue]) async throws -> [Row]
-    /// The delivery targets of `audience` (a walk of registrations) on `selection` after `after`,
-    /// at most `limit`, in id order.
-    func audienceTargets(
-        _ audience: Audience, selection: PlatformSelection, app: AppID, now: Timestamp, after: RegistrationID?, limit: Int
-    ) async throws -> [DispatchTarget]
+    /// The query of `audience` (a walk of registrations) on `selection`, planned on this database
+    /// (an `&&` weighs its sides' tags).
+    func plan(_ audience: Audience, selection: PlatformSelection, app: AppID, now: Timestamp) async throws -> TagQuery
+    /// The delivery targets of a planned audience after `after`, at most `limit`, in id order.
+    func targets(_ query: TagQuery, after: RegistrationID?, limit: Int) async throws -> [DispatchTarget]
     /// Tells the other instances there is outbox work, when the transaction commits (PostgreSQL's
     /// NOTIFY); nothing where one instance is all there is.
     func announceOutboxWork(_ event: String) async throws
@@ -26,11 +26,15 @@ package struct SQLDialect: Sendable {
     package var lockRows: String
     /// Locks the rows read, skipping those another transaction holds (` FOR UPDATE SKIP LOCKED`).
     package var skipLocked: String
+    /// Inequality that treats NULL as a value (`IS NOT`, `IS DISTINCT FROM`).
+    package var isDistinctFrom: String
 
     /// One connection, whose transactions run one at a time: nothing to lock.
-    package static let sqlite = SQLDialect(openPage: "done = 0", cancelling: "cancel_requested = 1", lockRows: "", skipLocked: "")
+    package static let sqlite = SQLDialect(
+        openPage: "done = 0", cancelling: "cancel_requested = 1", lockRows: "", skipLocked: "", isDistinctFrom: "IS NOT")
     package static let postgres = SQLDialect(
-        openPage: "NOT done", cancelling: "cancel_requested", lockRows: " FOR UPDATE", skipLocked: " FOR UPDATE SKIP LOCKED")
+        openPage: "NOT done", cancelling: "cancel_requested", lockRows: " FOR UPDATE", skipLocked: " FOR UPDATE SKIP LOCKED",
+        isDistinctFrom: "IS DISTINCT FROM")
 }
 
 /// A database the outbox runs its transactions on.
@@ -40,6 +44,8 @@ package protocol SQLDatabase: Sendable {
     /// Runs `body` in a transaction: committed when it returns, rolled back when it throws (its
     /// failure answered as the store's error).
     func transaction<T: Sendable>(_ body: @escaping @Sendable (Session) async throws -> T) async throws(StoreError) -> T
+    /// Runs `body`, which only reads, on one snapshot and without a write lock.
+    func read<T: Sendable>(_ body: @escaping @Sendable (Session) async throws -> T) async throws(StoreError) -> T
 }
 
 /// The outbox (``OutboxStore``) written once for every SQL store: its rules — an expired page
@@ -141,9 +147,11 @@ package struct SQLOutbox<Database: SQLDatabase>: Sendable {
                 throw StoreError(.storage, "a stored platform list is corrupt")
             }
             let audience = try StoredAudience.decode(text: row.text(7) ?? "", recipient: row.text(8))
+            // Planned once per claim.
+            let query = audience.walksRegistrations ? try await session.plan(audience, selection: selection, app: app, now: now) : nil
             func walk(_ after: RegistrationID?, _ limit: Int) async throws -> [DispatchTarget] {
-                guard audience.walksRegistrations else { return audience.targets(after: after, limit: limit) { _, _, _ in [] } }
-                return try await session.audienceTargets(audience, selection: selection, app: app, now: now, after: after, limit: limit)
+                guard let query else { return audience.targets(after: after, limit: limit) { _, _, _ in [] } }
+                return try await session.targets(query, after: after, limit: limit)
             }
 
             // A page whose lease expired first: its driver died or was stopped. Never the
@@ -151,7 +159,7 @@ package struct SQLOutbox<Database: SQLDatabase>: Sendable {
             if let expired = try await session.rows(
                 """
                 SELECT number, after_id, last_id, targets, attempt, claims FROM outbox_pages
-                WHERE app = ? AND notification_id = ? AND \(dialect.openPage) AND lease_expires <= ? AND lease_owner IS DISTINCT FROM ?
+                WHERE app = ? AND notification_id = ? AND \(dialect.openPage) AND lease_expires <= ? AND lease_owner \(dialect.isDistinctFrom) ?
                 LIMIT 1\(dialect.lockRows)
                 """, key + [.real(now.secondsSinceEpoch), .text(lease.owner)]
             ).first {
@@ -391,13 +399,13 @@ package struct SQLOutbox<Database: SQLDatabase>: Sendable {
     }
 
     package func notificationRecord(id: String, app: AppID) async throws(StoreError) -> NotificationRecord? {
-        try await database.transaction { session in try await Self.record(id: id, app: app, session: session) }
+        try await database.read { session in try await Self.record(id: id, app: app, session: session) }
     }
 
     package func failedTargets(
         notificationID: String, app: AppID, after: RegistrationID?, limit: Int
     ) async throws(StoreError) -> [TargetResult] {
-        try await database.transaction { session in
+        try await database.read { session in
             try await session.rows(
                 """
                 SELECT \(OutboxRows.failureColumns) FROM outbox_failures
@@ -408,7 +416,7 @@ package struct SQLOutbox<Database: SQLDatabase>: Sendable {
     }
 
     package func notificationRecords(app: AppID, sender: String?, limit: Int) async throws(StoreError) -> [NotificationRecord] {
-        try await database.transaction { session in
+        try await database.read { session in
             let ids =
                 if let sender {
                     try await session.rows(
@@ -445,7 +453,7 @@ package struct SQLOutbox<Database: SQLDatabase>: Sendable {
     }
 
     package func outboxDepth(now: Timestamp) async throws(StoreError) -> OutboxDepth {
-        try await database.transaction { session -> OutboxDepth in
+        try await database.read { session -> OutboxDepth in
             let time = now.secondsSinceEpoch
             guard
                 let row = try await session.rows(

@@ -26,6 +26,10 @@ final class SQLiteConnection: @unchecked Sendable {
         // SQLite gives the -wal and -shm files the mode of the database file.
         let descriptor = Glibc.open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
         if descriptor >= 0 { Glibc.close(descriptor) }
+        // The outbox's statements use RETURNING (3.35) and aggregate FILTER clauses (3.30).
+        guard sqlite3_libversion_number() >= 3_035_000 else {
+            throw StoreError(.storage, "SQLite \(String(cString: sqlite3_libversion())) is too old: Pushgate needs 3.35 or later")
+        }
         var handle: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let code = sqlite3_open_v2(path, &handle, flags, nil)
@@ -80,7 +84,9 @@ final class SQLiteConnection: @unchecked Sendable {
             throw error("cannot prepare \(sql.prefix(60))")
         }
         let statement = SQLiteStatement(handle: handle, connection: self)
-        if statements.count < 64 {
+        // Statements of many parameters are one-offs (a page's failures as one multi-row
+        // insert): cached, they would crowd out the statements used on every call.
+        if statements.count < 64, sqlite3_bind_parameter_count(handle) <= 32 {
             statements[sql] = statement
             inUse.append(statement)
         }
@@ -112,11 +118,22 @@ final class SQLiteConnection: @unchecked Sendable {
     /// Begins a transaction that ends with ``endTransaction(commit:)``, several calls later.
     func beginTransaction() throws(StoreError) { try execute("BEGIN IMMEDIATE") }
 
-    /// Commits (or rolls back) the transaction ``beginTransaction()`` began.
+    /// Commits (or rolls back) the transaction ``beginTransaction()`` began. A COMMIT that
+    /// fails is rolled back: the connection never stays inside a transaction.
     func endTransaction(commit: Bool) throws(StoreError) {
         resetStatements()
-        if commit { try execute("COMMIT") } else { try? execute("ROLLBACK") }
+        guard commit else {
+            try? execute("ROLLBACK")
+            return
+        }
+        do { try execute("COMMIT") } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
     }
+
+    /// Begins a read transaction (one snapshot for several statements, no write lock).
+    func beginReading() throws(StoreError) { try execute("BEGIN DEFERRED") }
 
     /// Copies the write-ahead log into the database once it has grown past
     /// ``checkpointFrames``, so that the next write starts the log over (its file is then cut to

@@ -82,9 +82,21 @@ struct SQLiteOutboxDatabase: SQLDatabase {
     var dialect: SQLDialect { .sqlite }
 
     func transaction<T: Sendable>(_ body: @escaping @Sendable (SQLiteOutboxSession) async throws -> T) async throws(StoreError) -> T {
+        try await run(writing: true, body)
+    }
+
+    func read<T: Sendable>(_ body: @escaping @Sendable (SQLiteOutboxSession) async throws -> T) async throws(StoreError) -> T {
+        try await run(writing: false, body)
+    }
+
+    private func run<T: Sendable>(
+        writing: Bool, _ body: @escaping @Sendable (SQLiteOutboxSession) async throws -> T
+    ) async throws(StoreError) -> T {
         await store.gate.acquire()
         defer { store.gate.release() }
-        try await store.onQueue(endsOperation: false) { connection throws(StoreError) in try connection.beginTransaction() }
+        try await store.onQueue(endsOperation: false) { connection throws(StoreError) in
+            if writing { try connection.beginTransaction() } else { try connection.beginReading() }
+        }
         let result: Result<T, StoreError>
         do {
             result = .success(try await body(SQLiteOutboxSession(store: store)))
@@ -117,12 +129,15 @@ struct SQLiteOutboxSession: SQLSession {
         }
     }
 
-    func audienceTargets(
-        _ audience: Audience, selection: PlatformSelection, app: AppID, now: Timestamp, after: RegistrationID?, limit: Int
-    ) async throws -> [DispatchTarget] {
+    func plan(_ audience: Audience, selection: PlatformSelection, app: AppID, now: Timestamp) async throws -> TagQuery {
         try await store.onQueue(endsOperation: false) { connection throws(StoreError) in
             try TagQuery(expression: audience.expression, platforms: selection, app: app, now: now, connection: connection)
-                .targets(after: after?.rawValue ?? "", limit: limit, connection: connection)
+        }
+    }
+
+    func targets(_ query: TagQuery, after: RegistrationID?, limit: Int) async throws -> [DispatchTarget] {
+        try await store.onQueue(endsOperation: false) { connection throws(StoreError) in
+            try query.targets(after: after?.rawValue ?? "", limit: limit, connection: connection)
         }
     }
 

@@ -1,4 +1,7 @@
 import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
 import PNSSandbox
 import Pushgate
 import PushgateCurl
@@ -7,9 +10,18 @@ import PushgateLocal
 import PushgateStore
 
 /// The local gateway (sandbox + gateway on a free port) with the tests' defaults: alice calls
-/// unless told otherwise, few retries.
+/// unless told otherwise, few retries. ``inProcess(clock:rewrite:adjust:_:)`` calls the router
+/// in process instead (HummingbirdTesting's router mode): no listener, no socket, no HTTP parsing
+/// on the way in; the sandbox still answers the pushes.
 public struct GatewayFixture: Sendable {
     public let local: LocalGateway
+    /// The router's test client, in process mode.
+    let router: (any TestClientProtocol)?
+
+    init(local: LocalGateway, router: (any TestClientProtocol)? = nil) {
+        self.local = local
+        self.router = router
+    }
 
     public var sandbox: PushSandbox { local.sandbox }
     public var store: SQLiteStore { local.store }
@@ -18,12 +30,24 @@ public struct GatewayFixture: Sendable {
         _ method: String, _ path: String, user: String? = "alice", password: String? = nil, body: String = "",
         contentType: String = "application/json", accept: String? = nil, headers: [(name: String, value: String)] = []
     ) async throws -> CurlResponse {
-        try await local.call(
-            method, path, user: user, password: password, body: body, contentType: contentType, accept: accept, headers: headers)
+        guard let router else {
+            return try await local.call(
+                method, path, user: user, password: password, body: body, contentType: contentType, accept: accept, headers: headers)
+        }
+        var fields = HTTPFields()
+        for (name, value) in LocalGateway.headers(user: user, password: password, contentType: contentType, accept: accept, extra: headers)
+        {
+            if let name = HTTPField.Name(name) { fields.append(HTTPField(name: name, value: value)) }
+        }
+        let response = try await router.execute(
+            uri: path, method: HTTPRequest.Method(rawValue: method) ?? .get, headers: fields, body: ByteBuffer(string: body))
+        return CurlResponse(
+            status: response.status.code, headers: response.headers.map { ($0.name.rawName, $0.value) },
+            body: Array(response.body.readableBytesView), httpVersion: "1.1")
     }
 
     public func register(_ device: SandboxDevice, user: String, tags: [String] = []) async throws -> String {
-        try await local.register(device, user: user, tags: tags)
+        try await LocalGateway.register(device, tags: tags) { method, path, body in try await call(method, path, user: user, body: body) }
     }
 
     public static func with(
@@ -38,5 +62,22 @@ public struct GatewayFixture: Sendable {
             throw error
         }
         await fixture.local.stop()
+    }
+
+    /// ``with(clock:rewrite:adjust:_:)`` with the calls made to the router in process.
+    public static func inProcess(
+        clock: any PushgateClock = SystemClock(), rewrite: ((inout [String: Any]) -> Void)? = nil,
+        adjust: @Sendable (inout PushgateConfiguration) -> Void = { _ in }, _ body: @Sendable (GatewayFixture) async throws -> Void
+    ) async throws {
+        let local = try await LocalGateway.start(
+            retryPolicy: RetryPolicy(maximumAttempts: 2, initialBackoffSeconds: 0.05), clock: clock, rewrite: rewrite, adjust: adjust,
+            listening: false)
+        do {
+            try await local.server.application.test(.router) { client in try await body(GatewayFixture(local: local, router: client)) }
+        } catch {
+            await local.stop()
+            throw error
+        }
+        await local.stop()
     }
 }

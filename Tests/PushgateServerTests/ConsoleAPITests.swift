@@ -13,7 +13,7 @@ import Testing
 /// the sandbox bridge, and the page itself.
 @Suite struct ConsoleAPITests {
     @Test func usersSeeOnlyTheirOwnRegistrationsAndFiltersAreChecked() async throws {
-        try await GatewayFixture.with { fixture in
+        try await GatewayFixture.inProcess { fixture in
             let aliceDevices = [await fixture.sandbox.createDevice(.apns), await fixture.sandbox.createDevice(.wns)]
             var aliceIDs: [String] = []
             for device in aliceDevices { aliceIDs.append(try await fixture.register(device, user: "alice")) }
@@ -45,7 +45,7 @@ import Testing
     }
 
     @Test func aStreamedSendReportsProgressAfterEveryBatchThenTheResult() async throws {
-        try await GatewayFixture.with { fixture in
+        try await GatewayFixture.inProcess { fixture in
             // 1,100 devices written straight into the store (an import), registered to carol.
             let devices = try await RegistrationSeeds.sandboxDevices(1100, .fcm, in: fixture.sandbox, user: "carol")
             try await fixture.store.restore(devices, now: RegistrationSeeds.now)
@@ -84,7 +84,7 @@ import Testing
     }
 
     @Test func theConsolePageAndTheSandboxBridge() async throws {
-        try await GatewayFixture.with { fixture in
+        try await GatewayFixture.inProcess { fixture in
             let page = try await fixture.call("GET", "/console", user: nil)
             #expect(page.status == 200)
             #expect(page.header("Content-Type") == "text/html; charset=utf-8")

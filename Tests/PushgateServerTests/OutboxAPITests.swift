@@ -24,7 +24,7 @@ import Testing
     }
 
     @Test func anAsynchronousSendAnswers202AndItsTelemetryFollowsIt() async throws {
-        try await GatewayFixture.with(adjust: Self.admins) { fixture in
+        try await GatewayFixture.inProcess(adjust: Self.admins) { fixture in
             let devices = [await fixture.sandbox.createDevice(.apns), await fixture.sandbox.createDevice(.fcm)]
             for device in devices { _ = try await fixture.register(device, user: "alice") }
             let accepted = try await fixture.call(
@@ -86,7 +86,7 @@ import Testing
 
     @Test func aScheduledSendWaitsForItsTimeAndAnotherIsCancelled() async throws {
         let clock = ManualClock()
-        try await GatewayFixture.with(clock: clock, adjust: Self.admins) { fixture in
+        try await GatewayFixture.inProcess(clock: clock, adjust: Self.admins) { fixture in
             let device = await fixture.sandbox.createDevice(.apns)
             let other = await fixture.sandbox.createDevice(.wns)
             _ = try await fixture.register(device, user: "alice")
@@ -131,7 +131,7 @@ import Testing
     /// the result; what needs the outbox (answering at once, a delivery time, the hub API's sends)
     /// is refused by name with 501, and nothing is stored.
     @Test func withTheOutboxOffSendsAreSynchronousAndWhatNeedsItIsRefused() async throws {
-        try await GatewayFixture.with(adjust: { $0.outbox.enabled = false }) { fixture in
+        try await GatewayFixture.inProcess(adjust: { $0.outbox.enabled = false }) { fixture in
             let device = await fixture.sandbox.createDevice(.apns)
             _ = try await fixture.register(device, user: "alice")
             let sent = try await fixture.call("POST", "/api/notifications?pns=apns&to_tag=alice", user: "bob", body: #""now""#)
@@ -151,7 +151,7 @@ import Testing
     }
 
     @Test func badDeliveryTimesAreRefusedAndNothingIsStored() async throws {
-        try await GatewayFixture.with { fixture in
+        try await GatewayFixture.inProcess { fixture in
             _ = try await fixture.register(await fixture.sandbox.createDevice(.apns), user: "alice")
             let now = Date().timeIntervalSince1970
             let cases: [(String, String)] = [
@@ -176,7 +176,7 @@ import Testing
     /// A running send of 3,000 targets (each answered after 50 ms) is cancelled: it stops within
     /// a few pages, the targets not yet sent are counted Cancelled, and every target is counted once.
     @Test func aRunningSendIsCancelledAndItsUnsentTargetsCountedCancelled() async throws {
-        try await GatewayFixture.with { fixture in
+        try await GatewayFixture.inProcess { fixture in
             try await fixture.store.restore(try RegistrationSeeds.apns(count: 3000, user: "carol"), now: RegistrationSeeds.now)
             await fixture.sandbox.state.addFault(SandboxFault(service: .apns, action: .delay(milliseconds: 50), count: 1_000_000))
             let accepted = try await fixture.call("POST", "/api/notifications?pns=apns&to_tag=carol&async=true", user: "bob", body: #""x""#)
@@ -209,7 +209,7 @@ import Testing
     /// it. A target still throttled after `outbox.throttledRetries` retries ends `Throttled`.
     @Test func throttledTargetsAreRescheduledAtTheServicesDelay() async throws {
         let clock = ManualClock()
-        try await GatewayFixture.with(clock: clock, adjust: { $0.outbox.throttledRetries = 1 }) { fixture in
+        try await GatewayFixture.inProcess(clock: clock, adjust: { $0.outbox.throttledRetries = 1 }) { fixture in
             let devices = [
                 await fixture.sandbox.createDevice(.fcm), await fixture.sandbox.createDevice(.fcm),
                 await fixture.sandbox.createDevice(.fcm),
@@ -256,7 +256,7 @@ import Testing
     /// what is left of its time-to-live.
     @Test func aThrottledTargetsRetryKeepsToTheSendsTimeToLive() async throws {
         let clock = ManualClock()
-        try await GatewayFixture.with(clock: clock) { fixture in
+        try await GatewayFixture.inProcess(clock: clock) { fixture in
             let devices = [await fixture.sandbox.createDevice(.fcm), await fixture.sandbox.createDevice(.fcm)]
             _ = try await fixture.register(devices[0], user: "alice")
             _ = try await fixture.register(devices[1], user: "carol")
@@ -289,7 +289,7 @@ import Testing
     /// `topic=` and `condition=` send one FCM message that Firebase fans out to the subscribed
     /// devices; what is malformed is refused naming the field before anything is stored.
     @Test func fcmTopicAndConditionSendsReachTheSubscribedDevices() async throws {
-        try await GatewayFixture.with { fixture in
+        try await GatewayFixture.inProcess { fixture in
             let devices = [await fixture.sandbox.createDevice(.fcm), await fixture.sandbox.createDevice(.fcm)]
             #expect(fixture.sandbox.state.changeSubscriptions(tokens: devices.map(\.handle), topic: "news", subscribe: true) == [nil, nil])
             #expect(fixture.sandbox.state.changeSubscriptions(tokens: [devices[1].handle], topic: "eu", subscribe: true) == [nil])

@@ -36,7 +36,8 @@ public struct GatewayServer: Sendable {
     public let connections: ConnectionRegistry
     public let metrics: GatewayMetrics
     public let sandboxBridge: SandboxBridge?
-    let application: Application<RouterResponder<GatewayContext>>
+    /// The gateway's HTTP application (its router), also for in-process tests.
+    public let application: Application<RouterResponder<GatewayContext>>
     /// HTTPS on its own port beside plain HTTP (`listener.tls.port`).
     let secureApplication: Application<RouterResponder<GatewayContext>>?
     let listener: ListenerConfiguration
@@ -136,7 +137,9 @@ public struct GatewayServer: Sendable {
 
     /// One group with the shutdown deadline of the configuration: requests in flight get
     /// `shutdownDeadlineSeconds`, cancelled work then gets 5 seconds more.
-    public func serviceGroup(signals: [UnixSignal] = []) -> ServiceGroup {
+    public func serviceGroup(signals: [UnixSignal] = [], listening: Bool = true) -> ServiceGroup {
+        // Not listening (in-process tests call the router): everything but the listener.
+        let services = listening ? self.services : self.services.filter { !($0 is HTTPListenerService) }
         var configuration = ServiceGroupConfiguration(
             services: services.map { .init(service: $0) }, gracefulShutdownSignals: signals, logger: logger)
         // The backstop: ``HTTPListenerService`` cancels sends at the deadline, so this should not fire.
