@@ -312,10 +312,11 @@ func collect(_ stream: AsyncThrowingStream<[Registration], any Error>) async thr
         let path = NSTemporaryDirectory() + "pushgate-store-\(UUID().uuidString).sqlite"
         defer { cleanUp(path) }
         let store = try await SQLiteStore.open(path: path)
-        for index in 0..<2000 {
-            let id = try await store.createRegistrationID(app: .default, now: start)
-            try await store.upsert(try registration(id, tags: ["username:user\(index % 500)", "all"]), now: start)
-        }
+        // Written as an import writes them: one transaction (2,000 single writes are 2,000 fsyncs).
+        try await store.restore(
+            try (0..<2000).map { index in
+                try registration(try RegistrationID(String(format: "t%06d", index)), tags: ["username:user\(index % 500)", "all"])
+            }, now: start)
         let batches = try await collect(
             store.registrations(
                 matching: try TagExpression(parsing: "username:user7 || username:user8"), platforms: .all, app: .default, batchSize: 3,
