@@ -251,6 +251,14 @@ public struct OutboxDrive: Sendable {
         return PageRecord(number: number, counts: counts, failures: failures, retry: retry)
     }
 
+    /// The handle changes of a batch to store: the removals and replacements the services asked
+    /// for, when the audience is registrations. A direct send's handles and an FCM topic are no
+    /// registrations: nothing is stored for them (a registration whose id looked like theirs
+    /// must not be touched).
+    public func storedHandleChanges(_ batch: DispatchedBatch) -> [HandleUpdate] {
+        notification.audience.walksRegistrations ? batch.handleUpdates : []
+    }
+
     /// What the store said to a page's record. A page recorded before is not counted again; one
     /// the store failed to record was still delivered, and counts among what this drive reached.
     public mutating func recorded(_ page: PageRecord, _ answer: Swift.Result<Bool, StoreError>) -> RecordStep {

@@ -160,7 +160,7 @@ public struct OutboxDriver: Sendable {
                     }) {
                         await record(page, of: notification, state: state, logger: logger)
                     }
-                    pending += batch.handleUpdates
+                    pending += machine.storedHandleChanges(batch)
                     if pending.count >= handleUpdateChunk {
                         // The other batches stay on the wire meanwhile.
                         await apply(pending, logger: logger)

@@ -165,6 +165,28 @@ import Testing
     }
 }
 
+extension OutboxDriverTests {
+    /// A direct send's handles are no registrations: a service's "gone" for one of them removes
+    /// nothing, not even a registration whose id reads like the handle's place in the send.
+    @Test func aDirectSendsGoneHandleRemovesNoRegistration() async throws {
+        let lookalike = try Registration(
+            id: try RegistrationID("direct-0001"), handle: DeviceHandle(uncheckedPlatform: .gcm, value: "token-kept"),
+            tags: [try Tag.username("alice")], owner: "alice")
+        try await store.restore([lookalike], now: clock.now)
+        let provider = InMemoryPushProvider(.gcm) { _ in
+            DeliveryVerdict(outcome: .expiredChannel, statusCode: 404, reason: "UNREGISTERED", handleChange: .remove)
+        }
+        let driver = driver(provider)
+        var notification = try notification()
+        notification.audience = .direct(handles: [DeviceHandle(uncheckedPlatform: .gcm, value: "token-gone")])
+        try await start(notification, on: driver)
+        let result = await driver.drive(notification, logger: Logger(label: "test"))
+        #expect(result.record?.counts == [.gcm: [.expiredChannel: 1]])
+        #expect(try await store.registration(id: lookalike.id, app: .default) == lookalike)
+        #expect(try await store.removals(app: .default, limit: 10).isEmpty)
+    }
+}
+
 /// Counts what the driver tells the metrics.
 final class CountingMetrics: OutboxMetrics {
     private let counts = Mutex<[String: Int]>([:])
