@@ -34,7 +34,8 @@ public struct LocalGateway: Sendable {
     /// cannot do, such as adding an app (a second hub).
     ///
     /// `listening: false` starts everything but the HTTP listener: the caller calls the router in
-    /// process (`server.application`), and ``baseURL`` names no port.
+    /// process (`server.application`), and ``baseURL`` is
+    /// `http://localhost`, the authority the router mode gives every request (nothing listens).
     public static func start(
         retryPolicy: RetryPolicy = RetryPolicy(), clock: any PushgateClock = SystemClock(),
         rewrite: ((inout [String: Any]) -> Void)? = nil,
@@ -64,8 +65,9 @@ public struct LocalGateway: Sendable {
         let services = server.serviceGroup(listening: listening)
         let serverTask = Task { try await services.run() }
         guard listening else {
+            // No socket: HummingbirdTesting's router mode names `localhost` as every request's authority.
             return LocalGateway(
-                sandbox: sandbox, directory: directory, baseURL: "in-process", secureBaseURL: nil,
+                sandbox: sandbox, directory: directory, baseURL: "http://localhost", secureBaseURL: nil,
                 client: try CurlHTTPClient(configuration: .init(httpVersion: .http1, maximumConnectionsPerHost: 4)), store: store,
                 server: server, services: services, serverTask: serverTask)
         }

@@ -59,7 +59,7 @@ import Testing
         #expect(result.stop == nil)
         #expect(result.record?.state == .completed)
         #expect(result.counts == [.gcm: [.success: 1_050]])
-        let record = try await store.notificationRecord(id: "n1", app: .default)
+        let record = await store.notificationRecord(id: "n1", app: .default)
         #expect(record?.counts == [.gcm: [.success: 1_050]])
         #expect(record?.targetsClaimed == 1_050 && record?.audienceExhausted == true)
         #expect(provider.delivered.count == 1_050 && provider.delivered.values.allSatisfy { $0 == 1 })
@@ -81,12 +81,12 @@ import Testing
         #expect(first.stop == .deferred(until: due))
         #expect(first.counts == [.gcm: [.success: 90]], "the throttled ten have no outcome yet")
         #expect(metrics.deferred == 10)
-        #expect(try await store.notificationRecord(id: "n1", app: .default)?.state == .processing)
+        #expect(await store.notificationRecord(id: "n1", app: .default)?.state == .processing)
         // Parked: nobody takes it before its retry is due.
         clock.advance(seconds: 119)
-        #expect(try await store.takeDueNotification(app: .default, lease: driver.control.lease(from: clock.now), now: clock.now) == nil)
+        #expect(await store.takeDueNotification(app: .default, lease: driver.control.lease(from: clock.now), now: clock.now) == nil)
         clock.advance(seconds: 1)
-        let takeover = try await store.takeDueNotification(app: .default, lease: driver.control.lease(from: clock.now), now: clock.now)
+        let takeover = await store.takeDueNotification(app: .default, lease: driver.control.lease(from: clock.now), now: clock.now)
         #expect(takeover?.notification.id == "n1")
         let second = await driver.drive(try #require(takeover).notification, logger: Logger(label: "test"))
         #expect(second.stop == nil)
@@ -104,7 +104,7 @@ import Testing
         try await start(notification, on: driver)
         let drive = Task { await driver.drive(notification, logger: Logger(label: "test")) }
         #expect(try await eventually(every: .milliseconds(5)) { provider.waiting == 3 }, "three batches on the wire")
-        _ = try await store.requestCancel(notificationID: "n1", app: .default, now: clock.now)
+        _ = await store.requestCancel(notificationID: "n1", app: .default, now: clock.now)
         driver.drives.cancel("n1")
         let result = await drive.value
         #expect(result.stop == nil)
@@ -123,7 +123,7 @@ import Testing
         let result = await driver.drive(notification, logger: Logger(label: "test"))
         #expect(result.stop == .draining)
         #expect(provider.deliveries == 0)
-        #expect(try await store.notificationRecord(id: "n1", app: .default)?.state == .processing, "resumed after the next start")
+        #expect(await store.notificationRecord(id: "n1", app: .default)?.state == .processing, "resumed after the next start")
     }
 
     /// The outbox off: the same driver over one send's ephemeral outbox delivers to the whole
@@ -140,7 +140,7 @@ import Testing
         #expect(result.stop == nil)
         #expect(result.record?.counts == [.gcm: [.success: 250]])
         #expect(provider.delivered.count == 250)
-        #expect(try await store.notificationRecord(id: "n1", app: .default) == nil)
+        #expect(await store.notificationRecord(id: "n1", app: .default) == nil)
         #expect(try await ephemeral.queue.notificationRecord(id: "n1", app: .default) == nil, "forgotten once finished")
         #expect(metrics.pagesClaimed == 0, "an ephemeral outbox counts no outbox metrics")
     }
@@ -160,7 +160,7 @@ import Testing
         #expect(result.record?.counts == [.gcm: [.success: 36, .expiredChannel: 4]])
         #expect(try await store.removals(app: .default, limit: 100).count == 4)
         #expect(try await store.registration(id: try RegistrationID("r0000007"), app: .default) == nil)
-        let failed = try await store.failedTargets(notificationID: "n1", app: .default, after: nil, limit: 100)
+        let failed = await store.failedTargets(notificationID: "n1", app: .default, after: nil, limit: 100)
         #expect(failed.map(\.registrationID.rawValue) == ["r0000007", "r0000017", "r0000027", "r0000037"])
     }
 }

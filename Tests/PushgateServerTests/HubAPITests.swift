@@ -23,7 +23,7 @@ import Testing
             self.keys = keys
         }
 
-        var resource: String { "http://127.0.0.1:\(fixture.local.port)/default" }
+        var resource: String { "\(fixture.local.baseURL)/default" }
 
         func token(
             rule: String = SharedAccessRule.defaultFullName, resource: String? = nil, expiry: Int64? = nil, key: String? = nil
@@ -80,7 +80,7 @@ import Testing
     }
 
     @Test func signaturesAreCheckedAsNotificationHubsChecksThem() async throws {
-        try await GatewayFixture.with { fixture in
+        try await GatewayFixture.inProcess { fixture in
             let client = try Client(fixture)
             let send: (String?) async throws -> CurlResponse = { authorization in
                 try await fixture.call(
@@ -91,7 +91,7 @@ import Testing
             #expect(accepted.status == 201, "\(accepted.bodyText)")
             #expect(accepted.header("Location")?.contains("/default/messages/") == true)
             // A namespace-wide token covers every hub.
-            #expect(try await send(client.token(resource: "http://127.0.0.1:\(fixture.local.port)/")).status == 201)
+            #expect(try await send(client.token(resource: "\(fixture.local.baseURL)/")).status == 201)
 
             let refusals: [(String?, String)] = [
                 (nil, "authorization required"),
@@ -101,8 +101,8 @@ import Testing
                 (client.token(expiry: Int64.max), "listener.sasMaximumLifetimeSeconds"),
                 (client.token() + "&x=padding", "'x' is not a field of a token"),
                 (client.token(rule: "NoSuchRule", key: "x"), "no shared access rule 'NoSuchRule'"),
-                (client.token(resource: "http://127.0.0.1:\(fixture.local.port)/otherhub"), "does not cover this request"),
-                (client.token(resource: "http://127.0.0.1:\(fixture.local.port)/defaultx"), "does not cover this request"),
+                (client.token(resource: "\(fixture.local.baseURL)/otherhub"), "does not cover this request"),
+                (client.token(resource: "\(fixture.local.baseURL)/defaultx"), "does not cover this request"),
                 (client.token(rule: SharedAccessRule.defaultListenName), "this needs Send"),
             ]
             for (authorization, reason) in refusals {
@@ -122,7 +122,7 @@ import Testing
     }
 
     @Test func nativeTemplateDirectAndTestSendsReachTheRegistrationsTheyShould() async throws {
-        try await GatewayFixture.with { fixture in
+        try await GatewayFixture.inProcess { fixture in
             let client = try Client(fixture)
             let native = await fixture.sandbox.createDevice(.apns)
             let templated = await fixture.sandbox.createDevice(.apns)
@@ -196,7 +196,7 @@ import Testing
     }
 
     @Test func batchDirectSendsReachEveryHandleWithEitherSDKsBoundary() async throws {
-        try await GatewayFixture.with { fixture in
+        try await GatewayFixture.inProcess { fixture in
             let client = try Client(fixture)
             let devices = [await fixture.sandbox.createDevice(.apns), await fixture.sandbox.createDevice(.apns)]
             func multipart(_ boundary: String, handles: [String], alert: String) -> String {
@@ -246,7 +246,7 @@ import Testing
     /// not, so the lookup would drop it from the retry).
     @Test func aThrottledDirectSendIsRetriedToItsHandle() async throws {
         let clock = ManualClock()
-        try await GatewayFixture.with(clock: clock) { fixture in
+        try await GatewayFixture.inProcess(clock: clock) { fixture in
             let client = try Client(fixture)
             let device = await fixture.sandbox.createDevice(.fcm)
             let quota = SandboxFault.Action.respond(status: 429, reason: "QUOTA_EXCEEDED", retryAfterSeconds: nil)
@@ -279,7 +279,7 @@ import Testing
 
     /// NH's FCM v1 templates wrap the message as the send API does: {"message": {…}}.
     @Test func anFCMv1TemplateInNotificationHubsShapeRenders() async throws {
-        try await GatewayFixture.with { fixture in
+        try await GatewayFixture.inProcess { fixture in
             let client = try Client(fixture)
             let device = await fixture.sandbox.createDevice(.fcm)
             let entry = """
@@ -322,7 +322,7 @@ import Testing
     /// installation's tag or a user's registration, forged continuation tokens, loose JSON
     /// Patch, ambiguous Atom entries, wrong content types, unknown routes).
     @Test func hostileRequestsAreRefusedAndWriteNothing() async throws {
-        try await GatewayFixture.with { fixture in
+        try await GatewayFixture.inProcess { fixture in
             let client = try Client(fixture)
             let listen = client.token(rule: SharedAccessRule.defaultListenName)
             let attacker = await fixture.sandbox.createDevice(.apns)
@@ -365,7 +365,7 @@ import Testing
             let immediateID = try #require(immediate.header("Location")?.split(separator: "?").first?.split(separator: "/").last)
             #expect(try await client.call("DELETE", "schedulednotifications/\(immediateID)").status == 404)
             // Links carry the listener's own scheme (plain HTTP here).
-            #expect(immediate.header("Location")?.hasPrefix("http://127.0.0.1:\(fixture.local.port)/default/messages/") == true)
+            #expect(immediate.header("Location")?.hasPrefix("\(fixture.local.baseURL)/default/messages/") == true)
 
             // Continuation tokens are the hub's own.
             for token in ["garbage", "AAAA", "-1", RegistrationID.random().rawValue] {
@@ -428,7 +428,7 @@ import Testing
     }
 
     @Test func registrationsRoundTripAsAtomEntriesWithETagsFiltersAndOwnershipRules() async throws {
-        try await GatewayFixture.with { fixture in
+        try await GatewayFixture.inProcess { fixture in
             let client = try Client(fixture)
             let device = await fixture.sandbox.createDevice(.apns)
             let reserved = try await client.call(
@@ -533,7 +533,7 @@ import Testing
     }
 
     @Test func installationsWithTemplatesArePatchedAndReachedThroughTheirInstallationTag() async throws {
-        try await GatewayFixture.with { fixture in
+        try await GatewayFixture.inProcess { fixture in
             let client = try Client(fixture)
             let device = await fixture.sandbox.createDevice(.apns)
             let listen = client.token(rule: SharedAccessRule.defaultListenName)
@@ -603,7 +603,7 @@ import Testing
     }
 
     @Test func aScheduledSendIsCancelledAndItsTelemetrySaysSo() async throws {
-        try await GatewayFixture.with { fixture in
+        try await GatewayFixture.inProcess { fixture in
             let client = try Client(fixture)
             let device = await fixture.sandbox.createDevice(.apns)
             _ = try await client.call(
@@ -757,7 +757,7 @@ import Testing
                 config["apps"] = apps
             }, adjust: { $0.auth.admins = ["root"] }
         ) { fixture in
-            let base = "http://127.0.0.1:\(fixture.local.port)"
+            let base = "\(fixture.local.baseURL)"
             let expiry = Int64(Date().timeIntervalSince1970) + 600
             let eu = SharedAccessSignature.token(resourceURI: base + "/eu", keyName: "EuFull", key: Self.euKey, expiry: expiry)
             let defaultKey = try String(

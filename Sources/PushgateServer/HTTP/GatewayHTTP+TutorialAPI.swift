@@ -31,8 +31,7 @@ extension GatewayHTTP {
         api.get("registrations") { request, context in
             let user = try context.authenticatedUser()
             let query = request.uri.queryParameters
-            let limitText = query.get("limit") ?? "100"
-            guard let limit = Int(limitText) else { throw GatewayError.badRequest("limit must be a number, not '\(limitText)'") }
+            let limit = try integer(query.get("limit"), named: "limit", default: 100)
             let found = try await gateway.registrations(user: user, tagExpression: query.get("tags"), limit: limit)
             return json(200, "[" + found.map(\.jsonLine).joined(separator: ",") + "]")
         }
@@ -108,8 +107,7 @@ extension GatewayHTTP {
         api.get("notifications") { request, context in
             let user = try context.authenticatedUser()
             let query = request.uri.queryParameters
-            let limitText = query.get("limit") ?? "50"
-            guard let limit = Int(limitText) else { throw GatewayError.badRequest("limit must be a number, not '\(limitText.prefix(40))'") }
+            let limit = try integer(query.get("limit"), named: "limit", default: 50)
             let records = try await gateway.notificationRecords(user: user, sender: query.get("sender"), limit: limit)
             return encoded(200, records.map { NotificationRecordBody($0, failedTargets: nil, nextFailedAfter: nil) })
         }
@@ -117,10 +115,7 @@ extension GatewayHTTP {
             let user = try context.authenticatedUser()
             let record = try await gateway.notificationRecord(id: decodedID(context), user: user)
             let query = request.uri.queryParameters
-            let limitText = query.get("failedLimit") ?? "100"
-            guard let limit = Int(limitText) else {
-                throw GatewayError.badRequest("failedLimit must be a number, not '\(limitText.prefix(40))'")
-            }
+            let limit = try integer(query.get("failedLimit"), named: "failedLimit", default: 100)
             let failed = try await gateway.failedTargets(of: record, after: query.get("failedAfter"), limit: limit)
             let next = failed.count == limit ? failed.last?.registrationID.rawValue : nil
             if (request.headers[.accept] ?? "").lowercased().contains("xml") {

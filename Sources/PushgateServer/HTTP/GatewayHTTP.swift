@@ -71,8 +71,16 @@ public enum GatewayHTTP {
         switch text?.lowercased() {
         case nil, "", "false", "0": return false
         case "true", "1": return true
-        default: throw .badRequest("\(name): '\(text!)' must be true or false")
+        default: throw .badRequest("\(name): '\(text!.prefix(40))' must be true or false")
         }
+    }
+
+    /// A whole-number query parameter (absent or empty: `default`), naming it and at most 40
+    /// characters of a wrong value; its range is the core's to check.
+    static func integer(_ text: String?, named name: String, default value: Int) throws(GatewayError) -> Int {
+        guard let text, !text.isEmpty else { return value }
+        guard let number = Int(text) else { throw .badRequest("\(name) must be a number, not '\(text.prefix(40))'") }
+        return number
     }
 
     static func forwarded(_ answer: (status: Int, body: String)) -> Response { json(answer.status, answer.body) }
