@@ -1,89 +1,118 @@
-/// Who a send goes to: the registrations whose tags satisfy an expression, or one FCM topic or
-/// condition, which Firebase fans out to the devices subscribed to it.
+/// Who a send goes to: registrations (those whose tags satisfy an expression, or every one),
+/// device handles given with the send, or one FCM topic or condition, which Firebase fans out to
+/// the devices subscribed to it.
 public enum Audience: Sendable, Hashable, CustomStringConvertible {
-    case tags(TagExpression)
+    /// The registrations whose tags satisfy the expression; every registration when nil (a hub
+    /// API send without tags).
+    case registrations(TagExpression?)
+    /// Device handles given with the send (a hub API direct send), each once, in order: no
+    /// registration stands behind them.
+    case handles([DeviceHandle])
+    /// An FCM topic or condition.
     case fcm(FCMRecipient)
-    /// Device handles given with the send (a hub API direct send), no registration; their ids
-    /// are `direct-0001`, `direct-0002`, … in order.
-    case direct([DispatchTarget])
-    /// Every registration (a hub API send without tags).
-    case everyone
+
+    /// The registrations whose tags satisfy `expression`.
+    public static func tags(_ expression: TagExpression) -> Audience { .registrations(expression) }
+
+    /// Every registration.
+    public static let everyone = Audience.registrations(nil)
 
     /// Whether the audience is a walk of registrations (tags, or every one).
     public var walksRegistrations: Bool {
-        switch self {
-        case .tags, .everyone: true
-        case .fcm, .direct: false
-        }
+        if case .registrations = self { return true }
+        return false
     }
 
     /// Most handles in one direct send (Notification Hubs' batch limit).
     public static let maximumDirectHandles = 1000
 
-    /// A direct send's targets, numbered.
+    /// A direct send's handles, each device once however often it is listed (pages would not see
+    /// repeats across their boundaries).
     public static func direct(handles: [DeviceHandle]) -> Audience {
-        // Each device once, however often its handle is listed (pages would not see repeats
-        // across their boundaries).
         var seen = Set<DeviceHandle>()
-        let distinct = handles.filter { seen.insert($0).inserted }
-        return .direct(
-            distinct.enumerated().map { index, handle in
-                let digits = String(index + 1)
-                return DispatchTarget(
-                    registrationID: try! RegistrationID("direct-" + String(repeating: "0", count: max(0, 4 - digits.count)) + digits),
-                    handle: handle)
-            })
+        return .handles(handles.filter { seen.insert($0).inserted })
     }
 
-    /// What a store keeps beside the expression's text: the FCM recipient, or the direct handles
-    /// (`direct` and a line per target); nil for tags.
+    /// The place of a direct send's `n`-th handle (from 1) among its targets, as results name
+    /// it: `direct-0001`, `direct-0002`, …. It names no registration: nothing is stored for it.
+    static func directTargetID(_ position: Int) -> RegistrationID {
+        let digits = String(position)
+        return try! RegistrationID("direct-" + String(repeating: "0", count: max(0, 4 - digits.count)) + digits)
+    }
+
+    /// What a store keeps beside the expression's text: `everyone`, the FCM recipient, or the
+    /// direct handles as JSON (`{"handles":[["apns","…"],…]}`); nil for tags.
     public var storedRecipient: String? {
         switch self {
-        case .tags: nil
-        case .everyone: "everyone"
-        case .fcm(let recipient): recipient.handleValue
-        case .direct(let targets): "direct\n" + OutboxRetry.encode(targets)
-        }
-    }
-
-    /// The audience back from a store: `text` is the expression, `recipient` the stored recipient.
-    public static func stored(text: String, recipient: String?) -> Audience? {
-        if let recipient {
-            if recipient == "everyone" { return .everyone }
-            if recipient.hasPrefix("direct\n") {
-                return OutboxRetry.decode(String(recipient.dropFirst("direct\n".count))).map(Audience.direct)
+        case .registrations(let expression): return expression == nil ? "everyone" : nil
+        case .fcm(let recipient): return recipient.handleValue
+        case .handles(let handles):
+            var output = Array(#"{"handles":["#.utf8)
+            for (index, handle) in handles.enumerated() {
+                if index > 0 { output.append(UInt8(ascii: ",")) }
+                output.append(UInt8(ascii: "["))
+                Escaping.appendJSONString(handle.platform.rawValue, to: &output)
+                output.append(UInt8(ascii: ","))
+                Escaping.appendJSONString(handle.value, to: &output)
+                output.append(UInt8(ascii: "]"))
             }
-            return FCMRecipient(handleValue: recipient).map(Audience.fcm)
+            output += Array("]}".utf8)
+            return String(decoding: output, as: UTF8.self)
         }
-        return (try? TagExpression(parsing: text)).map(Audience.tags)
     }
 
-    /// The tag expression, when the audience is one.
+    /// The audience back from a store: `text` is the expression, `recipient` the stored recipient
+    /// (also the line-per-target form older versions stored for direct handles).
+    public static func stored(text: String, recipient: String?) -> Audience? {
+        guard let recipient else { return (try? TagExpression(parsing: text)).map(Audience.tags) }
+        if recipient == "everyone" { return .everyone }
+        if recipient.hasPrefix(#"{"handles":"#) {
+            guard let elements = (try? JSONParser.parse(Array(recipient.utf8)))?["handles"]?.arrayElements else { return nil }
+            var handles: [DeviceHandle] = []
+            for element in elements {
+                guard let pair = element.arrayElements, pair.count == 2,
+                    let platform = pair[0].stringValue.flatMap(Platform.init(rawValue:)),
+                    let value = pair[1].stringValue
+                else { return nil }
+                handles.append(DeviceHandle(uncheckedPlatform: platform, value: value))
+            }
+            return .handles(handles)
+        }
+        if recipient.hasPrefix("direct\n") {
+            return OutboxRetry.decode(String(recipient.dropFirst("direct\n".count))).map { .handles($0.map(\.handle)) }
+        }
+        return FCMRecipient(handleValue: recipient).map(Audience.fcm)
+    }
+
+    /// The tag expression, when the audience is registrations matched by one.
     public var expression: TagExpression? {
-        if case .tags(let expression) = self { return expression }
+        if case .registrations(let expression) = self { return expression }
         return nil
     }
 
     /// The expression's text, or `topic news` / `condition 'a' in topics && …` (telemetry).
     public var description: String {
         switch self {
-        case .tags(let expression): expression.description
+        case .registrations(let expression?): expression.description
+        case .registrations(nil): "every registration"
         case .fcm(let recipient): recipient.description
-        case .everyone: "every registration"
-        case .direct(let targets): "direct send to \(targets.count) handle\(targets.count == 1 ? "" : "s")"
+        case .handles(let handles): "direct send to \(handles.count) handle\(handles.count == 1 ? "" : "s")"
         }
     }
 
     /// The targets of the audience after `after` (ids in order), at most `limit`, where the
-    /// registrations' own walk is `registrations`: an FCM recipient is one target, first.
+    /// registrations' own walk is `registrations`: an FCM recipient is one target; a direct
+    /// send's handles are targets by their place in the send.
     public func targets<Failure: Error>(
         after: RegistrationID?, limit: Int, registrations: (TagExpression?, RegistrationID?, Int) throws(Failure) -> [DispatchTarget]
     ) throws(Failure) -> [DispatchTarget] {
         switch self {
-        case .tags(let expression): try registrations(expression, after, limit)
-        case .everyone: try registrations(nil, after, limit)
+        case .registrations(let expression): try registrations(expression, after, limit)
         case .fcm(let recipient): after == nil && limit > 0 ? [recipient.target] : []
-        case .direct(let targets): Array(targets.lazy.filter { after == nil || $0.registrationID > after! }.prefix(limit))
+        case .handles(let handles):
+            Array(
+                handles.enumerated().lazy.map { DispatchTarget(registrationID: Self.directTargetID($0.offset + 1), handle: $0.element) }
+                    .filter { after == nil || $0.registrationID > after! }.prefix(limit))
         }
     }
 }
