@@ -161,9 +161,6 @@ final class SQLiteConnection: @unchecked Sendable {
         }
     }
 
-    /// Rows changed by the last statement.
-    var changes: Int { Int(sqlite3_changes(database)) }
-
     var userVersion: Int {
         get throws(StoreError) {
             let statement = try prepare("PRAGMA user_version")
@@ -252,14 +249,4 @@ extension SQLiteStatement {
                 }
             })
     }
-}
-
-/// The current row of a statement, read by position.
-struct SQLiteRow: SQLRowReading {
-    let statement: SQLiteStatement
-
-    func text(_ column: Int) -> String? { statement.text(Int32(column)) }
-    func double(_ column: Int) -> Double? { statement.double(Int32(column)) }
-    func integer(_ column: Int) -> Int? { statement.double(Int32(column)).map { _ in Int(statement.int64(Int32(column))) } }
-    func bool(_ column: Int) -> Bool { statement.int64(Int32(column)) != 0 }
 }
