@@ -396,15 +396,15 @@ func dynamicQuery(_ sql: String, _ values: [SQLValue]) -> PostgresQuery {
 }
 
 /// A row of PostgreSQL's answer, read by position (a value of another type reads as nil).
-struct PostgresRowReader: SQLRowReading {
+package struct PostgresRowReader: SQLRowReading {
     let row: PostgresRandomAccessRow
 
     init(_ row: PostgresRow) { self.row = PostgresRandomAccessRow(row) }
 
-    func text(_ column: Int) -> String? { (try? row[column].decode(String?.self)) ?? nil }
-    func double(_ column: Int) -> Double? { (try? row[column].decode(Double?.self)) ?? nil }
-    func integer(_ column: Int) -> Int? { (try? row[column].decode(Int?.self)) ?? nil }
-    func bool(_ column: Int) -> Bool { ((try? row[column].decode(Bool?.self)) ?? nil) ?? false }
+    package func text(_ column: Int) -> String? { (try? row[column].decode(String?.self)) ?? nil }
+    package func double(_ column: Int) -> Double? { (try? row[column].decode(Double?.self)) ?? nil }
+    package func integer(_ column: Int) -> Int? { (try? row[column].decode(Int?.self)) ?? nil }
+    package func bool(_ column: Int) -> Bool { ((try? row[column].decode(Bool?.self)) ?? nil) ?? false }
 }
 
 extension PostgresRowSequence {

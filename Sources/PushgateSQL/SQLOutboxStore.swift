@@ -1,0 +1,77 @@
+import Pushgate
+
+/// A store whose outbox is the SQL outbox on its own database: its ``OutboxStore`` operations are
+/// the outbox's, forwarded here once for every SQL store.
+package protocol SQLOutboxStore: OutboxStore {
+    associatedtype OutboxDatabase: SQLDatabase
+    /// The outbox on this store's database.
+    var outbox: SQLOutbox<OutboxDatabase> { get }
+}
+
+extension SQLOutboxStore {
+    public func enqueue(_ notification: OutboxNotification, lease: OutboxLease?) async throws(StoreError) {
+        try await outbox.enqueue(notification, lease: lease)
+    }
+
+    public func takeDueNotification(app: AppID, lease: OutboxLease, now: Timestamp) async throws(StoreError) -> OutboxTakeover? {
+        try await outbox.takeDueNotification(app: app, lease: lease, now: now)
+    }
+
+    public func claimPage(
+        notificationID: String, app: AppID, lease: OutboxLease, pageSize: Int, now: Timestamp
+    ) async throws(StoreError) -> OutboxClaim {
+        try await outbox.claimPage(notificationID: notificationID, app: app, lease: lease, pageSize: pageSize, now: now)
+    }
+
+    public func completePage(
+        notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult],
+        retry: OutboxRetry?
+    ) async throws(StoreError) -> Bool {
+        try await outbox.completePage(
+            notificationID: notificationID, app: app, number: number, counts: counts, failures: failures, retry: retry)
+    }
+
+    public func finish(notificationID: String, app: AppID, owner: String, now: Timestamp) async throws(StoreError) -> NotificationRecord? {
+        try await outbox.finish(notificationID: notificationID, app: app, owner: owner, now: now)
+    }
+
+    public func parkNotification(
+        notificationID: String, app: AppID, owner: String, now: Timestamp
+    ) async throws(StoreError) -> Timestamp? {
+        try await outbox.parkNotification(notificationID: notificationID, app: app, owner: owner, now: now)
+    }
+
+    public func renewLeases(owner: String, until: Timestamp) async throws(StoreError) {
+        try await outbox.renewLeases(owner: owner, until: until)
+    }
+
+    public func releaseLeases(owner: String, notificationID: String?) async throws(StoreError) {
+        try await outbox.releaseLeases(owner: owner, notificationID: notificationID)
+    }
+
+    public func requestCancel(notificationID: String, app: AppID, now: Timestamp) async throws(StoreError) -> NotificationRecord? {
+        try await outbox.requestCancel(notificationID: notificationID, app: app, now: now)
+    }
+
+    public func notificationRecord(id: String, app: AppID) async throws(StoreError) -> NotificationRecord? {
+        try await outbox.notificationRecord(id: id, app: app)
+    }
+
+    public func failedTargets(
+        notificationID: String, app: AppID, after: RegistrationID?, limit: Int
+    ) async throws(StoreError) -> [TargetResult] {
+        try await outbox.failedTargets(notificationID: notificationID, app: app, after: after, limit: limit)
+    }
+
+    public func notificationRecords(app: AppID, sender: String?, limit: Int) async throws(StoreError) -> [NotificationRecord] {
+        try await outbox.notificationRecords(app: app, sender: sender, limit: limit)
+    }
+
+    public func pruneNotifications(endedBefore: Timestamp) async throws(StoreError) -> Int {
+        try await outbox.pruneNotifications(endedBefore: endedBefore)
+    }
+
+    public func outboxDepth(now: Timestamp) async throws(StoreError) -> OutboxDepth {
+        try await outbox.outboxDepth(now: now)
+    }
+}
