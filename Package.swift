@@ -60,6 +60,7 @@ let package = Package(
             dependencies: [
                 "Pushgate", "PushgateCurl",
                 .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

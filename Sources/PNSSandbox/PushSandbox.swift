@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Logging
 import NIOCore
@@ -106,6 +107,15 @@ public final class PushSandbox: Service, Sendable {
                 responder: WNSService(state: state, credentials: credentials), group: group, logger: logger)
             let wnsBase = "https://\(urlHost):\(wns.port)"
 
+            // The Web Push service's origin is the VAPID audience it checks: bind, then build.
+            let webPushForwarder = ForwardingResponder()
+            let webPush = try await SandboxListener.bind(
+                host: host, port: configuration.webPushPort,
+                settings: .init(protocols: .http2AndHTTP1, tls: try tls(["h2", "http/1.1"])), responder: webPushForwarder, group: group,
+                logger: logger)
+            let webPushBase = "https://\(urlHost):\(webPush.port)"
+            webPushForwarder.target.setTarget(try await WebPushService(state: state, credentials: credentials, origin: webPushBase))
+
             let controlForwarder = ForwardingResponder()
             let control = try await SandboxListener.bind(
                 host: host, port: configuration.controlPort, settings: .init(protocols: .http1Only, tls: nil),
@@ -114,15 +124,19 @@ public final class PushSandbox: Service, Sendable {
             let endpoints = SandboxEndpoints(
                 apns: "https://\(urlHost):\(apns.port)", fcm: googleBase, gcm: googleBase + "/fcm/send", googleToken: googleBase + "/token",
                 wnsToken: wnsBase + "/accesstoken.srf", wnsChannelHost: "\(urlHost):\(wns.port)", wns: wnsBase,
-                control: "http://\(urlHost):\(control.port)")
+                webPush: webPushBase, webPushHost: "\(urlHost):\(webPush.port)", control: "http://\(urlHost):\(control.port)")
             let sandbox = PushSandbox(
                 configuration: configuration, credentials: credentials, endpoints: endpoints, state: state,
                 caCertificatePEM: authority.caCertificatePEM, gatewayCertificatePEM: authority.gatewayCertificatePEM,
-                gatewayPrivateKeyPEM: authority.gatewayPrivateKeyPEM, listeners: [apns, google, wns, control], group: group, logger: logger)
+                gatewayPrivateKeyPEM: authority.gatewayPrivateKeyPEM, listeners: [apns, google, wns, webPush, control], group: group,
+                logger: logger)
             controlForwarder.target.setTarget(ControlAPI(sandbox: sandbox))
             logger.info(
                 "sandbox listening",
-                metadata: ["apns": "\(endpoints.apns)", "google": "\(googleBase)", "wns": "\(wnsBase)", "control": "\(endpoints.control)"])
+                metadata: [
+                    "apns": "\(endpoints.apns)", "google": "\(googleBase)", "wns": "\(wnsBase)", "webPush": "\(webPushBase)",
+                    "control": "\(endpoints.control)",
+                ])
             return sandbox
         } catch {
             try? await group.shutdownGracefully()
@@ -131,10 +145,20 @@ public final class PushSandbox: Service, Sendable {
     }
 
     /// Creates a device on `platform` and returns it with its handle: an APNs device token (64 hex
-    /// digits), an FCM / GCM registration token, or a WNS channel URI on the sandbox.
+    /// digits), an FCM / GCM registration token, a WNS channel URI on the sandbox, or a browser's
+    /// push subscription (JSON: its endpoint on the sandbox, its own P-256 key and auth secret,
+    /// made for the sandbox's VAPID key).
     public func createDevice(_ platform: Platform, belongsToAnotherApp: Bool = false) async -> SandboxDevice {
         let handle: String
         switch platform {
+        case .browser:
+            let key = P256.KeyAgreement.PrivateKey()
+            let auth = (0..<16).map { _ in UInt8.random(in: 0...255) }
+            let endpoint = endpoints.webPush + WebPushService.pathPrefix + SandboxCredentials.randomToken(120)
+            let subscription = WebPushSubscription(endpoint: endpoint, p256dh: Array(key.publicKey.x963Representation), auth: auth)
+            return state.addWebPushDevice(
+                handle: subscription.handleValue, endpoint: endpoint,
+                keys: SandboxWebPushKeys(privateKey: Array(key.rawRepresentation), auth: auth))
         case .apns:
             handle = SandboxCredentials.randomHex(64)
         case .fcm, .gcm:
@@ -157,6 +181,7 @@ public final class PushSandbox: Service, Sendable {
             ("serviceAccount", "service-account.json", credentials.serviceAccountJSON(tokenURI: endpoints.googleToken)),
             ("gcmServerKey", "gcm-server-key.txt", credentials.gcmServerKey),
             ("wnsClientSecret", "wns-client-secret.txt", credentials.wnsClientSecret),
+            ("vapidPrivateKey", "vapid-private-key.txt", credentials.vapidPrivateKey),
             ("apnsCertificate", "apns-client.pem", credentials.apnsClientCertificatePEM),
             ("apnsProductionCertificate", "apns-client-production.pem", credentials.apnsProductionClientCertificatePEM),
             ("gatewayCertificate", "gateway-certificate.pem", gatewayCertificatePEM),
@@ -172,11 +197,13 @@ public final class PushSandbox: Service, Sendable {
         let summary: [String: Any] = [
             "endpoints": [
                 "apns": endpoints.apns, "fcm": endpoints.fcm, "gcm": endpoints.gcm, "googleToken": endpoints.googleToken,
-                "wnsToken": endpoints.wnsToken, "wnsChannelHost": endpoints.wnsChannelHost, "control": endpoints.control,
+                "wnsToken": endpoints.wnsToken, "wnsChannelHost": endpoints.wnsChannelHost, "webPushHost": endpoints.webPushHost,
+                "control": endpoints.control,
             ],
             "apns": ["keyId": credentials.apnsKeyID, "teamId": credentials.apnsTeamID, "topic": credentials.apnsTopic],
             "fcm": ["projectId": credentials.fcmProjectID],
             "wns": ["clientId": credentials.wnsClientID],
+            "browser": ["vapidPublicKey": credentials.vapidPublicKey, "vapidPrivateKey": credentials.vapidPrivateKey],
             "files": paths,
         ]
         let data = try JSONSerialization.data(withJSONObject: summary, options: [.prettyPrinted, .sortedKeys])

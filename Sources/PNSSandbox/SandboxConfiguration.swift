@@ -9,6 +9,8 @@ public struct SandboxConfiguration: Sendable {
     public var googlePort: Int
     /// WNS channels and its OAuth token endpoint.
     public var wnsPort: Int
+    /// The Web Push service (browsers' subscription endpoints).
+    public var webPushPort: Int
     /// The control API (plain HTTP on loopback): devices, inboxes, faults.
     public var controlPort: Int
     /// The app's bundle id (APNs topic).
@@ -26,7 +28,7 @@ public struct SandboxConfiguration: Sendable {
     public var inboxLimit: Int?
 
     public init(
-        host: String = "127.0.0.1", apnsPort: Int = 0, googlePort: Int = 0, wnsPort: Int = 0, controlPort: Int = 0,
+        host: String = "127.0.0.1", apnsPort: Int = 0, googlePort: Int = 0, wnsPort: Int = 0, webPushPort: Int = 0, controlPort: Int = 0,
         apnsTopic: String = "com.example.pushgate", fcmProjectID: String = "pushgate-sandbox",
         apnsMaximumConcurrentStreams: Int = 1000, clock: any PushgateClock = SystemClock(), inboxLimit: Int? = nil
     ) {
@@ -34,6 +36,7 @@ public struct SandboxConfiguration: Sendable {
         self.apnsPort = apnsPort
         self.googlePort = googlePort
         self.wnsPort = wnsPort
+        self.webPushPort = webPushPort
         self.controlPort = controlPort
         self.apnsTopic = apnsTopic
         self.fcmProjectID = fcmProjectID
@@ -59,6 +62,11 @@ public struct SandboxEndpoints: Sendable, Hashable, Codable {
     public let wnsChannelHost: String
     /// WNS base URL channel URIs start with.
     public let wns: String
+    /// The Web Push service's origin (`https://127.0.0.1:PORT`); subscriptions' endpoints are
+    /// `…/wpush/<token>`.
+    public let webPush: String
+    /// The host and port subscription endpoints point at: a gateway allow-lists exactly this.
+    public let webPushHost: String
     /// The control API base URL (plain HTTP).
     public let control: String
 }

@@ -15,6 +15,9 @@ public enum EmbeddedTemplates {
         "secure.fcm.json": #"{"data": {"secureId": "$(secureId)"}}\#n"#,
         "secure.gcm.json": #"{"data": {"secureId": "$(secureId)"}}\#n"#,
         "secure.wns.txt": #"$(secureId)"#,
+        "notify.browser.json":
+            #"{"web_push": 8030, "notification": {"title": "{'From ' + $(user)}", "body": "$(message)", "navigate": "/"}}\#n"#,
+        "secure.browser.json": #"{"secureId": "$(secureId)"}\#n"#,
     ]
 
     /// Writes every template into `directory/templates/` and returns that folder.

@@ -20,8 +20,11 @@ public struct SandboxGatewayConfiguration: Sendable {
     public var wnsTokenEndpoint: String
     public var wnsClientID: String
     public var wnsChannelHost: String
+    /// The sandbox's Web Push host (`127.0.0.1:PORT`) and the VAPID application server key.
+    public var webPushHost: String?
+    public var vapidPublicKey: String?
     /// Paths of the files the sandbox wrote: `ca`, `apnsKey`, `serviceAccount`, `gcmServerKey`,
-    /// `wnsClientSecret`.
+    /// `wnsClientSecret`, `vapidPrivateKey`.
     public var files: [String: String]
     /// Gateway listener port (0: the OS picks).
     public var listenerPort: Int
@@ -35,7 +38,8 @@ public struct SandboxGatewayConfiguration: Sendable {
 
     public init(
         apnsEndpoint: String, apnsTopic: String, apnsKeyID: String, apnsTeamID: String, fcmEndpoint: String, gcmEndpoint: String,
-        wnsTokenEndpoint: String, wnsClientID: String, wnsChannelHost: String, files: [String: String], listenerPort: Int = 8080,
+        wnsTokenEndpoint: String, wnsClientID: String, wnsChannelHost: String, webPushHost: String? = nil, vapidPublicKey: String? = nil,
+        files: [String: String], listenerPort: Int = 8080,
         listenerTLSPort: Int? = 8443, demoPasswordEqualsName: Bool = true, sandboxControl: String? = nil
     ) {
         self.apnsEndpoint = apnsEndpoint
@@ -47,6 +51,8 @@ public struct SandboxGatewayConfiguration: Sendable {
         self.wnsTokenEndpoint = wnsTokenEndpoint
         self.wnsClientID = wnsClientID
         self.wnsChannelHost = wnsChannelHost
+        self.webPushHost = webPushHost
+        self.vapidPublicKey = vapidPublicKey
         self.files = files
         self.listenerPort = listenerPort
         self.listenerTLSPort = listenerTLSPort
@@ -71,6 +77,37 @@ public struct SandboxGatewayConfiguration: Sendable {
         if let listenerTLSPort, files["gatewayCertificate"] != nil, files["gatewayKey"] != nil {
             listener["tls"] = ["certificateChain": file("gatewayCertificate"), "privateKey": file("gatewayKey"), "port": listenerTLSPort]
         }
+        var handles: [String: Any] = ["wnsChannelHosts": [wnsChannelHost, "*.notify.windows.com"]]
+        var services: [String: Any] = [
+            "apns": [
+                "endpoint": apnsEndpoint, "topic": apnsTopic, "caFile": ca,
+                "token": ["keyId": apnsKeyID, "teamId": apnsTeamID, "privateKey": file("apnsKey")],
+            ],
+            "fcm": ["endpoint": fcmEndpoint, "serviceAccount": file("serviceAccount"), "caFile": ca],
+            "gcm": ["endpoint": gcmEndpoint, "serverKey": file("gcmServerKey"), "caFile": ca],
+            "wns": [
+                "tokenEndpoint": wnsTokenEndpoint, "clientId": wnsClientID, "clientSecret": file("wnsClientSecret"), "caFile": ca,
+            ],
+        ]
+        var notify: [String: Any] = [
+            "apns": template("notify", "apns", "json", ["apns-push-type": "alert", "apns-priority": "10"]),
+            "fcm": template("notify", "fcm", "json"), "gcm": template("notify", "gcm", "json"),
+            "wns": template("notify", "wns", "xml", ["X-WNS-Type": "wns/toast"]),
+        ]
+        var secure: [String: Any] = [
+            "apns": template("secure", "apns", "json", ["apns-push-type": "background", "apns-priority": "5"]),
+            "fcm": template("secure", "fcm", "json"), "gcm": template("secure", "gcm", "json"),
+            "wns": template("secure", "wns", "txt", ["X-WNS-Type": "wns/raw"]),
+        ]
+        if let webPushHost, let vapidPublicKey, files["vapidPrivateKey"] != nil {
+            handles["webPushHosts"] = [webPushHost] + WebPushLimits.defaultHosts
+            services["browser"] = [
+                "subject": "mailto:push@example.com", "vapidPublicKey": vapidPublicKey, "vapidPrivateKey": file("vapidPrivateKey"),
+                "caFile": ca,
+            ]
+            notify["browser"] = template("notify", "browser", "json", ["TTL": "86400", "Urgency": "normal"])
+            secure["browser"] = template("secure", "browser", "json", ["TTL": "600", "Urgency": "high"])
+        }
         return [
             "listener": listener,
             "console": console,
@@ -78,37 +115,15 @@ public struct SandboxGatewayConfiguration: Sendable {
             "auth": ["users": [Any](), "admins": [Any](), "demoPasswordEqualsName": demoPasswordEqualsName],
             "apps": [
                 "default": [
-                    "handles": ["wnsChannelHosts": [wnsChannelHost, "*.notify.windows.com"]],
-                    "services": [
-                        "apns": [
-                            "endpoint": apnsEndpoint, "topic": apnsTopic, "caFile": ca,
-                            "token": ["keyId": apnsKeyID, "teamId": apnsTeamID, "privateKey": file("apnsKey")],
-                        ],
-                        "fcm": ["endpoint": fcmEndpoint, "serviceAccount": file("serviceAccount"), "caFile": ca],
-                        "gcm": ["endpoint": gcmEndpoint, "serverKey": file("gcmServerKey"), "caFile": ca],
-                        "wns": [
-                            "tokenEndpoint": wnsTokenEndpoint, "clientId": wnsClientID, "clientSecret": file("wnsClientSecret"),
-                            "caFile": ca,
-                        ],
-                    ],
+                    "handles": handles,
+                    "services": services,
                     "accessRules": [
                         SharedAccessRuleNames.listen: ["key": ["file": Self.keyFile(SharedAccessRuleNames.listen)], "rights": ["Listen"]],
                         SharedAccessRuleNames.full: [
                             "key": ["file": Self.keyFile(SharedAccessRuleNames.full)], "rights": ["Listen", "Manage", "Send"],
                         ],
                     ],
-                    "templates": [
-                        "notify": [
-                            "apns": template("notify", "apns", "json", ["apns-push-type": "alert", "apns-priority": "10"]),
-                            "fcm": template("notify", "fcm", "json"), "gcm": template("notify", "gcm", "json"),
-                            "wns": template("notify", "wns", "xml", ["X-WNS-Type": "wns/toast"]),
-                        ],
-                        "secure": [
-                            "apns": template("secure", "apns", "json", ["apns-push-type": "background", "apns-priority": "5"]),
-                            "fcm": template("secure", "fcm", "json"), "gcm": template("secure", "gcm", "json"),
-                            "wns": template("secure", "wns", "txt", ["X-WNS-Type": "wns/raw"]),
-                        ],
-                    ],
+                    "templates": ["notify": notify, "secure": secure],
                 ]
             ],
         ]

@@ -126,12 +126,17 @@ public struct LocalGateway: Sendable {
     public static func register(
         _ device: SandboxDevice, tags: [String], call: (String, String, String) async throws -> CurlResponse
     ) async throws -> String {
-        let encodedHandle = device.handle.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? device.handle
+        // A browser is looked up by its subscription's endpoint and registered with the
+        // subscription as the object `PushSubscription.toJSON()` gives.
+        let subscription = device.platform == .browser ? WebPushSubscription(handleValue: device.handle) : nil
+        let lookup = subscription?.endpoint ?? device.handle
+        let encodedHandle = lookup.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? lookup
         let created = try await call("POST", "/api/register?handle=\(encodedHandle)", "")
         guard created.status == 200 else { throw LocalGatewayError(description: "POST /api/register answered \(created.status)") }
         let id = String(created.bodyText.dropFirst().dropLast())
         let tagList = tags.map { "\"\($0)\"" }.joined(separator: ", ")
-        let body = "{\n  \"Platform\": \"\(device.platform.rawValue)\",\n  \"Handle\": \"\(device.handle)\",\n  \"Tags\": [\(tagList)]\n}"
+        let handle = subscription == nil ? "\"\(device.handle)\"" : device.handle
+        let body = "{\n  \"Platform\": \"\(device.platform.rawValue)\",\n  \"Handle\": \(handle),\n  \"Tags\": [\(tagList)]\n}"
         let updated = try await call("PUT", "/api/register/\(id)", body)
         guard updated.status == 200 else {
             throw LocalGatewayError(description: "PUT /api/register answered \(updated.status): \(updated.bodyText)")

@@ -12,7 +12,8 @@ extension PushSandbox {
             apnsTeamID: credentials.apnsTeamID,
             fcmEndpoint: endpoints.fcm, gcmEndpoint: endpoints.gcm, wnsTokenEndpoint: endpoints.wnsToken,
             wnsClientID: credentials.wnsClientID,
-            wnsChannelHost: endpoints.wnsChannelHost, files: files, listenerPort: listenerPort,
+            wnsChannelHost: endpoints.wnsChannelHost, webPushHost: endpoints.webPushHost, vapidPublicKey: credentials.vapidPublicKey,
+            files: files, listenerPort: listenerPort,
             listenerTLSPort: listenerTLSPort, sandboxControl: endpoints.control
         ).write(to: directory)
     }

@@ -126,7 +126,12 @@ extension PostgresStore {
             attempts integer NOT NULL,
             PRIMARY KEY (app, notification_id, registration_id)
         );
+        """,
+        // Version 2: browser subscriptions are found by their endpoint, a prefix of the handle:
+        // a byte-ordered index whatever the database's collation.
         """
+        CREATE INDEX registrations_by_handle_bytes ON registrations (app, (handle COLLATE "C"));
+        """,
     ]
 
     /// Applies the migrations not yet applied; answers the versions it applied.

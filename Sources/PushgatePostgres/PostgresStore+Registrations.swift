@@ -40,6 +40,19 @@ extension PostgresStore: RegistrationStore {
         }
     }
 
+    public func registrationIDs(handlePrefix: String, app: AppID) async throws(StoreError) -> [RegistrationID] {
+        // A range of the byte-ordered index on (app, handle COLLATE "C") (schema version 2).
+        guard let last = handlePrefix.unicodeScalars.last, let next = Unicode.Scalar(last.value + 1) else { return [] }
+        let upper = String(handlePrefix.unicodeScalars.dropLast()) + String(next)
+        let logger = self.logger
+        return try await perform { connection in
+            try await connection.query(
+                "SELECT id FROM registrations WHERE app = \(app.rawValue) AND handle COLLATE \"C\" >= \(handlePrefix) AND handle COLLATE \"C\" < \(upper) ORDER BY id",
+                logger: logger
+            ).all(String.self).compactMap { try? RegistrationID($0) }
+        }
+    }
+
     public func upsert(_ registration: Registration, now: Timestamp) async throws(StoreError) {
         let template = try Self.encodedTemplate(registration)
         let logger = self.logger

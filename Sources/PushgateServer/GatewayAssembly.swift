@@ -61,6 +61,19 @@ public enum GatewayAssembly {
                     tokenEndpoint: wns.tokenEndpoint, clientID: wns.clientID, clientSecret: secret, scope: wns.scope,
                     handles: app.configuration.handles, transport: transport, policy: policy, clock: clock))
         }
+        if let browser = services.browser {
+            let signer: VAPIDSigner
+            do {
+                signer = try await VAPIDSigner(
+                    subject: browser.subject, publicKey: browser.vapidPublicKey, privateKey: try secrets.resolve(browser.vapidPrivateKey),
+                    clock: clock)
+            } catch let error as VAPIDSigner.Failure {
+                throw GatewayError(.misconfigured, "app \(app.configuration.id) services.browser: \(error.description)")
+            }
+            let transport = try CurlPushTransport(configuration: .init(httpVersion: .http2, caFile: caFile(browser.caFile)), pools: pools)
+            providers.append(
+                WebPushProvider(signer: signer, handles: app.configuration.handles, transport: transport, policy: policy, clock: clock))
+        }
         return providers
     }
 }

@@ -65,6 +65,7 @@ extension NotificationResult {
         case .fcm: "FcmV1OutcomeCounts"
         case .gcm: "GcmOutcomeCounts"
         case .wns: "WnsOutcomeCounts"
+        case .browser: "BrowserOutcomeCounts"
         }
     }
 }

@@ -183,8 +183,9 @@ struct ConfigFolder: ~Copyable {
             apnsEndpoint: "https://127.0.0.1:9001", apnsTopic: "com.example.app", apnsKeyID: "ABCDEFGHIJ", apnsTeamID: "KLMNOPQRST",
             fcmEndpoint: "https://127.0.0.1:9002", gcmEndpoint: "https://127.0.0.1:9002/fcm/send",
             wnsTokenEndpoint: "https://127.0.0.1:9003/accesstoken.srf",
-            wnsClientID: "ms-app://s-1", wnsChannelHost: "127.0.0.1:9003",
-            files: ["ca": folder.path + "/ca.pem", "apnsKey": folder.path + "/k.p8"]
+            wnsClientID: "ms-app://s-1", wnsChannelHost: "127.0.0.1:9003", webPushHost: "127.0.0.1:9004",
+            vapidPublicKey: Base64URL.encode([4] + [UInt8](repeating: 7, count: 64)),
+            files: ["ca": folder.path + "/ca.pem", "apnsKey": folder.path + "/k.p8", "vapidPrivateKey": folder.path + "/vapid.txt"]
         ).write(to: folder.path)
         let loaded = try ConfigurationLoader.load(file: path)
         let app = loaded.defaultApp.configuration

@@ -18,6 +18,7 @@ struct DispatchFixture {
     let fcm: FCMProvider
     let gcm: GCMProvider
     let wns: WNSProvider
+    let browser: WebPushProvider
 
     static func start(
         policy: RetryPolicy = RetryPolicy(maximumAttempts: 3, initialBackoffSeconds: 0.05, jitter: 0)
@@ -52,16 +53,22 @@ struct DispatchFixture {
             tokenEndpoint: sandbox.endpoints.wnsToken, clientID: credentials.wnsClientID, clientSecret: credentials.wnsClientSecret,
             handles: HandlePolicy(wnsChannelHosts: [sandbox.endpoints.wnsChannelHost]), transport: try transport(.http1, connections: 8),
             policy: policy, clock: clock)
+        let signer = try await VAPIDSigner(
+            subject: "mailto:push@example.com", publicKey: credentials.vapidPublicKey, privateKey: credentials.vapidPrivateKey, clock: clock
+        )
+        let browser = WebPushProvider(
+            signer: signer, handles: HandlePolicy(webPushHosts: [sandbox.endpoints.webPushHost]), transport: try transport(.http2),
+            policy: policy, clock: clock)
         return DispatchFixture(
             sandbox: sandbox, directory: directory, files: files, clock: clock, sandboxClock: sandboxClock, apns: apns,
             apnsTokens: apnsTokens,
-            fcm: fcm, gcm: gcm, wns: wns)
+            fcm: fcm, gcm: gcm, wns: wns, browser: browser)
     }
 
-    var dispatcher: Dispatcher { Dispatcher(providers: [apns, fcm, gcm, wns]) }
+    var dispatcher: Dispatcher { Dispatcher(providers: [apns, fcm, gcm, wns, browser]) }
 
     func stop() async throws {
-        for provider in [apns, fcm, gcm, wns] as [any PushProvider] { await provider.shutdown() }
+        for provider in [apns, fcm, gcm, wns, browser] as [any PushProvider] { await provider.shutdown() }
         try await sandbox.shutdown()
         try? FileManager.default.removeItem(atPath: directory)
     }
@@ -106,6 +113,11 @@ enum Payloads {
         case .wns:
             try PlatformTemplate(
                 platform: .wns, template: try Template(raw: "{'From ' + $(user) + ': ' + $(message)}"), headers: [("X-WNS-Type", "wns/raw")]
+            ).render(properties)
+        case .browser:
+            try PlatformTemplate(
+                platform: .browser, template: try Template(json: #"{"title":"{'From ' + $(user) + ': ' + $(message)}"}"#),
+                headers: [("TTL", "60")]
             ).render(properties)
         }
     }

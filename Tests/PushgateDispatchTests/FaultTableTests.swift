@@ -108,7 +108,25 @@ import Testing
         Row(service: .wns, status: 503, reason: "Service unavailable", expected: .retriedThenDelivered),
     ]
 
-    @Test(arguments: apns + fcm + gcm + wns)
+    /// Web Push: Mozilla autopush's answers (errno in its JSON), Apple's and FCM's reasons.
+    static let browser: [Row] = [
+        Row(service: .browser, status: 400, reason: "Request did not validate invalid token", expected: .final(.badChannel)),
+        Row(service: .browser, status: 400, reason: "Invalid TTL header value", expected: .final(.invalidNotificationFormat)),
+        Row(service: .browser, status: 400, reason: "BadWebPushTopic", expected: .final(.invalidNotificationFormat)),
+        Row(service: .browser, status: 401, reason: "Invalid bearer token: expired", expected: .retriedThenDelivered),
+        Row(service: .browser, status: 403, reason: "BadJwtToken", expected: .final(.invalidCredentials)),
+        // The subscription was made for another application server key: useless to this one,
+        // but the browser's to decide; nothing is pruned.
+        Row(service: .browser, status: 403, reason: "VapidPkHashMismatch", expected: .final(.badChannel)),
+        Row(service: .browser, status: 404, reason: "Not Found", expected: .final(.expiredChannel, removed: true)),
+        Row(service: .browser, status: 410, reason: "Subscription is no longer valid", expected: .final(.expiredChannel, removed: true)),
+        Row(service: .browser, status: 413, reason: "Payload too large", expected: .final(.invalidNotificationSize)),
+        Row(service: .browser, status: 429, reason: "Too many requests", expected: .retriedThenDelivered),
+        Row(service: .browser, status: 500, reason: "Internal error", expected: .retriedThenDelivered),
+        Row(service: .browser, status: 503, reason: "Service unavailable", expected: .retriedThenDelivered),
+    ]
+
+    @Test(arguments: apns + fcm + gcm + wns + browser)
     func documentedAnswer(_ row: Row) async throws {
         try await DispatchFixture.with { fixture in
             let platform: Platform =
@@ -116,6 +134,7 @@ import Testing
                 case .apns: .apns
                 case .fcm: .fcm
                 case .gcm: .gcm
+                case .browser: .browser
                 default: .wns
                 }
             let (device, target) = await fixture.target(platform)
@@ -129,6 +148,7 @@ import Testing
                 case .fcm: fixture.fcm
                 case .gcm: fixture.gcm
                 case .wns: fixture.wns
+                case .browser: fixture.browser
                 }
             let report = await provider.deliver(try Payloads.notify(platform), to: [target])[0]
             let delivered = await fixture.sandbox.state.inbox(deviceID: device.id).count

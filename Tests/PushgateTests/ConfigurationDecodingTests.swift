@@ -93,11 +93,17 @@ import Testing
                          "token": {"keyId": "ABC123DEFG", "teamId": "DEF123GHIJ", "privateKey": {"file": "key.p8"}}},
                 "fcm": {"serviceAccount": {"env": "SA_JSON"}},
                 "gcm": {"serverKey": {"value": "AAAA-server-key"}},
-                "wns": {"clientId": "ms-app://s-1", "clientSecret": {"env": "WNS_SECRET"}}
+                "wns": {"clientId": "ms-app://s-1", "clientSecret": {"env": "WNS_SECRET"}},
+                "browser": {"subject": "mailto:push@example.com", "vapidPrivateKey": {"env": "VAPID_KEY"},
+                            "vapidPublicKey": "BAcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc="}
               }}}}
             """#
         let services = try #require(try decode(text).defaultApp?.services)
         #expect(services.configuredPlatforms == Platform.allCases)
+        // The key is kept in canonical base64url (no padding); the private key as its source only.
+        #expect(
+            services.browser?.vapidPublicKey == "BAcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc")
+        #expect(services.browser?.vapidPrivateKey == .environment("VAPID_KEY"))
         #expect(
             services.apns
                 == APNSConfiguration(
@@ -112,6 +118,12 @@ import Testing
 
     @Test func serviceSettingsAreValidated() {
         let prefix = #"{"apps": {"default": {"templates": {"notify": {}}, "services": "#
+        expectError(
+            prefix + #"{"browser": {"subject": "push@example.com", "vapidPublicKey": "x", "vapidPrivateKey": {"env": "K"}}}}}}"#,
+            path: "$.apps.default.services.browser.subject", contains: "must be a mailto: or https: contact")
+        expectError(
+            prefix + #"{"browser": {"subject": "mailto:a@b.c", "vapidPublicKey": "BAcH", "vapidPrivateKey": {"env": "K"}}}}}}"#,
+            path: "$.apps.default.services.browser.vapidPublicKey", contains: "uncompressed P-256 public key")
         expectError(
             prefix + #"{"apns": {"topic": "t", "token": {"keyId": "short", "teamId": "DEF123GHIJ", "privateKey": {"file": "k"}}}}}}}"#,
             path: "$.apps.default.services.apns.token.keyId", contains: "must be 10 upper-case letters or digits")

@@ -1,6 +1,7 @@
 import Crypto
 import CryptoExtras
 import Foundation
+import Pushgate
 
 /// The secrets a gateway needs to use the sandbox, made fresh for each sandbox: an APNs `.p8` key
 /// with its key and team ids, an FCM service account, a legacy GCM server key, and WNS client
@@ -35,6 +36,13 @@ public struct SandboxCredentials: Sendable {
     public let apnsClientCertificatePEM: String
     public let apnsProductionClientCertificatePEM: String
 
+    /// The app's VAPID key pair (Web Push): the application server key (an uncompressed P-256
+    /// point) and the private scalar, both base64url, as `web-push generate-vapid-keys` prints
+    /// them. The sandbox's browsers subscribe with the public key and accept only tokens it
+    /// verifies.
+    public let vapidPublicKey: String
+    public let vapidPrivateKey: String
+
     let apnsPublicKeyPEM: String
     let fcmPublicKeyPEM: String
 
@@ -67,6 +75,10 @@ public struct SandboxCredentials: Sendable {
         wnsClientID =
             "ms-app://s-1-15-2-" + (0..<7).map { _ in String(UInt32.random(in: 1_000_000_000...UInt32.max)) }.joined(separator: "-")
         wnsClientSecret = Self.randomToken(32)
+
+        let vapid = P256.Signing.PrivateKey()
+        vapidPublicKey = Base64URL.encode(vapid.publicKey.x963Representation)
+        vapidPrivateKey = Base64URL.encode(vapid.rawRepresentation)
     }
 
     /// The service-account JSON Google issues, with `token_uri` pointing at the sandbox.

@@ -259,12 +259,3 @@ struct APNSProviderClaims: JWTPayload {
 
     func verify(using algorithm: some JWTAlgorithm) async throws {}
 }
-
-/// base64url without padding (JWT segments).
-enum Base64URL {
-    static func decode(_ text: String) -> Data? {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while base64.count % 4 != 0 { base64 += "=" }
-        return Data(base64Encoded: base64)
-    }
-}

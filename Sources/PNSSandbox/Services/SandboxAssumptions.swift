@@ -1,6 +1,9 @@
 /// Behaviour the services' public documentation does not pin down, decided once, here, so that
 /// it is easy to find and change.
 enum SandboxAssumptions {
+    /// Web Push: how far a VAPID token's `exp` may pass 24 hours ahead (clock skew) before the
+    /// service refuses it.
+    static let webPushClockSkewSeconds = 60.0
     /// APNs: a body that is not a JSON object. Apple's reason table has no entry for it, so the
     /// sandbox answers as for an empty payload.
     static let apnsInvalidJSONReason = "PayloadEmpty"

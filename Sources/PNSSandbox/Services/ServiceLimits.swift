@@ -12,4 +12,7 @@ enum ServiceLimits {
     /// WNS: 413 for a payload over 5000 bytes (Microsoft, "Push notification service request and
     /// response headers").
     static let wnsPayloadBytes = 5000
+    /// Web Push: 4096 bytes of encrypted body, the smallest of the services' (Mozilla autopush's
+    /// limit; RFC 8030 §7.2 asks push services to take at least 4096).
+    static let webPushBodyBytes = 4096
 }

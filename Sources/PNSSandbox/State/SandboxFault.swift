@@ -5,6 +5,8 @@ public struct SandboxFault: Sendable, Hashable, Codable {
     /// Which endpoint the fault applies to.
     public enum Service: String, Sendable, Hashable, Codable, CaseIterable {
         case apns, fcm, gcm, wns
+        /// The Web Push service.
+        case browser
         /// The FCM OAuth token endpoint.
         case fcmToken
         /// The WNS OAuth token endpoint.

@@ -30,6 +30,8 @@ public final class SandboxState: Sendable {
         var answered: [AnswerKey: Int] = [:]
         /// FCM topic subscriptions: the topics of each registration token (Instance ID API).
         var topicsByToken: [String: Set<String>] = [:]
+        /// Web Push: each subscription's secrets, by endpoint.
+        var webPushKeys: [String: SandboxWebPushKeys] = [:]
     }
 
     struct ProviderTokenScope: Hashable {
@@ -69,6 +71,19 @@ public final class SandboxState: Sendable {
             return device
         }
     }
+
+    /// Registers a browser: its handle is the subscription JSON; the Web Push service finds it by
+    /// its endpoint and decrypts with `keys`.
+    func addWebPushDevice(handle: String, endpoint: String, keys: SandboxWebPushKeys) -> SandboxDevice {
+        let device = addDevice(platform: .browser, handle: handle)
+        storage.withLock { state in
+            state.deviceByHandle[endpoint] = device.id
+            state.webPushKeys[endpoint] = keys
+        }
+        return device
+    }
+
+    func webPushSubscription(endpoint: String) -> SandboxWebPushKeys? { storage.withLock { $0.webPushKeys[endpoint] } }
 
     public func device(id: String) async -> SandboxDevice? { storage.withLock { $0.devices[id] } }
 

@@ -166,19 +166,24 @@ extension PushgateConfiguration {
     private static func decodeApp(id: AppID, _ app: inout JSONObjectReader) throws(ConfigurationError) -> AppConfiguration {
         var configuration = AppConfiguration(id: id)
         if var handles = try app.object("handles") {
-            if let hosts = try handles.stringArray("wnsChannelHosts") {
+            for key in ["wnsChannelHosts", "webPushHosts"] {
+                guard let hosts = try handles.stringArray(key) else { continue }
                 // Each entry is checked here: one that matches nothing must not pass for allowed.
                 for (index, host) in hosts.enumerated() {
                     if let problem = HandlePolicy.wnsChannelHostProblem(host) {
-                        let element = handles.members.first(where: { $0.key == "wnsChannelHosts" })?.value.arrayElements?[index]
+                        let element = handles.members.first(where: { $0.key == key })?.value.arrayElements?[index]
                         throw handles.error(
                             "entry \(index): \(problem) (entries: *.domain, host, or host:port for an IP address or a port other than 443)",
-                            key: "wnsChannelHosts", at: element?.offset)
+                            key: key, at: element?.offset)
                     }
                 }
-                configuration.handles.wnsChannelHosts = hosts
+                if key == "wnsChannelHosts" {
+                    configuration.handles.wnsChannelHosts = hosts
+                } else {
+                    configuration.handles.webPushHosts = hosts
+                }
             }
-            try handles.finish(expected: ["wnsChannelHosts"])
+            try handles.finish(expected: ["wnsChannelHosts", "webPushHosts"])
         }
         if var services = try app.object("services") {
             configuration.services = try decodeServices(&services)
@@ -277,6 +282,25 @@ extension PushgateConfiguration {
             try wns.finish(expected: ["tokenEndpoint", "clientId", "clientSecret", "scope", "caFile"])
             result.wns = WNSConfiguration(
                 tokenEndpoint: tokenEndpoint, clientID: clientID, clientSecret: secret, scope: scope, caFile: caFile)
+        }
+        if var browser = try services.object("browser") {
+            let subject = try browser.requiredString("subject")
+            let lowered = subject.lowercased()
+            guard (lowered.hasPrefix("mailto:") && subject.count > "mailto:".count) || (lowered.hasPrefix("https://") && subject.count > 8)
+            else {
+                throw browser.error("'\(subject.prefix(40))' must be a mailto: or https: contact (RFC 8292's sub)", key: "subject")
+            }
+            let publicKey = try browser.requiredString("vapidPublicKey")
+            guard let point = Base64URL.decode(publicKey), point.count == WebPushLimits.publicKeyBytes, point.first == 0x04 else {
+                throw browser.error(
+                    "must be the application server key: an uncompressed P-256 public key (65 bytes, starting 0x04) in base64url; `pushgate vapid generate` makes a pair",
+                    key: "vapidPublicKey")
+            }
+            let privateKey = try browser.requiredSecret("vapidPrivateKey")
+            let caFile = try browser.string("caFile")
+            try browser.finish(expected: ["subject", "vapidPublicKey", "vapidPrivateKey", "caFile"])
+            result.browser = WebPushConfiguration(
+                subject: subject, vapidPublicKey: Base64URL.encode(point), vapidPrivateKey: privateKey, caFile: caFile)
         }
         try services.finish(expected: Platform.allCases.map(\.rawValue))
         return result

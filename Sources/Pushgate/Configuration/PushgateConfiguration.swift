@@ -276,12 +276,17 @@ public struct ServicesConfiguration: Sendable, Hashable {
     public var fcm: FCMConfiguration?
     public var gcm: GCMConfiguration?
     public var wns: WNSConfiguration?
+    public var browser: WebPushConfiguration?
 
-    public init(apns: APNSConfiguration? = nil, fcm: FCMConfiguration? = nil, gcm: GCMConfiguration? = nil, wns: WNSConfiguration? = nil) {
+    public init(
+        apns: APNSConfiguration? = nil, fcm: FCMConfiguration? = nil, gcm: GCMConfiguration? = nil, wns: WNSConfiguration? = nil,
+        browser: WebPushConfiguration? = nil
+    ) {
         self.apns = apns
         self.fcm = fcm
         self.gcm = gcm
         self.wns = wns
+        self.browser = browser
     }
 
     /// The platforms with a configured service.
@@ -292,6 +297,7 @@ public struct ServicesConfiguration: Sendable, Hashable {
             case .fcm: fcm != nil
             case .gcm: gcm != nil
             case .wns: wns != nil
+            case .browser: browser != nil
             }
         }
     }
@@ -378,6 +384,25 @@ public struct WNSConfiguration: Sendable, Hashable {
     }
 }
 
+/// Web Push: the app's VAPID key pair (RFC 8292) and the contact the push services may write to.
+public struct WebPushConfiguration: Sendable, Hashable {
+    /// `mailto:` or `https:` contact, the VAPID token's `sub`.
+    public var subject: String
+    /// The application server key: the public key, an uncompressed P-256 point in base64url (what
+    /// a web page passes to `pushManager.subscribe` as `applicationServerKey`).
+    public var vapidPublicKey: String
+    /// The private key: the 32-byte P-256 scalar in base64url, or PEM.
+    public var vapidPrivateKey: SecretSource
+    public var caFile: String?
+
+    public init(subject: String, vapidPublicKey: String, vapidPrivateKey: SecretSource, caFile: String? = nil) {
+        self.subject = subject
+        self.vapidPublicKey = vapidPublicKey
+        self.vapidPrivateKey = vapidPrivateKey
+        self.caFile = caFile
+    }
+}
+
 /// A template per platform for one purpose.
 public struct TemplateSetConfiguration: Sendable, Hashable {
     public var templates: [Platform: TemplateConfiguration]
@@ -418,7 +443,7 @@ public struct TemplateConfiguration: Sendable, Hashable {
             if lowered.hasSuffix(".txt") || lowered.hasSuffix(".raw") { return .raw }
         }
         switch platform {
-        case .apns, .fcm, .gcm: return .json
+        case .apns, .fcm, .gcm, .browser: return .json
         case .wns:
             let type = headers.first(where: { $0.name.lowercased() == "x-wns-type" })?.value
             return type == "wns/raw" ? .raw : .xml

@@ -11,6 +11,10 @@ public enum Platform: String, CaseIterable, Sendable, Hashable, Codable, Compara
     case gcm
     /// Windows Push Notification Services.
     case wns
+    /// Web Push (RFC 8030) to browsers: the subscription's endpoint at its push service (Mozilla,
+    /// FCM, Apple, WNS for Edge), payloads encrypted for the subscription (RFC 8291) and signed
+    /// for with VAPID (RFC 8292).
+    case browser
 
     public var description: String { rawValue }
 
@@ -21,6 +25,7 @@ public enum Platform: String, CaseIterable, Sendable, Hashable, Codable, Compara
         case .fcm: "FCM"
         case .gcm: "GCM"
         case .wns: "WNS"
+        case .browser: "Web Push"
         }
     }
 
@@ -32,6 +37,7 @@ public enum Platform: String, CaseIterable, Sendable, Hashable, Codable, Compara
         case .fcm: "fcmV1"
         case .gcm: "gcm"
         case .wns: "windows"
+        case .browser: "browser"
         }
     }
 
@@ -42,6 +48,9 @@ public enum Platform: String, CaseIterable, Sendable, Hashable, Codable, Compara
         case .apns: 4096
         case .fcm, .gcm: 4096
         case .wns: 5000
+        // The services take 4,096 bytes of encrypted body: the 86-byte aes128gcm header, the
+        // padding delimiter and the 16-byte tag leave 3,993 bytes of payload.
+        case .browser: WebPushLimits.maximumPayloadBytes
         }
     }
 

@@ -14,7 +14,10 @@ public struct DeviceHandle: Sendable, Hashable, CustomStringConvertible, Codable
     /// The handle with its middle hidden, safe for logs and results: `3f2a9c…b41e`.
     public var masked: String {
         // An FCM topic or condition target is no secret: shown whole.
-        fcmRecipient == nil ? Self.mask(value) : value
+        if fcmRecipient != nil { return value }
+        // A browser's subscription: its endpoint, masked as a channel URI (the keys not at all).
+        if platform == .browser, let subscription = WebPushSubscription(handleValue: value) { return Self.mask(subscription.endpoint) }
+        return Self.mask(value)
     }
 
     /// The FCM topic or condition this handle holds as a send's one target (no registration's
@@ -54,6 +57,11 @@ public struct HandlePolicy: Sendable, Hashable {
     /// ``wnsChannelHostProblem(_:)``). Default: `*.notify.windows.com`.
     public var wnsChannelHosts: [String]
 
+    /// Hosts a Web Push subscription's endpoint may point at, by the same rules as
+    /// ``wnsChannelHosts``. Default: the four public push services' hosts
+    /// (``WebPushLimits/defaultHosts``).
+    public var webPushHosts: [String]
+
     /// APNs device tokens: an even number of hex digits in this range (Apple's tokens are 32 bytes,
     /// 64 digits, today; Apple says not to rely on a fixed size).
     public static let apnsTokenHexLength = 64...200
@@ -62,8 +70,9 @@ public struct HandlePolicy: Sendable, Hashable {
     /// WNS channel URIs, in bytes (UTF-8; a channel URI accepted is ASCII): WNS documents 2,048.
     public static let channelURIMaximumLength = 2048
 
-    public init(wnsChannelHosts: [String] = ["*.notify.windows.com"]) {
+    public init(wnsChannelHosts: [String] = ["*.notify.windows.com"], webPushHosts: [String] = WebPushLimits.defaultHosts) {
         self.wnsChannelHosts = wnsChannelHosts
+        self.webPushHosts = webPushHosts
     }
 
     /// Validates `text` as a handle of `platform`, returning it in canonical form: APNs tokens in
@@ -74,6 +83,7 @@ public struct HandlePolicy: Sendable, Hashable {
         case .apns: return DeviceHandle(uncheckedPlatform: .apns, value: try validateAPNSToken(text))
         case .fcm, .gcm: return DeviceHandle(uncheckedPlatform: platform, value: try validateFCMToken(text, platform))
         case .wns: return DeviceHandle(uncheckedPlatform: .wns, value: try validateChannelURI(text))
+        case .browser: return DeviceHandle(uncheckedPlatform: .browser, value: try validateSubscription(text))
         }
     }
 
@@ -151,6 +161,7 @@ public struct HandleError: PushgateInputError, Hashable {
             case .fcm: "FCM registration token"
             case .gcm: "GCM registration token"
             case .wns: "WNS channel URI"
+            case .browser: "Web Push subscription"
             }
         switch code {
         case .empty:

@@ -12,28 +12,34 @@ extension HandlePolicy {
     /// (dotted, decimal, hexadecimal, or bracketed IPv6) or a port other than 443, unless an
     /// allow-list entry names exactly that `host:port`; a host that no entry matches.
     func validateChannelURI(_ text: String) throws(HandleError) -> String {
-        if text.isEmpty { throw HandleError(.empty, platform: .wns) }
+        try validateURL(text, platform: .wns, allowed: wnsChannelHosts)
+    }
+
+    /// An `https` URL the gateway will POST to (a WNS channel URI, a Web Push endpoint), by the
+    /// rules above, on a host of `allowed`.
+    func validateURL(_ text: String, platform: Platform, allowed: [String]) throws(HandleError) -> String {
+        if text.isEmpty { throw HandleError(.empty, platform: platform) }
         let length = text.utf8.count
         guard length <= Self.channelURIMaximumLength else {
-            throw HandleError(.badLength(length, expected: "at most \(Self.channelURIMaximumLength) bytes"), platform: .wns)
+            throw HandleError(.badLength(length, expected: "at most \(Self.channelURIMaximumLength) bytes"), platform: platform)
         }
         if let (offset, bad) = text.unicodeScalars.enumerated().first(where: { !(0x21...0x7E).contains($0.element.value) }) {
             throw HandleError(
                 .invalidCharacter(Character(bad), position: offset + 1, expected: "printable ASCII (no spaces or control characters)"),
-                platform: .wns)
+                platform: platform)
         }
         // From here on the text is printable ASCII: one byte, one character, one position.
         let bytes = Array(text.utf8)
         let scheme = "https://"
-        guard text.prefix(scheme.count).lowercased() == scheme else { throw HandleError(.notHTTPS, platform: .wns) }
+        guard text.prefix(scheme.count).lowercased() == scheme else { throw HandleError(.notHTTPS, platform: platform) }
         for (offset, byte) in bytes.enumerated() {
             switch byte {
             case UInt8(ascii: "#"):
-                throw HandleError(.fragment(position: offset + 1), platform: .wns)
+                throw HandleError(.fragment(position: offset + 1), platform: platform)
             case UInt8(ascii: "%"):
                 // A %-escape is % and two hex digits; anything else is read differently by different parsers.
                 guard offset + 2 < bytes.count, bytes[offset + 1].isASCIIHexDigit, bytes[offset + 2].isASCIIHexDigit else {
-                    throw HandleError(.badPercentEscape(position: offset + 1), platform: .wns)
+                    throw HandleError(.badPercentEscape(position: offset + 1), platform: platform)
                 }
             case _ where !byte.isURICharacter:
                 // `"`, `<`, `>`, `\`, `^`, `` ` ``, `{`, `|`, `}`: not in a URI (RFC 3986); `\` is read as `/` by
@@ -41,7 +47,7 @@ extension HandlePolicy {
                 throw HandleError(
                     .invalidCharacter(
                         Character(Unicode.Scalar(byte)), position: offset + 1, expected: "a character allowed in a URI (RFC 3986)"),
-                    platform: .wns)
+                    platform: platform)
             default:
                 break
             }
@@ -49,24 +55,24 @@ extension HandlePolicy {
         let afterScheme = text.dropFirst(scheme.count)
         let authority = afterScheme.prefix(while: { $0 != "/" && $0 != "?" })
         let rest = afterScheme.dropFirst(authority.count)
-        if authority.contains("@") { throw HandleError(.userInfo, platform: .wns) }
+        if authority.contains("@") { throw HandleError(.userInfo, platform: platform) }
 
         let (hostText, portText) = try Self.splitAuthority(authority)
         let host = hostText.lowercased()
         var port = 443
         if let portText {
-            guard let number = Self.portNumber(portText) else { throw HandleError(.badPort(String(portText)), platform: .wns) }
+            guard let number = Self.portNumber(portText) else { throw HandleError(.badPort(String(portText)), platform: platform) }
             port = number
         }
         let isIPAddress = Self.isIPAddress(host)
         if !isIPAddress, let reason = Self.dnsNameProblem(host) {
-            throw HandleError(.notDNSName(host, reason: reason), platform: .wns)
+            throw HandleError(.notDNSName(host, reason: reason), platform: platform)
         }
-        let patterns = wnsChannelHosts.compactMap { try? WNSHostPattern(parsing: $0) }
+        let patterns = allowed.compactMap { try? WNSHostPattern(parsing: $0) }
         guard patterns.contains(where: { $0.matches(host: host, port: port, isIPAddress: isIPAddress) }) else {
-            if isIPAddress { throw HandleError(.ipAddress(portText == nil ? host : "\(host):\(port)"), platform: .wns) }
-            if port != 443 { throw HandleError(.portNotAllowed(host: host, port: port), platform: .wns) }
-            throw HandleError(.hostNotAllowed(host, allowed: wnsChannelHosts), platform: .wns)
+            if isIPAddress { throw HandleError(.ipAddress(portText == nil ? host : "\(host):\(port)"), platform: platform) }
+            if port != 443 { throw HandleError(.portNotAllowed(host: host, port: port), platform: platform) }
+            throw HandleError(.hostNotAllowed(host, allowed: allowed), platform: platform)
         }
         return scheme + host + (port == 443 ? "" : ":\(port)") + rest
     }

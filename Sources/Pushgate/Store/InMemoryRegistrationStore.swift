@@ -28,6 +28,10 @@ public actor InMemoryRegistrationStore: RegistrationStore {
         (registrations[app] ?? [:]).values.filter { $0.handle.value == handle }.map(\.id).sorted()
     }
 
+    public func registrationIDs(handlePrefix: String, app: AppID) throws(StoreError) -> [RegistrationID] {
+        (registrations[app] ?? [:]).values.filter { $0.handle.value.utf8.starts(with: handlePrefix.utf8) }.map(\.id).sorted()
+    }
+
     public func upsert(_ registration: Registration, now: Timestamp) throws(StoreError) {
         let app = registration.app
         if registrations[app]?[registration.id] == nil {

@@ -12,6 +12,10 @@ public protocol RegistrationStore: Sendable {
         -> RegistrationID
     /// Ids of registrations holding `handle` (`POST /api/register?handle=`).
     func registrationIDs(handle: String, app: AppID) async throws(StoreError) -> [RegistrationID]
+    /// Ids of the registrations whose handle begins with `handlePrefix` (byte for byte), in id
+    /// order: the browser subscriptions of one endpoint
+    /// (``WebPushSubscription/handlePrefix(endpoint:)``).
+    func registrationIDs(handlePrefix: String, app: AppID) async throws(StoreError) -> [RegistrationID]
     /// Creates or replaces a registration. Fails with `.gone` when the id was never issued or has
     /// expired (the tutorial client re-registers on 410).
     func upsert(_ registration: Registration, now: Timestamp) async throws(StoreError)

@@ -91,6 +91,7 @@ public struct PlatformTemplate: Sendable {
         switch (platform, template.format) {
         case (.wns, .raw): "application/octet-stream"
         case (.wns, _): "text/xml"
+        case (.browser, .raw): "text/plain; charset=utf-8"
         default: "application/json"
         }
     }
@@ -111,6 +112,7 @@ public struct PlatformTemplate: Sendable {
         "alert", "background", "location", "voip", "complication", "fileprovider", "mdm", "liveactivity", "pushtotalk",
         "widgets", "controls",
     ]
+    private static let webPushUrgencies: Set<String> = ["very-low", "low", "normal", "high"]
     private static let wnsTypes: [String: String] = ["wns/toast": "toast", "wns/tile": "tile", "wns/badge": "badge", "wns/raw": ""]
     private static let fcmMessageFields: Set<String> = ["data", "notification", "android", "apns", "webpush", "fcm_options"]
     private static let gcmFields: Set<String> = [
@@ -193,6 +195,25 @@ public struct PlatformTemplate: Sendable {
                     )
                 }
                 result.append(HTTPHeader(name: canonical, value: value))
+            case .browser:
+                let canonical: String
+                switch lowered {
+                case "ttl":
+                    try check(Int(value).map { $0 >= 0 } ?? false, "'\(value)' must be a whole number of seconds")
+                    canonical = "TTL"
+                case "urgency":
+                    try check(webPushUrgencies.contains(value), "'\(value)' must be very-low, low, normal or high (RFC 8030)")
+                    canonical = "Urgency"
+                case "topic":
+                    try check(
+                        (1...32).contains(value.utf8.count)
+                            && value.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }),
+                        "'\(value)' must be 1 to 32 characters of the base64url alphabet (RFC 8030)")
+                    canonical = "Topic"
+                default:
+                    throw fail("is not a Web Push template header (TTL, Urgency, Topic)")
+                }
+                result.append(HTTPHeader(name: canonical, value: value))
             case .fcm, .gcm:
                 throw fail("\(platform.serviceName) templates take no headers; set options such as android.priority in the body")
             }
@@ -241,6 +262,9 @@ public struct PlatformTemplate: Sendable {
                     }
                 }
             }
+        case .browser:
+            // Any text: JSON (Declarative Web Push, or what a service worker reads), or a string.
+            return
         case .wns:
             let declared = headers.first(where: { $0.name == "X-WNS-Type" })?.value
             switch template.format {

@@ -23,6 +23,13 @@ public struct Template: Sendable {
         public var description: String { rawValue }
     }
 
+    /// A Web Push payload's format, by its text: JSON when it is an object or array (Declarative
+    /// Web Push, or what a service worker parses), otherwise a plain string.
+    public static func browserFormat(of text: String) -> Format {
+        let first = text.utf8.first { !(" \t\r\n".utf8.contains($0)) }
+        return first == UInt8(ascii: "{") || first == UInt8(ascii: "[") ? .json : .raw
+    }
+
     enum Context: Sendable {
         case jsonString, xmlText, xmlAttribute, raw
     }

@@ -47,6 +47,7 @@ struct DemoCommand: AsyncParsableCommand {
             environment = try await LocalGateway.start()
             out.line("sandbox   APNs \(environment.sandbox.endpoints.apns)  (HTTP/2, TLS, JWT)")
             out.line("          FCM/GCM \(environment.sandbox.endpoints.fcm)  WNS \(environment.sandbox.endpoints.wns)")
+            out.line("          Web Push \(environment.sandbox.endpoints.webPush)  (VAPID, aes128gcm)")
             out.line("gateway   \(environment.baseURL)  (SQLite store, demo users: password = name)")
             if let secure = environment.secureBaseURL {
                 out.line("          \(secure)/default/  (Notification Hubs REST API)")
@@ -93,8 +94,9 @@ struct DemoCommand: AsyncParsableCommand {
             let device = await environment.sandbox.createDevice(platform)
             devices[platform] = device
             let id = try await environment.register(device, user: "alice")
+            let handle = DeviceHandle(uncheckedPlatform: platform, value: device.handle).masked
             out.line(
-                "\(platform.serviceName.padding(toLength: 5, withPad: " ", startingAt: 0)) \(DeviceHandle.mask(device.handle).padding(toLength: 34, withPad: " ", startingAt: 0)) registration \(id.prefix(12))…"
+                "\(platform.serviceName.padding(toLength: 8, withPad: " ", startingAt: 0)) \(handle.padding(toLength: 34, withPad: " ", startingAt: 0)) registration \(id.prefix(12))…"
             )
         }
 
@@ -105,7 +107,10 @@ struct DemoCommand: AsyncParsableCommand {
         guard sent.status == 200 else { throw StepFailure(description: "the gateway answered \(sent.status): \(sent.bodyText)") }
         let result = try JSONDecoder().decode(NotificationResult.self, from: Data(sent.body))
         out.table(result)
-        guard result.successCount == 4 else { throw StepFailure(description: "\(result.failureCount) of 4 deliveries failed") }
+        let platforms = Platform.allCases.count
+        guard result.successCount == platforms else {
+            throw StepFailure(description: "\(result.failureCount) of \(platforms) deliveries failed")
+        }
         out.line("")
         out.line("what each device received:")
         for platform in Platform.allCases {

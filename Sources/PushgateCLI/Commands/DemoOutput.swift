@@ -28,7 +28,9 @@ final class DemoOutput: Sendable {
     /// What a device received: the payload itself (FCM and GCM without the request envelope),
     /// wrapped to 80 columns.
     func received(_ platform: Platform, _ notification: ReceivedNotification) {
-        let type = notification.header("x-wns-type") ?? notification.header("apns-push-type") ?? "data message"
+        let type =
+            notification.header("x-wns-type") ?? notification.header("apns-push-type")
+            ?? (platform == .browser ? "decrypted by the browser" : "data message")
         print("\(platform.serviceName) (\(type)):")
         for line in Self.wrap(Self.payload(platform, notification.payload), width: 76) { print("    \(line)") }
     }

@@ -91,6 +91,10 @@ extension SendCommand {
                     label: "wns", format: "windows",
                     body: "<toast><visual><binding template=\"ToastGeneric\"><text>\(xmlText)</text></binding></visual></toast>",
                     headers: [("X-WNS-Type", "wns/toast")])
+            case .browser:
+                HubSend(
+                    label: "browser", format: "browser", body: #"{"web_push":8030,"notification":{"title":\#(quoted),"navigate":"/"}}"#,
+                    headers: [("TTL", "86400")])
             }
         }
     }

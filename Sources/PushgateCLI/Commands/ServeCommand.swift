@@ -83,6 +83,7 @@ struct ServeCommand: AsyncParsableCommand {
         case .fcm: services.fcm?.endpoint ?? ""
         case .gcm: services.gcm?.endpoint ?? ""
         case .wns: services.wns?.tokenEndpoint ?? ""
+        case .browser: services.browser.map { _ in "each subscription's endpoint" } ?? ""
         }
     }
 }

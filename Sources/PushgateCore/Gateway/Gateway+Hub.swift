@@ -146,9 +146,17 @@ extension Gateway {
             bodyText = String(decoding: message.serialized(), as: UTF8.self)
         case .gcm:
             break
+        case .browser:
+            // Web Push's own headers, as Notification Hubs' SDKs send them beside the body.
+            passed = headers.filter { ["ttl", "urgency", "topic"].contains($0.name.lowercased()) }.map { ($0.name, $0.value) }
         }
         let isRaw = platform == .wns && passed.contains { $0.0.lowercased() == "x-wns-type" && $0.1.lowercased() == "wns/raw" }
-        let format: Template.Format = platform == .wns ? (isRaw ? .raw : .xml) : .json
+        let format: Template.Format =
+            switch platform {
+            case .wns: isRaw ? .raw : .xml
+            case .browser: Template.browserFormat(of: bodyText)
+            case .apns, .fcm, .gcm: .json
+            }
         let checked: PlatformTemplate
         do {
             checked = try PlatformTemplate(platform: platform, template: try Template(format: format, text: bodyText), headers: passed)
@@ -255,6 +263,7 @@ extension Gateway {
         let format: Template.Format
         switch platform {
         case .apns, .fcm, .gcm: format = .json
+        case .browser: format = Template.browserFormat(of: template.body)
         case .wns:
             format = headers.contains { $0.0.lowercased() == "x-wns-type" && $0.1.lowercased() == "wns/raw" } ? .raw : .xml
         }

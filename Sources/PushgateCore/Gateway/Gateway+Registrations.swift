@@ -33,9 +33,25 @@ extension Gateway {
     /// No platform's handle is longer (WNS channel URIs are the longest, at most 2,048 bytes).
     package static let maximumHandleQueryBytes = 4096
 
-    /// The registrations holding `handle`.
+    /// The registrations holding `handle`: as given; a browser's subscription (JSON) in
+    /// canonical form; or, for an `https` URL, also every browser subscription of that endpoint
+    /// (a browser re-subscribing keeps its endpoint and gets new keys).
     package func holders(of handle: String) async throws(GatewayError) -> [Registration] {
-        let ids = try await stored { () throws(StoreError) in try await store.registrationIDs(handle: handle, app: appID) }
+        var ids = try await stored { () throws(StoreError) in try await store.registrationIDs(handle: handle, app: appID) }
+        let prefix: String? =
+            if handle.hasPrefix("https://") {
+                WebPushSubscription.handlePrefix(endpoint: handle)
+            } else if handle.hasPrefix("{"), let canonical = try? app.configuration.handles.validate(handle, for: .browser),
+                let subscription = WebPushSubscription(handleValue: canonical.value)
+            {
+                WebPushSubscription.handlePrefix(endpoint: subscription.endpoint)
+            } else {
+                nil
+            }
+        if let prefix {
+            let more = try await stored { () throws(StoreError) in try await store.registrationIDs(handlePrefix: prefix, app: appID) }
+            ids = Array(Set(ids + more)).sorted()
+        }
         var holders: [Registration] = []
         for id in ids {
             if let registration = try await stored({ () throws(StoreError) in try await store.registration(id: id, app: appID) }) {
@@ -72,10 +88,13 @@ extension Gateway {
             guard let members = root.objectMembers else { throw .badRequest("body must be a JSON object with Platform, Handle and Tags") }
             func field(_ name: String) -> JSONValue? { members.first(where: { $0.key.lowercased() == name })?.value }
             guard let platform = field("platform")?.stringValue else {
-                throw .badRequest("\"Platform\" is required (apns, fcm, gcm or wns)")
+                throw .badRequest("\"Platform\" is required (apns, fcm, gcm, wns or browser)")
             }
-            guard let handle = field("handle")?.stringValue else {
-                throw .badRequest("\"Handle\" is required (the device token or channel URI)")
+            // A browser's subscription may come as the object `PushSubscription.toJSON()` gives.
+            guard let value = field("handle"),
+                let handle = value.stringValue ?? (value.objectMembers != nil ? String(decoding: value.serialized(), as: UTF8.self) : nil)
+            else {
+                throw .badRequest("\"Handle\" is required (the device token, channel URI or browser subscription)")
             }
             var tags: [String] = []
             if let value = field("tags"), value.kind != .null {
@@ -96,7 +115,7 @@ extension Gateway {
     public func upsertRegistration(id text: String, _ input: DeviceRegistration, user: AuthenticatedUser) async throws(GatewayError) {
         let id = try Self.registrationID(text)
         guard let platform = Platform(rawValue: input.platform.lowercased()) else {
-            throw .badRequest("Platform '\(input.platform)' is not supported; use apns, fcm, gcm or wns")
+            throw .badRequest("Platform '\(input.platform)' is not supported; use apns, fcm, gcm, wns or browser")
         }
         let handle: DeviceHandle
         do { handle = try app.configuration.handles.validate(input.handle, for: platform) } catch {

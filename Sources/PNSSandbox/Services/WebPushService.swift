@@ -1,0 +1,240 @@
+import Crypto
+import Foundation
+import JWTKit
+import Pushgate
+
+/// A Web Push service as Mozilla's autopush runs one (RFC 8030): `POST /wpush/<token>` with an
+/// aes128gcm-encrypted body (RFC 8291) and a VAPID token (RFC 8292), over HTTP/2 or HTTP/1.1.
+/// Every delivery is checked as autopush checks it (the VAPID signature, `aud`, `exp`, `sub`, the
+/// `TTL` header, the content coding, the record) and decrypted with the subscription's private
+/// key: the inbox holds the plain text. Errors are autopush's JSON
+/// (`{"code", "errno", "error", "message", "more_info"}`).
+struct WebPushService: SandboxHTTPResponder {
+    let state: SandboxState
+    let credentials: SandboxCredentials
+    /// This service's origin (`https://127.0.0.1:PORT`): the `aud` a VAPID token must name.
+    let origin: String
+    let keys: JWTKeyCollection
+
+    static let pathPrefix = "/wpush/"
+
+    init(state: SandboxState, credentials: SandboxCredentials, origin: String) async throws {
+        self.state = state
+        self.credentials = credentials
+        self.origin = origin
+        keys = JWTKeyCollection()
+        await keys.add(ecdsa: try Self.publicKey(credentials.vapidPublicKey))
+    }
+
+    static func publicKey(_ base64URL: String) throws -> ES256PublicKey {
+        guard let point = Base64URL.decode(base64URL) else { throw WebPushSandboxError.badKey }
+        return try ES256PublicKey(backing: try P256.Signing.PublicKey(x963Representation: point))
+    }
+
+    func respond(to request: SandboxHTTPRequest) async -> SandboxHTTPResponse {
+        let response = await send(request)
+        state.count("browser", status: response.status)
+        return response
+    }
+
+    /// autopush's error answer.
+    static func error(_ status: Int, errno: Int, _ message: String, headers: [HTTPHeader] = []) -> SandboxHTTPResponse {
+        let reason =
+            switch status {
+            case 400: "Bad Request"
+            case 401: "Unauthorized"
+            case 403: "Forbidden"
+            case 404: "Not Found"
+            case 410: "Gone"
+            case 413: "Payload Too Large"
+            case 415: "Unsupported Media Type"
+            case 429: "Too Many Requests"
+            default: "Error"
+            }
+        return .json(
+            status,
+            #"{"code":\#(status),"errno":\#(errno),"error":"\#(reason)","message":\#(Escaping.jsonString(message)),"more_info":"https://mozilla-services.github.io/autopush-rs/errors.html"}"#,
+            headers: headers)
+    }
+
+    private func send(_ request: SandboxHTTPRequest) async -> SandboxHTTPResponse {
+        guard request.method == "POST" else { return Self.error(405, errno: 999, "Method not allowed") }
+        let endpoint = origin + request.path
+        guard request.path.hasPrefix(Self.pathPrefix), let subscription = state.webPushSubscription(endpoint: endpoint),
+            let device = state.lookUp(handle: endpoint)
+        else {
+            return Self.error(404, errno: 102, "Request did not validate invalid token")
+        }
+        if let action = state.takeFault(service: .browser, handle: device.handle) {
+            if case .respond(let status, let reason, let retryAfter) = action {
+                return Self.error(
+                    status, errno: 999, reason ?? "Injected fault",
+                    headers: retryAfter.map { [HTTPHeader(name: "Retry-After", value: String($0))] } ?? [])
+            }
+            if let response = await GoogleService.apply(action) { return response }
+        }
+        if let problem = await checkVAPID(request) { return Self.error(401, errno: 109, problem) }
+        guard let ttlText = request.header("TTL") else { return Self.error(400, errno: 111, "Missing TTL header") }
+        guard let ttl = Int(ttlText), ttl >= 0 else { return Self.error(400, errno: 112, "Invalid TTL header value") }
+        if let urgency = request.header("Urgency"), !["very-low", "low", "normal", "high"].contains(urgency) {
+            return Self.error(400, errno: 114, "Invalid Urgency header value")
+        }
+        if let topic = request.header("Topic"),
+            topic.utf8.count > 32 || !topic.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") })
+        {
+            return Self.error(400, errno: 113, "Topic must be no greater than 32 characters and use the URL-safe base64 alphabet")
+        }
+        guard device.status == .active else {
+            return Self.error(410, errno: 106, "Request did not validate Subscription is no longer valid")
+        }
+        if request.bodyTooLarge || request.body.count > ServiceLimits.webPushBodyBytes {
+            return Self.error(
+                413, errno: 104,
+                "This message is intended for a constrained device and is limited in size. Converted buffer is too long by \(request.body.count - ServiceLimits.webPushBodyBytes) bytes"
+            )
+        }
+        var payload = ""
+        if !request.body.isEmpty {
+            guard request.header("Content-Encoding")?.lowercased() == "aes128gcm" else {
+                return Self.error(400, errno: 110, "Unknown Content-Encoding")
+            }
+            do {
+                payload = String(decoding: try WebPushDecryption.decrypt(request.body, subscription: subscription), as: UTF8.self)
+            } catch {
+                return Self.error(400, errno: 110, "Invalid crypto: \(error)")
+            }
+        }
+        let messageID = SandboxCredentials.randomToken(40)
+        state.deliver(
+            deviceID: device.id,
+            state.keepsInboxes
+                ? ReceivedNotification(
+                    platform: .browser, deviceID: device.id, messageID: messageID,
+                    headers: request.headers.filter { header in
+                        ["ttl", "urgency", "topic", "content-encoding"].contains(header.name.lowercased())
+                    }, payload: payload, receivedAt: state.clock.now.secondsSinceEpoch) : nil)
+        return SandboxHTTPResponse(
+            status: 201,
+            headers: [
+                HTTPHeader(name: "Location", value: "\(origin)/m/\(messageID)"), HTTPHeader(name: "TTL", value: String(ttl)),
+            ])
+    }
+
+    /// Why the request's VAPID authorization fails, or nil: `vapid t=<JWT>, k=<key>` (RFC 8292),
+    /// the key the subscription was made with, an ES256 signature by it, `aud` this origin, `exp`
+    /// in the future and at most 24 hours ahead, `sub` a `mailto:` or `https:` contact.
+    private func checkVAPID(_ request: SandboxHTTPRequest) async -> String? {
+        guard let authorization = request.header("Authorization") else { return "Missing Authorization header" }
+        let lowered = authorization.lowercased()
+        guard lowered.hasPrefix("vapid ") else { return "Invalid Authorization header: the scheme must be vapid (RFC 8292)" }
+        var parameters: [String: String] = [:]
+        for part in authorization.dropFirst("vapid ".count).split(separator: ",") {
+            let pair = part.split(separator: "=", maxSplits: 1)
+            guard pair.count == 2 else { continue }
+            parameters[pair[0].trimmingCharacters(in: .whitespaces).lowercased()] = pair[1].trimmingCharacters(in: .whitespaces)
+        }
+        guard let token = parameters["t"], let key = parameters["k"] else { return "Invalid Authorization header: t= and k= are required" }
+        guard Base64URL.decode(key) == Base64URL.decode(credentials.vapidPublicKey) else {
+            return "VAPID public key mismatch: k= is not the key the subscription was created with"
+        }
+        guard APNSService.decodeSegment(token, 0)?["alg"]?.stringValue == "ES256" else {
+            return "Invalid bearer token: the algorithm must be ES256"
+        }
+        let claims: VAPIDClaims
+        do {
+            claims = try await VAPIDClaims.verified(token, keys: keys)
+        } catch {
+            return "Invalid bearer token: the signature does not verify"
+        }
+        guard claims.aud == origin else { return "Invalid bearer token: aud \(claims.aud) is not this service's origin \(origin)" }
+        let now = state.clock.now.secondsSinceEpoch
+        guard claims.exp > now else { return "Invalid bearer token: expired" }
+        guard claims.exp <= now + 24 * 3600 + SandboxAssumptions.webPushClockSkewSeconds else {
+            return "Invalid bearer token: exp is more than 24 hours in the future"
+        }
+        let subject = claims.sub?.lowercased() ?? ""
+        guard subject.hasPrefix("mailto:") || subject.hasPrefix("https:") else {
+            return "Invalid bearer token: sub must be a mailto: or https: contact"
+        }
+        return nil
+    }
+}
+
+enum WebPushSandboxError: Error, CustomStringConvertible {
+    case badKey
+    case malformed(String)
+
+    var description: String {
+        switch self {
+        case .badKey: "the key is not an uncompressed P-256 point in base64url"
+        case .malformed(let reason): reason
+        }
+    }
+}
+
+/// The claims of a VAPID token, read after its signature is verified.
+struct VAPIDClaims {
+    var aud: String
+    var exp: Double
+    var sub: String?
+
+    /// The claims of `token` once JWTKit has verified its ES256 signature with `keys` (read as
+    /// plain JSON after that: `sub` is optional, and `exp` a number).
+    static func verified(_ token: String, keys: JWTKeyCollection) async throws -> VAPIDClaims {
+        _ = try await keys.verify(token, as: VAPIDPayload.self)
+        guard let payload = APNSService.decodeSegment(token, 1), let aud = payload["aud"]?.stringValue,
+            case .number(let expText)? = payload["exp"]?.kind, let exp = Double(expText)
+        else { throw WebPushSandboxError.malformed("the claims must hold aud and exp") }
+        return VAPIDClaims(aud: aud, exp: exp, sub: payload["sub"]?.stringValue)
+    }
+}
+
+struct VAPIDPayload: JWTPayload {
+    var aud: String
+    func verify(using algorithm: some JWTAlgorithm) async throws {}
+}
+
+/// RFC 8291 on the receiving side: the user agent's decryption of an aes128gcm body with the
+/// subscription's private key and auth secret.
+enum WebPushDecryption {
+    static func decrypt(_ body: [UInt8], subscription: SandboxWebPushKeys) throws -> [UInt8] {
+        // The header: salt (16), record size (4), key id length (1), key id (the sender's key).
+        guard body.count >= 21 else { throw WebPushSandboxError.malformed("the body is shorter than the aes128gcm header") }
+        let salt = Array(body[0..<16])
+        let recordSize = body[16..<20].reduce(0) { $0 << 8 | Int($1) }
+        let idLength = Int(body[20])
+        guard idLength == 65, body.count >= 21 + idLength + 17 else {
+            throw WebPushSandboxError.malformed("the key id must be the sender's 65-byte P-256 key")
+        }
+        let senderKey = Array(body[21..<86])
+        let ciphertext = Array(body[86...])
+        guard recordSize >= 18, ciphertext.count <= recordSize else {
+            throw WebPushSandboxError.malformed("one record of at most rs \(recordSize) bytes expected, found \(ciphertext.count)")
+        }
+        let privateKey = try P256.KeyAgreement.PrivateKey(rawRepresentation: subscription.privateKey)
+        let sender = try P256.KeyAgreement.PublicKey(x963Representation: senderKey)
+        let shared = try privateKey.sharedSecretFromKeyAgreement(with: sender)
+        let keyInfo = Array("WebPush: info".utf8) + [0] + Array(privateKey.publicKey.x963Representation) + senderKey
+        let inputKey = shared.hkdfDerivedSymmetricKey(
+            using: SHA256.self, salt: subscription.auth, sharedInfo: keyInfo, outputByteCount: 32)
+        let contentKey = HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: inputKey, salt: salt, info: Array("Content-Encoding: aes128gcm".utf8) + [0], outputByteCount: 16)
+        let nonce = HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: inputKey, salt: salt, info: Array("Content-Encoding: nonce".utf8) + [0], outputByteCount: 12)
+        let box = try AES.GCM.SealedBox(
+            nonce: AES.GCM.Nonce(data: nonce.withUnsafeBytes { Array($0) }), ciphertext: ciphertext.dropLast(16),
+            tag: ciphertext.suffix(16))
+        var plain = Array(try AES.GCM.open(box, using: contentKey))
+        // The padding: zeros after the delimiter, 2 for the last (here the only) record.
+        while plain.last == 0 { plain.removeLast() }
+        guard plain.last == 2 else { throw WebPushSandboxError.malformed("the record does not end with the last-record delimiter 0x02") }
+        plain.removeLast()
+        return plain
+    }
+}
+
+/// A sandbox browser's subscription secrets: its P-256 private key and the auth secret.
+struct SandboxWebPushKeys: Sendable {
+    var privateKey: [UInt8]
+    var auth: [UInt8]
+}
