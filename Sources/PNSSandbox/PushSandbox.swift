@@ -197,13 +197,14 @@ public final class PushSandbox: Service, Sendable {
         let summary: [String: Any] = [
             "endpoints": [
                 "apns": endpoints.apns, "fcm": endpoints.fcm, "gcm": endpoints.gcm, "googleToken": endpoints.googleToken,
-                "wnsToken": endpoints.wnsToken, "wnsChannelHost": endpoints.wnsChannelHost, "webPushHost": endpoints.webPushHost,
+                "wnsToken": endpoints.wnsToken, "wnsChannelHost": endpoints.wnsChannelHost, "webPush": endpoints.webPush,
+                "webPushHost": endpoints.webPushHost,
                 "control": endpoints.control,
             ],
             "apns": ["keyId": credentials.apnsKeyID, "teamId": credentials.apnsTeamID, "topic": credentials.apnsTopic],
             "fcm": ["projectId": credentials.fcmProjectID],
             "wns": ["clientId": credentials.wnsClientID],
-            "browser": ["vapidPublicKey": credentials.vapidPublicKey, "vapidPrivateKey": credentials.vapidPrivateKey],
+            "browser": ["vapidPublicKey": credentials.vapidPublicKey],
             "files": paths,
         ]
         let data = try JSONSerialization.data(withJSONObject: summary, options: [.prettyPrinted, .sortedKeys])

@@ -74,16 +74,6 @@ struct WebPushService: SandboxHTTPResponder {
             if let response = await GoogleService.apply(action) { return response }
         }
         if let problem = await checkVAPID(request) { return Self.error(401, errno: 109, problem) }
-        guard let ttlText = request.header("TTL") else { return Self.error(400, errno: 111, "Missing TTL header") }
-        guard let ttl = Int(ttlText), ttl >= 0 else { return Self.error(400, errno: 112, "Invalid TTL header value") }
-        if let urgency = request.header("Urgency"), !["very-low", "low", "normal", "high"].contains(urgency) {
-            return Self.error(400, errno: 114, "Invalid Urgency header value")
-        }
-        if let topic = request.header("Topic"),
-            topic.utf8.count > 32 || !topic.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") })
-        {
-            return Self.error(400, errno: 113, "Topic must be no greater than 32 characters and use the URL-safe base64 alphabet")
-        }
         guard device.status == .active else {
             return Self.error(410, errno: 106, "Request did not validate Subscription is no longer valid")
         }
@@ -92,6 +82,18 @@ struct WebPushService: SandboxHTTPResponder {
                 413, errno: 104,
                 "This message is intended for a constrained device and is limited in size. Converted buffer is too long by \(request.body.count - ServiceLimits.webPushBodyBytes) bytes"
             )
+        }
+        // autopush: a TTL missing or not a whole number is errno 111.
+        guard let ttl = request.header("TTL").flatMap({ Int($0) }), ttl >= 0 else {
+            return Self.error(400, errno: 111, "Missing TTL value")
+        }
+        if let urgency = request.header("Urgency"), !["very-low", "low", "normal", "high"].contains(urgency) {
+            return Self.error(400, errno: 114, "Invalid Urgency header value")
+        }
+        if let topic = request.header("Topic"),
+            topic.utf8.count > 32 || !topic.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") })
+        {
+            return Self.error(400, errno: 113, "Topic must be no greater than 32 characters and use the URL-safe base64 alphabet")
         }
         var payload = ""
         if !request.body.isEmpty {
@@ -122,7 +124,8 @@ struct WebPushService: SandboxHTTPResponder {
 
     /// Why the request's VAPID authorization fails, or nil: `vapid t=<JWT>, k=<key>` (RFC 8292),
     /// the key the subscription was made with, an ES256 signature by it, `aud` this origin, `exp`
-    /// in the future and at most 24 hours ahead, `sub` a `mailto:` or `https:` contact.
+    /// in the future and at most 24 hours ahead, `sub` (when there is one) a `mailto:` or
+    /// `https:` contact. The messages are autopush's.
     private func checkVAPID(_ request: SandboxHTTPRequest) async -> String? {
         guard let authorization = request.header("Authorization") else { return "Missing Authorization header" }
         let lowered = authorization.lowercased()
@@ -134,27 +137,26 @@ struct WebPushService: SandboxHTTPResponder {
             parameters[pair[0].trimmingCharacters(in: .whitespaces).lowercased()] = pair[1].trimmingCharacters(in: .whitespaces)
         }
         guard let token = parameters["t"], let key = parameters["k"] else { return "Invalid Authorization header: t= and k= are required" }
-        guard Base64URL.decode(key) == Base64URL.decode(credentials.vapidPublicKey) else {
-            return "VAPID public key mismatch: k= is not the key the subscription was created with"
-        }
+        guard Base64URL.decode(key) == Base64URL.decode(credentials.vapidPublicKey) else { return "VAPID public key mismatch" }
         guard APNSService.decodeSegment(token, 0)?["alg"]?.stringValue == "ES256" else {
-            return "Invalid bearer token: the algorithm must be ES256"
+            return "InvalidAlgorithm: the token must be ES256"
         }
         let claims: VAPIDClaims
         do {
             claims = try await VAPIDClaims.verified(token, keys: keys)
         } catch {
-            return "Invalid bearer token: the signature does not verify"
+            return "InvalidSignature"
         }
-        guard claims.aud == origin else { return "Invalid bearer token: aud \(claims.aud) is not this service's origin \(origin)" }
+        guard claims.aud == origin else { return "Invalid VAPID audience" }
         let now = state.clock.now.secondsSinceEpoch
-        guard claims.exp > now else { return "Invalid bearer token: expired" }
+        guard claims.exp > now else { return "ExpiredSignature" }
         guard claims.exp <= now + 24 * 3600 + SandboxAssumptions.webPushClockSkewSeconds else {
-            return "Invalid bearer token: exp is more than 24 hours in the future"
+            return "The VAPID token expiration is too long"
         }
-        let subject = claims.sub?.lowercased() ?? ""
-        guard subject.hasPrefix("mailto:") || subject.hasPrefix("https:") else {
-            return "Invalid bearer token: sub must be a mailto: or https: contact"
+        // RFC 8292 makes `sub` optional and autopush accepts a token without one; one that is
+        // there must be a contact.
+        if let subject = claims.sub?.lowercased(), !(subject.hasPrefix("mailto:") || subject.hasPrefix("https:")) {
+            return "Invalid VAPID sub: a mailto: or https: contact is expected"
         }
         return nil
     }
