@@ -14,7 +14,7 @@ struct PushgateCommand: AsyncParsableCommand {
         subcommands: [
             DemoCommand.self, ServeCommand.self, SendCommand.self, NotificationsCommand.self, RegistrationsCommand.self,
             SandboxCommand.self, TemplatesCommand.self, StoreCommand.self, HubsCommand.self,
-            UsersCommand.self,
+            UsersCommand.self, VAPIDCommand.self,
             BenchCommand.self,
             VersionCommand.self,
         ]

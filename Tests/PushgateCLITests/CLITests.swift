@@ -645,3 +645,33 @@ struct StandingSandbox {
         #expect(!serve.text.contains(key))
     }
 }
+
+@Suite struct VAPIDCommandTests {
+    @Test func generateMakesAPairAndPublicKeyPrintsTheConfiguredOneAfterCheckingIt() async throws {
+        let generated = try await PushgateProcess.run(["vapid", "generate"])
+        #expect(generated.status == 0, "\(generated.stderr)")
+        let lines = generated.stdout.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true) }
+        #expect(lines.count == 2 && lines[0].first == "vapidPublicKey" && lines[1].first == "vapidPrivateKey", "\(generated.stdout)")
+        let publicKey = try #require(lines.first?.last.flatMap { Base64URL.decode(String($0)) })
+        #expect(publicKey.count == 65 && publicKey.first == 4)
+        #expect(lines.last?.last.flatMap { Base64URL.decode(String($0)) }?.count == 32)
+
+        let local = try await LocalGateway.start()
+        do {
+            let config = local.directory + "/config.json"
+            let shown = try await PushgateProcess.run(["vapid", "public-key", "--config", config])
+            #expect(shown.status == 0, "\(shown.stderr)")
+            #expect(shown.stdout == local.sandbox.credentials.vapidPublicKey + "\n")
+            // A private key that is not the public key's pair is named, not used.
+            let other = String(lines[1].last!)
+            try (other + "\n").write(toFile: local.directory + "/vapid-private-key.txt", atomically: true, encoding: .utf8)
+            let mismatched = try await PushgateProcess.run(["vapid", "public-key", "--config", config])
+            #expect(
+                mismatched.status != 0 && mismatched.stderr.contains("is not the private key of vapidPublicKey"), "\(mismatched.stderr)")
+        } catch {
+            await local.stop()
+            throw error
+        }
+        await local.stop()
+    }
+}

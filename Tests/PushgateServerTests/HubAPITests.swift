@@ -876,3 +876,90 @@ import Testing
         }
     }
 }
+
+/// Browsers through the hub API, as Notification Hubs documents Web Push: Browser(Template)
+/// registration descriptions (Endpoint, P256DH, Auth), installations with a pushChannel object,
+/// `ServiceBusNotification-Format: browser`, and direct sends with P256DH and Auth headers.
+@Suite struct HubBrowserTests {
+    func parts(_ device: SandboxDevice) throws -> (endpoint: String, p256dh: String, auth: String) {
+        let subscription = try #require(WebPushSubscription(handleValue: device.handle))
+        return (subscription.endpoint, Base64URL.encode(subscription.p256dh), Base64URL.encode(subscription.auth))
+    }
+
+    @Test func registrationsInstallationsAndDirectSendsReachBrowsers() async throws {
+        try await GatewayFixture.inProcess { fixture in
+            let client = try HubAPITests.Client(fixture)
+            let native = await fixture.sandbox.createDevice(.browser)
+            let templated = await fixture.sandbox.createDevice(.browser)
+            let installed = await fixture.sandbox.createDevice(.browser)
+            let (endpoint, p256dh, auth) = try parts(native)
+            let created = try await client.call(
+                "POST", "registrations",
+                body: """
+                    <entry xmlns="http://www.w3.org/2005/Atom"><content type="application/xml">
+                    <BrowserRegistrationDescription xmlns:i="http://www.w3.org/2001/XMLSchema-instance" xmlns="http://schemas.microsoft.com/netservices/2010/10/servicebus/connect">
+                    <Tags>news</Tags><Endpoint>\(endpoint)</Endpoint><P256DH>\(p256dh)</P256DH><Auth>\(auth)</Auth>
+                    </BrowserRegistrationDescription></content></entry>
+                    """, contentType: HubAPITests.atom)
+            #expect(created.status == 200, "\(created.bodyText)")
+            // Read back as Notification Hubs writes it: the three parts, the keys never merged.
+            #expect(created.bodyText.contains("<BrowserRegistrationDescription"), "\(created.bodyText)")
+            #expect(created.bodyText.contains("<Endpoint>\(endpoint)</Endpoint><P256DH>\(p256dh)</P256DH><Auth>\(auth)</Auth>"))
+
+            let (templateEndpoint, templateKey, templateAuth) = try parts(templated)
+            let template = try await client.call(
+                "POST", "registrations",
+                body: """
+                    <entry xmlns="http://www.w3.org/2005/Atom"><content type="application/xml">
+                    <BrowserTemplateRegistrationDescription xmlns:i="http://www.w3.org/2001/XMLSchema-instance" xmlns="http://schemas.microsoft.com/netservices/2010/10/servicebus/connect">
+                    <Tags>news</Tags><Endpoint>\(templateEndpoint)</Endpoint><P256DH>\(templateKey)</P256DH><Auth>\(templateAuth)</Auth>
+                    <BodyTemplate><![CDATA[{"title": "$(headline)"}]]></BodyTemplate>
+                    </BrowserTemplateRegistrationDescription></content></entry>
+                    """, contentType: HubAPITests.atom)
+            #expect(template.status == 200, "\(template.bodyText)")
+
+            let (installEndpoint, installKey, installAuth) = try parts(installed)
+            let installation = try await client.call(
+                "PUT", "installations/web-1",
+                body:
+                    #"{"installationId":"web-1","platform":"browser","pushChannel":{"endpoint":"\#(installEndpoint)","p256dh":"\#(installKey)","auth":"\#(installAuth)"},"tags":["news"]}"#
+            )
+            #expect(installation.status == 200, "\(installation.bodyText)")
+            let read = try await client.call("GET", "installations/web-1")
+            let pushChannel = try #require(
+                (try JSONSerialization.jsonObject(with: Data(read.body)) as? [String: Any])?["pushChannel"] as? [String: String],
+                "\(read.bodyText)")
+            #expect(pushChannel == ["endpoint": installEndpoint, "p256dh": installKey, "auth": installAuth])
+
+            // A native browser send reaches the native registration and the installation.
+            let sent = try await client.call(
+                "POST", "messages", body: #"{"title":"native"}"#,
+                headers: [("ServiceBusNotification-Format", "browser"), ("ServiceBusNotification-Tags", "news"), ("TTL", "120")])
+            #expect(sent.status == 201, "\(sent.bodyText)")
+            _ = try await client.finalDetails(of: sent)
+            #expect(await fixture.sandbox.state.inbox(deviceID: native.id).map(\.payload) == [#"{"title":"native"}"#])
+            #expect(await fixture.sandbox.state.inbox(deviceID: installed.id).first?.header("TTL") == "120")
+
+            // A template send renders the template registration's body.
+            let rendered = try await client.call(
+                "POST", "messages", body: #"{"headline":"templated"}"#,
+                headers: [("ServiceBusNotification-Format", "template"), ("ServiceBusNotification-Tags", "news")])
+            let details = try await client.finalDetails(of: rendered)
+            let templatedInbox = await fixture.sandbox.state.inbox(deviceID: templated.id).map(\.payload)
+            #expect(templatedInbox == [#"{"title":"templated"}"#], "\(templatedInbox) \(details.bodyText)")
+
+            // A direct send: the endpoint, with the keys in P256DH and Auth.
+            let other = await fixture.sandbox.createDevice(.browser)
+            let (otherEndpoint, otherKey, otherAuth) = try parts(other)
+            let direct = try await client.call(
+                "POST", "messages?direct", body: "direct text",
+                headers: [
+                    ("ServiceBusNotification-Format", "browser"), ("ServiceBusNotification-DeviceHandle", otherEndpoint),
+                    ("P256DH", otherKey), ("Auth", otherAuth),
+                ])
+            #expect(direct.status == 201, "\(direct.bodyText)")
+            _ = try await client.finalDetails(of: direct)
+            #expect(await fixture.sandbox.state.inbox(deviceID: other.id).map(\.payload) == ["direct text"])
+        }
+    }
+}

@@ -38,7 +38,7 @@ extension Gateway {
     /// when delivered.
     public func prepareHub(_ request: HubSendRequest) throws(GatewayError) -> PreparedSend {
         guard let format = request.format?.trimmingCharacters(in: .whitespaces), !format.isEmpty else {
-            throw .badRequest("ServiceBusNotification-Format is required: apple, gcm, fcmv1, windows or template")
+            throw .badRequest("ServiceBusNotification-Format is required: apple, gcm, fcmv1, windows, browser or template")
         }
         let platform: Platform?
         switch format.lowercased() {
@@ -46,18 +46,22 @@ extension Gateway {
         case "gcm": platform = .gcm
         case "fcmv1": platform = .fcm
         case "windows": platform = .wns
+        case "browser": platform = .browser
         case "template": platform = nil
         case "windowsphone":
             throw .badRequest("ServiceBusNotification-Format: windowsphone (MPNS) is retired by Microsoft; use windows (WNS)")
-        case "adm", "baidu", "browser", "xiaomi":
-            throw .badRequest("ServiceBusNotification-Format: \(format) is not supported; use apple, gcm, fcmv1, windows or template")
+        case "adm", "baidu", "xiaomi":
+            throw .badRequest(
+                "ServiceBusNotification-Format: \(format) is not supported; use apple, gcm, fcmv1, windows, browser or template")
         default:
             throw .badRequest(
-                "ServiceBusNotification-Format: '\(format.prefix(40))' is unknown; use apple, gcm, fcmv1, windows or template")
+                "ServiceBusNotification-Format: '\(format.prefix(40))' is unknown; use apple, gcm, fcmv1, windows, browser or template")
         }
         let audience: Audience
         if let handles = request.directHandles {
-            guard let platform else { throw .badRequest("a direct send takes a native format (apple, gcm, fcmv1, windows), not template") }
+            guard let platform else {
+                throw .badRequest("a direct send takes a native format (apple, gcm, fcmv1, windows, browser), not template")
+            }
             guard !handles.isEmpty, handles.count <= Audience.maximumDirectHandles else {
                 throw .badRequest("a direct send takes 1 to \(Audience.maximumDirectHandles) device handles, not \(handles.count)")
             }

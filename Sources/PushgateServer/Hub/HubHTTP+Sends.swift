@@ -20,7 +20,12 @@ extension HubHTTP {
             guard let handle = request.headers[deviceHandleHeader], !handle.isEmpty else {
                 throw .badRequest("a direct send needs ServiceBusNotification-DeviceHandle")
             }
-            handles = [handle]
+            // A browser's handle is its endpoint with the subscription's keys in P256DH and Auth.
+            if let p256dh = request.headers[p256dhHeader], let auth = request.headers[authHeader] {
+                handles = [HubRegistrationXML.subscriptionJSON(endpoint: handle, p256dh: p256dh, auth: auth)]
+            } else {
+                handles = [handle]
+            }
         } else if request.headers[deviceHandleHeader] != nil {
             throw .badRequest("ServiceBusNotification-DeviceHandle is for direct sends: add ?direct to the URL")
         }

@@ -19,6 +19,9 @@ enum HubHTTP {
     static let formatHeader = HTTPField.Name("ServiceBusNotification-Format")!
     static let tagsHeader = HTTPField.Name("ServiceBusNotification-Tags")!
     static let deviceHandleHeader = HTTPField.Name("ServiceBusNotification-DeviceHandle")!
+    /// A browser direct send's subscription keys (Notification Hubs' Web Push direct sends).
+    static let p256dhHeader = HTTPField.Name("P256DH")!
+    static let authHeader = HTTPField.Name("Auth")!
     static let scheduleTimeHeader = HTTPField.Name("ServiceBusNotification-ScheduleTime")!
     static let testSendHeader = HTTPField.Name("ServiceBusNotification-TestSend")!
     static let trackingIDHeader = HTTPField.Name("TrackingId")!

@@ -70,7 +70,11 @@ extension HubInstallations {
             case ("remove", "userId", 1):
                 result.userID = nil
             case ("add", "pushChannel", 1), ("replace", "pushChannel", 1):
-                result.pushChannel = try needString()
+                if result.platform == .browser, let value, value.objectMembers != nil {
+                    result.pushChannel = try HubInstallations.browserChannel(value, field: "\(at).value")
+                } else {
+                    result.pushChannel = try needString()
+                }
             case ("add", "templates", 2), ("replace", "templates", 2):
                 guard var value else { throw .badRequest("\(at).value is required") }
                 // The .NET SDK's PartialUpdateOperation carries the template as a JSON string.

@@ -27,7 +27,26 @@ enum HubInstallations {
         var expiry: String?
     }
 
-    static let platforms: [String: Platform] = ["apns": .apns, "gcm": .gcm, "fcmv1": .fcm, "wns": .wns]
+    static let platforms: [String: Platform] = ["apns": .apns, "gcm": .gcm, "fcmv1": .fcm, "wns": .wns, "browser": .browser]
+
+    /// A browser installation's `pushChannel`, `{"endpoint", "p256dh", "auth"}`, as the
+    /// subscription JSON the core reads as a browser's handle.
+    static func browserChannel(_ value: JSONValue, field: String) throws(GatewayError) -> String {
+        guard value.objectMembers != nil, let endpoint = value["endpoint"]?.stringValue, let p256dh = value["p256dh"]?.stringValue,
+            let auth = value["auth"]?.stringValue
+        else {
+            throw .badRequest("body: \"\(field)\" of a browser installation is {\"endpoint\", \"p256dh\", \"auth\"}, each a string")
+        }
+        return HubRegistrationXML.subscriptionJSON(endpoint: endpoint, p256dh: p256dh, auth: auth)
+    }
+
+    /// A browser's handle as an installation's `pushChannel` object.
+    static func browserChannelObject(_ handle: String) -> [String: Any] {
+        guard let subscription = WebPushSubscription(handleValue: handle) else { return [:] }
+        return [
+            "endpoint": subscription.endpoint, "p256dh": Base64URL.encode(subscription.p256dh), "auth": Base64URL.encode(subscription.auth),
+        ]
+    }
     /// Templates one installation may hold (each is a registration).
     static let maximumTemplates = 100
 
@@ -114,9 +133,14 @@ enum HubInstallations {
         }
         let platformText = try string("platform", required: true)!
         guard let platform = platforms[platformText.lowercased()] else {
-            throw .badRequest("body: platform '\(platformText.prefix(20))' is not supported; use apns, gcm, fcmV1 or wns")
+            throw .badRequest("body: platform '\(platformText.prefix(20))' is not supported; use apns, gcm, fcmV1, wns or browser")
         }
-        let channel = try string("pushChannel", required: true)!
+        let channel =
+            if platform == .browser, let value = root["pushChannel"], value.objectMembers != nil {
+                try browserChannel(value, field: "pushChannel")
+            } else {
+                try string("pushChannel", required: true)!
+            }
         let userID = try string("userId", required: false)
         if let userID, !(1...100).contains(userID.count) || !userID.allSatisfy({ Tag.isTagCharacter($0) || $0 == "=" }) {
             throw .badRequest("body: userId '\(userID.prefix(60))' must be 1 to 100 letters, digits or _ @ # . : - =")
@@ -174,7 +198,9 @@ enum HubInstallations {
     static func encode(_ installation: Installation) -> [UInt8] {
         var object: [String: Any] = [
             "installationId": installation.id, "platform": installation.platform == .fcm ? "fcmV1" : installation.platform.rawValue,
-            "pushChannel": installation.pushChannel, "pushChannelExpired": false, "tags": installation.tags,
+            "pushChannel": installation.platform == .browser
+                ? browserChannelObject(installation.pushChannel) as Any : installation.pushChannel as Any,
+            "pushChannelExpired": false, "tags": installation.tags,
             "expirationTime": installation.expiration.map(RFC3339.format) ?? HubRegistrationXML.never,
         ]
         if let userID = installation.userID { object["userId"] = userID }

@@ -30,8 +30,11 @@ enum HubRegistrationXML {
     /// Description element names by platform (the native one; the template one inserts `Template`).
     static let types: [(name: String, platform: Platform, handleElement: String)] = [
         ("Apple", .apns, "DeviceToken"), ("Gcm", .gcm, "GcmRegistrationId"), ("FcmV1", .fcm, "FcmV1RegistrationId"),
-        ("Windows", .wns, "ChannelUri"),
+        ("Windows", .wns, "ChannelUri"), ("Browser", .browser, "Endpoint"),
     ]
+
+    /// A browser registration's subscription keys, beside its `<Endpoint>`.
+    static let browserKeyElements = ["P256DH", "Auth"]
 
     static func localName(_ qualified: String) -> String {
         qualified.split(separator: ":").last.map(String.init) ?? qualified
@@ -78,14 +81,14 @@ enum HubRegistrationXML {
         guard let type = types.first(where: { $0.name == typeName }) else {
             if typeName == "Mpns" { throw .badRequest("body: <\(name)>: MPNS is retired by Microsoft; register with WNS") }
             throw .badRequest(
-                "body: <\(name.prefix(60))> is not supported; use Apple, Gcm, FcmV1 or Windows(Template)RegistrationDescription")
+                "body: <\(name.prefix(60))> is not supported; use Apple, Gcm, FcmV1, Windows or Browser(Template)RegistrationDescription")
         }
         var fields: [String: String] = [:]
         var wnsHeaders: [String: String] = [:]
-        let known: Set<String> = [
+        let known = Set([
             type.handleElement, "Tags", "BodyTemplate", "TemplateName", "Expiry", "WnsHeaders", "ETag", "ExpirationTime", "RegistrationId",
             "PushVariables", "SecondaryTileName",
-        ]
+        ]).union(type.platform == .browser ? browserKeyElements : [])
         for child in elements(description) {
             let field = localName(child.name)
             guard known.contains(field) else { throw .badRequest("body: <\(name)> has an unknown element <\(field.prefix(60))>") }
@@ -115,8 +118,15 @@ enum HubRegistrationXML {
             let value = Self.text(child)
             fields[field] = field == "BodyTemplate" ? value : value.trimmingCharacters(in: .whitespacesAndNewlines)
         }
-        guard let handle = fields[type.handleElement], !handle.isEmpty else {
+        guard var handle = fields[type.handleElement], !handle.isEmpty else {
             throw .badRequest("body: <\(name)> needs <\(type.handleElement)>")
+        }
+        if type.platform == .browser {
+            // The subscription, as the core reads a browser's handle.
+            guard let p256dh = fields["P256DH"], !p256dh.isEmpty, let auth = fields["Auth"], !auth.isEmpty else {
+                throw .badRequest("body: <\(name)> needs <P256DH> and <Auth> beside <Endpoint>")
+            }
+            handle = Self.subscriptionJSON(endpoint: handle, p256dh: p256dh, auth: auth)
         }
         if isTemplate, (fields["BodyTemplate"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
             throw .badRequest("body: <\(name)> needs <BodyTemplate>")
@@ -136,6 +146,18 @@ enum HubRegistrationXML {
             registrationID: fields["RegistrationId"], expiration: expiration)
     }
 
+    /// A browser's subscription as JSON, from its three parts (checked where every handle is).
+    static func subscriptionJSON(endpoint: String, p256dh: String, auth: String) -> String {
+        var output: [UInt8] = Array(#"{"endpoint":"#.utf8)
+        Escaping.appendJSONString(endpoint, to: &output)
+        output += Array(#","keys":{"p256dh":"#.utf8)
+        Escaping.appendJSONString(p256dh, to: &output)
+        output += Array(#","auth":"#.utf8)
+        Escaping.appendJSONString(auth, to: &output)
+        output += Array("}}".utf8)
+        return String(decoding: output, as: UTF8.self)
+    }
+
     /// The description element of `registration`, with its ETag.
     static func writeDescription(_ registration: Registration, writer: XMLTextWriter) {
         let type = types.first(where: { $0.platform == registration.platform })!
@@ -148,7 +170,13 @@ enum HubRegistrationXML {
         writer.element("RegistrationId", registration.id.rawValue)
         let tags = registration.tags.map(\.rawValue)
         if !tags.isEmpty { writer.element("Tags", tags.joined(separator: ",")) }
-        writer.element(type.handleElement, registration.handle.value)
+        if registration.platform == .browser, let subscription = WebPushSubscription(handleValue: registration.handle.value) {
+            writer.element("Endpoint", subscription.endpoint)
+            writer.element("P256DH", Base64URL.encode(subscription.p256dh))
+            writer.element("Auth", Base64URL.encode(subscription.auth))
+        } else {
+            writer.element(type.handleElement, registration.handle.value)
+        }
         if let template {
             // NH's FCM v1 templates read back in its send shape, {"message": {…}}.
             writer.cdataElement("BodyTemplate", registration.platform == .fcm ? Gateway.wrappedFCMTemplate(template.body) : template.body)
