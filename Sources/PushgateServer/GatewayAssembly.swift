@@ -46,9 +46,16 @@ public enum GatewayAssembly {
             let account = try await GoogleServiceAccount(json: try secrets.resolve(fcm.serviceAccount))
             let transport = try CurlPushTransport(configuration: .init(httpVersion: .http2, caFile: caFile(fcm.caFile)), pools: pools)
             providers.append(FCMProvider(endpoint: fcm.endpoint, account: account, transport: transport, policy: policy, clock: clock))
+            if services.gcmDelivery == .fcmV1 {
+                // Legacy GCM after Google's shutdown: the same tokens, through v1, translated.
+                let transport = try CurlPushTransport(configuration: .init(httpVersion: .http2, caFile: caFile(fcm.caFile)))
+                providers.append(
+                    FCMProvider(
+                        endpoint: fcm.endpoint, account: account, transport: transport, policy: policy, clock: clock, platform: .gcm))
+            }
         }
-        if let gcm = services.gcm {
-            let key = try secrets.resolve(gcm.serverKey).trimmingCharacters(in: .whitespacesAndNewlines)
+        if let gcm = services.gcm, services.gcmDelivery == .legacy, let serverKey = gcm.serverKey {
+            let key = try secrets.resolve(serverKey).trimmingCharacters(in: .whitespacesAndNewlines)
             let transport = try CurlPushTransport(configuration: .init(httpVersion: .http2, caFile: caFile(gcm.caFile)))
             providers.append(GCMProvider(endpoint: gcm.endpoint, serverKey: key, transport: transport, policy: policy, clock: clock))
         }

@@ -44,8 +44,13 @@ import Testing
             #expect(all.status == 200)
             #expect(all.header("Content-Type")?.hasPrefix("application/xml") == true)
             #expect(all.bodyText.contains("<Success>5</Success><Failure>0</Failure>"))
+            // pns=gcm after Google's shutdown: the legacy message went through FCM v1, translated.
             let gcmInbox = await fixture.sandbox.state.inbox(deviceID: devices[.gcm]!.id)
-            #expect(try JSONParser.parse(gcmInbox.last!.payload)["data"]?["message"]?.stringValue == "From bob: <b>&everyone")
+            let delivered = try JSONParser.parse(gcmInbox.last!.payload)
+            #expect(delivered["message"]?["token"]?.stringValue == devices[.gcm]!.handle)
+            #expect(delivered["message"]?["data"]?["message"]?.stringValue == "From bob: <b>&everyone")
+            let answered = await fixture.sandbox.state.answeredCounts()
+            #expect(!answered.keys.contains { $0.hasPrefix("gcm ") }, "the legacy endpoint was used: \(answered)")
         }
     }
 

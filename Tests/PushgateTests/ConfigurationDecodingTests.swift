@@ -112,12 +112,34 @@ import Testing
         #expect(services.fcm?.endpoint == FCMConfiguration.productionEndpoint)
         #expect(services.fcm?.serviceAccount == .environment("SA_JSON"))
         #expect(services.gcm?.serverKey == .inline("AAAA-server-key"))
-        #expect(services.gcm?.serverKey.description == "inline value (redacted)")
+        #expect(services.gcm?.serverKey?.description == "inline value (redacted)")
         #expect(services.wns?.scope == "notify.windows.com")
+    }
+
+    @Test func gcmRegistrationsGoThroughFCMv1WheneverThereIsAServiceAccount() throws {
+        let fcmOnly = try #require(
+            try decode(#"{"apps": {"default": {"templates": {"notify": {}}, "services": {"fcm": {"serviceAccount": {"env": "SA"}}}}}}"#)
+                .defaultApp?.services)
+        #expect(fcmOnly.gcmDelivery == .fcmV1 && fcmOnly.configuredPlatforms == [.fcm, .gcm])
+        let legacy = try #require(
+            try decode(
+                #"{"apps": {"default": {"templates": {"notify": {}}, "services": {"fcm": {"serviceAccount": {"env": "SA"}}, "gcm": {"delivery": "legacy", "serverKey": {"env": "K"}}}}}}"#
+            ).defaultApp?.services)
+        #expect(legacy.gcmDelivery == .legacy)
+        let keyOnly = try #require(
+            try decode(#"{"apps": {"default": {"templates": {"notify": {}}, "services": {"gcm": {"serverKey": {"env": "K"}}}}}}"#)
+                .defaultApp?.services)
+        #expect(keyOnly.gcmDelivery == .legacy)
     }
 
     @Test func serviceSettingsAreValidated() {
         let prefix = #"{"apps": {"default": {"templates": {"notify": {}}, "services": "#
+        expectError(
+            prefix + #"{"gcm": {"delivery": "fcmV1", "serverKey": {"env": "K"}}}}}}"#, path: "$.apps.default.services.gcm.delivery",
+            contains: "delivers through services.fcm's service account")
+        expectError(
+            prefix + #"{"gcm": {"delivery": "v2"}}}}}"#, path: "$.apps.default.services.gcm.delivery",
+            contains: "must be \"fcmV1\" or \"legacy\"")
         expectError(
             prefix + #"{"browser": {"subject": "push@example.com", "vapidPublicKey": "x", "vapidPrivateKey": {"env": "K"}}}}}}"#,
             path: "$.apps.default.services.browser.subject", contains: "must be a mailto: or https: contact")

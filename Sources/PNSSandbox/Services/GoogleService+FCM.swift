@@ -127,7 +127,9 @@ extension GoogleService {
             }
             return .json(200, #"{"name":"\#(name)"}"#)
         }
-        guard let device = state.lookUp(handle: token), device.platform == .fcm else {
+        // FCM registration tokens are the same for v1 and the legacy API: a legacy (gcm) app
+        // instance's token is reached through v1 too.
+        guard let device = state.lookUp(handle: token), device.platform == .fcm || device.platform == .gcm else {
             return rpcError(
                 400, "INVALID_ARGUMENT", SandboxAssumptions.fcmInvalidArgumentMessage, errorCode: "INVALID_ARGUMENT",
                 violations: [("message.token", "Invalid registration token")])
@@ -140,7 +142,7 @@ extension GoogleService {
         }
         if root["validate_only"]?.kind != .bool(true) {
             let name = "projects/\(project)/messages/\(Self.messageNumber())"
-            deliver(request, platform: .fcm, to: device, messageID: name)
+            deliver(request, platform: device.platform, to: device, messageID: name)
             return .json(200, #"{"name":"\#(name)"}"#)
         }
         return .json(200, #"{"name":"projects/\#(project)/messages/fake_message_id"}"#)

@@ -265,12 +265,23 @@ extension PushgateConfiguration {
             result.fcm = FCMConfiguration(endpoint: endpoint, serviceAccount: account, caFile: caFile)
         }
         if var gcm = try services.object("gcm") {
+            let deliveryText = try gcm.string("delivery")
+            var delivery: GCMConfiguration.Delivery = result.fcm == nil ? .legacy : .fcmV1
+            if let deliveryText {
+                guard let chosen = GCMConfiguration.Delivery(rawValue: deliveryText) else {
+                    throw gcm.error("'\(deliveryText.prefix(40))' must be \"fcmV1\" or \"legacy\"", key: "delivery")
+                }
+                delivery = chosen
+            }
+            if delivery == .fcmV1, result.fcm == nil {
+                throw gcm.error("\"fcmV1\" delivers through services.fcm's service account: configure services.fcm", key: "delivery")
+            }
             let endpoint = try gcm.string("endpoint") ?? GCMConfiguration.productionEndpoint
             try checkEndpoint(endpoint, key: "endpoint", in: gcm)
-            let key = try gcm.requiredSecret("serverKey")
+            let key = delivery == .legacy ? try gcm.requiredSecret("serverKey") : try gcm.secret("serverKey")
             let caFile = try gcm.string("caFile")
-            try gcm.finish(expected: ["endpoint", "serverKey", "caFile"])
-            result.gcm = GCMConfiguration(endpoint: endpoint, serverKey: key, caFile: caFile)
+            try gcm.finish(expected: ["delivery", "endpoint", "serverKey", "caFile"])
+            result.gcm = GCMConfiguration(endpoint: endpoint, serverKey: key, caFile: caFile, delivery: delivery)
         }
         if var wns = try services.object("wns") {
             let tokenEndpoint = try wns.string("tokenEndpoint") ?? WNSConfiguration.productionTokenEndpoint

@@ -289,13 +289,21 @@ public struct ServicesConfiguration: Sendable, Hashable {
         self.browser = browser
     }
 
+    /// How `gcm` registrations are reached: through FCM v1 whenever the app has a service account
+    /// (unless `services.gcm.delivery` says `legacy`), through the legacy API with a server key
+    /// otherwise; nil when neither is configured.
+    public var gcmDelivery: GCMConfiguration.Delivery? {
+        if let gcm, gcm.delivery == .legacy { return .legacy }
+        return fcm != nil ? .fcmV1 : nil
+    }
+
     /// The platforms with a configured service.
     public var configuredPlatforms: [Platform] {
         Platform.allCases.filter {
             switch $0 {
             case .apns: apns != nil
             case .fcm: fcm != nil
-            case .gcm: gcm != nil
+            case .gcm: gcmDelivery != nil
             case .wns: wns != nil
             case .browser: browser != nil
             }
@@ -345,18 +353,31 @@ public struct FCMConfiguration: Sendable, Hashable {
     }
 }
 
-/// Legacy GCM/FCM HTTP: a server key.
+/// Legacy GCM: how `gcm` registrations are reached. Google shut the legacy HTTP API down in 2024;
+/// by default (`delivery: "fcmV1"`) their messages go through FCM HTTP v1 with the app's service
+/// account, translated (the registration tokens are the same). `delivery: "legacy"` keeps the
+/// legacy endpoint with a server key, for the sandbox and for anyone who still has it.
 public struct GCMConfiguration: Sendable, Hashable {
     public static let productionEndpoint = "https://fcm.googleapis.com/fcm/send"
 
+    public enum Delivery: String, Sendable, Hashable, CaseIterable {
+        case fcmV1
+        case legacy
+    }
+
+    public var delivery: Delivery
+    /// The legacy endpoint and server key (`delivery: "legacy"`).
     public var endpoint: String
-    public var serverKey: SecretSource
+    public var serverKey: SecretSource?
     public var caFile: String?
 
-    public init(endpoint: String = productionEndpoint, serverKey: SecretSource, caFile: String? = nil) {
+    public init(
+        endpoint: String = productionEndpoint, serverKey: SecretSource?, caFile: String? = nil, delivery: Delivery = .legacy
+    ) {
         self.endpoint = endpoint
         self.serverKey = serverKey
         self.caFile = caFile
+        self.delivery = delivery
     }
 }
 

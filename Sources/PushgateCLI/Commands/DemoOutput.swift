@@ -37,7 +37,8 @@ final class DemoOutput: Sendable {
 
     static func payload(_ platform: Platform, _ text: String) -> String {
         guard platform == .fcm || platform == .gcm, let json = try? JSONParser.parse(text) else { return text }
-        let data = platform == .fcm ? json["message"]?["data"] : json["data"]
+        // FCM v1's envelope (also a gcm message delivered through v1), or the legacy one.
+        let data = json["message"]?["data"] ?? json["data"]
         guard let data, let template = try? Template(json: data), let rendered = try? template.renderString([:]) else { return text }
         return #"{"data":\#(rendered)}"#
     }

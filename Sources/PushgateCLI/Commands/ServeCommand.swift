@@ -81,7 +81,7 @@ struct ServeCommand: AsyncParsableCommand {
         switch platform {
         case .apns: services.apns?.endpoint ?? ""
         case .fcm: services.fcm?.endpoint ?? ""
-        case .gcm: services.gcm?.endpoint ?? ""
+        case .gcm: services.gcmDelivery == .fcmV1 ? "through FCM v1 \(services.fcm?.endpoint ?? "")" : services.gcm?.endpoint ?? ""
         case .wns: services.wns?.tokenEndpoint ?? ""
         case .browser: services.browser.map { _ in "each subscription's endpoint" } ?? ""
         }

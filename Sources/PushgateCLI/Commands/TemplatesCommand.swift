@@ -71,7 +71,8 @@ struct TemplatesCommand: ParsableCommand {
                 }
             }
             if let fcm = services.fcm { result.append(("fcm.serviceAccount", fcm.serviceAccount)) }
-            if let gcm = services.gcm { result.append(("gcm.serverKey", gcm.serverKey)) }
+            if let gcm = services.gcm, let serverKey = gcm.serverKey { result.append(("gcm.serverKey", serverKey)) }
+            if let browser = services.browser { result.append(("browser.vapidPrivateKey", browser.vapidPrivateKey)) }
             if let wns = services.wns { result.append(("wns.clientSecret", wns.clientSecret)) }
             return result
         }

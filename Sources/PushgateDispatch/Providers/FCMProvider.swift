@@ -1,9 +1,10 @@
 import Pushgate
 
 /// FCM HTTP v1 with a service account: OAuth token cached until shortly before it expires,
-/// refreshed once on 401.
+/// refreshed once on 401. As the `gcm` platform's provider it delivers legacy GCM messages
+/// through v1, each translated (``LegacyGCMTranslation``): the tokens are the same for both APIs.
 public final class FCMProvider: PushProvider {
-    public let platform = Platform.fcm
+    public let platform: Platform
     private let endpoint: String
     private let account: GoogleServiceAccount
     private let tokens: OAuthTokenManager
@@ -13,8 +14,10 @@ public final class FCMProvider: PushProvider {
 
     public init(
         endpoint: String, account: GoogleServiceAccount, transport: any PushTransport, policy: RetryPolicy, clock: any PushgateClock,
-        maximumInFlight: Int = 1000
+        maximumInFlight: Int = 1000, platform: Platform = .fcm
     ) {
+        precondition(platform == .fcm || platform == .gcm, "FCM v1 delivers fcm and (translated) gcm messages")
+        self.platform = platform
         self.endpoint = endpoint
         self.account = account
         self.transport = transport
@@ -31,6 +34,7 @@ public final class FCMProvider: PushProvider {
     public var tokenManager: OAuthTokenManager { tokens }
 
     public func deliver(_ notification: RenderedNotification, to targets: [DispatchTarget]) async -> [DeliveryReport] {
+        let notification = platform == .gcm ? LegacyGCMTranslation.v1Notification(notification) : notification
         let endpoint = endpoint
         let projectID = account.projectID
         return await retry.deliverAll(
