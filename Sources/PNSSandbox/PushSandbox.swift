@@ -124,6 +124,7 @@ public final class PushSandbox: Service, Sendable {
             let endpoints = SandboxEndpoints(
                 apns: "https://\(urlHost):\(apns.port)", fcm: googleBase, gcm: googleBase + "/fcm/send", googleToken: googleBase + "/token",
                 wnsToken: wnsBase + "/accesstoken.srf", wnsChannelHost: "\(urlHost):\(wns.port)", wns: wnsBase,
+                entraToken: WNSConfiguration.entraTokenEndpoint(tenantID: credentials.entraTenantID, authority: wnsBase),
                 webPush: webPushBase, webPushHost: "\(urlHost):\(webPush.port)", control: "http://\(urlHost):\(control.port)")
             let sandbox = PushSandbox(
                 configuration: configuration, credentials: credentials, endpoints: endpoints, state: state,
@@ -181,6 +182,7 @@ public final class PushSandbox: Service, Sendable {
             ("serviceAccount", "service-account.json", credentials.serviceAccountJSON(tokenURI: endpoints.googleToken)),
             ("gcmServerKey", "gcm-server-key.txt", credentials.gcmServerKey),
             ("wnsClientSecret", "wns-client-secret.txt", credentials.wnsClientSecret),
+            ("entraClientSecret", "entra-client-secret.txt", credentials.entraClientSecret),
             ("vapidPrivateKey", "vapid-private-key.txt", credentials.vapidPrivateKey),
             ("apnsCertificate", "apns-client.pem", credentials.apnsClientCertificatePEM),
             ("apnsProductionCertificate", "apns-client-production.pem", credentials.apnsProductionClientCertificatePEM),
@@ -203,7 +205,9 @@ public final class PushSandbox: Service, Sendable {
             ],
             "apns": ["keyId": credentials.apnsKeyID, "teamId": credentials.apnsTeamID, "topic": credentials.apnsTopic],
             "fcm": ["projectId": credentials.fcmProjectID],
-            "wns": ["clientId": credentials.wnsClientID],
+            "wns": [
+                "clientId": credentials.wnsClientID, "entraTenantId": credentials.entraTenantID, "entraClientId": credentials.entraClientID,
+            ],
             "browser": ["vapidPublicKey": credentials.vapidPublicKey],
             "files": paths,
         ]

@@ -62,6 +62,9 @@ public struct SandboxEndpoints: Sendable, Hashable, Codable {
     public let wnsChannelHost: String
     /// WNS base URL channel URIs start with.
     public let wns: String
+    /// Microsoft Entra ID's token endpoint of the sandbox's tenant (`…/{tenant}/oauth2/v2.0/token`),
+    /// on the WNS listener.
+    public let entraToken: String
     /// The Web Push service's origin (`https://127.0.0.1:PORT`); subscriptions' endpoints are
     /// `…/wpush/<token>`.
     public let webPush: String

@@ -23,6 +23,10 @@ public struct SandboxGatewayConfiguration: Sendable {
     /// The sandbox's Web Push host (`127.0.0.1:PORT`) and the VAPID application server key.
     public var webPushHost: String?
     public var vapidPublicKey: String?
+    /// WNS through Microsoft Entra ID (as Windows App SDK apps authenticate): the tenant, the
+    /// application's client id and the tenant's token endpoint on the sandbox; the secret is the
+    /// `entraClientSecret` file. Without them, the classic package credentials.
+    public var entra: (tenantID: String, clientID: String, tokenEndpoint: String)?
     /// Paths of the files the sandbox wrote: `ca`, `apnsKey`, `serviceAccount`, `gcmServerKey`,
     /// `wnsClientSecret`, `vapidPrivateKey`.
     public var files: [String: String]
@@ -39,7 +43,7 @@ public struct SandboxGatewayConfiguration: Sendable {
     public init(
         apnsEndpoint: String, apnsTopic: String, apnsKeyID: String, apnsTeamID: String, fcmEndpoint: String, gcmEndpoint: String,
         wnsTokenEndpoint: String, wnsClientID: String, wnsChannelHost: String, webPushHost: String? = nil, vapidPublicKey: String? = nil,
-        files: [String: String], listenerPort: Int = 8080,
+        entra: (tenantID: String, clientID: String, tokenEndpoint: String)? = nil, files: [String: String], listenerPort: Int = 8080,
         listenerTLSPort: Int? = 8443, demoPasswordEqualsName: Bool = true, sandboxControl: String? = nil
     ) {
         self.apnsEndpoint = apnsEndpoint
@@ -53,6 +57,7 @@ public struct SandboxGatewayConfiguration: Sendable {
         self.wnsChannelHost = wnsChannelHost
         self.webPushHost = webPushHost
         self.vapidPublicKey = vapidPublicKey
+        self.entra = entra
         self.files = files
         self.listenerPort = listenerPort
         self.listenerTLSPort = listenerTLSPort
@@ -89,6 +94,12 @@ public struct SandboxGatewayConfiguration: Sendable {
                 "tokenEndpoint": wnsTokenEndpoint, "clientId": wnsClientID, "clientSecret": file("wnsClientSecret"), "caFile": ca,
             ],
         ]
+        if let entra, files["entraClientSecret"] != nil {
+            services["wns"] = [
+                "tenantId": entra.tenantID, "clientId": entra.clientID, "clientSecret": file("entraClientSecret"),
+                "tokenEndpoint": entra.tokenEndpoint, "caFile": ca,
+            ]
+        }
         var notify: [String: Any] = [
             "apns": template("notify", "apns", "json", ["apns-push-type": "alert", "apns-priority": "10"]),
             "fcm": template("notify", "fcm", "json"), "gcm": template("notify", "gcm", "json"),

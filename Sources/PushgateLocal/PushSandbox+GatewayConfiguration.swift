@@ -13,6 +13,7 @@ extension PushSandbox {
             fcmEndpoint: endpoints.fcm, gcmEndpoint: endpoints.gcm, wnsTokenEndpoint: endpoints.wnsToken,
             wnsClientID: credentials.wnsClientID,
             wnsChannelHost: endpoints.wnsChannelHost, webPushHost: endpoints.webPushHost, vapidPublicKey: credentials.vapidPublicKey,
+            entra: (credentials.entraTenantID, credentials.entraClientID, endpoints.entraToken),
             files: files, listenerPort: listenerPort,
             listenerTLSPort: listenerTLSPort, sandboxControl: endpoints.control
         ).write(to: directory)

@@ -4,6 +4,7 @@ Expected answers are Microsoft's (the WNS response codes)."""
 from __future__ import annotations
 
 import secrets
+from pathlib import Path
 from urllib.parse import quote
 
 import pytest
@@ -163,3 +164,27 @@ def test_wns_entra_id_scope(sandbox):
     device = wns_device(sandbox)
     assert toast(sandbox, device["handle"], body["access_token"]).status_code == 200
     assert len(sandbox.inbox(device["id"])) == 1
+
+
+def test_wns_entra_id_tenant_endpoint(sandbox):
+    """Microsoft Entra ID's client-credentials flow at the tenant's v2.0 endpoint, as Windows App SDK
+    apps' servers use it: the tenant's own application and secret, scope https://wns.windows.com/.default;
+    another tenant, another secret or another scope are refused with Entra ID's AADSTS codes."""
+    wns = sandbox.info["wns"]
+    url = sandbox.info["endpoints"]["entraToken"]
+    secret = Path(sandbox.info["files"]["entraClientSecret"]).read_text().strip()
+    form = {"grant_type": "client_credentials", "client_id": wns["entraClientId"], "client_secret": secret,
+            "scope": "https://wns.windows.com/.default"}
+    response = requests.post(url, data=form, verify=sandbox.ca, timeout=20)
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["token_type"] == "Bearer" and int(body["expires_in"]) > 0
+    device = wns_device(sandbox)
+    assert toast(sandbox, device["handle"], body["access_token"]).status_code == 200
+
+    other_tenant = url.replace(wns["entraTenantId"], "00000000-0000-0000-0000-000000000000")
+    assert "AADSTS90002" in requests.post(other_tenant, data=form, verify=sandbox.ca, timeout=20).text
+    wrong_secret = requests.post(url, data={**form, "client_secret": "nope"}, verify=sandbox.ca, timeout=20)
+    assert wrong_secret.status_code == 401 and "AADSTS7000215" in wrong_secret.text
+    wrong_scope = requests.post(url, data={**form, "scope": "notify.windows.com"}, verify=sandbox.ca, timeout=20)
+    assert wrong_scope.status_code == 400 and wrong_scope.json()["error"] == "invalid_scope"

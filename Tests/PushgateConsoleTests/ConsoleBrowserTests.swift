@@ -20,16 +20,16 @@ struct ConsoleBrowserTests {
             try await signIn(browser, "alice")
 
             // alice registers one sandbox device per platform, the way the tutorial client does.
-            for (count, platform) in ["apns", "fcm", "gcm", "wns"].enumerated() {
+            for (count, platform) in ["apns", "fcm", "gcm", "wns", "browser"].enumerated() {
                 try await browser.evaluate("document.getElementById('sandbox-platform').value = '\(platform)'")
                 try await browser.click("sandbox-register-button")
                 try await browser.waitFor(
                     "document.querySelectorAll('#registrations tbody tr[data-registration]').length === \(count + 1)",
                     what: "registration \(count + 1) (\(platform)) in the list")
             }
-            #expect(try await browser.text(of: "registrations-status").hasPrefix("Registered sandbox wns device "))
+            #expect(try await browser.text(of: "registrations-status").hasPrefix("Registered sandbox browser device "))
             let stored = try await gateway.call("GET", "/api/registrations", user: "alice")
-            #expect(stored.bodyText.components(separatedBy: "\"username:alice\"").count - 1 == 4)
+            #expect(stored.bodyText.components(separatedBy: "\"username:alice\"").count - 1 == 5)
 
             // bob sends to alice on every platform and sees one delivery per platform.
             try await browser.click("signout")
@@ -39,15 +39,15 @@ struct ConsoleBrowserTests {
             try await browser.fill("send-message", "Hello from a <b>browser</b> & test")
             try await browser.click("send-button")
             try await browser.waitFor("!document.getElementById('results').hidden", what: "the send results")
-            #expect(try await browser.text(of: "send-status") == "4 delivered, 0 failed")
+            #expect(try await browser.text(of: "send-status") == "5 delivered, 0 failed")
             let platformRows = try await browser.evaluate(
                 "[...document.querySelectorAll('#platform-results tbody tr')].map(r => [...r.cells].map(c => c.textContent))")
             let rows = try #require(platformRows as? [[String]])
-            #expect(rows.map { $0[0] } == ["apns", "fcm", "gcm", "wns"])
+            #expect(rows.map { $0[0] } == ["apns", "fcm", "gcm", "wns", "browser"])
             #expect(rows.allSatisfy { $0[1] == "1" && $0[2] == "1" && $0[3] == "Success 1" })
             let outcomes = try await browser.evaluate(
                 "[...document.querySelectorAll('#device-results tbody tr')].map(r => r.dataset.outcome)")
-            #expect(outcomes as? [String] == ["Success", "Success", "Success", "Success"])
+            #expect(outcomes as? [String] == ["Success", "Success", "Success", "Success", "Success"])
             // The message is text, never markup.
             #expect(try await browser.evaluate("document.querySelectorAll('b').length") as? Int == 0)
             // bob has no registrations of his own.
@@ -70,7 +70,7 @@ struct ConsoleBrowserTests {
                 try await browser.evaluate(
                     "[...document.querySelectorAll('#details-platforms tbody tr')].map(r => [...r.cells].map(c => c.textContent))")
                     as? [[String]])
-            #expect(telemetry.map { $0[0] } == ["apns", "fcm", "gcm", "wns"])
+            #expect(telemetry.map { $0[0] } == ["apns", "fcm", "gcm", "wns", "browser"])
             #expect(telemetry.allSatisfy { $0[1] == "1" && $0[2] == "Success 1" }, "\(telemetry)")
             try await saveScreenshot(browser, "console-notifications.png")
 
@@ -79,12 +79,12 @@ struct ConsoleBrowserTests {
             try await browser.waitFor("!document.getElementById('login').hidden", what: "the sign-in form")
             try await signIn(browser, "alice")
             try await browser.waitFor(
-                "document.querySelectorAll('#registrations .inbox').length === 8", what: "two received notifications in each of 4 inboxes")
+                "document.querySelectorAll('#registrations .inbox').length === 10", what: "two received notifications in each of 5 inboxes")
             let inboxes = try #require(
                 try await browser.evaluate("[...document.querySelectorAll('#registrations .inbox')].map(e => e.textContent)") as? [String])
-            #expect(inboxes.count == 8)
-            #expect(inboxes.count { $0.contains("Hello from a <b>browser</b> & test") || $0.contains("&lt;b&gt;browser&lt;/b&gt;") } == 4)
-            #expect(inboxes.count { $0.contains("Later, in the background") } == 4)
+            #expect(inboxes.count == 10)
+            #expect(inboxes.count { $0.contains("Hello from a <b>browser</b> & test") || $0.contains("&lt;b&gt;browser&lt;/b&gt;") } == 5)
+            #expect(inboxes.count { $0.contains("Later, in the background") } == 5)
 
             try await saveScreenshot(browser, "console-inboxes.png")
         }

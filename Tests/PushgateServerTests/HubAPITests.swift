@@ -938,7 +938,9 @@ import Testing
             #expect(sent.status == 201, "\(sent.bodyText)")
             _ = try await client.finalDetails(of: sent)
             #expect(await fixture.sandbox.state.inbox(deviceID: native.id).map(\.payload) == [#"{"title":"native"}"#])
-            #expect(await fixture.sandbox.state.inbox(deviceID: installed.id).first?.header("TTL") == "120")
+            // What is left of the TTL when it went out (a loaded machine takes a second or two).
+            let ttl = await fixture.sandbox.state.inbox(deviceID: installed.id).first?.header("TTL").flatMap { Int($0) }
+            #expect(ttl.map { (110...120).contains($0) } == true, "\(String(describing: ttl))")
 
             // A template send renders the template registration's body.
             let rendered = try await client.call(

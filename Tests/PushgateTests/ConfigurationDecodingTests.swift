@@ -132,11 +132,33 @@ import Testing
         #expect(keyOnly.gcmDelivery == .legacy)
     }
 
+    @Test func wnsTakesAnEntraIDApplication() throws {
+        let services = try #require(
+            try decode(
+                #"{"apps": {"default": {"templates": {"notify": {}}, "services": {"wns": {"tenantId": "contoso.onmicrosoft.com", "clientId": "0f8fad5b-d9cb-469f-a165-70867728950e", "clientSecret": {"env": "S"}}}}}}"#
+            ).defaultApp?.services)
+        #expect(services.wns?.tenantID == "contoso.onmicrosoft.com")
+        #expect(services.wns?.tokenEndpoint == "https://login.microsoftonline.com/contoso.onmicrosoft.com/oauth2/v2.0/token")
+        #expect(services.wns?.scope == "https://wns.windows.com/.default")
+        let classic = try #require(
+            try decode(
+                #"{"apps": {"default": {"templates": {"notify": {}}, "services": {"wns": {"clientId": "ms-app://s-1", "clientSecret": {"env": "S"}}}}}}"#
+            ).defaultApp?.services)
+        #expect(classic.wns?.tenantID == nil && classic.wns?.tokenEndpoint == WNSConfiguration.productionTokenEndpoint)
+        #expect(classic.wns?.scope == "notify.windows.com")
+    }
+
     @Test func serviceSettingsAreValidated() {
         let prefix = #"{"apps": {"default": {"templates": {"notify": {}}, "services": "#
         expectError(
             prefix + #"{"gcm": {"delivery": "fcmV1", "serverKey": {"env": "K"}}}}}}"#, path: "$.apps.default.services.gcm.delivery",
             contains: "delivers through services.fcm's service account")
+        expectError(
+            prefix + #"{"wns": {"tenantId": "a/b", "clientId": "c", "clientSecret": {"env": "S"}}}}}}"#,
+            path: "$.apps.default.services.wns.tenantId", contains: "must be the Entra ID tenant")
+        expectError(
+            prefix + #"{"wns": {"tenantId": "t", "scope": "notify.windows.com", "clientId": "c", "clientSecret": {"env": "S"}}}}}}"#,
+            path: "$.apps.default.services.wns.scope", contains: "asks for https://wns.windows.com/.default")
         expectError(
             prefix + #"{"gcm": {"delivery": "v2"}}}}}"#, path: "$.apps.default.services.gcm.delivery",
             contains: "must be \"fcmV1\" or \"legacy\"")

@@ -29,6 +29,10 @@ public struct SandboxCredentials: Sendable {
     /// WNS client credentials (package SID and secret).
     public let wnsClientID: String
     public let wnsClientSecret: String
+    /// WNS through Microsoft Entra ID: the tenant, and the application's client id and secret.
+    public let entraTenantID: String
+    public let entraClientID: String
+    public let entraClientSecret: String
 
     /// APNs client certificates with their keys (PEM, certificate then key), issued by the
     /// sandbox's CA: one for the development environment the sandbox is, one for production
@@ -75,6 +79,9 @@ public struct SandboxCredentials: Sendable {
         wnsClientID =
             "ms-app://s-1-15-2-" + (0..<7).map { _ in String(UInt32.random(in: 1_000_000_000...UInt32.max)) }.joined(separator: "-")
         wnsClientSecret = Self.randomToken(32)
+        entraTenantID = UUID().uuidString.lowercased()
+        entraClientID = UUID().uuidString.lowercased()
+        entraClientSecret = Self.randomToken(40)
 
         let vapid = P256.Signing.PrivateKey()
         vapidPublicKey = Base64URL.encode(vapid.publicKey.x963Representation)

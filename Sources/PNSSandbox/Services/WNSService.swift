@@ -38,13 +38,26 @@ struct WNSService: SandboxHTTPResponder {
         guard form["grant_type"] == "client_credentials" else {
             return .json(400, #"{"error":"unsupported_grant_type","error_description":"The grant type is not supported."}"#)
         }
-        guard form["client_id"] == credentials.wnsClientID, form["client_secret"] == credentials.wnsClientSecret else {
-            return .json(400, #"{"error":"invalid_client","error_description":"Invalid client id or client secret."}"#)
-        }
         let lifetime = SandboxAssumptions.wnsAccessTokenLifetimeSeconds
         if Self.isEntraTokenPath(request.path) {
-            // Windows App SDK: Microsoft Entra ID client credentials for the WNS resource; the
-            // v2.0 endpoint's answer carries its numbers as strings.
+            // Windows App SDK: Microsoft Entra ID client credentials for the WNS resource, at the
+            // tenant's endpoint; the v2.0 endpoint's answer carries its numbers as strings.
+            let tenant = request.path.split(separator: "/").first.map(String.init) ?? ""
+            guard tenant == credentials.entraTenantID else {
+                return .json(
+                    400,
+                    #"{"error":"invalid_request","error_description":"AADSTS90002: Tenant '\#(tenant.prefix(64))' not found."}"#)
+            }
+            guard form["client_id"] == credentials.entraClientID else {
+                return .json(
+                    400,
+                    #"{"error":"unauthorized_client","error_description":"AADSTS700016: Application with identifier was not found in the directory."}"#
+                )
+            }
+            guard form["client_secret"] == credentials.entraClientSecret else {
+                return .json(
+                    401, #"{"error":"invalid_client","error_description":"AADSTS7000215: Invalid client secret provided."}"#)
+            }
             guard form["scope"] == Self.entraScope else {
                 return .json(
                     400,
@@ -58,6 +71,9 @@ struct WNSService: SandboxHTTPResponder {
                 200,
                 #"{"token_type":"Bearer","expires_in":"\#(seconds)","ext_expires_in":"\#(seconds)","expires_on":"\#(now + seconds)","not_before":"\#(now)","resource":"https://wns.windows.com","access_token":"\#(accessToken)"}"#
             )
+        }
+        guard form["client_id"] == credentials.wnsClientID, form["client_secret"] == credentials.wnsClientSecret else {
+            return .json(400, #"{"error":"invalid_client","error_description":"Invalid client id or client secret."}"#)
         }
         guard form["scope"] == "notify.windows.com" || form["scope"] == Self.entraScope else {
             return .json(400, #"{"error":"invalid_scope","error_description":"The scope must be notify.windows.com."}"#)

@@ -284,15 +284,30 @@ extension PushgateConfiguration {
             result.gcm = GCMConfiguration(endpoint: endpoint, serverKey: key, caFile: caFile, delivery: delivery)
         }
         if var wns = try services.object("wns") {
-            let tokenEndpoint = try wns.string("tokenEndpoint") ?? WNSConfiguration.productionTokenEndpoint
+            // Entra ID (a tenant) or the classic package credentials.
+            let tenantID = try wns.string("tenantId")
+            if let tenantID {
+                guard (1...256).contains(tenantID.count),
+                    tenantID.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == ".") })
+                else {
+                    throw wns.error(
+                        "'\(tenantID.prefix(40))' must be the Entra ID tenant: its id (a GUID) or a domain name", key: "tenantId")
+                }
+            }
+            let tokenEndpoint =
+                try wns.string("tokenEndpoint")
+                ?? (tenantID.map { WNSConfiguration.entraTokenEndpoint(tenantID: $0) } ?? WNSConfiguration.productionTokenEndpoint)
             try checkEndpoint(tokenEndpoint, key: "tokenEndpoint", in: wns)
             let clientID = try wns.requiredString("clientId")
             let secret = try wns.requiredSecret("clientSecret")
-            let scope = try wns.string("scope") ?? "notify.windows.com"
+            let scope = try wns.string("scope") ?? (tenantID == nil ? WNSConfiguration.classicScope : WNSConfiguration.entraScope)
+            if tenantID != nil, scope != WNSConfiguration.entraScope {
+                throw wns.error("an Entra ID application asks for \(WNSConfiguration.entraScope), not '\(scope.prefix(60))'", key: "scope")
+            }
             let caFile = try wns.string("caFile")
-            try wns.finish(expected: ["tokenEndpoint", "clientId", "clientSecret", "scope", "caFile"])
+            try wns.finish(expected: ["tokenEndpoint", "tenantId", "clientId", "clientSecret", "scope", "caFile"])
             result.wns = WNSConfiguration(
-                tokenEndpoint: tokenEndpoint, clientID: clientID, clientSecret: secret, scope: scope, caFile: caFile)
+                tokenEndpoint: tokenEndpoint, clientID: clientID, clientSecret: secret, scope: scope, caFile: caFile, tenantID: tenantID)
         }
         if var browser = try services.object("browser") {
             let subject = try browser.requiredString("subject")

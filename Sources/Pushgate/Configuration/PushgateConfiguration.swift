@@ -381,9 +381,23 @@ public struct GCMConfiguration: Sendable, Hashable {
     }
 }
 
-/// WNS: OAuth client credentials.
+/// WNS: OAuth client credentials, either the classic package credentials (package SID and
+/// secret at `login.live.com`) or, as Windows App SDK apps require, a Microsoft Entra ID
+/// application (`tenantId`, its client id and secret at the tenant's v2.0 token endpoint, scope
+/// `https://wns.windows.com/.default`).
 public struct WNSConfiguration: Sendable, Hashable {
     public static let productionTokenEndpoint = "https://login.live.com/accesstoken.srf"
+    /// The classic scope, and Entra ID's for WNS.
+    public static let classicScope = "notify.windows.com"
+    public static let entraScope = "https://wns.windows.com/.default"
+
+    /// The Entra ID token endpoint of a tenant (a GUID or a domain name).
+    public static func entraTokenEndpoint(tenantID: String, authority: String = "https://login.microsoftonline.com") -> String {
+        "\(authority)/\(tenantID)/oauth2/v2.0/token"
+    }
+
+    /// The Entra ID tenant, when the credentials are an Entra ID application; nil for classic.
+    public var tenantID: String?
 
     public var tokenEndpoint: String
     /// The package SID (`ms-app://…`) or app id.
@@ -395,8 +409,9 @@ public struct WNSConfiguration: Sendable, Hashable {
 
     public init(
         tokenEndpoint: String = productionTokenEndpoint, clientID: String, clientSecret: SecretSource,
-        scope: String = "notify.windows.com", caFile: String? = nil
+        scope: String = "notify.windows.com", caFile: String? = nil, tenantID: String? = nil
     ) {
+        self.tenantID = tenantID
         self.tokenEndpoint = tokenEndpoint
         self.clientID = clientID
         self.clientSecret = clientSecret
