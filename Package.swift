@@ -178,6 +178,7 @@ let package = Package(
                 "PushgateServer",
                 "PushgateStore", "PushgatePostgres", "PushgateLocal",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

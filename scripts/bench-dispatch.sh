@@ -54,7 +54,21 @@ if ! pg_out=$("$bin" bench dispatch --url "https://127.0.0.1:$port" --ca-file "$
   exit 1
 fi
 echo "$pg_out"
-pg_rate=$(echo "$pg_out" | sed -nE 's/.* = ([0-9]+) notifications\/s/\1/p')
+pg_rate=$(echo "$pg_out" | sed -nE 's/.* = ([0-9]+) notifications\/s.*/\1/p')
+pg_cpu=$(echo "$pg_out" | sed -nE 's/.*CPU ([0-9.]+) us per notification/\1/p')
+
+# Web Push on the same sink, in the same run: each notification encrypted for its subscription
+# (a fresh P-256 key, ECDH, HKDF, AES-128-GCM) and sent with a VAPID token, beside APNs's cost.
+echo "== pushgate dispatch, Web Push: $count notifications, $pools pool(s) x $connections connection(s), $streams streams each"
+if ! wp_out=$("$bin" bench dispatch --pns browser --url "https://127.0.0.1:$port" --ca-file "$work/cert.pem" --count "$count" \
+  --connections "$connections" --streams "$streams" --pools "$pools" 2>&1); then
+  echo "$wp_out"
+  echo "bench-dispatch: the Web Push run did not measure real sends (above)" >&2
+  exit 1
+fi
+echo "$wp_out"
+wp_rate=$(echo "$wp_out" | sed -nE 's/.* = ([0-9]+) notifications\/s.*/\1/p')
+wp_cpu=$(echo "$wp_out" | sed -nE 's/.*CPU ([0-9.]+) us per notification/\1/p')
 
 # The libcurl floors: the same requests from plain C on libcurl, one loop thread per pool, no
 # Pushgate; once with curl_multi_poll, once with curl_multi_socket_action on epoll (the pattern
@@ -76,6 +90,8 @@ fi
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 echo "== result: h2load ${h2_rate} req/s, libcurl poll ${poll_rate:-n/a} req/s, libcurl socket-action ${socket_rate:-n/a} req/s," \
   "pushgate ${pg_rate} notifications/s; pushgate / socket-action floor $(ratio "$pg_rate" "$socket_rate"), / h2load $(ratio "$pg_rate" "$h2_rate")"
+echo "== Web Push beside APNs: ${wp_rate}/s at ${wp_cpu} us CPU per notification vs ${pg_rate}/s at ${pg_cpu} us;" \
+  "rate $(ratio "$wp_rate" "$pg_rate") of APNs's, CPU $(ratio "$wp_cpu" "$pg_cpu") x"
 echo "(scripts/bench-all.sh runs this and the rest of the suite in interleaved rounds)"
 # Pushgate sends through libcurl what h2load sends on its own: faster than h2load is no measurement.
 if awk -v p="$pg_rate" -v h="$h2_rate" 'BEGIN { exit !(h > 0 && p > h * 1.05) }'; then

@@ -200,7 +200,7 @@ public final class PushSandbox: Service, Sendable {
             "endpoints": [
                 "apns": endpoints.apns, "fcm": endpoints.fcm, "gcm": endpoints.gcm, "googleToken": endpoints.googleToken,
                 "wnsToken": endpoints.wnsToken, "wnsChannelHost": endpoints.wnsChannelHost, "webPush": endpoints.webPush,
-                "webPushHost": endpoints.webPushHost,
+                "webPushHost": endpoints.webPushHost, "entraToken": endpoints.entraToken,
                 "control": endpoints.control,
             ],
             "apns": ["keyId": credentials.apnsKeyID, "teamId": credentials.apnsTeamID, "topic": credentials.apnsTopic],

@@ -78,6 +78,13 @@ public struct WebPushSubscription: Sendable, Hashable {
 }
 
 extension HandlePolicy {
+    /// Whether `endpoint` may be requested: `https` on a host of ``webPushHosts`` (checked again
+    /// before every send, so that a subscription stored under another allow-list is never
+    /// contacted).
+    public func checkWebPushEndpoint(_ endpoint: String) throws(HandleError) {
+        _ = try validateURL(endpoint, platform: .browser, allowed: webPushHosts)
+    }
+
     /// A browser subscription: JSON with `endpoint` (an `https` URL on a host of
     /// ``webPushHosts``, by the same rules as WNS channel URIs), `keys.p256dh` (an uncompressed
     /// P-256 point) and `keys.auth` (16 bytes), both base64url with or without padding; other

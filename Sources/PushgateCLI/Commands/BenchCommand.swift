@@ -1,4 +1,5 @@
 import ArgumentParser
+import Crypto
 import Foundation
 import Pushgate
 import PushgateCurl
@@ -14,13 +15,18 @@ struct BenchCommand: AsyncParsableCommand {
     struct Dispatch: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract:
-                "Send APNs-shaped notifications through the dispatch engine (libcurl, HTTP/2, TLS) to a sink and report notifications/s.",
+                "Send APNs (or Web Push) notifications through the dispatch engine (libcurl, HTTP/2, TLS) to a sink and report notifications/s and CPU per notification.",
             discussion: """
                 Every notification goes to a device token of its own (as a broadcast does: the dispatcher skips a handle \
                 repeated in a page), token i being \(BenchToken.pattern). The sink must answer POST /3/device/<token> \
                 with 200 for each of them (nginx does; scripts/bench-dispatch.sh gives nghttpd one file per token). The \
-                run fails (exit 1) unless every notification ends Success.
+                run fails (exit 1) unless every notification ends Success. With --pns browser each notification is a \
+                Web Push message to a subscription whose endpoint is the same URL: encrypted for it (a fresh P-256 key, \
+                ECDH, HKDF, AES-128-GCM) and sent with a VAPID token (signed once for the sink's origin).
                 """)
+
+        @Option(help: "apns, or browser (Web Push: the same sink, each payload encrypted for its subscription).")
+        var pns: String = "apns"
 
         @Option(help: "Base URL of the sink (https://127.0.0.1:PORT).")
         var url: String
@@ -50,14 +56,38 @@ struct BenchCommand: AsyncParsableCommand {
             let transport = try CurlPushTransport(
                 configuration: .init(caFile: caFile, maximumConnectionsPerHost: connections, maximumStreamsPerConnection: streams),
                 pools: pools)
-            let provider = APNSProvider(
-                endpoint: url, topic: "com.example.bench", tokens: nil, transport: transport, policy: .none, clock: SystemClock(),
-                maximumInFlight: pools * connections * streams * 2)
-            let payload = try PlatformTemplate(
-                platform: .apns, template: try Template(json: #"{"aps":{"alert":"{'From ' + $(user) + ': ' + $(message)}"}}"#),
-                headers: [("apns-push-type", "alert"), ("apns-priority", "10")]
-            ).render(["user": "bench", "message": "throughput"])
-            let warmupReports = await provider.deliver(payload, to: (0..<warmup).map(BenchToken.target))
+            let maximumInFlight = pools * connections * streams * 2
+            let provider: any PushProvider
+            let payload: RenderedNotification
+            let platform: Platform
+            switch pns {
+            case "apns":
+                platform = .apns
+                provider = APNSProvider(
+                    endpoint: url, topic: "com.example.bench", tokens: nil, transport: transport, policy: .none, clock: SystemClock(),
+                    maximumInFlight: maximumInFlight)
+                payload = try PlatformTemplate(
+                    platform: .apns, template: try Template(json: #"{"aps":{"alert":"{'From ' + $(user) + ': ' + $(message)}"}}"#),
+                    headers: [("apns-push-type", "alert"), ("apns-priority", "10")]
+                ).render(["user": "bench", "message": "throughput"])
+            case "browser":
+                platform = .browser
+                let pair = VAPIDSigner.generateKeyPair()
+                let signer = try await VAPIDSigner(
+                    subject: "mailto:bench@example.com", publicKey: pair.publicKey, privateKey: pair.privateKey, clock: SystemClock())
+                let host = String(url.dropFirst("https://".count).prefix { $0 != "/" })
+                provider = WebPushProvider(
+                    signer: signer, handles: HandlePolicy(webPushHosts: [host]), transport: transport, policy: .none, clock: SystemClock(),
+                    maximumInFlight: maximumInFlight)
+                payload = try PlatformTemplate(
+                    platform: .browser, template: try Template(json: #"{"title":"{'From ' + $(user) + ': ' + $(message)}"}"#),
+                    headers: [("TTL", "60")]
+                ).render(["user": "bench", "message": "throughput"])
+            default:
+                throw ValidationError("--pns is apns or browser, not '\(pns.prefix(20))'")
+            }
+            let target = BenchToken.target(platform: platform, url: url)
+            let warmupReports = await provider.deliver(payload, to: (0..<warmup).map(target))
             let warmupFailures = warmupReports.filter { !$0.verdict.outcome.isSuccess }.count
             guard warmupFailures == 0 else {
                 throw ValidationError(
@@ -65,13 +95,15 @@ struct BenchCommand: AsyncParsableCommand {
             }
             // The send path's pipeline: pages of `page` distinct targets, up to three batches on the wire.
             let pages = AsyncStream<[DispatchTarget]>(unfolding: { [sent = PageCounter(total: count, page: page)] in
-                sent.next().map { range in range.map(BenchToken.target) }
+                sent.next().map { range in range.map(target) }
             })
             let dispatcher = Dispatcher(providers: [provider])
+            let cpuBefore = Self.cpuSeconds()
             let started = ContinuousClock.now
             let summary = await dispatcher.dispatch(
-                notificationID: "bench", selection: .all, payloads: [.apns: payload], targets: pages, maximumReportedTargets: 100)
+                notificationID: "bench", selection: .all, payloads: [platform: payload], targets: pages, maximumReportedTargets: 100)
             let elapsed = ContinuousClock.now - started
+            let cpu = Self.cpuSeconds() - cpuBefore
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
             await provider.shutdown()
             var outcomes: [Outcome: Int] = [:]
@@ -81,7 +113,9 @@ struct BenchCommand: AsyncParsableCommand {
                 failures[target.reason ?? "\(target.statusCode ?? 0)", default: 0] += 1
             }
             let rate = Double(count) / seconds
-            print("pushgate dispatch: \(count) notifications in \(String(format: "%.2f", seconds)) s = \(Int(rate)) notifications/s")
+            print(
+                "pushgate dispatch (\(platform.serviceName)): \(count) notifications in \(String(format: "%.2f", seconds)) s = \(Int(rate)) notifications/s, CPU \(String(format: "%.1f", cpu / Double(count) * 1e6)) us per notification"
+            )
             print("outcomes: " + outcomes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
             for (reason, number) in failures.sorted(by: { $0.value > $1.value }).prefix(5) {
                 print("  \(number) × \(reason) (among the listed)")
@@ -95,6 +129,16 @@ struct BenchCommand: AsyncParsableCommand {
                     "not a measurement: \(succeeded) of \(count) notifications succeeded (\(counted) counted); the figure above is void")
             }
         }
+    }
+}
+
+extension BenchCommand.Dispatch {
+    /// This process's CPU time (user and system), in seconds.
+    static func cpuSeconds() -> Double {
+        var usage = rusage()
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+        func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
+        return seconds(usage.ru_utime) + seconds(usage.ru_stime)
     }
 }
 
@@ -112,6 +156,22 @@ enum BenchToken {
         DispatchTarget(
             registrationID: try! RegistrationID("bench-\(index)"),  // letters, digits and '-': always valid
             handle: DeviceHandle(uncheckedPlatform: .apns, value: token(index)))
+    }
+
+    /// The targets of a platform: APNs tokens, or browser subscriptions whose endpoints are the
+    /// sink's `/3/device/<token>` (one receiving key pair for all: a sender's cost per message
+    /// is the same for any receiver).
+    static func target(platform: Platform, url: String) -> @Sendable (Int) -> DispatchTarget {
+        guard platform == .browser else { return target }
+        let receiver = P256.KeyAgreement.PrivateKey()
+        let p256dh = Array(receiver.publicKey.x963Representation)
+        let auth = Array(repeating: UInt8(7), count: 16)
+        return { index in
+            let subscription = WebPushSubscription(endpoint: "\(url)/3/device/\(token(index))", p256dh: p256dh, auth: auth)
+            return DispatchTarget(
+                registrationID: try! RegistrationID("bench-\(index)"),
+                handle: DeviceHandle(uncheckedPlatform: .browser, value: subscription.handleValue))
+        }
     }
 }
 

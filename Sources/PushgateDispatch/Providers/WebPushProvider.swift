@@ -28,13 +28,19 @@ public final class WebPushProvider: PushProvider {
         var reports = [DeliveryReport?](repeating: nil, count: targets.count)
         // The allow-list and the subscription's keys first: an endpoint elsewhere is never
         // contacted, and a key that is no P-256 point is the subscription's fault.
-        var byOrigin: [String: [(index: Int, target: DispatchTarget, body: [UInt8])]] = [:]
+        var byOrigin: [String: [(index: Int, target: DispatchTarget, request: (endpoint: String, body: [UInt8]))]] = [:]
         for (index, target) in targets.enumerated() {
+            // One parse of the stored subscription; its endpoint checked against the allow-list.
+            guard let subscription = WebPushSubscription(handleValue: target.handle.value) else {
+                reports[index] = DeliveryReport(
+                    target: target, verdict: DeliveryVerdict(outcome: .badChannel, reason: "the handle is not a Web Push subscription"),
+                    attempts: 0, latencyMilliseconds: 0)
+                continue
+            }
             do {
-                let handle = try handles.validate(target.handle.value, for: .browser)
-                guard let subscription = WebPushSubscription(handleValue: handle.value) else { continue }
+                try handles.checkWebPushEndpoint(subscription.endpoint)
                 let body = try WebPushEncryption.encrypt(notification.body, for: subscription)
-                byOrigin[subscription.origin, default: []].append((index, target, body))
+                byOrigin[subscription.origin, default: []].append((index, target, (subscription.endpoint, body)))
             } catch let error as WebPushEncryption.Failure {
                 let outcome: Outcome = if case .tooLarge = error { .invalidNotificationSize } else { .badChannel }
                 reports[index] = DeliveryReport(
@@ -50,7 +56,7 @@ public final class WebPushProvider: PushProvider {
         let delivered = await withTaskGroup(of: [(Int, DeliveryReport)].self) { group in
             for (origin, items) in byOrigin {
                 group.addTask {
-                    let bodies = Dictionary(items.map { ($0.target, $0.body) }, uniquingKeysWith: { first, _ in first })
+                    let requests = Dictionary(items.map { ($0.target, $0.request) }, uniquingKeysWith: { first, _ in first })
                     let reports = await retry.deliverAll(
                         to: items.map(\.target), transport: transport,
                         credential: { refresh, previous in
@@ -68,9 +74,9 @@ public final class WebPushProvider: PushProvider {
                             }
                         },
                         request: { target, authorization in
-                            let endpoint = WebPushSubscription(handleValue: target.handle.value)?.endpoint ?? ""
+                            let prepared = requests[target]
                             return WebPushWire.request(
-                                endpoint: endpoint, encryptedBody: bodies[target] ?? [], notification: notification,
+                                endpoint: prepared?.endpoint ?? "", encryptedBody: prepared?.body ?? [], notification: notification,
                                 authorization: authorization ?? "")
                         },
                         classify: WebPushWire.classify, maximumInFlight: maximumInFlight)

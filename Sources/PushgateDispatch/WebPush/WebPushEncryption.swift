@@ -22,16 +22,33 @@ public enum WebPushEncryption {
         }
     }
 
+    /// A fresh P-256 key pair for one message: a random scalar from the system's CSPRNG (a value
+    /// outside 1..<n, about one in 2^32, is drawn again). `P256.KeyAgreement.PrivateKey()` would
+    /// also run FIPS's pair-wise consistency test (an ECDSA signature made and verified), which
+    /// costs more than the ECDH itself and proves nothing about a key used once.
+    static func ephemeralKey() -> P256.KeyAgreement.PrivateKey {
+        while true {
+            if let key = try? P256.KeyAgreement.PrivateKey(rawRepresentation: randomBytes(32)) { return key }
+        }
+    }
+
+    /// `count` bytes (a multiple of 8) from the system's CSPRNG.
+    static func randomBytes(_ count: Int) -> [UInt8] {
+        var generator = SystemRandomNumberGenerator()
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(count)
+        for _ in 0..<(count / 8) { withUnsafeBytes(of: generator.next() as UInt64) { bytes.append(contentsOf: $0) } }
+        return bytes
+    }
+
     /// The encrypted body of `payload` for `subscription`.
     public static func encrypt(_ payload: [UInt8], for subscription: WebPushSubscription) throws(Failure) -> [UInt8] {
         guard payload.count <= WebPushLimits.maximumPayloadBytes else { throw .tooLarge(payload.count) }
         let receiver: P256.KeyAgreement.PublicKey
         do { receiver = try P256.KeyAgreement.PublicKey(x963Representation: subscription.p256dh) } catch { throw .badSubscriptionKey }
-        let sender = P256.KeyAgreement.PrivateKey()
+        let sender = ephemeralKey()
         let senderPublic = Array(sender.publicKey.x963Representation)
-        var salt = [UInt8](repeating: 0, count: 16)
-        var generator = SystemRandomNumberGenerator()
-        for index in salt.indices { salt[index] = generator.next() }
+        let salt = randomBytes(16)
         let shared: SharedSecret
         do { shared = try sender.sharedSecretFromKeyAgreement(with: receiver) } catch { throw .badSubscriptionKey }
         // IKM = HKDF(salt: auth, ikm: ECDH, info: "WebPush: info" 0x00 ua_public as_public, 32).
