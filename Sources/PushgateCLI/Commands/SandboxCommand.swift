@@ -35,6 +35,9 @@ struct SandboxCommand: AsyncParsableCommand {
     @Option(help: "WNS port (0: any free port).")
     var wnsPort: Int = 0
 
+    @Option(help: "Web Push service port (0: any free port).")
+    var webPushPort: Int = 0
+
     @Option(help: "Control API port (0: any free port).")
     var controlPort: Int = 0
 
@@ -65,7 +68,8 @@ struct SandboxCommand: AsyncParsableCommand {
         let logger = Logger(label: "pushgate.sandbox")
         let sandbox = try await PushSandbox.start(
             configuration: SandboxConfiguration(
-                host: host, apnsPort: apnsPort, googlePort: googlePort, wnsPort: wnsPort, controlPort: controlPort, apnsTopic: topic,
+                host: host, apnsPort: apnsPort, googlePort: googlePort, wnsPort: wnsPort, webPushPort: webPushPort, controlPort: controlPort,
+                apnsTopic: topic,
                 inboxLimit: inboxLimit),
             logger: logger)
         let directory = URL(fileURLWithPath: dir).standardizedFileURL.path
@@ -81,7 +85,9 @@ struct SandboxCommand: AsyncParsableCommand {
               FCM v1    \(endpoints.fcm)/v1/projects/\(credentials.fcmProjectID)/messages:send
               GCM       \(endpoints.gcm)
               OAuth     \(endpoints.googleToken)   \(endpoints.wnsToken)
+              Entra ID  \(endpoints.entraToken)
               WNS       \(endpoints.wns)/?token=…
+              Web Push  \(endpoints.webPush)/wpush/…   (VAPID key \(credentials.vapidPublicKey.prefix(12))…)
               control   \(endpoints.control)   (POST /devices {"platform":"apns"}, GET /devices/<id>/inbox, POST /faults)
               CA        \(caFile)
               gateway   \(configPath)   (HTTP on 127.0.0.1:\(gatewayPort)\(gatewayTLSPort < 0 ? "" : ", HTTPS on 127.0.0.1:\(gatewayTLSPort)"))
