@@ -200,7 +200,11 @@ let package = Package(
             ]
         ),
         .testTarget(
-            name: "PushgateDispatchTests", dependencies: ["PushgateDispatch", "PNSSandbox", "PushgateCurl", "Pushgate", "PushgateTesting"]),
+            name: "PushgateDispatchTests",
+            dependencies: [
+                "PushgateDispatch", "PNSSandbox", "PushgateCurl", "Pushgate", "PushgateTesting",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]),
         .testTarget(
             name: "PNSSandboxTests",
             dependencies: [

@@ -16,7 +16,8 @@
 # 1. dispatch: one nghttpd HTTP/2 + TLS sink; per round, interleaved: h2load, the two plain-C
 #    libcurl floors (curl_multi_poll; curl_multi_socket_action + epoll), `pushgate bench
 #    dispatch`, and aioapns (PyPI, in a virtual environment this script makes).
-# 2. broadcast: BROADCAST registrations in SQLite (70% APNs, 25% FCM v1, 5% WNS; one APNs device
+# 2. broadcast: BROADCAST registrations in SQLite (65% APNs, 25% FCM v1, 5% WNS, 5% browsers (Web Push:
+#    PUSHGATE_BENCH_BROWSER_SHARE=0 puts them back to APNs, as before Web Push); one APNs device
 #    in 256 answers 410 Unregistered and is pruned), one POST /api/notifications from request to
 #    last outcome, against an nginx sink that answers each service's documented success (and
 #    OAuth token) responses; peak RSS and CPU of the gateway. Reference: `pushgate bench
@@ -142,6 +143,8 @@ http {
     }
     # WNS: 200 with X-WNS-Status; its OAuth token endpoint.
     location /wns/ { add_header X-WNS-Status received always; add_header X-WNS-Msg-ID \$request_id always; return 200; }
+    # Web Push (RFC 8030): 201 Created with the message's Location.
+    location /wpush/ { add_header Location /m/\$request_id always; return 201; }
     location = /wns-token {
       default_type application/json;
       return 200 '{"token_type":"bearer","access_token":"EgAbench","expires_in":86400}';
@@ -262,22 +265,36 @@ json.dump(account, open(account_path, "w"))
 services["fcm"]["endpoint"] = sink
 services["fcm"]["caFile"] = ca
 services.pop("gcm", None)
-services["wns"]["tokenEndpoint"] = sink + "/wns-token"
-services["wns"]["caFile"] = ca
+services["wns"] = {"tokenEndpoint": sink + "/wns-token", "clientId": "ms-app://s-1-15-2-bench",
+                   "clientSecret": {"value": "bench-secret"}, "caFile": ca}
+app["handles"]["webPushHosts"] = [f"127.0.0.1:{port}"]
+services["browser"]["caFile"] = ca
 json.dump(config, open(path, "w"), indent=2)
 PY
 config=$work/sandbox/config.json
 
 echo "-- seeding $broadcast registrations" >&2
-python3 - "$broadcast" "$nginx_port" > "$work/registrations.jsonl" <<'PY'
-import sys
-count, port = int(sys.argv[1]), sys.argv[2]
+python3 - "$broadcast" "$nginx_port" "${PUSHGATE_BENCH_BROWSER_SHARE:-5}" > "$work/registrations.jsonl" <<'PY'
+import base64, json, sys
+count, port, browser_percent = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 out = sys.stdout
+# One receiving key for every browser (a sender's cost per message is the same for any receiver):
+# an uncompressed P-256 point (the generator, 4 || Gx || Gy) and a 16-byte auth secret.
+g = bytes.fromhex("04" "6b17d1f2e12c4247f8bce6e563a440f277037d812deb33a0f4a13945d898c296"
+                  "4fe342e2fe1a7f9b8ee7eb4a7c0f9e162bce33576b315ececbb6406837bf51f5")
+b64 = lambda data: base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+keys = {"p256dh": b64(g), "auth": b64(bytes(range(16)))}
+browser_kinds = browser_percent // 5  # the share in twentieths, taken from APNs
 for i in range(count):
     rid = "%016x" % ((i * 0x9E3779B97F4A7C15) % (1 << 64))  # ids in no platform order
     kind = i % 20
-    if kind < 14:
+    if kind < 14 - browser_kinds:
         platform, handle = "apns", "%064x" % i
+    elif kind < 14:
+        platform = "browser"
+        handle = json.dumps({"endpoint": "https://127.0.0.1:%s/wpush/%d" % (port, i), "keys": keys}, separators=(",", ":"))
+        out.write(json.dumps({"id": rid, "platform": platform, "handle": handle, "tags": ["username:carol", "news"], "owner": "carol"}) + "\n")
+        continue
     elif kind < 19:
         platform, handle = "fcm", "bench-%08d:APA91b" % i + "x" * 140
     else:

@@ -68,7 +68,8 @@ struct SandboxCommand: AsyncParsableCommand {
         let logger = Logger(label: "pushgate.sandbox")
         let sandbox = try await PushSandbox.start(
             configuration: SandboxConfiguration(
-                host: host, apnsPort: apnsPort, googlePort: googlePort, wnsPort: wnsPort, webPushPort: webPushPort, controlPort: controlPort,
+                host: host, apnsPort: apnsPort, googlePort: googlePort, wnsPort: wnsPort, webPushPort: webPushPort,
+                controlPort: controlPort,
                 apnsTopic: topic,
                 inboxLimit: inboxLimit),
             logger: logger)

@@ -43,12 +43,17 @@ public enum WebPushEncryption {
 
     /// The encrypted body of `payload` for `subscription`.
     public static func encrypt(_ payload: [UInt8], for subscription: WebPushSubscription) throws(Failure) -> [UInt8] {
+        try encrypt(payload, for: subscription, sender: ephemeralKey(), salt: randomBytes(16))
+    }
+
+    /// The encryption with the sender's key and the salt given (RFC 8291's example checks it).
+    static func encrypt(
+        _ payload: [UInt8], for subscription: WebPushSubscription, sender: P256.KeyAgreement.PrivateKey, salt: [UInt8]
+    ) throws(Failure) -> [UInt8] {
         guard payload.count <= WebPushLimits.maximumPayloadBytes else { throw .tooLarge(payload.count) }
         let receiver: P256.KeyAgreement.PublicKey
         do { receiver = try P256.KeyAgreement.PublicKey(x963Representation: subscription.p256dh) } catch { throw .badSubscriptionKey }
-        let sender = ephemeralKey()
         let senderPublic = Array(sender.publicKey.x963Representation)
-        let salt = randomBytes(16)
         let shared: SharedSecret
         do { shared = try sender.sharedSecretFromKeyAgreement(with: receiver) } catch { throw .badSubscriptionKey }
         // IKM = HKDF(salt: auth, ikm: ECDH, info: "WebPush: info" 0x00 ua_public as_public, 32).
