@@ -48,7 +48,7 @@ public enum GatewayAssembly {
             providers.append(FCMProvider(endpoint: fcm.endpoint, account: account, transport: transport, policy: policy, clock: clock))
             if services.gcmDelivery == .fcmV1 {
                 // Legacy GCM after Google's shutdown: the same tokens, through v1, translated.
-                let transport = try CurlPushTransport(configuration: .init(httpVersion: .http2, caFile: caFile(fcm.caFile)))
+                let transport = try CurlPushTransport(configuration: .init(httpVersion: .http2, caFile: caFile(fcm.caFile)), pools: pools)
                 providers.append(
                     FCMProvider(
                         endpoint: fcm.endpoint, account: account, transport: transport, policy: policy, clock: clock, platform: .gcm))

@@ -906,6 +906,12 @@ import Testing
             #expect(created.bodyText.contains("<BrowserRegistrationDescription"), "\(created.bodyText)")
             #expect(created.bodyText.contains("<Endpoint>\(endpoint)</Endpoint><P256DH>\(p256dh)</P256DH><Auth>\(auth)</Auth>"))
 
+            // Found again by its endpoint, as a client looks its registration up before creating one.
+            let filtered = try await client.call(
+                "GET", "registrations?$filter=\("Endpoint eq '\(endpoint)'".addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)")
+            #expect(filtered.status == 200, "\(filtered.bodyText)")
+            #expect(filtered.bodyText.components(separatedBy: "<BrowserRegistrationDescription").count == 2, "\(filtered.bodyText)")
+
             let (templateEndpoint, templateKey, templateAuth) = try parts(templated)
             let template = try await client.call(
                 "POST", "registrations",

@@ -25,6 +25,11 @@ import Testing
             let again = try await fixture.call(
                 "POST", "/api/register?handle=\(endpoint.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)")
             #expect(again.bodyText == "\"\(id)\"")
+            // Also as a client may spell it (the scheme in capitals, the default port written out).
+            let spelled = "HTTPS://" + endpoint.dropFirst("https://".count)
+            let respelled = try await fixture.call(
+                "POST", "/api/register?handle=\(spelled.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)")
+            #expect(respelled.bodyText == "\"\(id)\"")
 
             let sent = try await fixture.call("POST", "/api/notifications?pns=all&to_tag=alice", user: "bob", body: #""hello, browser""#)
             #expect(sent.status == 200, "\(sent.bodyText)")

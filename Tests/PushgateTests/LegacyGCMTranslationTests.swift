@@ -5,7 +5,7 @@ import Testing
 @Suite struct LegacyGCMTranslationTests {
     func translated(_ legacy: String) throws -> (JSONValue, Bool) {
         let rendered = RenderedNotification(platform: .gcm, body: Array(legacy.utf8), headers: [], contentType: "application/json")
-        let v1 = LegacyGCMTranslation.v1Notification(rendered)
+        let v1 = LegacyGCMTranslation.v1Notification(rendered, now: 1_800_000_000)
         return (try JSONParser.parse(v1.body), v1.validateOnly)
     }
 
@@ -38,14 +38,26 @@ import Testing
         #expect(message["data"]?["flag"]?.stringValue == "true")
         #expect(message["data"]?["nested"]?.stringValue == #"{"a":1}"#)
         #expect(message["apns"]?["payload"]?["aps"]?["content-available"]?.kind == .number("1"))
+        // What the legacy API applied to iOS devices too.
+        #expect(message["apns"]?["headers"]?["apns-priority"]?.stringValue == "10")
+        #expect(message["apns"]?["headers"]?["apns-expiration"]?.stringValue == "1800000600")
+        #expect(message["apns"]?["headers"]?["apns-collapse-id"]?.stringValue == "c")
+        #expect(message["apns"]?["payload"]?["aps"]?["sound"]?.stringValue == "default")
         #expect(message["dry_run"] == nil && message["priority"] == nil && message["time_to_live"] == nil)
     }
 
     @Test func normalPriorityAndAMinimalMessage() throws {
-        let (message, validateOnly) = try translated(#"{"data": {"m": "x"}, "priority": "normal"}"#)
+        let (message, validateOnly) = try translated(#"{"data": {"m": "x", "gone": null}, "priority": "normal", "time_to_live": 0}"#)
         #expect(!validateOnly)
         #expect(message["android"]?["priority"]?.stringValue == "NORMAL")
+        #expect(message["apns"]?["headers"]?["apns-priority"]?.stringValue == "5")
+        // 0 is "now or never" on both.
+        #expect(message["android"]?["ttl"]?.stringValue == "0s" && message["apns"]?["headers"]?["apns-expiration"]?.stringValue == "0")
+        #expect(message["data"]?["gone"] == nil)
         #expect(message["notification"] == nil)
         #expect(message["data"]?["m"]?.stringValue == "x")
+        // A TTL that is not written as whole seconds is left out rather than sent as "6e2s".
+        let (odd, _) = try translated(#"{"data": {"m": "x"}, "time_to_live": 6e2}"#)
+        #expect(odd["android"]?["ttl"] == nil)
     }
 }

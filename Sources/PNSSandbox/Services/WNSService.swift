@@ -41,7 +41,7 @@ struct WNSService: SandboxHTTPResponder {
         let lifetime = SandboxAssumptions.wnsAccessTokenLifetimeSeconds
         if Self.isEntraTokenPath(request.path) {
             // Windows App SDK: Microsoft Entra ID client credentials for the WNS resource, at the
-            // tenant's endpoint; the v2.0 endpoint's answer carries its numbers as strings.
+            // tenant's v2.0 endpoint (whose answer carries numbers; v1.0's carried strings).
             let tenant = request.path.split(separator: "/").first.map(String.init) ?? ""
             guard tenant == credentials.entraTenantID else {
                 return .json(
@@ -65,12 +65,9 @@ struct WNSService: SandboxHTTPResponder {
                 )
             }
             let accessToken = state.issueAccessToken(prefix: "eyJ0eXAiOiJKV1Qi.sandbox-", lifetime: lifetime)
-            let now = Int(state.clock.now.secondsSinceEpoch)
             let seconds = Int(lifetime) - 1
             return .json(
-                200,
-                #"{"token_type":"Bearer","expires_in":"\#(seconds)","ext_expires_in":"\#(seconds)","expires_on":"\#(now + seconds)","not_before":"\#(now)","resource":"https://wns.windows.com","access_token":"\#(accessToken)"}"#
-            )
+                200, #"{"token_type":"Bearer","expires_in":\#(seconds),"ext_expires_in":\#(seconds),"access_token":"\#(accessToken)"}"#)
         }
         guard form["client_id"] == credentials.wnsClientID, form["client_secret"] == credentials.wnsClientSecret else {
             return .json(400, #"{"error":"invalid_client","error_description":"Invalid client id or client secret."}"#)

@@ -407,15 +407,16 @@ public struct WNSConfiguration: Sendable, Hashable {
     public var scope: String
     public var caFile: String?
 
+    /// With a `tenantID` and no explicit endpoint or scope, Entra ID's for that tenant.
     public init(
-        tokenEndpoint: String = productionTokenEndpoint, clientID: String, clientSecret: SecretSource,
-        scope: String = "notify.windows.com", caFile: String? = nil, tenantID: String? = nil
+        tokenEndpoint: String? = nil, clientID: String, clientSecret: SecretSource, scope: String? = nil, caFile: String? = nil,
+        tenantID: String? = nil
     ) {
         self.tenantID = tenantID
-        self.tokenEndpoint = tokenEndpoint
+        self.tokenEndpoint = tokenEndpoint ?? tenantID.map { Self.entraTokenEndpoint(tenantID: $0) } ?? Self.productionTokenEndpoint
         self.clientID = clientID
         self.clientSecret = clientSecret
-        self.scope = scope
+        self.scope = scope ?? (tenantID == nil ? Self.classicScope : Self.entraScope)
         self.caFile = caFile
     }
 }

@@ -57,7 +57,7 @@ extension HandlePolicy {
         let rest = afterScheme.dropFirst(authority.count)
         if authority.contains("@") { throw HandleError(.userInfo, platform: platform) }
 
-        let (hostText, portText) = try Self.splitAuthority(authority)
+        let (hostText, portText) = try Self.splitAuthority(authority, platform: platform)
         let host = hostText.lowercased()
         var port = 443
         if let portText {
@@ -89,21 +89,22 @@ extension HandlePolicy {
     }
 
     /// The host and the port text of an authority (`host`, `host:port`, `[v6]`, `[v6]:port`).
-    static func splitAuthority(_ authority: Substring) throws(HandleError) -> (host: Substring, port: Substring?) {
-        if authority.isEmpty { throw HandleError(.malformed("no host after https://"), platform: .wns) }
+    static func splitAuthority(_ authority: Substring, platform: Platform = .wns) throws(HandleError) -> (host: Substring, port: Substring?)
+    {
+        if authority.isEmpty { throw HandleError(.malformed("no host after https://"), platform: platform) }
         if authority.hasPrefix("[") {
             guard let close = authority.firstIndex(of: "]") else {
-                throw HandleError(.malformed("'\(authority)' opens '[' but never closes it"), platform: .wns)
+                throw HandleError(.malformed("'\(authority)' opens '[' but never closes it"), platform: platform)
             }
             let host = authority[...close]
             let after = authority[authority.index(after: close)...]
             if after.isEmpty { return (host, nil) }
-            guard after.first == ":" else { throw HandleError(.malformed("'\(authority)' is not [address]:port"), platform: .wns) }
+            guard after.first == ":" else { throw HandleError(.malformed("'\(authority)' is not [address]:port"), platform: platform) }
             return (host, after.dropFirst())
         }
         let parts = authority.split(separator: ":", omittingEmptySubsequences: false)
-        guard parts.count <= 2 else { throw HandleError(.malformed("'\(authority)' is not host:port"), platform: .wns) }
-        if parts[0].isEmpty { throw HandleError(.malformed("no host before ':' in '\(authority)'"), platform: .wns) }
+        guard parts.count <= 2 else { throw HandleError(.malformed("'\(authority)' is not host:port"), platform: platform) }
+        if parts[0].isEmpty { throw HandleError(.malformed("no host before ':' in '\(authority)'"), platform: platform) }
         return (parts[0], parts.count == 2 ? parts[1] : nil)
     }
 

@@ -82,7 +82,13 @@ extension HandlePolicy {
     /// before every send, so that a subscription stored under another allow-list is never
     /// contacted).
     public func checkWebPushEndpoint(_ endpoint: String) throws(HandleError) {
-        _ = try validateURL(endpoint, platform: .browser, allowed: webPushHosts)
+        _ = try canonicalWebPushEndpoint(endpoint)
+    }
+
+    /// `endpoint` checked as ``checkWebPushEndpoint(_:)`` does, in the canonical form a stored
+    /// subscription holds (the scheme and host in lower case, no `:443`).
+    public func canonicalWebPushEndpoint(_ endpoint: String) throws(HandleError) -> String {
+        try validateURL(endpoint, platform: .browser, allowed: webPushHosts)
     }
 
     /// A browser subscription: JSON with `endpoint` (an `https` URL on a host of

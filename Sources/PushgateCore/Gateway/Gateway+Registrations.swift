@@ -37,10 +37,24 @@ extension Gateway {
     /// canonical form; or, for an `https` URL, also every browser subscription of that endpoint
     /// (a browser re-subscribing keeps its endpoint and gets new keys).
     package func holders(of handle: String) async throws(GatewayError) -> [Registration] {
+        let ids = try await registrationIDs(holding: handle)
+        var holders: [Registration] = []
+        for id in ids {
+            if let registration = try await stored({ () throws(StoreError) in try await store.registration(id: id, app: appID) }) {
+                holders.append(registration)
+            }
+        }
+        return holders
+    }
+
+    /// Ids of the registrations holding `handle` (see ``holders(of:)``), in id order. An endpoint
+    /// is compared in canonical form (the host in lower case, no `:443`), as it is stored.
+    package func registrationIDs(holding handle: String) async throws(GatewayError) -> [RegistrationID] {
         var ids = try await stored { () throws(StoreError) in try await store.registrationIDs(handle: handle, app: appID) }
         let prefix: String? =
-            if handle.hasPrefix("https://") {
-                WebPushSubscription.handlePrefix(endpoint: handle)
+            if handle.prefix(8).lowercased() == "https://" {
+                WebPushSubscription.handlePrefix(
+                    endpoint: (try? app.configuration.handles.canonicalWebPushEndpoint(handle)) ?? handle)
             } else if handle.hasPrefix("{"), let canonical = try? app.configuration.handles.validate(handle, for: .browser),
                 let subscription = WebPushSubscription(handleValue: canonical.value)
             {
@@ -52,13 +66,7 @@ extension Gateway {
             let more = try await stored { () throws(StoreError) in try await store.registrationIDs(handlePrefix: prefix, app: appID) }
             ids = Array(Set(ids + more)).sorted()
         }
-        var holders: [Registration] = []
-        for id in ids {
-            if let registration = try await stored({ () throws(StoreError) in try await store.registration(id: id, app: appID) }) {
-                holders.append(registration)
-            }
-        }
-        return holders
+        return ids
     }
 
     /// Ids of `user`'s registrations holding `handle`.

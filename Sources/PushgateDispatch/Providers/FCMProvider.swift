@@ -11,6 +11,7 @@ public final class FCMProvider: PushProvider {
     private let transport: any PushTransport
     private let retry: RetryingDelivery
     private let maximumInFlight: Int
+    private let clock: any PushgateClock
 
     public init(
         endpoint: String, account: GoogleServiceAccount, transport: any PushTransport, policy: RetryPolicy, clock: any PushgateClock,
@@ -18,6 +19,7 @@ public final class FCMProvider: PushProvider {
     ) {
         precondition(platform == .fcm || platform == .gcm, "FCM v1 delivers fcm and (translated) gcm messages")
         self.platform = platform
+        self.clock = clock
         self.endpoint = endpoint
         self.account = account
         self.transport = transport
@@ -34,7 +36,8 @@ public final class FCMProvider: PushProvider {
     public var tokenManager: OAuthTokenManager { tokens }
 
     public func deliver(_ notification: RenderedNotification, to targets: [DispatchTarget]) async -> [DeliveryReport] {
-        let notification = platform == .gcm ? LegacyGCMTranslation.v1Notification(notification) : notification
+        let notification =
+            platform == .gcm ? LegacyGCMTranslation.v1Notification(notification, now: clock.now.secondsSinceEpoch) : notification
         let endpoint = endpoint
         let projectID = account.projectID
         return await retry.deliverAll(

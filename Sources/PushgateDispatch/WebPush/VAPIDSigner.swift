@@ -16,6 +16,11 @@ public actor VAPIDSigner {
     private let keys: JWTKeyCollection
     private let clock: any PushgateClock
     private var tokens: [String: (token: String, expires: Double)] = [:]
+    /// Signings in progress, by audience: callers arriving meanwhile (the actor is re-entrant at
+    /// `await`) take the same token instead of signing one each.
+    private var signing: [String: Task<String, any Error>] = [:]
+    /// Most origins kept: the allow-list's wildcards admit any number of hosts.
+    public static let maximumCachedAudiences = 1000
     /// How many tokens were signed (diagnostics and tests).
     public private(set) var signedCount = 0
 
@@ -68,9 +73,21 @@ public actor VAPIDSigner {
     }
 
     private func sign(audience: String, now: Double) async throws -> String {
+        if let running = signing[audience] { return try await running.value }
         let expires = (now + Self.lifetime).rounded(.down)
         let claims = Claims(aud: audience, exp: ExpirationClaim(value: Date(timeIntervalSince1970: expires)), sub: subject)
-        let token = try await keys.sign(claims, header: ["typ": "JWT"])
+        let keys = self.keys
+        let task = Task<String, any Error> { try await keys.sign(claims, header: ["typ": "JWT"]) }
+        signing[audience] = task
+        defer { signing[audience] = nil }
+        let token = try await task.value
+        if tokens.count >= Self.maximumCachedAudiences {
+            // Expired tokens go first; if every one is current, the one that expires soonest.
+            tokens = tokens.filter { $0.value.expires > now }
+            if tokens.count >= Self.maximumCachedAudiences, let soonest = tokens.min(by: { $0.value.expires < $1.value.expires })?.key {
+                tokens[soonest] = nil
+            }
+        }
         tokens[audience] = (token, expires)
         signedCount += 1
         return token

@@ -96,11 +96,11 @@ extension HubHTTP {
             switch parsed.field {
             case "tags":
                 do { expression = .tag(try Tag(parsed.value)) } catch { throw .badRequest("$filter: \(error.description)") }
-            case "devicetoken", "gcmregistrationid", "channeluri", "fcmv1registrationid":
+            case "devicetoken", "gcmregistrationid", "channeluri", "fcmv1registrationid", "endpoint":
                 handleFilter = parsed.value
             default:
                 throw .badRequest(
-                    "$filter: '\(parsed.field)' is not filterable; use Tags, DeviceToken, GcmRegistrationId, FcmV1RegistrationId or ChannelUri"
+                    "$filter: '\(parsed.field)' is not filterable; use Tags, DeviceToken, GcmRegistrationId, FcmV1RegistrationId, ChannelUri or Endpoint"
                 )
             }
         }

@@ -21,7 +21,9 @@ extension HubHTTP {
                 throw .badRequest("a direct send needs ServiceBusNotification-DeviceHandle")
             }
             // A browser's handle is its endpoint with the subscription's keys in P256DH and Auth.
-            if let p256dh = request.headers[p256dhHeader], let auth = request.headers[authHeader] {
+            if request.headers[formatHeader]?.lowercased() == "browser", let p256dh = request.headers[p256dhHeader],
+                let auth = request.headers[authHeader]
+            {
                 handles = [HubRegistrationXML.subscriptionJSON(endpoint: handle, p256dh: p256dh, auth: auth)]
             } else {
                 handles = [handle]

@@ -8,11 +8,16 @@
 /// | `notification.icon`, `.sound`, `.tag`, `.color`, `.click_action`, `.body_loc_key`, `.body_loc_args`, `.title_loc_key`, `.title_loc_args` | `android.notification.*` (same names) |
 /// | `notification.android_channel_id` | `android.notification.channel_id` |
 /// | `data` (any values) | `data` (every value a string: JSON text for non-strings) |
-/// | `priority` `high`/`normal` (or 10/5) | `android.priority` `HIGH`/`NORMAL` |
-/// | `time_to_live` (seconds) | `android.ttl` (`"3600s"`) |
-/// | `collapse_key`, `restricted_package_name` | `android.collapse_key`, `.restricted_package_name` |
+/// | `priority` `high`/`normal` (or 10/5) | `android.priority` `HIGH`/`NORMAL`, `apns.headers.apns-priority` 10/5 |
+/// | `time_to_live` (whole seconds) | `android.ttl` (`"3600s"`), `apns.headers.apns-expiration` (now + ttl; 0 stays 0) |
+/// | `collapse_key` | `android.collapse_key`, `apns.headers.apns-collapse-id` |
+/// | `restricted_package_name` | `android.restricted_package_name` |
+/// | `notification.badge`, `notification.sound` (iOS) | `apns.payload.aps.badge`, `.sound` |
 /// | `content_available`, `mutable_content` | `apns.payload.aps.content-available`, `.mutable-content` |
 /// | `dry_run: true` | `validate_only: true` |
+///
+/// The legacy API applied `priority`, `time_to_live` and `collapse_key` to iOS devices too; so does
+/// the translation, through `apns.headers`. A `data` value of `null` is left out.
 public enum LegacyGCMTranslation {
     /// Legacy notification fields that v1 keeps at the top of `notification`.
     static let commonNotificationFields: Set<String> = ["title", "body", "image"]
@@ -23,8 +28,9 @@ public enum LegacyGCMTranslation {
         "title_loc_args": "title_loc_args", "android_channel_id": "channel_id",
     ]
 
-    /// The v1 message (without its target) for a rendered legacy message.
-    public static func v1Notification(_ notification: RenderedNotification) -> RenderedNotification {
+    /// The v1 message (without its target) for a rendered legacy message sent at `now` (epoch
+    /// seconds: an APNs expiration is a point in time).
+    public static func v1Notification(_ notification: RenderedNotification, now: Double) -> RenderedNotification {
         guard let root = try? JSONParser.parse(notification.body), let members = root.objectMembers else {
             return RenderedNotification(
                 platform: .fcm, body: notification.body, headers: [], contentType: "application/json",
@@ -34,6 +40,7 @@ public enum LegacyGCMTranslation {
         var android: [JSONMember] = []
         var androidNotification: [JSONMember] = []
         var aps: [JSONMember] = []
+        var apnsHeaders: [JSONMember] = []
         var validateOnly = notification.validateOnly
         func string(_ text: String) -> JSONValue { JSONValue(.string(text)) }
         for member in members {
@@ -47,21 +54,39 @@ public enum LegacyGCMTranslation {
                     } else if let name = androidNotificationFields[field.key] {
                         androidNotification.append(JSONMember(key: name, value: Self.locArguments(field.value, name: name)))
                     }
+                    // The legacy iOS fields.
+                    if field.key == "sound" { aps.append(JSONMember(key: "sound", value: field.value)) }
+                    if field.key == "badge",
+                        let badge = field.value.stringValue.flatMap({ Int($0) }).map(String.init) ?? Self.wholeNumber(field.value)
+                    {
+                        aps.append(JSONMember(key: "badge", value: JSONValue(.number(badge))))
+                    }
                     // Fields of the legacy iOS notification (badge, subtitle) have no v1 place here.
                 }
                 if !common.isEmpty { message.append(JSONMember(key: "notification", value: JSONValue(.object(common)))) }
             case "data":
-                let entries = (value.objectMembers ?? []).map { entry in
+                let entries = (value.objectMembers ?? []).filter { $0.value.kind != .null }.map { entry in
                     JSONMember(
                         key: entry.key, value: string(entry.value.stringValue ?? String(decoding: entry.value.serialized(), as: UTF8.self)))
                 }
                 message.append(JSONMember(key: "data", value: JSONValue(.object(entries))))
             case "priority":
                 let text = value.stringValue ?? String(decoding: value.serialized(), as: UTF8.self)
-                android.append(JSONMember(key: "priority", value: string(["high", "10"].contains(text.lowercased()) ? "HIGH" : "NORMAL")))
+                let high = ["high", "10"].contains(text.lowercased())
+                android.append(JSONMember(key: "priority", value: string(high ? "HIGH" : "NORMAL")))
+                apnsHeaders.append(JSONMember(key: "apns-priority", value: string(high ? "10" : "5")))
             case "time_to_live":
-                if case .number(let seconds) = value.kind { android.append(JSONMember(key: "ttl", value: string(seconds + "s"))) }
-            case "collapse_key", "restricted_package_name":
+                // Whole seconds only (FCM v1 refuses "6e2s"; a string is no legacy TTL).
+                if let seconds = Self.wholeNumber(value), let count = Int(seconds), count >= 0 {
+                    android.append(JSONMember(key: "ttl", value: string(seconds + "s")))
+                    apnsHeaders.append(JSONMember(key: "apns-expiration", value: string(count == 0 ? "0" : String(Int(now) + count))))
+                }
+            case "collapse_key":
+                android.append(JSONMember(key: "collapse_key", value: value))
+                if let text = value.stringValue, text.utf8.count <= 64 {
+                    apnsHeaders.append(JSONMember(key: "apns-collapse-id", value: value))
+                }
+            case "restricted_package_name":
                 android.append(JSONMember(key: member.key, value: value))
             case "content_available":
                 if value.kind == .bool(true) { aps.append(JSONMember(key: "content-available", value: JSONValue(.number("1")))) }
@@ -75,13 +100,21 @@ public enum LegacyGCMTranslation {
         }
         if !androidNotification.isEmpty { android.append(JSONMember(key: "notification", value: JSONValue(.object(androidNotification)))) }
         if !android.isEmpty { message.append(JSONMember(key: "android", value: JSONValue(.object(android)))) }
+        var apns: [JSONMember] = []
+        if !apnsHeaders.isEmpty { apns.append(JSONMember(key: "headers", value: JSONValue(.object(apnsHeaders)))) }
         if !aps.isEmpty {
-            let payload = JSONValue(.object([JSONMember(key: "aps", value: JSONValue(.object(aps)))]))
-            message.append(JSONMember(key: "apns", value: JSONValue(.object([JSONMember(key: "payload", value: payload)]))))
+            apns.append(JSONMember(key: "payload", value: JSONValue(.object([JSONMember(key: "aps", value: JSONValue(.object(aps)))]))))
         }
+        if !apns.isEmpty { message.append(JSONMember(key: "apns", value: JSONValue(.object(apns)))) }
         return RenderedNotification(
             platform: .fcm, body: JSONValue(.object(message)).serialized(), headers: [], contentType: "application/json",
             validateOnly: validateOnly)
+    }
+
+    /// A JSON number written as a whole number (`600`, not `6e2` or `600.5`), as text.
+    static func wholeNumber(_ value: JSONValue) -> String? {
+        guard case .number(let text) = value.kind, !text.isEmpty, text.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
+        return text
     }
 
     /// `body_loc_args` / `title_loc_args`: v1 takes an array of strings; the legacy API also took
