@@ -64,6 +64,21 @@ public struct GatewayFixture: Sendable {
         await fixture.local.stop()
     }
 
+    /// A `rewrite` that changes the default app's `services.<name>` object of the configuration.
+    public static func service(_ name: String, _ change: @escaping (inout [String: Any]) -> Void) -> (inout [String: Any]) -> Void {
+        { config in
+            var apps = config["apps"] as? [String: Any] ?? [:]
+            var app = apps["default"] as? [String: Any] ?? [:]
+            var services = app["services"] as? [String: Any] ?? [:]
+            var service = services[name] as? [String: Any] ?? [:]
+            change(&service)
+            services[name] = service
+            app["services"] = services
+            apps["default"] = app
+            config["apps"] = apps
+        }
+    }
+
     /// ``with(clock:rewrite:adjust:_:)`` with the calls made to the router in process.
     public static func inProcess(
         clock: any PushgateClock = SystemClock(), rewrite: ((inout [String: Any]) -> Void)? = nil,

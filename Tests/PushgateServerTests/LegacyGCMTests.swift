@@ -28,17 +28,7 @@ import Testing
     }
 
     @Test func deliveryLegacyKeepsTheLegacyEndpoint() async throws {
-        try await GatewayFixture.inProcess(rewrite: { config in
-            var apps = config["apps"] as? [String: Any] ?? [:]
-            var app = apps["default"] as? [String: Any] ?? [:]
-            var services = app["services"] as? [String: Any] ?? [:]
-            var gcm = services["gcm"] as? [String: Any] ?? [:]
-            gcm["delivery"] = "legacy"
-            services["gcm"] = gcm
-            app["services"] = services
-            apps["default"] = app
-            config["apps"] = apps
-        }) { fixture in
+        try await GatewayFixture.inProcess(rewrite: GatewayFixture.service("gcm") { $0["delivery"] = "legacy" }) { fixture in
             let device = await fixture.sandbox.createDevice(.gcm)
             _ = try await fixture.register(device, user: "alice")
             let sent = try await fixture.call("POST", "/api/notifications?pns=gcm&to_tag=alice", user: "bob", body: #""legacy""#)

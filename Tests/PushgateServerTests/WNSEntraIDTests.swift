@@ -32,17 +32,8 @@ import Testing
     }
 
     @Test func aWrongSecretIsInvalidCredentialsWithEntraIDsReason() async throws {
-        try await GatewayFixture.inProcess(rewrite: { config in
-            var apps = config["apps"] as? [String: Any] ?? [:]
-            var app = apps["default"] as? [String: Any] ?? [:]
-            var services = app["services"] as? [String: Any] ?? [:]
-            var wns = services["wns"] as? [String: Any] ?? [:]
-            wns["clientSecret"] = ["value": "not-the-secret"]
-            services["wns"] = wns
-            app["services"] = services
-            apps["default"] = app
-            config["apps"] = apps
-        }) { fixture in
+        try await GatewayFixture.inProcess(rewrite: GatewayFixture.service("wns") { $0["clientSecret"] = ["value": "not-the-secret"] }) {
+            fixture in
             let device = await fixture.sandbox.createDevice(.wns)
             _ = try await fixture.register(device, user: "alice")
             let sent = try await fixture.call("POST", "/api/notifications?pns=wns&to_tag=alice", user: "bob", body: #""x""#)

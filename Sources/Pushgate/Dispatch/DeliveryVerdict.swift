@@ -59,3 +59,20 @@ public enum HandleChange: Sendable, Hashable {
     /// Legacy GCM returned a canonical registration id: store this handle instead.
     case replace(with: String)
 }
+
+extension DeliveryVerdict {
+    /// A status the service's own table does not name: a server error (`serverErrors`) or 503 is
+    /// retried after a backoff (`Retry-After` when given), any other 5xx is `PNSUnavailable`, any
+    /// other status an answer the gateway did not expect.
+    mutating func classifyOther(status: Int, retryAfter: Double?, serverErrors: Set<Int>) {
+        if serverErrors.contains(status) {
+            outcome = .pnsServerError
+            retry = .afterBackoff(retryAfterSeconds: retryAfter)
+        } else if status == 503 {
+            outcome = .pnsUnavailable
+            retry = .afterBackoff(retryAfterSeconds: retryAfter)
+        } else {
+            outcome = status >= 500 ? .pnsUnavailable : .pnsInterfaceError
+        }
+    }
+}

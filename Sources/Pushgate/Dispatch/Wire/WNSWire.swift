@@ -58,14 +58,8 @@ public enum WNSWire {
             verdict.outcome = .expiredChannel
             verdict.handleChange = .remove
         case 413: verdict.outcome = .invalidNotificationSize
-        case 500:
-            verdict.outcome = .pnsServerError
-            verdict.retry = .afterBackoff(retryAfterSeconds: retryAfter)
-        case 503:
-            verdict.outcome = .pnsUnavailable
-            verdict.retry = .afterBackoff(retryAfterSeconds: retryAfter)
         default:
-            verdict.outcome = response.status >= 500 ? .pnsUnavailable : .pnsInterfaceError
+            verdict.classifyOther(status: response.status, retryAfter: retryAfter, serverErrors: [500])
         }
         return verdict
     }

@@ -55,14 +55,8 @@ public enum WebPushWire {
             verdict.outcome = .invalidCredentials
             verdict.retry = .refreshCredentials
         case 403: verdict.outcome = .invalidCredentials
-        case 500, 502, 504:
-            verdict.outcome = .pnsServerError
-            verdict.retry = .afterBackoff(retryAfterSeconds: retryAfter)
-        case 503:
-            verdict.outcome = .pnsUnavailable
-            verdict.retry = .afterBackoff(retryAfterSeconds: retryAfter)
         default:
-            verdict.outcome = response.status >= 500 ? .pnsUnavailable : .pnsInterfaceError
+            verdict.classifyOther(status: response.status, retryAfter: retryAfter, serverErrors: [500, 502, 504])
         }
         return verdict
     }
