@@ -24,6 +24,11 @@ public final class SQLiteStore: RegistrationStore, DatabaseStore {
     /// Held by each operation, and by an outbox transaction from its `BEGIN` to its end (its
     /// statements take turns on the queue with nothing else's in between).
     let gate = AsyncGate()
+    /// Registration writes share transactions and fsyncs (``GroupCommit``).
+    let groupCommit = GroupCommit()
+
+    /// Transactions the group commit made, and the writes they carried.
+    package var groupCommitCounts: (commits: Int, writes: Int) { groupCommit.committed }
 
     private init(connection: SQLiteConnection, queue: DispatchQueue, path: String, reservationLifetime: Double) {
         self.connection = connection
@@ -111,18 +116,16 @@ public final class SQLiteStore: RegistrationStore, DatabaseStore {
     {
         let id = RegistrationID.random()
         let expiry = now.secondsSinceEpoch + reservationLifetime
-        try await run { connection throws(StoreError) in
-            try connection.transaction { () throws(StoreError) in
-                try connection.prepare("DELETE FROM reserved_ids WHERE app = ? AND expires_at <= ?").bind([
-                    .text(app.rawValue), .real(now.secondsSinceEpoch),
-                ]).run()
-                let count = try connection.prepare(
-                    "SELECT count(*) FROM (SELECT 1 FROM reserved_ids WHERE app = ? AND owner = ? LIMIT ?)")
-                try count.bind([.text(app.rawValue), .text(owner), .integer(Int64(min(maximumReserved, Int(Int32.max))))])
-                if try count.step(), count.int64(0) >= maximumReserved { throw StoreError.tooManyReservations(maximumReserved) }
-                try connection.prepare("INSERT INTO reserved_ids (app, id, expires_at, owner) VALUES (?, ?, ?, ?)")
-                    .bind([.text(app.rawValue), .text(id.rawValue), .real(expiry), .text(owner)]).run()
-            }
+        try await groupCommit.perform(on: self) { connection throws(StoreError) in
+            try connection.prepare("DELETE FROM reserved_ids WHERE app = ? AND expires_at <= ?").bind([
+                .text(app.rawValue), .real(now.secondsSinceEpoch),
+            ]).run()
+            let count = try connection.prepare(
+                "SELECT count(*) FROM (SELECT 1 FROM reserved_ids WHERE app = ? AND owner = ? LIMIT ?)")
+            try count.bind([.text(app.rawValue), .text(owner), .integer(Int64(min(maximumReserved, Int(Int32.max))))])
+            if try count.step(), count.int64(0) >= maximumReserved { throw StoreError.tooManyReservations(maximumReserved) }
+            try connection.prepare("INSERT INTO reserved_ids (app, id, expires_at, owner) VALUES (?, ?, ?, ?)")
+                .bind([.text(app.rawValue), .text(id.rawValue), .real(expiry), .text(owner)]).run()
         }
         return id
     }
@@ -162,18 +165,17 @@ public final class SQLiteStore: RegistrationStore, DatabaseStore {
 
     public func upsert(_ registration: Registration, now: Timestamp) async throws(StoreError) {
         let template = try Self.encodedTemplate(registration)
-        try await run { connection throws(StoreError) in
-            try connection.transaction { () throws(StoreError) in
-                let app = SQLValue.text(registration.app.rawValue)
-                let id = SQLValue.text(registration.id.rawValue)
-                let exists = try connection.prepare("SELECT 1 FROM registrations WHERE app = ? AND id = ?").bind([app, id]).step()
-                if !exists {
-                    let reserved = try connection.prepare("SELECT 1 FROM reserved_ids WHERE app = ? AND id = ? AND expires_at > ?")
-                        .bind([app, id, .real(now.secondsSinceEpoch)]).step()
-                    guard reserved else { throw StoreError.gone(registration.id) }
-                }
-                try Self.write(registration, template: template, now: now, connection: connection)
+        // Concurrent upserts (every app start registers) share one transaction and one fsync.
+        try await groupCommit.perform(on: self) { connection throws(StoreError) in
+            let app = SQLValue.text(registration.app.rawValue)
+            let id = SQLValue.text(registration.id.rawValue)
+            let exists = try connection.prepare("SELECT 1 FROM registrations WHERE app = ? AND id = ?").bind([app, id]).step()
+            if !exists {
+                let reserved = try connection.prepare("SELECT 1 FROM reserved_ids WHERE app = ? AND id = ? AND expires_at > ?")
+                    .bind([app, id, .real(now.secondsSinceEpoch)]).step()
+                guard reserved else { throw StoreError.gone(registration.id) }
             }
+            try Self.write(registration, template: template, now: now, connection: connection)
         }
     }
 
