@@ -42,8 +42,7 @@ extension PostgresStore: RegistrationStore {
 
     public func registrationIDs(handlePrefix: String, app: AppID) async throws(StoreError) -> [RegistrationID] {
         // A range of the byte-ordered index on (app, handle COLLATE "C") (schema version 2).
-        guard let last = handlePrefix.unicodeScalars.last, let next = Unicode.Scalar(last.value + 1) else { return [] }
-        let upper = String(handlePrefix.unicodeScalars.dropLast()) + String(next)
+        guard let upper = TextPrefix.upperBound(handlePrefix) else { return [] }
         let logger = self.logger
         return try await perform { connection in
             try await connection.query(

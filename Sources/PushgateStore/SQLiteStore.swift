@@ -144,7 +144,7 @@ public final class SQLiteStore: RegistrationStore, DatabaseStore {
 
     public func registrationIDs(handlePrefix: String, app: AppID) async throws(StoreError) -> [RegistrationID] {
         // A range of the (app, handle) index: text compares byte for byte (BINARY).
-        guard let upper = Self.prefixUpperBound(handlePrefix) else { return [] }
+        guard let upper = TextPrefix.upperBound(handlePrefix) else { return [] }
         return try await run { connection throws(StoreError) in
             let statement = try connection.prepare("SELECT id FROM registrations WHERE app = ? AND handle >= ? AND handle < ? ORDER BY id")
             try statement.bind([.text(app.rawValue), .text(handlePrefix), .text(upper)])
@@ -154,13 +154,6 @@ public final class SQLiteStore: RegistrationStore, DatabaseStore {
             }
             return ids
         }
-    }
-
-    /// The least text above every text that begins with `prefix` (its last character advanced);
-    /// nil for an empty prefix.
-    static func prefixUpperBound(_ prefix: String) -> String? {
-        guard let last = prefix.unicodeScalars.last, let next = Unicode.Scalar(last.value + 1) else { return nil }
-        return String(prefix.unicodeScalars.dropLast()) + String(next)
     }
 
     public func upsert(_ registration: Registration, now: Timestamp) async throws(StoreError) {

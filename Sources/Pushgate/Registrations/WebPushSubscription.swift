@@ -49,13 +49,16 @@ public struct WebPushSubscription: Sendable, Hashable {
     }
 
     /// The canonical handle: `{"endpoint":"…","keys":{"p256dh":"…","auth":"…"}}`.
-    public var handleValue: String {
-        var output = Array(#"{"endpoint":"#.utf8)
-        Escaping.appendJSONString(endpoint, to: &output)
-        output += Array(#","keys":{"p256dh":"#.utf8)
-        Escaping.appendJSONString(Base64URL.encode(p256dh), to: &output)
+    public var handleValue: String { Self.json(endpoint: endpoint, p256dh: Base64URL.encode(p256dh), auth: Base64URL.encode(auth)) }
+
+    /// A subscription as JSON from its three parts as given (the hub API's `Endpoint`, `P256DH`
+    /// and `Auth`), in the handle's layout; checked where every handle is.
+    public static func json(endpoint: String, p256dh: String, auth: String) -> String {
+        var output = Array(handlePrefix(endpoint: endpoint).utf8)
+        output += Array(#"{"p256dh":"#.utf8)
+        Escaping.appendJSONString(p256dh, to: &output)
         output += Array(#","auth":"#.utf8)
-        Escaping.appendJSONString(Base64URL.encode(auth), to: &output)
+        Escaping.appendJSONString(auth, to: &output)
         output += Array("}}".utf8)
         return String(decoding: output, as: UTF8.self)
     }

@@ -24,7 +24,7 @@ extension HubHTTP {
             if request.headers[formatHeader]?.lowercased() == "browser", let p256dh = request.headers[p256dhHeader],
                 let auth = request.headers[authHeader]
             {
-                handles = [HubRegistrationXML.subscriptionJSON(endpoint: handle, p256dh: p256dh, auth: auth)]
+                handles = [WebPushSubscription.json(endpoint: handle, p256dh: p256dh, auth: auth)]
             } else {
                 handles = [handle]
             }

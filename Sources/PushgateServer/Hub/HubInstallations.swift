@@ -37,7 +37,7 @@ enum HubInstallations {
         else {
             throw .badRequest("body: \"\(field)\" of a browser installation is {\"endpoint\", \"p256dh\", \"auth\"}, each a string")
         }
-        return HubRegistrationXML.subscriptionJSON(endpoint: endpoint, p256dh: p256dh, auth: auth)
+        return WebPushSubscription.json(endpoint: endpoint, p256dh: p256dh, auth: auth)
     }
 
     /// A browser's handle as an installation's `pushChannel` object.

@@ -126,7 +126,7 @@ enum HubRegistrationXML {
             guard let p256dh = fields["P256DH"], !p256dh.isEmpty, let auth = fields["Auth"], !auth.isEmpty else {
                 throw .badRequest("body: <\(name)> needs <P256DH> and <Auth> beside <Endpoint>")
             }
-            handle = Self.subscriptionJSON(endpoint: handle, p256dh: p256dh, auth: auth)
+            handle = WebPushSubscription.json(endpoint: handle, p256dh: p256dh, auth: auth)
         }
         if isTemplate, (fields["BodyTemplate"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
             throw .badRequest("body: <\(name)> needs <BodyTemplate>")
@@ -144,18 +144,6 @@ enum HubRegistrationXML {
             platform: type.platform, isTemplate: isTemplate, handle: handle, tags: tags, bodyTemplate: fields["BodyTemplate"],
             templateName: fields["TemplateName"].flatMap { $0.isEmpty ? nil : $0 }, wnsHeaders: wnsHeaders, expiry: fields["Expiry"],
             registrationID: fields["RegistrationId"], expiration: expiration)
-    }
-
-    /// A browser's subscription as JSON, from its three parts (checked where every handle is).
-    static func subscriptionJSON(endpoint: String, p256dh: String, auth: String) -> String {
-        var output: [UInt8] = Array(#"{"endpoint":"#.utf8)
-        Escaping.appendJSONString(endpoint, to: &output)
-        output += Array(#","keys":{"p256dh":"#.utf8)
-        Escaping.appendJSONString(p256dh, to: &output)
-        output += Array(#","auth":"#.utf8)
-        Escaping.appendJSONString(auth, to: &output)
-        output += Array("}}".utf8)
-        return String(decoding: output, as: UTF8.self)
     }
 
     /// The description element of `registration`, with its ETag.
