@@ -19,6 +19,8 @@ public final class GatewayMetrics: Sendable {
     private let outboxPruned: Counter
     private let outboxRecordFailures: Counter
     private let outboxDeferredTargets: Counter
+    private let outboxEarlyAnswers: Counter
+    private let outboxHelpedPages: Counter
     /// Per platform and outcome, made once (the sets are closed).
     private let deliveries: [Platform: [Outcome: Counter]]
     private let retries: [Platform: Counter]
@@ -68,6 +70,10 @@ public final class GatewayMetrics: Sendable {
             "record_failures", "Pages whose outcomes the store could not record (they are delivered again)")
         outboxDeferredTargets = outboxCounter(
             "deferred_targets", "Targets a push service throttled, put off to a retry page at the delay it asked for")
+        outboxHelpedPages = outboxCounter(
+            "helped_page_claims", "Pages claimed of a notification another instance holds (this instance's share of its broadcast)")
+        outboxEarlyAnswers = outboxCounter(
+            "early_answers", "Targets' final answers recorded while their page was on the wire (a page claimed again skips them)")
         var deliveries: [Platform: [Outcome: Counter]] = [:]
         var retries: [Platform: Counter] = [:]
         var latency: [Platform: DurationHistogram] = [:]
@@ -186,6 +192,10 @@ public final class GatewayMetrics: Sendable {
     public func outboxRecordFailed() { outboxRecordFailures.increment() }
 
     public func outboxTargetsDeferred(_ count: Int) { outboxDeferredTargets.increment(by: Int64(count)) }
+
+    public func outboxAnswersRecorded(_ count: Int) { outboxEarlyAnswers.increment(by: Int64(count)) }
+
+    public func outboxPageHelped() { outboxHelpedPages.increment() }
 
     /// The Prometheus text exposition.
     public func exposition() -> [UInt8] { registry.emitToBuffer() }

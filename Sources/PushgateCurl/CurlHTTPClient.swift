@@ -107,6 +107,21 @@ public final class CurlHTTPClient: @unchecked Sendable {
     /// Sends every request at once (one submission, one wakeup of the loop) and returns the answers
     /// in order when the last is in. The way to send a fan-out: no task or continuation per request.
     public func execute(batch requests: [CurlRequest]) async -> [Result<CurlResponse, CurlError>] {
+        await execute(batch: requests, each: nil)
+    }
+
+    /// Sends every request at once, as ``execute(batch:)``, and hands each answer to `each` (with
+    /// the request's index) as it arrives, on the loop's thread: keep it short. Returns when every
+    /// request is answered and every `each` call has returned.
+    public func execute(
+        batch requests: [CurlRequest], each: @escaping @Sendable (Int, Result<CurlResponse, CurlError>) -> Void
+    ) async {
+        _ = await execute(batch: requests, each: Optional(each))
+    }
+
+    private func execute(
+        batch requests: [CurlRequest], each: (@Sendable (Int, Result<CurlResponse, CurlError>) -> Void)?
+    ) async -> [Result<CurlResponse, CurlError>] {
         guard !requests.isEmpty else { return [] }
         let count = UInt64(requests.count)
         let firstID = shared.withLock { state -> UInt64 in
@@ -115,7 +130,7 @@ public final class CurlHTTPClient: @unchecked Sendable {
         }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<[Result<CurlResponse, CurlError>], Never>) in
-                let collector = BatchCollector(count: requests.count, continuation: continuation)
+                let collector = BatchCollector(count: requests.count, each: each, continuation: continuation)
                 let transfers = requests.enumerated().map { index, request in
                     Transfer(id: firstID + UInt64(index), request: request, completion: .batch(collector, index: index))
                 }

@@ -248,26 +248,44 @@ final class Transfer: @unchecked Sendable {
 }
 
 /// Collects the answers of a batch and resumes its caller once, when the last one is in (from
-/// whichever thread delivers it).
+/// whichever thread delivers it). With an `each` handler, every answer goes to it as it arrives
+/// and none is kept: the caller is resumed (with no answers) after the last handler call returned.
 final class BatchCollector: Sendable {
     private struct State {
         var results: [Result<CurlResponse, CurlError>?]
+        var answered: [Bool]
         var remaining: Int
         var continuation: CheckedContinuation<[Result<CurlResponse, CurlError>], Never>?
     }
 
     private let state: Mutex<State>
+    private let each: (@Sendable (Int, Result<CurlResponse, CurlError>) -> Void)?
 
-    init(count: Int, continuation: CheckedContinuation<[Result<CurlResponse, CurlError>], Never>) {
-        state = Mutex(State(results: Array(repeating: nil, count: count), remaining: count, continuation: continuation))
+    init(
+        count: Int, each: (@Sendable (Int, Result<CurlResponse, CurlError>) -> Void)? = nil,
+        continuation: CheckedContinuation<[Result<CurlResponse, CurlError>], Never>
+    ) {
+        self.each = each
+        state = Mutex(
+            State(
+                results: each == nil ? Array(repeating: nil, count: count) : [], answered: Array(repeating: false, count: count),
+                remaining: count, continuation: continuation))
     }
 
     /// Records the answer at `index` (the first one wins); the last answer resumes the caller.
     func deliver(_ result: Result<CurlResponse, CurlError>, at index: Int) {
+        let first = state.withLock { state -> Bool in
+            guard !state.answered[index] else { return false }
+            state.answered[index] = true
+            if each == nil { state.results[index] = result }
+            return true
+        }
+        guard first else { return }
+        // Outside the lock, and before the answer counts as in: the caller resumes only after
+        // every handler call has returned (a cancellation may answer from another thread).
+        each?(index, result)
         let finished = state.withLock {
             state -> (CheckedContinuation<[Result<CurlResponse, CurlError>], Never>, [Result<CurlResponse, CurlError>])? in
-            guard state.results[index] == nil else { return nil }
-            state.results[index] = result
             state.remaining -= 1
             guard state.remaining == 0, let continuation = state.continuation else { return nil }
             state.continuation = nil

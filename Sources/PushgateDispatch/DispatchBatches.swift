@@ -24,6 +24,38 @@ public struct DispatchedBatch: Sendable {
     }
 }
 
+/// What the reader of ``DispatchBatches`` gets: a batch whose every target has its answer, or,
+/// when it asked for them, the final answers of targets whose batches are still on the wire.
+public enum DispatchEvent: Sendable {
+    /// A batch is done: a report per target.
+    case finished(DispatchedBatch)
+    /// Targets answered for good while their batches are on the wire, by batch index (only with
+    /// `answers` on; a batch's answers never come after the batch itself). Their reports are in
+    /// their batch's ``DispatchedBatch/reports`` again once it is done.
+    case answered([Int: [DeliveryReport]])
+}
+
+/// When a batch's early answers go to the reader: after `interval` or once `count` are waiting,
+/// whichever comes first.
+public struct AnswerFlush: Sendable, Hashable {
+    public var interval: Duration
+    public var count: Int
+
+    public init(interval: Duration = .milliseconds(50), count: Int = 1000) {
+        self.interval = interval
+        self.count = max(1, count)
+    }
+}
+
+/// Where a provider hands a target's final report as soon as it is known, while the rest of its
+/// batch is still on the wire (``DispatchEvent/answered(_:)``).
+public struct DeliveryAnswers: Sendable {
+    let wire: DispatchWire
+    let batch: Int
+
+    public func record(_ report: DeliveryReport) { wire.answered(report, batch: batch) }
+}
+
 /// The targets stopped coming before their end (the store failed while reading them).
 public struct DispatchTargetsError: Error, CustomStringConvertible, Sendable {
     public var description: String
@@ -38,13 +70,24 @@ public struct DispatchTargetsError: Error, CustomStringConvertible, Sendable {
 /// A reader that must stop them at any moment — also while it is busy with a finished batch —
 /// calls ``cancel()`` from its own cancellation handler.
 public struct DispatchBatches<Targets: AsyncSequence>: AsyncSequence where Targets.Element == [DispatchTarget] {
-    public typealias Element = DispatchedBatch
+    public typealias Element = DispatchEvent
 
     let targets: Targets
     let batchesInFlight: Int
     let logger: Logger
-    let deliver: @Sendable ([DispatchTarget]) async -> [DeliveryReport]
-    let wire = DispatchWire()
+    let deliver: @Sendable ([DispatchTarget], DeliveryAnswers?) async -> [DeliveryReport]
+    let wire: DispatchWire
+
+    init(
+        targets: Targets, batchesInFlight: Int, answers: AnswerFlush?, logger: Logger,
+        deliver: @escaping @Sendable ([DispatchTarget], DeliveryAnswers?) async -> [DeliveryReport]
+    ) {
+        self.targets = targets
+        self.batchesInFlight = batchesInFlight
+        self.logger = logger
+        self.deliver = deliver
+        wire = DispatchWire(answers: answers)
+    }
 
     public func makeAsyncIterator() -> AsyncIterator {
         AsyncIterator(targets: targets.makeAsyncIterator(), batches: self, wire: wire)
@@ -65,9 +108,9 @@ public struct DispatchBatches<Targets: AsyncSequence>: AsyncSequence where Targe
         var exhausted = false
         var failure: DispatchTargetsError?
 
-        /// The next finished batch; nil once every batch is yielded. Throws
+        /// The next finished batch, or early answers; nil once every batch is yielded. Throws
         /// ``DispatchTargetsError`` after the last batch when reading the targets failed.
-        public mutating func next() async throws -> DispatchedBatch? {
+        public mutating func next() async throws -> DispatchEvent? {
             // Keep the pipeline full: read pages while there is room.
             while !exhausted, inFlight < batches.batchesInFlight {
                 // Cancelled (shutdown, a user's cancel): no further page is attempted.
@@ -99,15 +142,16 @@ public struct DispatchBatches<Targets: AsyncSequence>: AsyncSequence where Targe
                 return nil
             }
             let wire = self.wire
-            let batch = await withTaskCancellationHandler {
-                await wire.nextFinished()
+            let event = await withTaskCancellationHandler {
+                await wire.nextEvent()
             } onCancel: {
                 wire.cancelAll()
             }
+            guard case .finished(let batch) = event else { return event }
             inFlight -= 1
             for report in batch.reports where !report.verdict.outcome.isSuccess { Self.logFailure(report, logger: batches.logger) }
             batches.logger.trace("batch delivered", metadata: ["batch": "\(batch.index)", "targets": "\(batch.reports.count)"])
-            return batch
+            return event
         }
 
         /// Handles are masked; reasons are the services' own words, never credentials.
@@ -155,22 +199,35 @@ public struct OutcomeTally: Sendable {
     }
 }
 
-/// The batches on the wire and those finished but not yet read, first finished first.
+/// The batches on the wire and those finished but not yet read, first finished first; with
+/// answers on, the early answers of the batches on the wire until the reader takes them.
 final class DispatchWire: Sendable {
     private struct State {
         var running: [Int: Task<Void, Never>] = [:]
         var finished: [DispatchedBatch] = []
         var reader: CheckedContinuation<Void, Never>?
         var cancelled = false
+        /// Early answers not yet read, by batch.
+        var answers: [Int: [DeliveryReport]] = [:]
+        var answersWaiting = 0
+        /// The reader is to get the answers now (the interval passed, or enough are waiting).
+        var answersDue = false
+        var timerRunning = false
     }
 
     private let state = Mutex(State())
+    private let flush: AnswerFlush?
 
-    func start(index: Int, targets: [DispatchTarget], deliver: @escaping @Sendable ([DispatchTarget]) async -> [DeliveryReport]) {
+    init(answers: AnswerFlush?) { flush = answers }
+
+    func start(
+        index: Int, targets: [DispatchTarget], deliver: @escaping @Sendable ([DispatchTarget], DeliveryAnswers?) async -> [DeliveryReport]
+    ) {
+        let answers = flush == nil ? nil : DeliveryAnswers(wire: self, batch: index)
         state.withLock { state in
             // Weakly: a dropped iterator's wire goes away and cancels what it still runs.
             let task = Task { [weak self] in
-                let reports = await deliver(targets)
+                let reports = await deliver(targets, answers)
                 self?.finish(DispatchedBatch(index: index, reports: reports))
             }
             // Started after a cancel (a page read as it came): cancelled at once.
@@ -184,6 +241,8 @@ final class DispatchWire: Sendable {
     private func finish(_ batch: DispatchedBatch) {
         let reader = state.withLock { state in
             state.running[batch.index] = nil
+            // Its answers are in the batch now.
+            state.answersWaiting -= state.answers.removeValue(forKey: batch.index)?.count ?? 0
             state.finished.append(batch)
             defer { state.reader = nil }
             return state.reader
@@ -191,13 +250,62 @@ final class DispatchWire: Sendable {
         reader?.resume()
     }
 
-    /// Waits for a batch to finish (one reader at a time).
-    func nextFinished() async -> DispatchedBatch {
+    /// An early answer of batch `batch` (from a provider, on any thread).
+    func answered(_ report: DeliveryReport, batch: Int) {
+        guard let flush else { return }
+        let (reader, startTimer) = state.withLock { state -> (CheckedContinuation<Void, Never>?, Bool) in
+            guard state.running[batch] != nil else { return (nil, false) }
+            state.answers[batch, default: []].append(report)
+            state.answersWaiting += 1
+            var startTimer = false
+            if state.answersWaiting >= flush.count {
+                state.answersDue = true
+            } else if !state.timerRunning {
+                state.timerRunning = true
+                startTimer = true
+            }
+            guard state.answersDue, let reader = state.reader else { return (nil, startTimer) }
+            state.reader = nil
+            return (reader, startTimer)
+        }
+        reader?.resume()
+        if startTimer {
+            Task { [weak self] in
+                try? await Task.sleep(for: flush.interval)
+                self?.answersTimerFired()
+            }
+        }
+    }
+
+    private func answersTimerFired() {
+        let reader = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.timerRunning = false
+            guard state.answersWaiting > 0 else { return nil }
+            state.answersDue = true
+            defer { state.reader = nil }
+            return state.reader
+        }
+        reader?.resume()
+    }
+
+    /// Waits for a batch to finish, or for early answers to be due (one reader at a time).
+    func nextEvent() async -> DispatchEvent {
         while true {
-            if let batch = state.withLock({ $0.finished.isEmpty ? nil : $0.finished.removeFirst() }) { return batch }
+            let ready = state.withLock { state -> DispatchEvent? in
+                if !state.finished.isEmpty { return .finished(state.finished.removeFirst()) }
+                guard state.answersDue else { return nil }
+                state.answersDue = false
+                guard state.answersWaiting > 0 else { return nil }
+                defer {
+                    state.answers.removeAll(keepingCapacity: true)
+                    state.answersWaiting = 0
+                }
+                return .answered(state.answers)
+            }
+            if let ready { return ready }
             await withCheckedContinuation { continuation in
                 let ready = state.withLock { state in
-                    if !state.finished.isEmpty { return true }
+                    if !state.finished.isEmpty || (state.answersDue && state.answersWaiting > 0) { return true }
                     state.reader = continuation
                     return false
                 }

@@ -29,19 +29,25 @@ public final class Dispatcher: Sendable {
     /// the sequence then throws ``DispatchTargetsError`` saying why the rest was not sent. When
     /// the reading task is cancelled, no further page is read and the batches on the wire end
     /// with what their providers answered (`Abandoned` for what was not sent).
+    ///
+    /// With `answers`, targets whose answer is final while the rest of their batch is still on
+    /// the wire come early too (``DispatchEvent/answered(_:)``), at most `answers.interval` late
+    /// or `answers.count` at a time: what a reader that records them as they arrive needs.
     public func batches<Targets: AsyncSequence>(
         selection: PlatformSelection, payloads: [Platform: RenderedNotification], targets: Targets, batchesInFlight: Int = 3,
-        payloadGroups: PayloadGrouping? = nil, logger: Logger = Logger(label: "pushgate.dispatch")
+        payloadGroups: PayloadGrouping? = nil, answers: AnswerFlush? = nil, logger: Logger = Logger(label: "pushgate.dispatch")
     ) -> DispatchBatches<Targets> where Targets.Element == [DispatchTarget] {
         DispatchBatches(
-            targets: targets, batchesInFlight: max(1, batchesInFlight), logger: logger,
-            deliver: { [self] batch in
-                guard let payloadGroups else { return await self.deliver(batch, selection: selection, payloads: payloads) }
+            targets: targets, batchesInFlight: max(1, batchesInFlight), answers: answers, logger: logger,
+            deliver: { [self] batch, early in
+                guard let payloadGroups else {
+                    return await self.deliver(batch, selection: selection, payloads: payloads, answers: early)
+                }
                 // Each target's own payload (template registrations): one delivery per distinct payload.
                 let grouped = await payloadGroups(batch)
                 var reports = grouped.ignored
                 for part in grouped.groups {
-                    reports += await self.deliver(part.targets, selection: selection, payloads: part.payloads)
+                    reports += await self.deliver(part.targets, selection: selection, payloads: part.payloads, answers: early)
                 }
                 return reports
             })
@@ -62,6 +68,7 @@ public final class Dispatcher: Sendable {
             for try await batch in batches(
                 selection: selection, payloads: payloads, targets: targets, batchesInFlight: batchesInFlight, logger: logger)
             {
+                guard case .finished(let batch) = batch else { continue }
                 for report in batch.reports { tally.record(report) }
                 updates += batch.handleUpdates
             }
@@ -75,7 +82,7 @@ public final class Dispatcher: Sendable {
 
     /// One batch: each platform's targets to its provider, concurrently.
     private func deliver(
-        _ batch: [DispatchTarget], selection: PlatformSelection, payloads: [Platform: RenderedNotification]
+        _ batch: [DispatchTarget], selection: PlatformSelection, payloads: [Platform: RenderedNotification], answers: DeliveryAnswers?
     ) async -> [DeliveryReport] {
         let byPlatform = Dictionary(grouping: batch.filter { selection.contains($0.handle.platform) }, by: \.handle.platform)
         return await withTaskGroup(of: [DeliveryReport].self) { group in
@@ -108,7 +115,7 @@ public final class Dispatcher: Sendable {
                     }
                 }
                 if !skipped.isEmpty { group.addTask { skipped } }
-                group.addTask { await provider.deliver(payload, to: unique) }
+                group.addTask { await provider.deliver(payload, to: unique, answers: answers) }
             }
             return await group.reduce(into: [DeliveryReport]()) { $0.append(contentsOf: $1) }
         }

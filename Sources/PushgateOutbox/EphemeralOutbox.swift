@@ -31,9 +31,13 @@ public actor EphemeralOutbox: OutboxStore {
         outbox.takeDueNotification(app: app, lease: Self.forever(lease), now: now)
     }
 
+    /// Nobody else sees an ephemeral notification.
+    public func takeRunningNotification(app: AppID, owner: String, now: Timestamp) -> OutboxNotification? { nil }
+
     public func claimPage(
-        notificationID: String, app: AppID, lease: OutboxLease, pageSize: Int, now: Timestamp
+        notificationID: String, app: AppID, lease: OutboxLease, pageSize: Int, now: Timestamp, helping: Bool
     ) async throws(StoreError) -> OutboxClaim {
+        guard !helping else { return .lost }
         guard let walk = outbox.walk(of: notificationID, app: app) else { return .lost }
         let size = max(1, pageSize)
         // The next page of the audience, read before the claim (one driver per notification:
@@ -73,6 +77,10 @@ public actor EphemeralOutbox: OutboxStore {
     ) -> Bool {
         outbox.completePage(notificationID: notificationID, app: app, number: number, counts: counts, failures: [], retry: retry)
     }
+
+    /// Nothing to keep: only this process drives the notification, and its pages are never
+    /// claimed again.
+    public func recordAnswers(notificationID: String, app: AppID, answers: [OutboxAnswers]) {}
 
     public func parkNotification(notificationID: String, app: AppID, owner: String, now: Timestamp) -> Timestamp? {
         outbox.parkNotification(notificationID: notificationID, app: app, owner: owner, now: now)

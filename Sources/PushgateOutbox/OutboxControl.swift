@@ -82,6 +82,9 @@ public final class ActiveDrives: Sendable {
         drives.withLock { drives in if drives[id] === drive { drives[id] = nil } }
     }
 
+    /// Whether `id` is driven (or helped) here now.
+    public func isActive(_ id: String) -> Bool { drives.withLock { $0[id] != nil } }
+
     /// Stops the pages of `id` in flight here, if it is driven here.
     public func cancel(_ id: String) { drives.withLock { $0[id] }?.cancel() }
 }

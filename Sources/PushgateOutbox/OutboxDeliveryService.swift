@@ -76,7 +76,13 @@ public struct OutboxDeliveryService: Service {
             while !control.isDraining, !Task.isCancelled {
                 if running < limit, let takeover = await takeDue() {
                     running += 1
-                    group.addTask { await self.drive(takeover) }
+                    group.addTask { await self.drive(takeover.notification, resumed: takeover.leaseExpired) }
+                    continue
+                }
+                // Room left and nothing due: help deliver another instance's broadcast.
+                if running < limit, let shared = await takeRunning() {
+                    running += 1
+                    group.addTask { await self.drive(shared, helping: true) }
                     continue
                 }
                 if running >= limit {
@@ -109,15 +115,32 @@ public struct OutboxDeliveryService: Service {
         }
     }
 
-    private func drive(_ takeover: OutboxTakeover) async {
-        let notification = takeover.notification
+    /// A shared notification another instance holds and still pages, that this one is not
+    /// already driving.
+    private func takeRunning() async -> OutboxNotification? {
+        let time = driver.clock.now
+        do {
+            guard
+                let notification = try await driver.queue.takeRunningNotification(app: driver.app, owner: driver.control.owner, now: time),
+                !driver.drives.isActive(notification.id)
+            else { return nil }
+            return notification
+        } catch {
+            logger.error("could not read the outbox", metadata: ["error": "\(error)"])
+            return nil
+        }
+    }
+
+    private func drive(_ notification: OutboxNotification, resumed: Bool = false, helping: Bool = false) async {
         var logger = self.logger
         logger[metadataKey: "notification"] = "\(notification.id)"
         logger.info(
-            takeover.leaseExpired ? "resuming a notification whose driver stopped" : "delivering a notification",
+            helping
+                ? "helping deliver a notification another instance holds"
+                : resumed ? "resuming a notification whose driver stopped" : "delivering a notification",
             metadata: ["sender": "\(notification.sender)"])
         let started = ContinuousClock.now
-        let run = await driver.drive(notification, logger: logger)
+        let run = await driver.drive(notification, helping: helping, logger: logger)
         driver.metrics.sent(
             NotificationResult(notificationID: notification.id, selection: notification.selection, counts: run.counts, targets: run.targets)
         )
@@ -133,7 +156,12 @@ public struct OutboxDeliveryService: Service {
         case .draining:
             logger.notice("notification interrupted by shutdown; it resumes after the next start")
         case .lost:
-            logger.notice("notification taken over by another driver")
+            logger.notice(
+                helping ? "stopped helping: the notification ended or its holder stopped" : "notification taken over by another driver")
+        case .helped:
+            logger.info(
+                "helped deliver a notification: no page left to claim",
+                metadata: ["delivered": "\(run.counts.values.reduce(0) { $0 + $1.values.reduce(0, +) })"])
         case .deferred(let due):
             logger.notice("notification waits for its throttled targets' retry", metadata: ["due": "\(RFC3339.format(due))"])
         case .storeFailed(let failure), .recordFailed(let failure):

@@ -27,11 +27,15 @@ public struct OutboxDrive: Sendable {
         public var maximumReportedTargets: Int
         /// How long to wait before a new round when another driver still holds pages.
         public var otherDriverPause: Duration
+        /// When the final answers of targets on the wire are recorded, ahead of their page (a page
+        /// claimed again after a crash skips them); nil records nothing before the page.
+        public var answers: AnswerFlush?
 
         public init(
             throttledRetries: Int, throttledBackoffSeconds: Double, maximumRetryDelaySeconds: Double, durable: Bool,
-            maximumReportedTargets: Int = 10_000, otherDriverPause: Duration = .milliseconds(250)
+            maximumReportedTargets: Int = 10_000, otherDriverPause: Duration = .milliseconds(250), answers: AnswerFlush? = nil
         ) {
+            self.answers = answers
             self.throttledRetries = throttledRetries
             self.throttledBackoffSeconds = throttledBackoffSeconds
             self.maximumRetryDelaySeconds = maximumRetryDelaySeconds
@@ -55,6 +59,8 @@ public struct OutboxDrive: Sendable {
         /// Only targets a service throttled are left; they are retried from this time, by
         /// whichever driver takes the notification then.
         case deferred(until: Timestamp)
+        /// Helping another instance's drive: no page is left to claim (its holder finishes it).
+        case helped
     }
 
     /// What a drive did: the notification's final record when it finished, what this drive
@@ -132,8 +138,9 @@ public struct OutboxDrive: Sendable {
     public let notification: OutboxNotification
     public let settings: Settings
     private var tally: OutcomeTally
-    /// The pages handed out this round, by the order the dispatcher read them.
-    private var pages: [Int: (number: Int, attempt: Int)] = [:]
+    /// The pages handed out this round, by the order the dispatcher read them, with the counts of
+    /// what an earlier claim's driver answered.
+    private var pages: [Int: (number: Int, attempt: Int, answered: [Platform: [Outcome: Int]])] = [:]
     private var pagesRead = 0
     private var stop: Stop?
     private var targetsFailure: String?
@@ -144,9 +151,14 @@ public struct OutboxDrive: Sendable {
     /// store records the page (not when it was recorded before, by a driver that delivered it too).
     private var unrecorded: [Int: [(report: DeliveryReport, outcome: Outcome)]] = [:]
 
-    public init(_ notification: OutboxNotification, settings: Settings) {
+    /// Delivering pages of a notification another instance holds: this drive claims and records
+    /// pages, and never finishes or parks the notification.
+    public let helping: Bool
+
+    public init(_ notification: OutboxNotification, settings: Settings, helping: Bool = false) {
         self.notification = notification
         self.settings = settings
+        self.helping = helping
         tally = OutcomeTally(maximumReportedTargets: settings.maximumReportedTargets)
     }
 
@@ -192,11 +204,11 @@ public struct OutboxDrive: Sendable {
             return .end
         case .page(let page):
             if page.cancelled || page.targets.isEmpty {
-                var counts: [Platform: [Outcome: Int]] = [:]
+                var counts = page.answered
                 for target in page.targets { counts[target.handle.platform, default: [:]][.cancelled, default: 0] += 1 }
                 return .record(PageRecord(number: page.number, counts: counts, failures: [], retry: nil))
             }
-            pages[pagesRead] = (page.number, page.attempt)
+            pages[pagesRead] = (page.number, page.attempt, page.answered)
             pagesRead += 1
             return .deliver(page.targets)
         }
@@ -213,13 +225,13 @@ public struct OutboxDrive: Sendable {
     public mutating func batchFinished(
         _ batch: DispatchedBatch, now: Timestamp, cancelledByUser: Bool, shuttingDown: Bool
     ) -> PageRecord? {
-        guard let (number, attempt) = pages.removeValue(forKey: batch.index) else { return nil }
+        guard let (number, attempt, answered) = pages.removeValue(forKey: batch.index) else { return nil }
         // Cut short by shutdown: recorded only when every target got its final answer anyway.
         if settings.durable, shuttingDown, !cancelledByUser, batch.reports.contains(where: { $0.verdict.outcome == .abandoned }) {
             return nil
         }
         var final: [(report: DeliveryReport, outcome: Outcome)] = []
-        var counts: [Platform: [Outcome: Int]] = [:]
+        var counts = answered
         var failures: [TargetResult] = []
         var retried: [DispatchTarget] = []
         var retryDelay = 0.0
@@ -249,6 +261,18 @@ public struct OutboxDrive: Sendable {
         let retry = retried.isEmpty ? nil : OutboxRetry(targets: retried, attempt: attempt + 1, due: now.adding(seconds: retryDelay))
         unrecorded[number] = final
         return PageRecord(number: number, counts: counts, failures: failures, retry: retry)
+    }
+
+    /// Early answers of batches on the wire, to record ahead of their pages: the targets whose
+    /// outcome is final whatever happens next. Throttled targets (which may go to a retry page)
+    /// and abandoned ones (not sent: shutdown, a cancel) are left out, so a page claimed again
+    /// sends them.
+    public func answers(_ early: [Int: [DeliveryReport]]) -> [OutboxAnswers] {
+        early.compactMap { index, reports -> OutboxAnswers? in
+            guard let page = pages[index] else { return nil }
+            let targets = reports.filter { $0.verdict.outcome != .abandoned && $0.verdict.outcome != .throttled }.map(\.targetResult)
+            return targets.isEmpty ? nil : OutboxAnswers(page: page.number, targets: targets)
+        }.sorted { $0.page < $1.page }
     }
 
     /// The handle changes of a batch to store: the removals and replacements the services asked
@@ -294,6 +318,10 @@ public struct OutboxDrive: Sendable {
             // An unrecorded page is given up: whoever takes the notification next delivers it again.
             if case .recordFailed = stop { return .stop(stop, releaseLeases: true) }
             return .stop(stop, releaseLeases: false)
+        }
+        if helping {
+            stop = .helped
+            return .stop(.helped, releaseLeases: false)
         }
         return .finish
     }

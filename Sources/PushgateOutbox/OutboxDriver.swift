@@ -7,6 +7,10 @@ import Synchronization
 public protocol OutboxMetrics: Sendable {
     func outboxPageClaimed(reclaimed: Bool)
     func outboxTargetsDeferred(_ count: Int)
+    /// Targets' final answers recorded ahead of their page.
+    func outboxAnswersRecorded(_ count: Int)
+    /// A page claimed of a notification another instance holds.
+    func outboxPageHelped()
     func outboxRecordFailed()
     func handleUpdatesFailed(_ count: Int)
     func outboxNotificationTakenOver()
@@ -60,7 +64,7 @@ public struct OutboxDriver: Sendable {
     public static func settings(_ configuration: OutboxConfiguration) -> OutboxDrive.Settings {
         OutboxDrive.Settings(
             throttledRetries: configuration.throttledRetries, throttledBackoffSeconds: Double(configuration.throttledBackoffSeconds),
-            maximumRetryDelaySeconds: Double(configuration.maximumScheduleAheadSeconds), durable: true)
+            maximumRetryDelaySeconds: Double(configuration.maximumScheduleAheadSeconds), durable: true, answers: AnswerFlush())
     }
 
     /// This driver over one send's own ``EphemeralOutbox`` (the outbox off): no retry pages
@@ -78,10 +82,15 @@ public struct OutboxDriver: Sendable {
 
     /// Delivers the pages of a notification this driver holds the lease of, until its audience is
     /// exhausted and every page recorded, then ends it; or stops, and says why.
+    ///
+    /// `helping`: the notification is another instance's (``OutboxStore/takeRunningNotification(app:owner:now:)``);
+    /// this driver delivers the pages it can claim of it until none is left, and stops with
+    /// ``OutboxDrive/Stop/helped`` (the holder finishes it).
     public func drive(
-        _ notification: OutboxNotification, progress: (@Sendable (DispatchProgress) -> Void)? = nil, logger: Logger
+        _ notification: OutboxNotification, helping: Bool = false, progress: (@Sendable (DispatchProgress) -> Void)? = nil,
+        logger: Logger
     ) async -> OutboxDrive.Result {
-        var machine = OutboxDrive(notification, settings: settings)
+        var machine = OutboxDrive(notification, settings: settings, helping: helping)
         let drive = drives.start(notification.id)
         defer { drives.end(notification.id, drive) }
         while true {
@@ -145,14 +154,22 @@ public struct OutboxDriver: Sendable {
         })
         let batches = dispatcher.batches(
             selection: notification.selection, payloads: payloads, targets: pages, payloadGroups: grouping(notification.delivery, payloads),
-            logger: logger)
+            answers: settings.answers, logger: logger)
         let cancel = batches.cancellation
         var pending: [HandleUpdate] = []
         // A cancel (a user's, or the shutdown deadline) stops the batches on the wire at once,
         // also while this task records a page or applies handle changes.
         await withTaskCancellationHandler {
             do {
-                for try await batch in batches {
+                for try await event in batches {
+                    let batch: DispatchedBatch
+                    switch event {
+                    case .answered(let early):
+                        await record(state.advance { $0.answers(early) }, of: notification, logger: logger)
+                        continue
+                    case .finished(let finished):
+                        batch = finished
+                    }
                     let shuttingDown = Task.isCancelled
                     let time = clock.now
                     if let page = state.advance({
@@ -189,10 +206,14 @@ public struct OutboxDriver: Sendable {
                 return nil
             }
             let time = clock.now
+            let helping = state.advance { $0.helping }
             let claim = try await queue.claimPage(
                 notificationID: notification.id, app: notification.app, lease: control.lease(from: time),
-                pageSize: control.configuration.pageSize, now: time)
-            if case .page(let page) = claim { metrics.outboxPageClaimed(reclaimed: page.reclaimed) }
+                pageSize: control.configuration.pageSize, now: time, helping: helping)
+            if case .page(let page) = claim {
+                metrics.outboxPageClaimed(reclaimed: page.reclaimed)
+                if helping { metrics.outboxPageHelped() }
+            }
             switch state.advance({ $0.claimed(claim) }) {
             case .end:
                 return nil
@@ -231,6 +252,19 @@ public struct OutboxDriver: Sendable {
         }
     }
 
+    /// Records early answers ahead of their pages. A failure loses no delivery: the page's record
+    /// still counts them; only a crash before it would send them again.
+    private func record(_ answers: [OutboxAnswers], of notification: OutboxNotification, logger: Logger) async {
+        guard !answers.isEmpty else { return }
+        do {
+            try await queue.recordAnswers(notificationID: notification.id, app: notification.app, answers: answers)
+            metrics.outboxAnswersRecorded(answers.reduce(0) { $0 + $1.targets.count })
+        } catch {
+            logger.warning(
+                "could not record answers ahead of their page", metadata: ["pages": "\(answers.count)", "error": "\(error)"])
+        }
+    }
+
     /// Removes gone handles and replaces canonical ones. A store failure here loses no delivery:
     /// it is logged and counted (`pushgate_handle_updates_failed_total`), and the devices are
     /// pruned on a later send instead.
@@ -258,6 +292,8 @@ struct SendMetricsOnly: OutboxMetrics {
 
     func outboxPageClaimed(reclaimed: Bool) {}
     func outboxTargetsDeferred(_ count: Int) {}
+    func outboxAnswersRecorded(_ count: Int) {}
+    func outboxPageHelped() {}
     func outboxRecordFailed() {}
     func handleUpdatesFailed(_ count: Int) { base.handleUpdatesFailed(count) }
     func outboxNotificationTakenOver() {}

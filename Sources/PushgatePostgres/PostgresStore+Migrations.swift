@@ -132,6 +132,19 @@ extension PostgresStore {
         """
         CREATE INDEX registrations_by_handle_bytes ON registrations (app, (handle COLLATE "C"));
         """,
+        // Version 3: the answers of pages on the wire, flushed as they arrive: a page claimed again
+        // after a crash skips what was answered (one row per flush; deleted with the page's record).
+        """
+        CREATE TABLE outbox_answers (
+            app text COLLATE "C" NOT NULL,
+            notification_id text COLLATE "C" NOT NULL,
+            page integer NOT NULL,
+            first_id text COLLATE "C" NOT NULL,
+            answers text NOT NULL,
+            PRIMARY KEY (app, notification_id, page, first_id)
+        );
+        ALTER TABLE outbox_notifications ADD COLUMN shared boolean NOT NULL DEFAULT false;
+        """,
     ]
 
     /// Applies the migrations not yet applied; answers the versions it applied.

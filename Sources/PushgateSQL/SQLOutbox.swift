@@ -69,13 +69,15 @@ package struct SQLOutbox<Database: SQLDatabase>: Sendable {
             .real(notification.enqueuedAt.secondsSinceEpoch), .real(notification.deliverAt.secondsSinceEpoch),
             lease == nil ? .null : .real(notification.enqueuedAt.secondsSinceEpoch), lease.map { .text($0.owner) } ?? .null,
             .real(lease?.until.secondsSinceEpoch ?? 0), notification.audience.storedRecipient.map(SQLValue.text) ?? .null,
+            // Asynchronous (no caller waits for its targets): other instances may help deliver it.
+            .bool(lease == nil),
         ]
         try await database.transaction { session in
             _ = try await session.rows(
                 """
                 INSERT INTO outbox_notifications (app, id, sender, state, platforms, audience, payloads, secure_id, enqueued_at,
-                    deliver_at, started_at, lease_owner, lease_expires, recipient)
-                VALUES (?, ?, ?, ?, ?, ?, ?, CAST(? AS TEXT), ?, ?, CAST(? AS DOUBLE PRECISION), CAST(? AS TEXT), ?, CAST(? AS TEXT))
+                    deliver_at, started_at, lease_owner, lease_expires, recipient, shared)
+                VALUES (?, ?, ?, ?, ?, ?, ?, CAST(? AS TEXT), ?, ?, CAST(? AS DOUBLE PRECISION), CAST(? AS TEXT), ?, CAST(? AS TEXT), ?)
                 """, values)
             // Idle instances look for work when this commits (a synchronous send is driven here).
             if lease == nil { try await session.announceOutboxWork("enqueued") }
@@ -126,8 +128,24 @@ package struct SQLOutbox<Database: SQLDatabase>: Sendable {
         }
     }
 
+    package func takeRunningNotification(app: AppID, owner: String, now: Timestamp) async throws(StoreError) -> OutboxNotification? {
+        try await database.read { session -> OutboxNotification? in
+            guard
+                let id = try await session.rows(
+                    """
+                    SELECT id FROM outbox_notifications
+                    WHERE app = ? AND ended_at IS NULL AND deliver_at <= ? AND shared AND NOT exhausted AND NOT cancel_requested
+                        AND lease_owner IS NOT NULL AND lease_owner <> ? AND lease_expires > ?
+                    ORDER BY deliver_at LIMIT 1
+                    """, [.text(app.rawValue), .real(now.secondsSinceEpoch), .text(owner), .real(now.secondsSinceEpoch)]
+                ).first?.text(0)
+            else { return nil }
+            return try await Self.notification(id: id, app: app, session: session)
+        }
+    }
+
     package func claimPage(
-        notificationID: String, app: AppID, lease: OutboxLease, pageSize: Int, now: Timestamp
+        notificationID: String, app: AppID, lease: OutboxLease, pageSize: Int, now: Timestamp, helping: Bool
     ) async throws(StoreError) -> OutboxClaim {
         let (size, dialect) = (max(1, pageSize), self.dialect)
         return try await database.transaction { session -> OutboxClaim in
@@ -135,11 +153,20 @@ package struct SQLOutbox<Database: SQLDatabase>: Sendable {
             guard
                 let row = try await session.rows(
                     """
-                    SELECT lease_owner, ended_at, cursor, exhausted, next_page, cancel_requested, platforms, audience, recipient
+                    SELECT lease_owner, ended_at, cursor, exhausted, next_page, cancel_requested, platforms, audience, recipient,
+                        lease_expires, shared
                     FROM outbox_notifications WHERE app = ? AND id = ?\(dialect.lockRows)
                     """, key
-                ).first, row.text(0) == lease.owner, row.double(1) == nil
+                ).first, row.double(1) == nil
             else { return .lost }
+            if helping {
+                // Helping: while a live holder that is not the claimer has it, and it is shared.
+                guard row.bool(10), let holder = row.text(0), holder != lease.owner, (row.double(9) ?? 0) > now.secondsSinceEpoch else {
+                    return .lost
+                }
+            } else {
+                guard row.text(0) == lease.owner else { return .lost }
+            }
             let cursor = row.text(2) ?? ""
             let (exhausted, nextPage, cancelled) = (row.bool(3), row.integer(4) ?? 0, row.bool(5))
             let selection: PlatformSelection
@@ -190,10 +217,21 @@ package struct SQLOutbox<Database: SQLDatabase>: Sendable {
                         position = tail.registrationID
                     }
                 }
+                // What its earlier drivers had answered is not sent again.
+                var answered: [OutboxAnswers.Entry] = []
+                for row in try await session.rows(
+                    "SELECT answers FROM outbox_answers WHERE app = ? AND notification_id = ? AND page = ?", key + [.integer(Int64(number))]
+                ) {
+                    guard let entries = row.text(0).flatMap(OutboxAnswers.decode) else {
+                        throw StoreError(.storage, "a page's stored answers are corrupt")
+                    }
+                    answered += entries
+                }
+                let (remaining, answeredCounts) = OutboxAnswers.skipping(answered, in: targets)
                 return .page(
                     OutboxPage(
-                        number: number, targets: targets, reclaimed: (expired.integer(5) ?? 0) > 0, cancelled: cancelled,
-                        attempt: expired.integer(4) ?? 0))
+                        number: number, targets: remaining, reclaimed: (expired.integer(5) ?? 0) > 0, cancelled: cancelled,
+                        attempt: expired.integer(4) ?? 0, answered: answeredCounts))
             }
             if exhausted { return .exhausted }
             let targets = try await walk(cursor.isEmpty ? nil : try? RegistrationID(cursor), size)
@@ -228,16 +266,7 @@ package struct SQLOutbox<Database: SQLDatabase>: Sendable {
                 countRows.append([.text(platform.rawValue), .text(outcome.rawValue), .integer(Int64(count))])
             }
         }
-        // One row per target (the last result wins), in id order.
-        var latest: [RegistrationID: TargetResult] = [:]
-        for failure in failures { latest[failure.registrationID] = failure }
-        let failureRows: [[SQLValue]] = latest.values.sorted { $0.registrationID < $1.registrationID }.map { failure in
-            [
-                .text(failure.registrationID.rawValue), .text(failure.platform.rawValue), .text(failure.maskedHandle),
-                .text(failure.outcome.rawValue), failure.statusCode.map { .integer(Int64($0)) } ?? .null,
-                failure.reason.map(SQLValue.text) ?? .null, .integer(Int64(failure.attempts)),
-            ]
-        }
+        let failureRows = Self.failureRows(failures)
         return try await database.transaction { [countRows] session -> Bool in
             let key: [SQLValue] = [.text(app.rawValue), .text(notificationID)]
             // The notification's row first, as every other outbox transaction reads it: one lock order.
@@ -250,6 +279,9 @@ package struct SQLOutbox<Database: SQLDatabase>: Sendable {
                 "UPDATE outbox_pages SET done = ? WHERE app = ? AND notification_id = ? AND number = ? AND \(dialect.openPage) RETURNING number",
                 [.bool(true)] + key + [.integer(Int64(number))])
             guard !marked.isEmpty else { return false }
+            // Its answers while on the wire are in its record now.
+            _ = try await session.rows(
+                "DELETE FROM outbox_answers WHERE app = ? AND notification_id = ? AND page = ?", key + [.integer(Int64(number))])
             if let retry, let last = retry.targets.last {
                 // A page of its own, nobody's until it is due (due at once when being cancelled).
                 _ = try await session.rows(
@@ -273,20 +305,43 @@ package struct SQLOutbox<Database: SQLDatabase>: Sendable {
                     ON CONFLICT (app, notification_id, platform, outcome) DO UPDATE SET count = outbox_counts.count + excluded.count
                     """, countRows.flatMap { key + $0 })
             }
-            // In chunks, within every database's limit on bound values.
-            var start = failureRows.startIndex
-            while start < failureRows.endIndex {
-                let chunk = failureRows[start..<min(start + 500, failureRows.endIndex)]
+            try await Self.upsertFailures(failureRows, key: key, session: session)
+            return true
+        }
+    }
+
+    package func recordAnswers(notificationID: String, app: AppID, answers: [OutboxAnswers]) async throws(StoreError) {
+        let dialect = self.dialect
+        let answers = answers.filter { !$0.targets.isEmpty }.sorted { $0.page < $1.page }
+        guard !answers.isEmpty else { return }
+        let failureRows = Self.failureRows(answers.flatMap(\.failures))
+        try await database.transaction { session in
+            let key: [SQLValue] = [.text(app.rawValue), .text(notificationID)]
+            // The notification's row first, as every other outbox transaction reads it: one lock order.
+            guard
+                !(try await session.rows(
+                    "SELECT 1 FROM outbox_notifications WHERE app = ? AND id = ? AND ended_at IS NULL\(dialect.lockRows)", key)).isEmpty
+            else { return }
+            // Only pages still open: a page recorded meanwhile has these answers in its record.
+            let open = Set(
+                try await session.rows(
+                    """
+                    SELECT number FROM outbox_pages WHERE app = ? AND notification_id = ? AND \(dialect.openPage)
+                        AND number IN (\(Self.placeholders(rows: answers.count, row: "?")))
+                    """, key + answers.map { .integer(Int64($0.page)) }
+                ).compactMap { $0.integer(0) })
+            for page in answers where open.contains(page.page) {
+                // Keyed by the page and its first answered target: a page two drivers delivered at
+                // once (a lease that expired on the wire) keeps one copy of what both flushed.
+                let entries = page.entries
                 _ = try await session.rows(
                     """
-                    INSERT INTO outbox_failures (app, notification_id, registration_id, platform, handle, outcome, status, reason, attempts)
-                    VALUES \(Self.placeholders(rows: chunk.count, row: "(?, ?, ?, ?, ?, ?, CAST(? AS INTEGER), CAST(? AS TEXT), ?)"))
-                    ON CONFLICT (app, notification_id, registration_id) DO UPDATE SET platform = excluded.platform, handle = excluded.handle,
-                        outcome = excluded.outcome, status = excluded.status, reason = excluded.reason, attempts = excluded.attempts
-                    """, chunk.flatMap { key + $0 })
-                start += chunk.count
+                    INSERT INTO outbox_answers (app, notification_id, page, first_id, answers) VALUES (?, ?, ?, ?, ?)
+                    ON CONFLICT (app, notification_id, page, first_id) DO NOTHING
+                    """,
+                    key + [.integer(Int64(page.page)), .text(entries[0].registrationID.rawValue), .text(OutboxAnswers.encode(entries))])
             }
-            return true
+            try await Self.upsertFailures(failureRows, key: key, session: session)
         }
     }
 
@@ -311,6 +366,7 @@ package struct SQLOutbox<Database: SQLDatabase>: Sendable {
                 "UPDATE outbox_notifications SET state = ?, ended_at = ?, lease_owner = NULL, lease_expires = 0 WHERE app = ? AND id = ?",
                 [.text(record.state.rawValue), .real(now.secondsSinceEpoch)] + key)
             _ = try await session.rows("DELETE FROM outbox_pages WHERE app = ? AND notification_id = ?", key)
+            _ = try await session.rows("DELETE FROM outbox_answers WHERE app = ? AND notification_id = ?", key)
             return record
         }
     }
@@ -446,6 +502,7 @@ package struct SQLOutbox<Database: SQLDatabase>: Sendable {
                 _ = try await session.rows("DELETE FROM outbox_failures WHERE app = ? AND notification_id = ?", key)
                 _ = try await session.rows("DELETE FROM outbox_counts WHERE app = ? AND notification_id = ?", key)
                 _ = try await session.rows("DELETE FROM outbox_pages WHERE app = ? AND notification_id = ?", key)
+                _ = try await session.rows("DELETE FROM outbox_answers WHERE app = ? AND notification_id = ?", key)
                 _ = try await session.rows("DELETE FROM outbox_notifications WHERE app = ? AND id = ?", key)
             }
             return keys.count
@@ -523,6 +580,35 @@ package struct SQLOutbox<Database: SQLDatabase>: Sendable {
                 .first
         else { return nil }
         return OutboxRows.record(id: id, app: app, row: row, counts: counts)
+    }
+
+    /// One row per failed target (the last result wins), in id order.
+    static func failureRows(_ failures: [TargetResult]) -> [[SQLValue]] {
+        var latest: [RegistrationID: TargetResult] = [:]
+        for failure in failures { latest[failure.registrationID] = failure }
+        return latest.values.sorted { $0.registrationID < $1.registrationID }.map { failure in
+            [
+                .text(failure.registrationID.rawValue), .text(failure.platform.rawValue), .text(failure.maskedHandle),
+                .text(failure.outcome.rawValue), failure.statusCode.map { .integer(Int64($0)) } ?? .null,
+                failure.reason.map(SQLValue.text) ?? .null, .integer(Int64(failure.attempts)),
+            ]
+        }
+    }
+
+    /// Lists failed targets (``failureRows(_:)``), in chunks within every database's limit on bound values.
+    static func upsertFailures(_ rows: [[SQLValue]], key: [SQLValue], session: Database.Session) async throws {
+        var start = rows.startIndex
+        while start < rows.endIndex {
+            let chunk = rows[start..<min(start + 500, rows.endIndex)]
+            _ = try await session.rows(
+                """
+                INSERT INTO outbox_failures (app, notification_id, registration_id, platform, handle, outcome, status, reason, attempts)
+                VALUES \(Self.placeholders(rows: chunk.count, row: "(?, ?, ?, ?, ?, ?, CAST(? AS INTEGER), CAST(? AS TEXT), ?)"))
+                ON CONFLICT (app, notification_id, registration_id) DO UPDATE SET platform = excluded.platform, handle = excluded.handle,
+                    outcome = excluded.outcome, status = excluded.status, reason = excluded.reason, attempts = excluded.attempts
+                """, chunk.flatMap { key + $0 })
+            start += chunk.count
+        }
     }
 
     static func placeholders(rows: Int, row: String) -> String {

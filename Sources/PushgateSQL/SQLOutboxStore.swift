@@ -18,9 +18,13 @@ extension SQLOutboxStore {
     }
 
     public func claimPage(
-        notificationID: String, app: AppID, lease: OutboxLease, pageSize: Int, now: Timestamp
+        notificationID: String, app: AppID, lease: OutboxLease, pageSize: Int, now: Timestamp, helping: Bool
     ) async throws(StoreError) -> OutboxClaim {
-        try await outbox.claimPage(notificationID: notificationID, app: app, lease: lease, pageSize: pageSize, now: now)
+        try await outbox.claimPage(notificationID: notificationID, app: app, lease: lease, pageSize: pageSize, now: now, helping: helping)
+    }
+
+    public func takeRunningNotification(app: AppID, owner: String, now: Timestamp) async throws(StoreError) -> OutboxNotification? {
+        try await outbox.takeRunningNotification(app: app, owner: owner, now: now)
     }
 
     public func completePage(
@@ -29,6 +33,10 @@ extension SQLOutboxStore {
     ) async throws(StoreError) -> Bool {
         try await outbox.completePage(
             notificationID: notificationID, app: app, number: number, counts: counts, failures: failures, retry: retry)
+    }
+
+    public func recordAnswers(notificationID: String, app: AppID, answers: [OutboxAnswers]) async throws(StoreError) {
+        try await outbox.recordAnswers(notificationID: notificationID, app: app, answers: answers)
     }
 
     public func finish(notificationID: String, app: AppID, owner: String, now: Timestamp) async throws(StoreError) -> NotificationRecord? {

@@ -135,6 +135,20 @@ extension SQLiteStore {
         ALTER TABLE outbox_pages ADD COLUMN targets TEXT;
         ALTER TABLE outbox_pages ADD COLUMN attempt INTEGER NOT NULL DEFAULT 0;
         """,
+        // The answers of pages on the wire, flushed as they arrive: a page claimed again after a
+        // crash skips what was answered (one row per flush; deleted with the page's record).
+        // Shared notifications (asynchronous sends): every instance may claim their pages.
+        """
+        CREATE TABLE outbox_answers (
+            app TEXT NOT NULL,
+            notification_id TEXT NOT NULL,
+            page INTEGER NOT NULL,
+            first_id TEXT NOT NULL,
+            answers TEXT NOT NULL,
+            PRIMARY KEY (app, notification_id, page, first_id)
+        ) WITHOUT ROWID;
+        ALTER TABLE outbox_notifications ADD COLUMN shared INTEGER NOT NULL DEFAULT 0;
+        """,
     ]
 
     static func migrate(_ connection: SQLiteConnection) throws(StoreError) {

@@ -6,7 +6,9 @@ import Synchronization
 /// (`Success` unless told otherwise) and records every delivery, so that outbox and send tests
 /// run without sockets. While ``hold()`` is in force, deliveries wait for ``release()`` or their
 /// task's cancellation (then their targets are `Abandoned`, as a real provider answers what it
-/// did not send).
+/// did not send). `hold(answering:)` lets each held delivery answer its first targets at once
+/// (they reach ``PushProvider/deliver(_:to:answers:)``'s `answers` early, as a real provider's
+/// first answers do while the rest of the batch is on the wire).
 public final class InMemoryPushProvider: PushProvider {
     public let platform: Platform
     private let answer: @Sendable (DispatchTarget) -> DeliveryVerdict
@@ -15,6 +17,7 @@ public final class InMemoryPushProvider: PushProvider {
         var delivered: [String: Int] = [:]
         var deliveries = 0
         var held = false
+        var answeredWhileHeld = 0
         var waiting: [Int: CheckedContinuation<Void, Never>] = [:]
     }
 
@@ -28,11 +31,17 @@ public final class InMemoryPushProvider: PushProvider {
         self.answer = answer
     }
 
-    public func deliver(_ notification: RenderedNotification, to targets: [DispatchTarget]) async -> [DeliveryReport] {
-        let number = state.withLock { state -> Int in
+    public func deliver(
+        _ notification: RenderedNotification, to targets: [DispatchTarget], answers: DeliveryAnswers?
+    ) async -> [DeliveryReport] {
+        let (number, early) = state.withLock { state -> (Int, Int) in
             state.deliveries += 1
-            return state.deliveries
+            return (state.deliveries, state.held ? min(state.answeredWhileHeld, targets.count) : 0)
         }
+        // Answered before the hold: delivered, and handed out at once.
+        let first = targets.prefix(early).map { DeliveryReport(target: $0, verdict: answer($0), attempts: 1, latencyMilliseconds: 0) }
+        count(first)
+        for report in first { answers?.record(report) }
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let go = state.withLock { state -> Bool in
@@ -46,16 +55,21 @@ public final class InMemoryPushProvider: PushProvider {
             state.withLock { $0.waiting.removeValue(forKey: number) }?.resume()
         }
         if Task.isCancelled {
-            return targets.map {
-                DeliveryReport(
-                    target: $0, verdict: DeliveryVerdict(outcome: .abandoned, reason: "cancelled"), attempts: 0, latencyMilliseconds: 0)
-            }
+            return first
+                + targets.dropFirst(early).map {
+                    DeliveryReport(
+                        target: $0, verdict: DeliveryVerdict(outcome: .abandoned, reason: "cancelled"), attempts: 0, latencyMilliseconds: 0)
+                }
         }
-        let reports = targets.map { DeliveryReport(target: $0, verdict: answer($0), attempts: 1, latencyMilliseconds: 0) }
+        let rest = targets.dropFirst(early).map { DeliveryReport(target: $0, verdict: answer($0), attempts: 1, latencyMilliseconds: 0) }
+        count(rest)
+        return first + rest
+    }
+
+    private func count(_ reports: [DeliveryReport]) {
         state.withLock { state in
             for report in reports where report.verdict.outcome.isSuccess { state.delivered[report.target.handle.value, default: 0] += 1 }
         }
-        return reports
     }
 
     /// How often each handle was delivered to (successfully).
@@ -67,8 +81,13 @@ public final class InMemoryPushProvider: PushProvider {
     /// Deliveries waiting for ``release()``.
     public var waiting: Int { state.withLock { $0.waiting.count } }
 
-    /// Makes deliveries wait.
-    public func hold() { state.withLock { $0.held = true } }
+    /// Makes deliveries wait; each answers its first `answering` targets before it waits.
+    public func hold(answering: Int = 0) {
+        state.withLock { state in
+            state.held = true
+            state.answeredWhileHeld = answering
+        }
+    }
 
     /// Lets every delivery go.
     public func release() {

@@ -79,9 +79,13 @@ final class CountingPages: Sendable {
         let provider = goneProvider()
         let pages = CountingPages(pages: 10, pageSize: 25)
         var seen: [(updates: Int, pagesReadBefore: Int, index: Int)] = []
-        for try await batch in Dispatcher(providers: [provider]).batches(
+        for try await event in Dispatcher(providers: [provider]).batches(
             selection: .all, payloads: [.apns: try Payloads.notify(.apns)], targets: pages.sequence(), batchesInFlight: 2)
         {
+            guard case .finished(let batch) = event else {
+                Issue.record("early answers came although none were asked for")
+                continue
+            }
             seen.append((batch.handleUpdates.count, pages.pulledCount, batch.index))
         }
         #expect(seen.count == 10)
@@ -99,7 +103,8 @@ final class CountingPages: Sendable {
             var iterator = Dispatcher(providers: [provider]).batches(
                 selection: .all, payloads: [.apns: try Payloads.notify(.apns)], targets: pages.sequence(), batchesInFlight: 3
             ).makeAsyncIterator()
-            return try await iterator.next()
+            guard case .finished(let batch)? = try await iterator.next() else { return nil as DispatchedBatch? }
+            return batch
         }
         try await Self.waitUntil { provider.waiting == 3 }
         reader.cancel()
@@ -107,6 +112,59 @@ final class CountingPages: Sendable {
         #expect(first?.reports.count == 10)
         #expect(first?.reports.allSatisfy { $0.verdict.outcome == .abandoned } == true, "\(String(describing: first?.reports.first))")
         #expect(pages.pulledCount == 3, "no page is read once cancelled")
+    }
+
+    /// Asked for them, the final answers of a batch still on the wire come ahead of it, within the
+    /// flush interval: a reader records them before the batch is done (what a crash then sends
+    /// again is only what was on the wire). The batch itself still reports every target.
+    @Test(.timeLimit(.minutes(1))) func finalAnswersComeAheadOfTheirBatchWhenAskedFor() async throws {
+        let provider = InMemoryPushProvider()
+        provider.hold(answering: 4)
+        let pages = CountingPages(pages: 1, pageSize: 10)
+        var iterator = Dispatcher(providers: [provider]).batches(
+            selection: .all, payloads: [.apns: try Payloads.notify(.apns)], targets: pages.sequence(),
+            answers: AnswerFlush(interval: .milliseconds(20), count: 1000)
+        ).makeAsyncIterator()
+        guard case .answered(let early)? = try await iterator.next() else {
+            Issue.record("the held batch's first answers did not come ahead of it")
+            return
+        }
+        #expect(early.keys.sorted() == [0])
+        #expect(early[0]?.count == 4)
+        #expect(early[0]?.allSatisfy { $0.verdict.outcome == .success } == true)
+        #expect(provider.waiting == 1, "the batch is still on the wire")
+        provider.release()
+        guard case .finished(let batch)? = try await iterator.next() else {
+            Issue.record("the batch did not finish")
+            return
+        }
+        #expect(batch.reports.count == 10)
+        #expect(try await iterator.next() == nil)
+        #expect(provider.delivered.count == 10, "each target delivered once")
+    }
+
+    /// Enough answers waiting go to the reader at once, without waiting for the interval; those
+    /// still waiting when their batch finishes come with the batch instead.
+    @Test(.timeLimit(.minutes(1))) func enoughWaitingAnswersComeWithoutWaitingForTheInterval() async throws {
+        let provider = InMemoryPushProvider()
+        provider.hold(answering: 6)
+        let pages = CountingPages(pages: 1, pageSize: 10)
+        var iterator = Dispatcher(providers: [provider]).batches(
+            selection: .all, payloads: [.apns: try Payloads.notify(.apns)], targets: pages.sequence(),
+            answers: AnswerFlush(interval: .seconds(3600), count: 5)
+        ).makeAsyncIterator()
+        guard case .answered(let early)? = try await iterator.next() else {
+            Issue.record("expected early answers")
+            return
+        }
+        #expect((5...6).contains(early[0]?.count ?? 0), "\(early.mapValues(\.count))")
+        provider.release()
+        guard case .finished(let batch)? = try await iterator.next() else {
+            Issue.record("expected the batch")
+            return
+        }
+        #expect(batch.reports.count == 10)
+        #expect(try await iterator.next() == nil)
     }
 
     /// A source that fails mid-way: what was already out is finished and counted, and the

@@ -166,6 +166,85 @@ import Testing
 }
 
 extension OutboxDriverTests {
+    /// A driver stops (the gateway's shutdown deadline; a crash is the same, minus the stop) with
+    /// three pages on the wire, four targets of each already answered and flushed. The driver that
+    /// takes the notification over once its lease expired sends only the rest: every device gets
+    /// the message once, and the record counts every target once.
+    @Test func aPageClaimedAgainSkipsTheTargetsAnsweredBeforeTheDriverStopped() async throws {
+        _ = try await seed(30)
+        let provider = InMemoryPushProvider(.gcm)
+        provider.hold(answering: 4)
+        let first = driver(provider, pageSize: 10)
+        let notification = try notification()
+        try await start(notification, on: first)
+        let drive = Task { await first.drive(notification, logger: Logger(label: "test")) }
+        #expect(try await eventually(every: .milliseconds(5)) { metrics.answersRecorded == 12 }, "the early answers are flushed")
+        #expect(provider.waiting == 3, "three pages on the wire")
+        drive.cancel()
+        #expect(await drive.value.stop == .draining)
+        #expect(provider.delivered.count == 12)
+        provider.release()
+
+        clock.advance(seconds: Double(OutboxConfiguration().leaseSeconds) + 1)
+        let next = driver(provider, pageSize: 10)
+        let takeover = try #require(
+            await store.takeDueNotification(app: .default, lease: next.control.lease(from: clock.now), now: clock.now))
+        #expect(takeover.leaseExpired)
+        let result = await next.drive(takeover.notification, logger: Logger(label: "test"))
+        #expect(result.stop == nil)
+        #expect(result.counts == [.gcm: [.success: 18]], "only what was not answered is sent again")
+        #expect(result.record?.counts == [.gcm: [.success: 30]])
+        #expect(provider.delivered.count == 30 && provider.delivered.values.allSatisfy { $0 == 1 }, "\(provider.delivered)")
+    }
+
+    /// An asynchronous broadcast is shared: while its holder has three pages on the wire, another
+    /// instance's driver helps with the pages after them. Every device gets the message once, the
+    /// record counts each once, the helper stops once no page is left, and the holder finishes it.
+    @Test func anotherInstanceHelpsDeliverASharedBroadcastAndItsHolderFinishesIt() async throws {
+        _ = try await seed(100)
+        let provider = InMemoryPushProvider(.gcm)
+        provider.hold()
+        let holder = driver(provider, pageSize: 10)
+        let helperMetrics = CountingMetrics()
+        let helper = OutboxDriver(
+            app: .default, queue: store, registrations: store, dispatcher: Dispatcher(providers: [provider]),
+            control: OutboxControl(configuration: holder.control.configuration), clock: clock, drives: ActiveDrives(),
+            metrics: helperMetrics, settings: holder.settings, grouping: { _, _ in nil })
+        let notification = try notification()
+        try await store.enqueue(notification, lease: nil)
+        let taken = try #require(
+            await store.takeDueNotification(app: .default, lease: holder.control.lease(from: clock.now), now: clock.now))
+        #expect(await store.takeRunningNotification(app: .default, owner: holder.control.owner, now: clock.now) == nil, "not to its holder")
+        let holding = Task { await holder.drive(taken.notification, logger: Logger(label: "holder")) }
+        #expect(try await eventually(every: .milliseconds(5)) { provider.waiting == 3 }, "the holder's pipeline is full")
+        let shared = try #require(await store.takeRunningNotification(app: .default, owner: helper.control.owner, now: clock.now))
+        let helping = Task { await helper.drive(shared, helping: true, logger: Logger(label: "helper")) }
+        #expect(try await eventually(every: .milliseconds(5)) { provider.waiting == 6 }, "the helper's pages are on the wire too")
+        provider.release()
+        let (held, helped) = (await holding.value, await helping.value)
+        #expect(helped.stop == .helped)
+        #expect(held.stop == nil && held.record?.state == .completed)
+        #expect(held.record?.counts == [.gcm: [.success: 100]])
+        let (byHolder, byHelper) = (held.counts[.gcm]?[.success] ?? 0, helped.counts[.gcm]?[.success] ?? 0)
+        #expect(byHelper >= 30 && byHolder >= 30 && byHolder + byHelper == 100, "holder \(byHolder), helper \(byHelper)")
+        #expect(helperMetrics.pagesHelped * 10 == byHelper)
+        #expect(provider.delivered.count == 100 && provider.delivered.values.allSatisfy { $0 == 1 })
+    }
+
+    /// A synchronous send (its caller waits for every target's outcome) is not shared.
+    @Test func aSynchronousSendIsNotShared() async throws {
+        _ = try await seed(30)
+        let provider = InMemoryPushProvider(.gcm)
+        let holder = driver(provider, pageSize: 10)
+        let notification = try notification()
+        try await start(notification, on: holder)
+        #expect(await store.takeRunningNotification(app: .default, owner: "someone-else", now: clock.now) == nil)
+        let claim = await store.claimPage(
+            notificationID: notification.id, app: .default, lease: OutboxLease(owner: "someone-else", until: clock.now.adding(seconds: 30)),
+            pageSize: 10, now: clock.now, helping: true)
+        #expect(claim == .lost)
+    }
+
     /// A direct send's handles are no registrations: a service's "gone" for one of them removes
     /// nothing, not even a registration whose id reads like the handle's place in the send.
     @Test func aDirectSendsGoneHandleRemovesNoRegistration() async throws {
@@ -195,9 +274,13 @@ final class CountingMetrics: OutboxMetrics {
 
     var pagesClaimed: Int { counts.withLock { $0["pages", default: 0] } }
     var deferred: Int { counts.withLock { $0["deferred", default: 0] } }
+    var answersRecorded: Int { counts.withLock { $0["answers", default: 0] } }
+    var pagesHelped: Int { counts.withLock { $0["helped", default: 0] } }
 
     func outboxPageClaimed(reclaimed: Bool) { add("pages") }
     func outboxTargetsDeferred(_ count: Int) { add("deferred", count) }
+    func outboxAnswersRecorded(_ count: Int) { add("answers", count) }
+    func outboxPageHelped() { add("helped") }
     func outboxRecordFailed() { add("recordFailed") }
     func handleUpdatesFailed(_ count: Int) { add("handleUpdatesFailed", count) }
     func outboxNotificationTakenOver() { add("takenOver") }

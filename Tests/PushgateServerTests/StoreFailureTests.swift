@@ -16,7 +16,7 @@ final class FailingStore: RegistrationStore, SecureMessageStore, OutboxStore {
 
     /// The first page of an outbox notification, then a storage error.
     func claimPage(
-        notificationID: String, app: AppID, lease: OutboxLease, pageSize: Int, now: Timestamp
+        notificationID: String, app: AppID, lease: OutboxLease, pageSize: Int, now: Timestamp, helping: Bool
     ) async throws(StoreError)
         -> OutboxClaim
     {
@@ -25,7 +25,14 @@ final class FailingStore: RegistrationStore, SecureMessageStore, OutboxStore {
             return count
         }
         if claimed > 0 { throw StoreError(.storage, "disk I/O error") }
-        return await inner.claimPage(notificationID: notificationID, app: app, lease: lease, pageSize: pageSize, now: now)
+        return await inner.claimPage(
+            notificationID: notificationID, app: app, lease: lease, pageSize: pageSize, now: now, helping: helping)
+    }
+    func takeRunningNotification(app: AppID, owner: String, now: Timestamp) async throws(StoreError) -> OutboxNotification? {
+        await inner.takeRunningNotification(app: app, owner: owner, now: now)
+    }
+    func recordAnswers(notificationID: String, app: AppID, answers: [OutboxAnswers]) async throws(StoreError) {
+        await inner.recordAnswers(notificationID: notificationID, app: app, answers: answers)
     }
     func enqueue(_ notification: OutboxNotification, lease: OutboxLease?) async throws(StoreError) {
         try await inner.enqueue(notification, lease: lease)

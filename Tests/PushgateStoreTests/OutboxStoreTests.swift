@@ -162,6 +162,74 @@ import Testing
         #expect(try await store.failedTargets(notificationID: sent.id, app: .default, after: failure.registrationID, limit: 10).isEmpty)
     }
 
+    /// A driver flushes the answers of a page on the wire, then dies: the page claimed again
+    /// leaves out the targets answered (they are not sent twice) and hands their counts over, so
+    /// that its record counts every target once; a failure among them is listed at once. Answers
+    /// for a page already done are ignored, and the answers go with the page's record.
+    @Test(arguments: StoreKind.allCases)
+    func answersRecordedAheadOfAPageAreNotSentAgainWhenItIsClaimedAgain(kind: StoreKind) async throws {
+        let (store, path) = try await make(kind)
+        defer { cleanUp(path) }
+        _ = try await seed(store, count: 20)
+        let sent = try notification()
+        try await store.enqueue(sent, lease: lease("dead", until: 10))
+        guard
+            case .page(let first) = try await store.claimPage(
+                notificationID: sent.id, app: .default, lease: lease("dead", until: 10), pageSize: 10, now: start),
+            case .page(let second) = try await store.claimPage(
+                notificationID: sent.id, app: .default, lease: lease("dead", until: 10), pageSize: 10, now: start)
+        else { Issue.record("no pages"); return }
+        func result(_ target: DispatchTarget, _ outcome: Outcome) -> TargetResult {
+            TargetResult(
+                registrationID: target.registrationID, platform: target.handle.platform, maskedHandle: target.handle.masked,
+                outcome: outcome, statusCode: outcome == .success ? 200 : 400, reason: outcome == .success ? nil : "BadDeviceToken")
+        }
+        // Two flushes for the second page (the same target twice: counted once), one for the first.
+        let bad = result(second.targets[3], .badChannel)
+        try await store.recordAnswers(
+            notificationID: sent.id, app: .default,
+            answers: [
+                OutboxAnswers(page: second.number, targets: second.targets[0..<3].map { result($0, .success) } + [bad]),
+                OutboxAnswers(page: first.number, targets: [result(first.targets[0], .success)]),
+            ])
+        try await store.recordAnswers(
+            notificationID: sent.id, app: .default,
+            answers: [
+                OutboxAnswers(page: second.number, targets: [result(second.targets[2], .success), result(second.targets[4], .success)])
+            ])
+        #expect(try await store.failedTargets(notificationID: sent.id, app: .default, after: nil, limit: 10) == [bad])
+        // The first page is recorded whole; a late flush for it changes nothing.
+        #expect(
+            try await store.completePage(
+                notificationID: sent.id, app: .default, number: first.number, counts: successCounts(first), failures: []))
+        try await store.recordAnswers(
+            notificationID: sent.id, app: .default,
+            answers: [OutboxAnswers(page: first.number, targets: [result(first.targets[1], .success)])])
+
+        let later = start.adding(seconds: 11)
+        _ = try #require(try await store.takeDueNotification(app: .default, lease: lease("next", until: 40), now: later))
+        guard
+            case .page(let again) = try await store.claimPage(
+                notificationID: sent.id, app: .default, lease: lease("next", until: 40), pageSize: 10, now: later)
+        else { Issue.record("the expired page was not claimed again"); return }
+        #expect(again.reclaimed && again.number == second.number)
+        #expect(again.targets == Array(second.targets[5...]), "the five answered targets are not sent again")
+        var answered: [Platform: [Outcome: Int]] = [:]
+        for target in second.targets[0..<5] {
+            answered[target.handle.platform, default: [:]][target == second.targets[3] ? .badChannel : .success, default: 0] += 1
+        }
+        #expect(again.answered == answered)
+        var counts = answered
+        for target in again.targets { counts[target.handle.platform, default: [:]][.success, default: 0] += 1 }
+        #expect(try await store.completePage(notificationID: sent.id, app: .default, number: again.number, counts: counts, failures: []))
+        #expect(
+            try await store.claimPage(notificationID: sent.id, app: .default, lease: lease("next", until: 40), pageSize: 10, now: later)
+                == .exhausted)
+        let finished = try #require(try await store.finish(notificationID: sent.id, app: .default, owner: "next", now: later))
+        #expect(finished.processed == 20 && finished.succeeded == 19 && finished.state == .completed)
+        #expect(try await store.failedTargets(notificationID: sent.id, app: .default, after: nil, limit: 10) == [bad])
+    }
+
     /// Released leases (a graceful shutdown) are taken at once, without waiting for expiry.
     @Test(arguments: StoreKind.allCases)
     func releasedWorkIsTakenAtOnce(kind: StoreKind) async throws {

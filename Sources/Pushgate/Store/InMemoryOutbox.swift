@@ -11,6 +11,8 @@ public struct InMemoryOutbox: Sendable {
         var targets: [DispatchTarget]? = nil
         var attempt = 0
         var claims = 1
+        /// Targets answered while the page was on the wire (kept until the page is done).
+        var answered: [OutboxAnswers.Entry] = []
     }
 
     /// The owner of a retry page's lease until it is due: nobody.
@@ -29,6 +31,8 @@ public struct InMemoryOutbox: Sendable {
         var failures: [RegistrationID: TargetResult] = [:]
         /// Parked (only retries not yet due are left): not taken before this.
         var parkedUntil: Timestamp?
+        /// Enqueued without a lease (an asynchronous send): other instances may help deliver it.
+        var shared = false
 
         mutating func renew(owner: String, until: Timestamp) {
             guard record.endedAt == nil else { return }
@@ -70,7 +74,14 @@ public struct InMemoryOutbox: Sendable {
             audience: notification.audience.description, secureID: notification.secureID, enqueuedAt: notification.enqueuedAt,
             deliverAt: notification.deliverAt, startedAt: lease == nil ? nil : notification.enqueuedAt, endedAt: nil, counts: [:],
             cancelRequested: false)
-        entries[key] = Entry(notification: notification, record: record, lease: lease)
+        entries[key] = Entry(notification: notification, record: record, lease: lease, shared: lease == nil)
+    }
+
+    public func takeRunningNotification(app: AppID, owner: String, now: Timestamp) -> OutboxNotification? {
+        entries.values.filter { entry in
+            entry.notification.app == app && entry.shared && entry.record.endedAt == nil && !entry.exhausted
+                && !entry.record.cancelRequested && (entry.lease.map { $0.owner != owner && $0.until > now } ?? false)
+        }.min { $0.record.deliverAt < $1.record.deliverAt }?.notification
     }
 
     public mutating func takeDueNotification(app: AppID, lease: OutboxLease, now: Timestamp) -> OutboxTakeover? {
@@ -94,26 +105,33 @@ public struct InMemoryOutbox: Sendable {
     /// the registration is gone; a retry page of an audience that is no walk of registrations (a
     /// topic, direct handles) keeps its targets as they were sent.
     public mutating func claimPage(
-        notificationID: String, app: AppID, lease: OutboxLease, pageSize: Int, now: Timestamp,
+        notificationID: String, app: AppID, lease: OutboxLease, pageSize: Int, now: Timestamp, helping: Bool = false,
         current: (DispatchTarget) -> DispatchTarget?, audience: Audience
     ) -> OutboxClaim {
         let size = max(1, pageSize)
         return modify(Key(app: app, id: notificationID)) { entry -> OutboxClaim in
-            guard entry.lease?.owner == lease.owner, entry.record.endedAt == nil else { return .lost }
+            guard entry.record.endedAt == nil else { return .lost }
+            if helping {
+                // Helping: while a live holder that is not the claimer has it, and it is shared.
+                guard entry.shared, let holder = entry.lease, holder.owner != lease.owner, holder.until > now else { return .lost }
+            } else {
+                guard entry.lease?.owner == lease.owner else { return .lost }
+            }
             if let number = entry.open.first(where: { entry.pages[$0].lease.map { $0.until <= now } ?? true }) {
                 entry.pages[number].lease = lease
                 entry.pages[number].claims += 1
                 let page = entry.pages[number]
                 let notification = entry.notification
-                let targets =
+                let walked =
                     page.targets.map { notification.audience.walksRegistrations ? $0.compactMap(current) : $0 }
                     ?? OutboxPage.targets(after: page.after, through: page.last, size: size) { after, limit in
                         audience(notification, after, limit)
                     }
+                let (targets, answered) = OutboxAnswers.skipping(page.answered, in: walked)
                 return .page(
                     OutboxPage(
                         number: number, targets: targets, reclaimed: page.claims > 1, cancelled: entry.record.cancelRequested,
-                        attempt: page.attempt))
+                        attempt: page.attempt, answered: answered))
             }
             if entry.exhausted { return .exhausted }
             let targets = audience(entry.notification, entry.cursor, size)
@@ -140,6 +158,7 @@ public struct InMemoryOutbox: Sendable {
         modify(Key(app: app, id: notificationID)) { entry -> Bool in
             guard entry.pages.indices.contains(number), !entry.pages[number].done else { return false }
             entry.pages[number].done = true
+            entry.pages[number].answered = []
             entry.open.removeAll { $0 == number }
             if let retry, let last = retry.targets.last {
                 entry.open.append(entry.pages.count)
@@ -158,6 +177,16 @@ public struct InMemoryOutbox: Sendable {
             for failure in failures { entry.failures[failure.registrationID] = failure }
             return true
         } ?? false
+    }
+
+    public mutating func recordAnswers(notificationID: String, app: AppID, answers: [OutboxAnswers]) {
+        _ = modify(Key(app: app, id: notificationID)) { entry in
+            guard entry.record.endedAt == nil else { return }
+            for page in answers where entry.pages.indices.contains(page.page) && !entry.pages[page.page].done {
+                entry.pages[page.page].answered += page.entries
+                for failure in page.failures { entry.failures[failure.registrationID] = failure }
+            }
+        }
     }
 
     public mutating func finish(notificationID: String, app: AppID, owner: String, now: Timestamp) -> NotificationRecord? {
@@ -263,11 +292,17 @@ extension InMemoryRegistrationStore: OutboxStore {
         outbox.takeDueNotification(app: app, lease: lease, now: now)
     }
 
-    public func claimPage(notificationID: String, app: AppID, lease: OutboxLease, pageSize: Int, now: Timestamp) -> OutboxClaim {
+    public func takeRunningNotification(app: AppID, owner: String, now: Timestamp) -> OutboxNotification? {
+        outbox.takeRunningNotification(app: app, owner: owner, now: now)
+    }
+
+    public func claimPage(
+        notificationID: String, app: AppID, lease: OutboxLease, pageSize: Int, now: Timestamp, helping: Bool
+    ) -> OutboxClaim {
         let snapshot = snapshot(app: app)
         let stored = registrations(app: app)
         return outbox.claimPage(
-            notificationID: notificationID, app: app, lease: lease, pageSize: pageSize, now: now,
+            notificationID: notificationID, app: app, lease: lease, pageSize: pageSize, now: now, helping: helping,
             current: { target in
                 guard let registration = stored[target.registrationID], !registration.isExpired(at: now) else { return nil }
                 return DispatchTarget(registrationID: registration.id, handle: registration.handle)
@@ -288,6 +323,10 @@ extension InMemoryRegistrationStore: OutboxStore {
         retry: OutboxRetry?
     ) -> Bool {
         outbox.completePage(notificationID: notificationID, app: app, number: number, counts: counts, failures: failures, retry: retry)
+    }
+
+    public func recordAnswers(notificationID: String, app: AppID, answers: [OutboxAnswers]) {
+        outbox.recordAnswers(notificationID: notificationID, app: app, answers: answers)
     }
 
     public func parkNotification(notificationID: String, app: AppID, owner: String, now: Timestamp) -> Timestamp? {

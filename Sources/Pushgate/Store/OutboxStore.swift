@@ -26,12 +26,18 @@ public protocol OutboxStore: Sendable {
     /// A stored notification that can no longer be read is ended `Abandoned` instead (it would
     /// otherwise block the ones behind it).
     func takeDueNotification(app: AppID, lease: OutboxLease, now: Timestamp) async throws(StoreError) -> OutboxTakeover?
-    /// The next page of `notificationID` for the lease holder: an expired page first, else the
+    /// The next page of `notificationID` for the lease holder (or, `helping`, for another
+    /// instance while a live holder has it and it is shared): an expired page first, else the
     /// audience after the cursor.
     func claimPage(
-        notificationID: String, app: AppID, lease: OutboxLease, pageSize: Int, now: Timestamp
+        notificationID: String, app: AppID, lease: OutboxLease, pageSize: Int, now: Timestamp, helping: Bool
     ) async throws(StoreError)
         -> OutboxClaim
+    /// A shared notification (an asynchronous send) that another instance holds and is still
+    /// paging (its audience not exhausted, its lease alive): pages of it are there for `owner` to
+    /// claim and deliver too (``claimPage(notificationID:app:lease:pageSize:now:helping:)``), so
+    /// that one broadcast uses every instance. Its holder alone finishes it. nil when none is.
+    func takeRunningNotification(app: AppID, owner: String, now: Timestamp) async throws(StoreError) -> OutboxNotification?
     /// Records a page's outcomes and marks it done; false (nothing recorded) when it was done already.
     /// With a `retry`, its targets (which a service throttled; they are not in `counts`) become a
     /// page of their own, due at `retry.due`, in the same transaction.
@@ -39,6 +45,12 @@ public protocol OutboxStore: Sendable {
         notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult],
         retry: OutboxRetry?
     ) async throws(StoreError) -> Bool
+    /// Records the final answers of targets of pages still on the wire, as they arrive (a driver
+    /// flushes them every few tens of milliseconds): a page claimed again after its driver died
+    /// skips the targets answered here and counts them as answered (``OutboxPage/answered``), so
+    /// that a crash sends again only what was on the wire and not yet flushed. Answers for a page
+    /// that is done already are ignored; the failures among them are listed at once.
+    func recordAnswers(notificationID: String, app: AppID, answers: [OutboxAnswers]) async throws(StoreError)
     /// When the audience is exhausted and the only pages left are retries not yet due: gives up
     /// `owner`'s lease on the notification until the first of them is due (so that no driver holds
     /// it meanwhile) and answers that time. nil, with nothing changed, otherwise.
@@ -138,8 +150,16 @@ public struct OutboxPage: Sendable, Hashable {
     public var cancelled: Bool
     /// 0 for a page of the audience; n for the n-th retry of targets a service throttled.
     public var attempt: Int
+    /// A page claimed again: the outcomes of its targets that an earlier claim's driver had
+    /// answered and flushed (``OutboxStore/recordAnswers(notificationID:app:answers:)``). They are
+    /// not in `targets` (they are not sent again) and count towards the page's record.
+    public var answered: [Platform: [Outcome: Int]]
 
-    public init(number: Int, targets: [DispatchTarget], reclaimed: Bool, cancelled: Bool, attempt: Int = 0) {
+    public init(
+        number: Int, targets: [DispatchTarget], reclaimed: Bool, cancelled: Bool, attempt: Int = 0,
+        answered: [Platform: [Outcome: Int]] = [:]
+    ) {
+        self.answered = answered
         self.number = number
         self.targets = targets
         self.reclaimed = reclaimed
@@ -149,6 +169,13 @@ public struct OutboxPage: Sendable, Hashable {
 }
 
 extension OutboxStore {
+    /// The next page for the lease holder.
+    public func claimPage(
+        notificationID: String, app: AppID, lease: OutboxLease, pageSize: Int, now: Timestamp
+    ) async throws(StoreError) -> OutboxClaim {
+        try await claimPage(notificationID: notificationID, app: app, lease: lease, pageSize: pageSize, now: now, helping: false)
+    }
+
     /// Records a page's outcomes with no retry.
     public func completePage(
         notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult]
@@ -198,6 +225,69 @@ public struct OutboxRetry: Sendable, Hashable {
     }
 }
 
+/// The final answers a driver got for targets of one page still on the wire.
+public struct OutboxAnswers: Sendable, Hashable {
+    public var page: Int
+    /// One result per target answered for good: its outcome decided (not a throttled target that
+    /// may be retried later, not one abandoned by shutdown).
+    public var targets: [TargetResult]
+
+    public init(page: Int, targets: [TargetResult]) {
+        self.page = page
+        self.targets = targets
+    }
+
+    /// One answered target as it is kept: which registration, on which platform, with what outcome.
+    public struct Entry: Sendable, Hashable {
+        public var registrationID: RegistrationID
+        public var platform: Platform
+        public var outcome: Outcome
+
+        public init(registrationID: RegistrationID, platform: Platform, outcome: Outcome) {
+            self.registrationID = registrationID
+            self.platform = platform
+            self.outcome = outcome
+        }
+    }
+
+    public var entries: [Entry] { targets.map { Entry(registrationID: $0.registrationID, platform: $0.platform, outcome: $0.outcome) } }
+
+    /// The failures among them (neither delivered nor cancelled): listed as soon as they are known.
+    public var failures: [TargetResult] { targets.filter { !$0.outcome.isSuccess && $0.outcome != .cancelled } }
+
+    /// The stored form of answered targets: a line per target, `id TAB platform TAB outcome`.
+    public static func encode(_ entries: [Entry]) -> String {
+        entries.map { "\($0.registrationID.rawValue)\t\($0.platform.rawValue)\t\($0.outcome.rawValue)" }.joined(separator: "\n")
+    }
+
+    /// The entries back from ``encode(_:)``; nil when the text is not its form.
+    public static func decode(_ text: String) -> [Entry]? {
+        var entries: [Entry] = []
+        for line in text.split(separator: "\n") {
+            let fields = line.split(separator: "\t", omittingEmptySubsequences: false)
+            guard fields.count == 3, !fields[2].isEmpty, let id = try? RegistrationID(String(fields[0])),
+                let platform = Platform(rawValue: String(fields[1]))
+            else { return nil }
+            entries.append(Entry(registrationID: id, platform: platform, outcome: Outcome(rawValue: String(fields[2]))))
+        }
+        return entries
+    }
+
+    /// A page's targets less those answered before (each registration once), and the counts of
+    /// the answered ones: what a page claimed again sends, and what it records without sending.
+    public static func skipping(
+        _ answered: [Entry], in targets: [DispatchTarget]
+    ) -> (targets: [DispatchTarget], answered: [Platform: [Outcome: Int]]) {
+        guard !answered.isEmpty else { return (targets, [:]) }
+        var seen: Set<RegistrationID> = []
+        var counts: [Platform: [Outcome: Int]] = [:]
+        for entry in answered where seen.insert(entry.registrationID).inserted {
+            counts[entry.platform, default: [:]][entry.outcome, default: 0] += 1
+        }
+        return (targets.filter { !seen.contains($0.registrationID) }, counts)
+    }
+}
+
 extension OutboxPage {
     /// The targets of a page's range `(after, last]` read again (a page claimed anew): the walk
     /// `walk(after, limit)` in steps of `size`, until it passes `last`. Registrations added to the
@@ -222,7 +312,8 @@ public enum OutboxClaim: Sendable, Hashable {
     case page(OutboxPage)
     /// No page is left to claim (pages may still be in flight).
     case exhausted
-    /// The caller no longer holds the notification (it ended, or another driver took it).
+    /// The caller no longer holds the notification (it ended, or another driver took it); a
+    /// helper: it ended, or its holder's lease expired.
     case lost
 }
 

@@ -62,7 +62,7 @@ extension Gateway {
             result.state = .cancelled
             result.error = "the gateway is shutting down; \(reached) targets were reached, the rest were not sent"
             ending = .interrupted
-        case .lost, .draining, .deferred:
+        case .lost, .draining, .deferred, .helped:
             // Accepted, not finished: the rest goes out elsewhere, later, or after the next start.
             let why =
                 switch run.stop {

@@ -24,7 +24,9 @@ public final class APNSProvider: PushProvider {
         self.maximumInFlight = maximumInFlight
     }
 
-    public func deliver(_ notification: RenderedNotification, to targets: [DispatchTarget]) async -> [DeliveryReport] {
+    public func deliver(
+        _ notification: RenderedNotification, to targets: [DispatchTarget], answers: DeliveryAnswers?
+    ) async -> [DeliveryReport] {
         var credential: (@Sendable (Bool, String?) async -> CredentialOutcome)?
         if let tokens {
             credential = { refresh, previous in
@@ -53,7 +55,7 @@ public final class APNSProvider: PushProvider {
                         "InvalidProviderToken: APNs does not accept tokens signed with key id \(keyID) for team \(teamID); check apns.keyId, apns.teamId and the .p8 key"
                 }
                 return verdict
-            }, maximumInFlight: maximumInFlight)
+            }, maximumInFlight: maximumInFlight, answers: answers)
     }
 
     public func shutdown() async { await transport.shutdown() }

@@ -35,7 +35,9 @@ public final class FCMProvider: PushProvider {
     /// The token manager (tests check refresh counts).
     public var tokenManager: OAuthTokenManager { tokens }
 
-    public func deliver(_ notification: RenderedNotification, to targets: [DispatchTarget]) async -> [DeliveryReport] {
+    public func deliver(
+        _ notification: RenderedNotification, to targets: [DispatchTarget], answers: DeliveryAnswers?
+    ) async -> [DeliveryReport] {
         let notification =
             platform == .gcm ? LegacyGCMTranslation.v1Notification(notification, now: clock.now.secondsSinceEpoch) : notification
         let endpoint = endpoint
@@ -47,7 +49,7 @@ public final class FCMProvider: PushProvider {
                     url: url, token: target.handle.value, notification: notification,
                     headers: shared.headers(for: accessToken) { FCMWire.headers(accessToken: $0 ?? "") })
             },
-            classify: FCMWire.classify, maximumInFlight: maximumInFlight
+            classify: FCMWire.classify, maximumInFlight: maximumInFlight, answers: answers
         ).map { report in
             // A topic or condition is no registration: nothing to prune or replace.
             guard report.verdict.handleChange != nil, report.target.handle.fcmRecipient != nil else { return report }

@@ -25,7 +25,9 @@ public final class GCMProvider: PushProvider {
         self.maximumBatchesInFlight = maximumBatchesInFlight
     }
 
-    public func deliver(_ notification: RenderedNotification, to targets: [DispatchTarget]) async -> [DeliveryReport] {
+    public func deliver(
+        _ notification: RenderedNotification, to targets: [DispatchTarget], answers: DeliveryAnswers?
+    ) async -> [DeliveryReport] {
         let batches = stride(from: 0, to: targets.count, by: batchSize).map { Array(targets[$0..<min($0 + batchSize, targets.count)]) }
         return await boundedConcurrentMap(batches, limit: maximumBatchesInFlight) { batch in await self.deliver(notification, batch: batch)
         }

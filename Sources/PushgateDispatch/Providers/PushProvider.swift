@@ -34,10 +34,18 @@ public struct DeliveryReport: Sendable, Hashable {
 public protocol PushProvider: Sendable {
     var platform: Platform { get }
     /// Delivers `notification` to every target (all on this provider's platform), with retries;
-    /// one report per target, in the order of `targets`.
-    func deliver(_ notification: RenderedNotification, to targets: [DispatchTarget]) async -> [DeliveryReport]
+    /// one report per target, in the order of `targets`. A target's report also goes to `answers`
+    /// as soon as it is final, where the provider can tell before the whole batch is done.
+    func deliver(_ notification: RenderedNotification, to targets: [DispatchTarget], answers: DeliveryAnswers?) async -> [DeliveryReport]
     /// Stops the provider's connections; deliveries in flight end as `Abandoned`.
     func shutdown() async
+}
+
+extension PushProvider {
+    /// Delivers with no early answers.
+    public func deliver(_ notification: RenderedNotification, to targets: [DispatchTarget]) async -> [DeliveryReport] {
+        await deliver(notification, to: targets, answers: nil)
+    }
 }
 
 /// The retry loop for one device: send, classify, and follow the ``RetryStateMachine``.
@@ -136,15 +144,17 @@ struct RetryingDelivery {
         var credential: String?
     }
 
-    /// Delivers to every target: the first attempts all go out as one batch (``PushTransport/executeAll(_:)``,
+    /// Delivers to every target: the first attempts all go out as one batch (``PushTransport/executeAll(_:each:)``,
     /// no task per target); the few that need more (a retry, a refreshed credential) continue one
     /// by one, at most `maximumInFlight` at once, with the same retry rules as ``deliver(to:transport:credential:request:classify:resuming:started:)``.
+    /// Each answer is classified as it arrives; a target whose answer is final goes to `answers`
+    /// at once, while the rest of the batch is still on the wire.
     func deliverAll(
         to targets: [DispatchTarget], transport: any PushTransport,
         credential: (@Sendable (_ refresh: Bool, _ previous: String?) async -> CredentialOutcome)?,
         request: @escaping @Sendable (_ target: DispatchTarget, _ credential: String?) -> PushHTTPRequest,
         classify: @escaping @Sendable (PushHTTPResponse, Double) -> DeliveryVerdict,
-        maximumInFlight: Int
+        maximumInFlight: Int, answers: DeliveryAnswers? = nil
     ) async -> [DeliveryReport] {
         guard !targets.isEmpty else { return [] }
         let started = ContinuousClock.now
@@ -156,37 +166,61 @@ struct RetryingDelivery {
         case .refused(let verdict)?: refused = verdict
         case nil: break
         }
-        let verdicts: [DeliveryVerdict]
-        let now: Double
+        /// Each target's final report, or the state its first attempt left it in.
+        enum First: Sendable {
+            case final(DeliveryReport)
+            case pending(FirstAttempt)
+        }
+        let firsts = Mutex([First?](repeating: nil, count: targets.count))
+        let (policy, clock) = (policy, clock)
+        let token = issued
+        let settle: @Sendable (Int, DeliveryVerdict, Double) -> Void = { index, verdict, now in
+            var machine = RetryStateMachine(policy: policy, startedAt: startedAt)
+            let action = machine.record(verdict, now: now)
+            let first: First
+            if action == .finish {
+                let report = DeliveryReport(
+                    target: targets[index], verdict: verdict, attempts: machine.attempts,
+                    latencyMilliseconds: Self.milliseconds(since: started))
+                answers?.record(report)
+                first = .final(report)
+            } else {
+                first = .pending(FirstAttempt(machine: machine, action: action, verdict: verdict, credential: token))
+            }
+            firsts.withLock { $0[index] = first }
+        }
         if let refused {
-            verdicts = Array(repeating: refused, count: targets.count)
-            now = clock.now.secondsSinceEpoch
+            let now = clock.now.secondsSinceEpoch
+            for index in targets.indices { settle(index, refused, now) }
         } else {
-            let token = issued
-            let answers = await transport.executeAll(targets.map { request($0, token) })
-            now = clock.now.secondsSinceEpoch
-            verdicts = answers.map { Self.verdict($0, classify: classify, now: now) }
+            await transport.executeAll(targets.map { request($0, token) }) { index, answer in
+                let now = clock.now.secondsSinceEpoch
+                settle(index, Self.verdict(answer, classify: classify, now: now), now)
+            }
         }
         var reports = [DeliveryReport?](repeating: nil, count: targets.count)
         var pending: [(index: Int, first: FirstAttempt)] = []
-        let milliseconds = Self.milliseconds(since: started)
-        for (index, verdict) in verdicts.enumerated() {
-            var machine = RetryStateMachine(policy: policy, startedAt: startedAt)
-            let action = machine.record(verdict, now: now)
-            if action == .finish {
+        for (index, first) in firsts.withLock({ $0 }).enumerated() {
+            switch first {
+            case .final(let report)?: reports[index] = report
+            case .pending(let attempt)?: pending.append((index, attempt))
+            case nil:
+                // Every request is answered before executeAll returns; a transport that broke
+                // that promise reports the target as never sent.
                 reports[index] = DeliveryReport(
-                    target: targets[index], verdict: verdict, attempts: machine.attempts, latencyMilliseconds: milliseconds)
-            } else {
-                pending.append((index, FirstAttempt(machine: machine, action: action, verdict: verdict, credential: issued)))
+                    target: targets[index], verdict: .transportFailure(.local, detail: "the transport gave no answer"), attempts: 1,
+                    latencyMilliseconds: Self.milliseconds(since: started))
             }
         }
         if !pending.isEmpty {
             let retry = self
             let followUps = await boundedConcurrentMap(pending, limit: maximumInFlight) { item in
                 let target = targets[item.index]
-                return await retry.deliver(
+                let report = await retry.deliver(
                     to: target, transport: transport, credential: credential, request: { request(target, $0) }, classify: classify,
                     resuming: item.first, started: started)
+                answers?.record(report)
+                return report
             }
             for (item, report) in zip(pending, followUps) { reports[item.index] = report }
         }

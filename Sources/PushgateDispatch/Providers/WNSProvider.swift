@@ -26,7 +26,9 @@ public final class WNSProvider: PushProvider {
 
     public var tokenManager: OAuthTokenManager { tokens }
 
-    public func deliver(_ notification: RenderedNotification, to targets: [DispatchTarget]) async -> [DeliveryReport] {
+    public func deliver(
+        _ notification: RenderedNotification, to targets: [DispatchTarget], answers: DeliveryAnswers?
+    ) async -> [DeliveryReport] {
         // The allow-list first: a channel URI on any other host is never contacted.
         var reports = [DeliveryReport?](repeating: nil, count: targets.count)
         var allowed: [(index: Int, target: DispatchTarget)] = []
@@ -45,7 +47,7 @@ public final class WNSProvider: PushProvider {
             request: { target, accessToken in
                 WNSWire.request(channelURI: target.handle.value, notification: notification, accessToken: accessToken ?? "")
             },
-            classify: WNSWire.classify, maximumInFlight: maximumInFlight)
+            classify: WNSWire.classify, maximumInFlight: maximumInFlight, answers: answers)
         for (item, report) in zip(allowed, delivered) { reports[item.index] = report }
         return reports.map { $0! }
     }

@@ -24,7 +24,9 @@ public final class WebPushProvider: PushProvider {
 
     public var vapidSigner: VAPIDSigner { signer }
 
-    public func deliver(_ notification: RenderedNotification, to targets: [DispatchTarget]) async -> [DeliveryReport] {
+    public func deliver(
+        _ notification: RenderedNotification, to targets: [DispatchTarget], answers: DeliveryAnswers?
+    ) async -> [DeliveryReport] {
         var reports = [DeliveryReport?](repeating: nil, count: targets.count)
         // The allow-list and the subscription's keys first: an endpoint elsewhere is never
         // contacted, and a key that is no P-256 point is the subscription's fault.
@@ -79,7 +81,7 @@ public final class WebPushProvider: PushProvider {
                                 endpoint: prepared?.endpoint ?? "", encryptedBody: prepared?.body ?? [], notification: notification,
                                 authorization: authorization ?? "")
                         },
-                        classify: WebPushWire.classify, maximumInFlight: maximumInFlight)
+                        classify: WebPushWire.classify, maximumInFlight: maximumInFlight, answers: answers)
                     return zip(items.map(\.index), reports).map { ($0, $1) }
                 }
             }

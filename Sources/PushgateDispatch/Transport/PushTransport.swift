@@ -5,21 +5,36 @@ import Synchronization
 /// Sends HTTP requests to a push service. The seam between providers and the network.
 public protocol PushTransport: Sendable {
     func execute(_ request: PushHTTPRequest) async throws(PushTransportError) -> PushHTTPResponse
-    /// Sends every request and returns the answers in order. A fan-out's first attempts go out
-    /// this way; the default sends them one by one (at most 1,000 at once).
-    func executeAll(_ requests: [PushHTTPRequest]) async -> [Result<PushHTTPResponse, PushTransportError>]
+    /// Sends every request and hands each answer to `each`, with the request's index, as it
+    /// arrives (from any thread; keep it short); returns once every request is answered and every
+    /// `each` call has returned. A fan-out's first attempts go out this way; the default sends
+    /// them one by one (at most 1,000 at once).
+    func executeAll(
+        _ requests: [PushHTTPRequest], each: @escaping @Sendable (Int, Result<PushHTTPResponse, PushTransportError>) -> Void
+    ) async
     func shutdown() async
 }
 
 extension PushTransport {
-    public func executeAll(_ requests: [PushHTTPRequest]) async -> [Result<PushHTTPResponse, PushTransportError>] {
-        await boundedConcurrentMap(requests, limit: 1000) { request in
+    public func executeAll(
+        _ requests: [PushHTTPRequest], each: @escaping @Sendable (Int, Result<PushHTTPResponse, PushTransportError>) -> Void
+    ) async {
+        _ = await boundedConcurrentMap(Array(requests.enumerated()), limit: 1000) { item in
+            let answer: Result<PushHTTPResponse, PushTransportError>
             do throws(PushTransportError) {
-                return .success(try await self.execute(request))
+                answer = .success(try await self.execute(item.element))
             } catch {
-                return .failure(error)
+                answer = .failure(error)
             }
+            each(item.offset, answer)
         }
+    }
+
+    /// Sends every request and returns the answers in order.
+    public func executeAll(_ requests: [PushHTTPRequest]) async -> [Result<PushHTTPResponse, PushTransportError>] {
+        let answers = Mutex([Result<PushHTTPResponse, PushTransportError>?](repeating: nil, count: requests.count))
+        await executeAll(requests) { index, answer in answers.withLock { $0[index] = answer } }
+        return answers.withLock { $0.map { $0! } }
     }
 }
 
@@ -60,8 +75,10 @@ public final class CurlPushTransport: PushTransport {
 
     /// One submission per pool: the requests are split into as many contiguous parts as there are
     /// pools, each sent as a batch.
-    public func executeAll(_ requests: [PushHTTPRequest]) async -> [Result<PushHTTPResponse, PushTransportError>] {
-        guard !requests.isEmpty else { return [] }
+    public func executeAll(
+        _ requests: [PushHTTPRequest], each: @escaping @Sendable (Int, Result<PushHTTPResponse, PushTransportError>) -> Void
+    ) async {
+        guard !requests.isEmpty else { return }
         let clients = self.clients
         let parts = min(clients.count, requests.count)
         let size = (requests.count + parts - 1) / parts
@@ -77,17 +94,18 @@ public final class CurlPushTransport: PushTransport {
             }
             return Self.request(request, headers: lastConverted)
         }
-        let answers = await withTaskGroup(of: (Int, [Result<CurlResponse, CurlError>]).self) { group in
+        await withTaskGroup(of: Void.self) { group in
             for part in 0..<parts {
-                let slice = Array(converted[(part * size)..<min((part + 1) * size, requests.count)])
+                let offset = part * size
+                let slice = Array(converted[offset..<min((part + 1) * size, requests.count)])
                 let client = clients[(first + part) % clients.count]
-                group.addTask { (part, await client.execute(batch: slice)) }
+                group.addTask {
+                    await client.execute(
+                        batch: slice,
+                        each: { index, answer in each(offset + index, answer.map(Self.response).mapError(Self.error)) })
+                }
             }
-            var byPart = [[Result<CurlResponse, CurlError>]](repeating: [], count: parts)
-            for await (part, results) in group { byPart[part] = results }
-            return byPart.flatMap { $0 }
         }
-        return answers.map { answer in answer.map(Self.response).mapError(Self.error) }
     }
 
     /// The request in curl's form; `headers`, when given, are its headers already converted.
