@@ -220,7 +220,7 @@ let package = Package(
             name: "PushgateCLITests",
             dependencies: [
                 "PushgateCLI", "PushgateCore", "PushgateLocal", "PNSSandbox", "PushgateStore", "PushgatePostgres", "PushgateCurl",
-                "Pushgate",
+                "PushgateDispatch", "Pushgate",
                 "PushgateTesting",
             ]),
         .testTarget(

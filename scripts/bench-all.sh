@@ -15,7 +15,8 @@
 #
 # 1. dispatch: one nghttpd HTTP/2 + TLS sink; per round, interleaved: h2load, the two plain-C
 #    libcurl floors (curl_multi_poll; curl_multi_socket_action + epoll), `pushgate bench
-#    dispatch`, and aioapns (PyPI, in a virtual environment this script makes).
+#    dispatch`, and aioapns (PyPI, in a virtual environment this script makes); against nginx,
+#    APNs beside WNS (HTTP/1.1, 32 connections per pool) with each one's CPU per notification.
 # 2. broadcast: BROADCAST registrations in SQLite (65% APNs, 25% FCM v1, 5% WNS, 5% browsers (Web Push:
 #    PUSHGATE_BENCH_BROWSER_SHARE=0 puts them back to APNs, as before Web Push); one APNs device
 #    in 256 answers 410 Unregistered and is pruned), one POST /api/notifications from request to
@@ -219,6 +220,18 @@ bench_dispatch() {
   fi
   echo "$output" | rate_of
 }
+# WNS (HTTP/1.1, 32 connections per pool as the gateway opens them) to nginx's /wns/ channel URIs:
+# "rate cpu_us_per_notification", or the end of the whole run when it did not measure real sends.
+bench_dispatch_wns() {
+  local output
+  if ! output=$("$bin" bench dispatch --pns wns --url "$sink" --ca-file "$work/cert.pem" --count "$dispatch" \
+    --connections 32 --pools "$pools" 2>&1); then
+    echo "$output" >&2
+    echo "bench-all: pushgate bench dispatch --pns wns did not measure real sends (above); stopping" >&2
+    exit 1
+  fi
+  echo "$(echo "$output" | rate_of) $(echo "$output" | sed -nE 's/.*CPU ([0-9.]+) us per notification.*/\1/p')"
+}
 want dispatch || rounds_run=0
 for round in $(seq 1 "${rounds_run:-$rounds}"); do
   echo "-- round $round" >&2
@@ -233,6 +246,9 @@ for round in $(seq 1 "${rounds_run:-$rounds}"); do
   # Pushgate are measured against nginx too.
   rate=$(bench_dispatch "$sink")
   record "dispatch.pushgate_nginx.r$round" "$rate"
+  wns=$(bench_dispatch_wns)
+  record "dispatch.pushgate_wns_nginx.r$round" "${wns% *}"
+  record "dispatch.pushgate_wns_nginx_cpu_us.r$round" "${wns#* }"
   record "dispatch.aioapns.r$round" "$("$work/venv/bin/python" "$work/aioapns_bench.py" "$nginx_port" "$work/cert.pem" \
     "$work/apns-key.pem" "$token" $((dispatch / 10)) "$streams" | rate_of)"
 done
@@ -475,7 +491,8 @@ def num(key):
 def rounds_of(name):
     values = [num(f"dispatch.{name}.r{r}") for r in range(1, rounds + 1)]
     return [v for v in values if v is not None]
-dispatch = {name: rounds_of(name) for name in ["h2load", "curl_poll", "curl_socket", "pushgate", "pushgate_nginx", "aioapns"]}
+dispatch = {name: rounds_of(name) for name in ["h2load", "curl_poll", "curl_socket", "pushgate", "pushgate_nginx", "pushgate_wns_nginx",
+                                               "pushgate_wns_nginx_cpu_us", "aioapns"]}
 median = {name: statistics.median(v) if v else None for name, v in dispatch.items()}
 ratio_rounds = lambda a, b: [x / y for x, y in zip(dispatch[a], dispatch[b]) if y]
 cpu = subprocess.run(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"], capture_output=True, text=True).stdout.strip()
@@ -484,6 +501,7 @@ summary = {
     "dispatch": {"rounds": dispatch, "median": median,
                  "pushgate_over_curl_socket": ratio_rounds("pushgate", "curl_socket"),
                  "pushgate_over_aioapns": ratio_rounds("pushgate_nginx", "aioapns"),
+                 "wns_over_apns_nginx": ratio_rounds("pushgate_wns_nginx", "pushgate_nginx"),
                  "pushgate_over_h2load": ratio_rounds("pushgate", "h2load")},
     "broadcast": {k.split(".", 1)[1]: v for k, v in raw.items() if k.startswith("broadcast.")},
     "broadcast_direct": {k.split(".", 1)[1]: v for k, v in raw.items() if k.startswith("broadcast_direct.")},
@@ -504,6 +522,8 @@ rows = [
     ("dispatch vs aioapns (nginx sink)", fmt(median["pushgate_nginx"]), "aioapns " + fmt(median["aioapns"]), "× " + span(summary["dispatch"]["pushgate_over_aioapns"]), "≥ 10"),
     ("dispatch vs h2load", fmt(median["pushgate"]), "h2load " + fmt(median["h2load"]), "× " + span(summary["dispatch"]["pushgate_over_h2load"]), ""),
     ("dispatch, poll libcurl floor", fmt(median["curl_poll"]), "", "", ""),
+    ("dispatch, WNS (HTTP/1.1, nginx sink)", fmt(median["pushgate_wns_nginx"]), "APNs on nginx " + fmt(median["pushgate_nginx"]),
+     "× " + span(summary["dispatch"]["wns_over_apns_nginx"]), "≥ 0.9"),
 ]
 b = summary["broadcast"]
 bn = lambda k: num("broadcast." + k)

@@ -17,6 +17,10 @@
 #    notification is driven by one instance at a time (its lease), so a second instance adds
 #    throughput when there is more than one notification; pg2_one sends the same two halves to
 #    one instance (one after the other) as the reference.
+# 4. shared_one / shared2 (/ shared3 with PUSHGATE_BENCH_INSTANCES3=1): one asynchronous
+#    notification to the whole audience; every running instance claims pages of it. Each
+#    instance's share of the page claims, the cluster's CPU per notification, and its ratio to
+#    one instance's (shared2.cluster_cpu_ratio).
 echo "== postgres: broadcast to $broadcast registrations from PostgreSQL, one and two instances" >&2
 pg_dir=$(mktemp -d /tmp/pushgate-bench-pg.XXXXXX)  # outside $work: the postgres user must reach it
 pg_url=$(scripts/postgres.sh start "$pg_dir" --durable)
@@ -99,11 +103,60 @@ send_halves() {
   record "$prefix.gateway_cpu_us_per_notification" "$(awk -v t="$total" -v n="$broadcast" 'BEGIN { printf "%.1f", t * 1e6 / n }')"
   record "$prefix.server_cpu_us_per_notification" "$(awk -v a="$before_pg" -v b="$(pg_cpu)" -v n="$broadcast" 'BEGIN { printf "%.1f", (b - a) * 1e6 / n }')"
 }
+# One asynchronous notification to the whole audience, sent to the first instance; every running
+# instance claims pages of it (shared pages). Each instance's share of the page claims (from its
+# /metrics), its CPU, and the cluster's CPU per notification; waits until it is final and checks
+# that every target has its outcome.
+page_claims() { curl -s "http://127.0.0.1:$1/metrics" | awk '$1 == "pushgate_outbox_page_claims_total" { printf "%d", $2 }'; }
+send_shared() {
+  local prefix=$1; shift
+  local ports=("$@") cpu=() claims=() before_pg id state total=0 claimed=0 i
+  for pid in "${halves_pids[@]}"; do cpu+=("$(cpu_seconds "$pid")"); done
+  for port in "${ports[@]}"; do claims+=("$(page_claims "$port")"); done
+  before_pg=$(pg_cpu); start=$(date +%s.%N)
+  id=$(curl -s -u bob:bob -X POST -H 'Content-Type: application/json' -H 'Prefer: respond-async' -d '"Hello, everyone"' \
+    "http://127.0.0.1:${ports[0]}/api/notifications?pns=all&to_tag=carol" | python3 -c 'import json,sys; print(json.load(sys.stdin)["notificationId"])')
+  while :; do
+    curl -s -u bob:bob "http://127.0.0.1:${ports[0]}/api/notifications/$id/outcome" > "$work/$prefix.json"
+    state=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("state",""))' "$work/$prefix.json")
+    case "$state" in Completed|Abandoned|Cancelled|NoTargetFound) break ;; esac
+    sleep 0.2
+  done
+  elapsed=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+  processed=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("processed",0))' "$work/$prefix.json")
+  if [ "$state" != Completed ] || [ "$processed" != "$broadcast" ]; then
+    echo "bench-postgres: $prefix ended $state with $processed of $broadcast targets processed; stopping" >&2
+    exit 1
+  fi
+  record "$prefix.seconds" "$elapsed"
+  record "$prefix.rate" "$(awk -v n="$broadcast" -v s="$elapsed" 'BEGIN { printf "%.0f", n / s }')"
+  for i in "${!ports[@]}"; do claims[$i]=$(( $(page_claims "${ports[$i]}") - claims[$i] )); claimed=$((claimed + claims[$i])); done
+  for i in "${!halves_pids[@]}"; do
+    after=$(cpu_seconds "${halves_pids[$i]}")
+    record "$prefix.instance$((i + 1)).cpu_seconds" "$(awk -v a="${cpu[$i]}" -v b="$after" 'BEGIN { printf "%.1f", b - a }')"
+    record "$prefix.instance$((i + 1)).page_claims" "${claims[$i]}"
+    record "$prefix.instance$((i + 1)).page_share_percent" "$(awk -v c="${claims[$i]}" -v t="$claimed" 'BEGIN { printf "%.1f", t ? 100 * c / t : 0 }')"
+    total=$(awk -v t="$total" -v a="${cpu[$i]}" -v b="$after" 'BEGIN { printf "%.2f", t + b - a }')
+  done
+  record "$prefix.gateway_cpu_us_per_notification" "$(awk -v t="$total" -v n="$broadcast" 'BEGIN { printf "%.1f", t * 1e6 / n }')"
+  record "$prefix.server_cpu_us_per_notification" "$(awk -v a="$before_pg" -v b="$(pg_cpu)" -v n="$broadcast" 'BEGIN { printf "%.1f", (b - a) * 1e6 / n }')"
+}
+
 halves_pids=("$pid_a")
 send_halves postgres.pg2_one "$port_a"
+send_shared postgres.shared_one "$port_a"
 port_b=$(free_port)
 start_instance b "$port_b"
 halves_pids=("$pid_a" "${pids[-1]}")
 send_halves postgres.pg2 "$port_a" "$port_b"
+send_shared postgres.shared2 "$port_a" "$port_b"
+record "postgres.shared2.cluster_cpu_ratio" "$(awk -v a="$(sed -n 's/^postgres.shared2.gateway_cpu_us_per_notification=//p' "$results")" \
+  -v b="$(sed -n 's/^postgres.shared_one.gateway_cpu_us_per_notification=//p' "$results")" 'BEGIN { printf "%.2f", b ? a / b : 0 }')"
+if [ -n "${PUSHGATE_BENCH_INSTANCES3:-}" ]; then
+  port_c=$(free_port)
+  start_instance c "$port_c"
+  halves_pids=("$pid_a" "${halves_pids[1]}" "${pids[-1]}")
+  send_shared postgres.shared3 "$port_a" "$port_b" "$port_c"
+fi
 for pid in "${halves_pids[@]}"; do kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; done
 scripts/postgres.sh stop "$pg_dir"

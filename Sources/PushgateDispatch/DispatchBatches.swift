@@ -41,7 +41,7 @@ public struct AnswerFlush: Sendable, Hashable {
     public var interval: Duration
     public var count: Int
 
-    public init(interval: Duration = .milliseconds(50), count: Int = 1000) {
+    public init(interval: Duration = .milliseconds(50), count: Int = 500) {
         self.interval = interval
         self.count = max(1, count)
     }

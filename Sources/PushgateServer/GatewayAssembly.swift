@@ -16,8 +16,9 @@ public enum GatewayAssembly {
         let baseDirectory = secrets.baseDirectory
         func caFile(_ path: String?) -> String? { path.map { ConfigurationLoader.resolve($0, against: baseDirectory) } }
         var providers: [any PushProvider] = []
-        // APNs and FCM carry the broadcasts: one libcurl loop thread saturates a core at about
-        // 20k requests/s, so they get a connection pool (thread and connection) per core, up to 2.
+        // Broadcasts: one libcurl loop thread saturates a core at about 20k requests/s, so every
+        // service but legacy GCM (1,000 tokens a request) gets a connection pool (thread and
+        // connections) per core, up to 2.
         let pools = min(2, max(1, ProcessInfo.processInfo.activeProcessorCount))
         if let apns = services.apns {
             switch apns.authentication {
@@ -62,7 +63,9 @@ public enum GatewayAssembly {
         if let wns = services.wns {
             let secret = try secrets.resolve(wns.clientSecret).trimmingCharacters(in: .whitespacesAndNewlines)
             let transport = try CurlPushTransport(
-                configuration: .init(httpVersion: .http1, caFile: caFile(wns.caFile), maximumConnectionsPerHost: 8))
+                configuration: .init(
+                    httpVersion: .http1, caFile: caFile(wns.caFile), maximumConnectionsPerHost: WNSProvider.connectionsPerHost),
+                pools: pools)
             providers.append(
                 WNSProvider(
                     tokenEndpoint: wns.tokenEndpoint, clientID: wns.clientID, clientSecret: secret, scope: wns.scope,

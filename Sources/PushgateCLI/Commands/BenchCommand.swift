@@ -5,6 +5,7 @@ import Pushgate
 import PushgateCurl
 import PushgateDispatch
 import PushgateServer
+import PushgateXML
 import Synchronization
 
 /// `pushgate bench`: throughput measurements.
@@ -25,7 +26,10 @@ struct BenchCommand: AsyncParsableCommand {
                 ECDH, HKDF, AES-128-GCM) and sent with a VAPID token (signed once for the sink's origin).
                 """)
 
-        @Option(help: "apns, or browser (Web Push: the same sink, each payload encrypted for its subscription).")
+        @Option(
+            help:
+                "apns, wns (HTTP/1.1 to the sink's /wns/ channel URIs, --connections per pool; its OAuth token from /wns-token) or browser (Web Push: the same sink, each payload encrypted for its subscription)."
+        )
         var pns: String = "apns"
 
         @Option(help: "Base URL of the sink (https://127.0.0.1:PORT).")
@@ -53,8 +57,11 @@ struct BenchCommand: AsyncParsableCommand {
         var page: Int = 500
 
         func run() async throws {
+            // WNS speaks HTTP/1.1: one request per connection at a time.
             let transport = try CurlPushTransport(
-                configuration: .init(caFile: caFile, maximumConnectionsPerHost: connections, maximumStreamsPerConnection: streams),
+                configuration: .init(
+                    httpVersion: pns == "wns" ? .http1 : .http2, caFile: caFile, maximumConnectionsPerHost: connections,
+                    maximumStreamsPerConnection: streams),
                 pools: pools)
             let maximumInFlight = pools * connections * streams * 2
             let provider: any PushProvider
@@ -83,8 +90,23 @@ struct BenchCommand: AsyncParsableCommand {
                     platform: .browser, template: try Template(json: #"{"title":"{'From ' + $(user) + ': ' + $(message)}"}"#),
                     headers: [("TTL", "60")]
                 ).render(["user": "bench", "message": "throughput"])
+            case "wns":
+                platform = .wns
+                let host = String(url.dropFirst("https://".count).prefix { $0 != "/" })
+                provider = WNSProvider(
+                    tokenEndpoint: url + "/wns-token", clientID: "ms-app://s-1-15-2-bench", clientSecret: "bench-secret",
+                    handles: HandlePolicy(wnsChannelHosts: [host]), transport: transport, policy: .none, clock: SystemClock(),
+                    maximumInFlight: maximumInFlight)
+                payload = try PlatformTemplate(
+                    platform: .wns,
+                    template: try Template(
+                        xmlText:
+                            "<toast><visual><binding template=\"ToastText01\"><text id=\"1\">{'From ' + $(user) + ': ' + $(message)}</text></binding></visual></toast>"
+                    ),
+                    headers: [("X-WNS-Type", "wns/toast")]
+                ).render(["user": "bench", "message": "throughput"])
             default:
-                throw ValidationError("--pns is apns or browser, not '\(pns.prefix(20))'")
+                throw ValidationError("--pns is apns, wns or browser, not '\(pns.prefix(20))'")
             }
             let target = BenchToken.target(platform: platform, url: url)
             let warmupReports = await provider.deliver(payload, to: (0..<warmup).map(target))
@@ -162,6 +184,14 @@ enum BenchToken {
     /// sink's `/3/device/<token>` (one receiving key pair for all: a sender's cost per message
     /// is the same for any receiver).
     static func target(platform: Platform, url: String) -> @Sendable (Int) -> DispatchTarget {
+        if platform == .wns {
+            // Channel URIs on the sink (nginx answers /wns/ with 200 and X-WNS-Status: received).
+            return { index in
+                DispatchTarget(
+                    registrationID: try! RegistrationID("bench-\(index)"),
+                    handle: DeviceHandle(uncheckedPlatform: .wns, value: "\(url)/wns/?token=\(token(index))"))
+            }
+        }
         guard platform == .browser else { return target }
         let receiver = P256.KeyAgreement.PrivateKey()
         let p256dh = Array(receiver.publicKey.x963Representation)

@@ -164,7 +164,9 @@ struct RegistrationsCommand: AsyncParsableCommand {
             discussion: """
                 Every line is validated first (handles against the app's rules, tags, ids, UTF-8; no id twice; \
                 lines of at most 1 MiB); if any is wrong, the errors are listed by line number and nothing is \
-                written. Existing registrations with the same id are replaced.
+                written. Then the file is read again and written in batches of 5,000, so memory stays bounded \
+                whatever its size (standard input is kept in a temporary file meanwhile). Existing registrations \
+                with the same id are replaced.
                 """)
 
         @OptionGroup var options: ConfigOptions
@@ -179,52 +181,88 @@ struct RegistrationsCommand: AsyncParsableCommand {
             let loaded = try options.load()
             let app = try options.selectedApp(in: loaded)
             let name = file == "-" ? "stdin" : file
-            let input: FileHandle
+            // Two passes over the input, so that memory stays bounded whatever its size: the first
+            // validates every line (keeping only each id's line number), the second writes in
+            // batches. Standard input is kept in a temporary file for the second pass.
+            var spool: String?
+            defer { if let spool { try? FileManager.default.removeItem(atPath: spool) } }
+            let path: String
             if file == "-" {
-                input = FileHandle.standardInput
+                let temporary = NSTemporaryDirectory() + "pushgate-import-\(UUID().uuidString).jsonl"
+                guard FileManager.default.createFile(atPath: temporary, contents: nil, attributes: [.posixPermissions: 0o600]),
+                    let output = FileHandle(forWritingAtPath: temporary)
+                else { throw CLIError("cannot keep standard input in \(temporary)") }
+                spool = temporary
+                while case let chunk = FileHandle.standardInput.readData(ofLength: 1 << 20), !chunk.isEmpty { output.write(chunk) }
+                try? output.close()
+                path = temporary
             } else {
-                guard let opened = FileHandle(forReadingAtPath: file) else { throw CLIError("cannot read \(file)") }
-                input = opened
+                path = file
             }
-            var registrations: [Registration] = []
+            func open() throws -> FileHandle {
+                guard let input = FileHandle(forReadingAtPath: path) else { throw CLIError("cannot read \(file)") }
+                return input
+            }
+
+            var valid = 0
             var errors: [String] = []
-            var importer = RegistrationImport(source: name, app: app.id, handles: app.configuration.handles)
-            for line in JSONLinesReader(input, maximumLineBytes: RegistrationImport.maximumLineBytes) {
-                do throws(RegistrationLineError) {
-                    switch line.content {
-                    case .tooLong(let bytes):
-                        throw importer.lineTooLong(number: line.number, bytes: bytes)
-                    case .bytes(let bytes):
-                        if let registration = try importer.registration(line: bytes, number: line.number) {
-                            registrations.append(registration)
+            var errorCount = 0
+            do {
+                var importer = RegistrationImport(source: name, app: app.id, handles: app.configuration.handles)
+                for line in JSONLinesReader(try open(), maximumLineBytes: RegistrationImport.maximumLineBytes) {
+                    do throws(RegistrationLineError) {
+                        switch line.content {
+                        case .tooLong(let bytes):
+                            throw importer.lineTooLong(number: line.number, bytes: bytes)
+                        case .bytes(let bytes):
+                            if try importer.registration(line: bytes, number: line.number) != nil { valid += 1 }
                         }
+                    } catch {
+                        errorCount += 1
+                        if errors.count < 20 { errors.append(error.description) }
                     }
-                } catch {
-                    errors.append(error.description)
                 }
             }
-            if !errors.isEmpty {
-                for error in errors.prefix(20) { printError("error: \(error)") }
-                if errors.count > 20 { printError("error: … and \(errors.count - 20) more") }
-                throw CLIError("nothing imported: \(errors.count) invalid line\(errors.count == 1 ? "" : "s")")
+            if errorCount > 0 {
+                for error in errors { printError("error: \(error)") }
+                if errorCount > errors.count { printError("error: … and \(errorCount - errors.count) more") }
+                throw CLIError("nothing imported: \(errorCount) invalid line\(errorCount == 1 ? "" : "s")")
             }
             if dryRun {
-                print("\(registrations.count) registration\(registrations.count == 1 ? "" : "s") valid; nothing written (--dry-run)")
+                print("\(valid) registration\(valid == 1 ? "" : "s") valid; nothing written (--dry-run)")
                 return
             }
             let store = try await options.openStore(loaded)
             var written = 0
-            for start in stride(from: 0, to: registrations.count, by: 5000) {
-                let chunk = Array(registrations[start..<min(start + 5000, registrations.count)])
+            var batch: [Registration] = []
+            batch.reserveCapacity(Self.batchSize)
+            func flush() async throws {
+                guard !batch.isEmpty else { return }
                 do {
-                    try await store.restore(chunk, now: .now)
+                    try await store.restore(batch, now: .now)
                 } catch {
-                    throw CLIError("import stopped after \(written) of \(registrations.count) registrations: \(error.description)")
+                    throw CLIError("import stopped after \(written) of \(valid) registrations: \(error.description)")
                 }
-                written += chunk.count
+                written += batch.count
+                batch.removeAll(keepingCapacity: true)
             }
+            for line in JSONLinesReader(try open(), maximumLineBytes: RegistrationImport.maximumLineBytes) {
+                // Every line was valid in the first pass; a file changed since is refused here.
+                guard case .bytes(let bytes) = line.content else { throw CLIError("\(name):\(line.number) changed while importing") }
+                if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
+                do {
+                    batch.append(try Registration(jsonLine: bytes, app: app.id, handles: app.configuration.handles))
+                } catch {
+                    throw CLIError("\(name):\(line.number) changed while importing: \(error)")
+                }
+                if batch.count == Self.batchSize { try await flush() }
+            }
+            try await flush()
             print("imported \(written) registration\(written == 1 ? "" : "s") into app \(app.id)")
         }
+
+        /// Registrations written per store call.
+        static let batchSize = 5000
     }
 }
 
