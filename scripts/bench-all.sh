@@ -218,8 +218,10 @@ bench_dispatch() {
     echo "bench-all: pushgate bench dispatch against $1 did not measure real sends (above); stopping" >&2
     exit 1
   fi
+  echo "$output" | sed -nE 's/.*CPU ([0-9.]+) us per notification.*/\1/p' > "$work/last_cpu"
   echo "$output" | rate_of
 }
+cpu_of() { sed -nE 's/.*CPU ([0-9.]+) us per (request|notification).*/\1/p' | head -1; }
 # WNS (HTTP/1.1, 32 connections per pool as the gateway opens them) to nginx's /wns/ channel URIs:
 # "rate cpu_us_per_notification", or the end of the whole run when it did not measure real sends.
 bench_dispatch_wns() {
@@ -246,9 +248,17 @@ for round in $(seq 1 "${rounds_run:-$rounds}"); do
   # Pushgate are measured against nginx too.
   rate=$(bench_dispatch "$sink")
   record "dispatch.pushgate_nginx.r$round" "$rate"
+  record "dispatch.pushgate_nginx_cpu_us.r$round" "$(cat "$work/last_cpu")"
+  # The C client against the same nginx, HTTP/2 (APNs' path) and HTTP/1.1 (WNS's): rate and CPU per request.
+  floor=$("$work/curl_floor" socket "$sink/3/device/$token" "$work/cert.pem" "$dispatch" "$streams" "$pools")
+  record "dispatch.curl_socket_nginx.r$round" "$(echo "$floor" | rate_of)"
+  record "dispatch.curl_socket_nginx_cpu_us.r$round" "$(echo "$floor" | cpu_of)"
   wns=$(bench_dispatch_wns)
   record "dispatch.pushgate_wns_nginx.r$round" "${wns% *}"
   record "dispatch.pushgate_wns_nginx_cpu_us.r$round" "${wns#* }"
+  floor=$("$work/curl_floor" socket-h1 "$sink/wns/?token=floor" "$work/cert.pem" "$dispatch" 32 "$pools")
+  record "dispatch.curl_h1_nginx.r$round" "$(echo "$floor" | rate_of)"
+  record "dispatch.curl_h1_nginx_cpu_us.r$round" "$(echo "$floor" | cpu_of)"
   record "dispatch.aioapns.r$round" "$("$work/venv/bin/python" "$work/aioapns_bench.py" "$nginx_port" "$work/cert.pem" \
     "$work/apns-key.pem" "$token" $((dispatch / 10)) "$streams" | rate_of)"
 done
@@ -491,8 +501,9 @@ def num(key):
 def rounds_of(name):
     values = [num(f"dispatch.{name}.r{r}") for r in range(1, rounds + 1)]
     return [v for v in values if v is not None]
-dispatch = {name: rounds_of(name) for name in ["h2load", "curl_poll", "curl_socket", "pushgate", "pushgate_nginx", "pushgate_wns_nginx",
-                                               "pushgate_wns_nginx_cpu_us", "aioapns"]}
+dispatch = {name: rounds_of(name) for name in ["h2load", "curl_poll", "curl_socket", "pushgate", "pushgate_nginx", "pushgate_nginx_cpu_us",
+                                               "curl_socket_nginx", "curl_socket_nginx_cpu_us", "pushgate_wns_nginx",
+                                               "pushgate_wns_nginx_cpu_us", "curl_h1_nginx", "curl_h1_nginx_cpu_us", "aioapns"]}
 median = {name: statistics.median(v) if v else None for name, v in dispatch.items()}
 ratio_rounds = lambda a, b: [x / y for x, y in zip(dispatch[a], dispatch[b]) if y]
 cpu = subprocess.run(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"], capture_output=True, text=True).stdout.strip()
@@ -524,6 +535,9 @@ rows = [
     ("dispatch, poll libcurl floor", fmt(median["curl_poll"]), "", "", ""),
     ("dispatch, WNS (HTTP/1.1, nginx sink)", fmt(median["pushgate_wns_nginx"]), "APNs on nginx " + fmt(median["pushgate_nginx"]),
      "× " + span(summary["dispatch"]["wns_over_apns_nginx"]), "≥ 0.9"),
+    ("CPU per notification, APNs (µs, nginx)", fmt(median["pushgate_nginx_cpu_us"]), "C client (HTTP/2) " + fmt(median["curl_socket_nginx_cpu_us"]), "", "≤ C"),
+    ("CPU per notification, WNS (µs, nginx)", fmt(median["pushgate_wns_nginx_cpu_us"]), "C client (HTTP/1.1) " + fmt(median["curl_h1_nginx_cpu_us"]), "", "≤ C"),
+    ("C client on nginx, HTTP/1.1 vs HTTP/2", fmt(median["curl_h1_nginx"]), "HTTP/2 " + fmt(median["curl_socket_nginx"]), "", ""),
 ]
 b = summary["broadcast"]
 bn = lambda k: num("broadcast." + k)

@@ -124,10 +124,13 @@ send_shared() {
   done
   elapsed=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
   processed=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("processed",0))' "$work/$prefix.json")
-  if [ "$state" != Completed ] || [ "$processed" != "$broadcast" ]; then
-    echo "bench-postgres: $prefix ended $state with $processed of $broadcast targets processed; stopping" >&2
+  # carol's registrations: the broadcast's audience (less the devices the SQLite broadcast pruned).
+  audience=$(psql -tA "$pg_url" -c "SELECT count(*) FROM registration_tags WHERE tag = 'username:carol'")
+  if [ "$state" != Completed ] || [ "$processed" != "$audience" ]; then
+    echo "bench-postgres: $prefix ended $state with $processed of $audience targets processed; stopping" >&2
     exit 1
   fi
+  record "$prefix.targets" "$processed"
   record "$prefix.seconds" "$elapsed"
   record "$prefix.rate" "$(awk -v n="$broadcast" -v s="$elapsed" 'BEGIN { printf "%.0f", n / s }')"
   for i in "${!ports[@]}"; do claims[$i]=$(( $(page_claims "${ports[$i]}") - claims[$i] )); claimed=$((claimed + claims[$i])); done

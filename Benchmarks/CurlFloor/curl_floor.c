@@ -7,14 +7,17 @@
  *   socket  curl_multi_socket_action driven by epoll (curl's socket and timer callbacks), one
  *           header list shared by every request and the options set once per easy handle: each
  *           request only re-adds its handle (the pattern PushgateCurl's loop follows).
+ *   socket-h1  the socket loop over HTTP/1.1 (as WNS speaks it): STREAMS keep-alive connections,
+ *           one request on each at a time.
  *
  * Used by scripts/bench-dispatch.sh to tell the engine's own overhead apart from libcurl's.
  *
  *   cc -O2 -o curl_floor curl_floor.c -lcurl -lpthread
- *   ./curl_floor poll|socket https://127.0.0.1:PORT/3/device/TOKEN CA.pem COUNT STREAMS [THREADS]
+ *   ./curl_floor poll|socket|socket-h1 https://127.0.0.1:PORT/3/device/TOKEN CA.pem COUNT STREAMS [THREADS]
  *
  * THREADS loops run in one process, each with its own multi handle and connection (as
- * Pushgate's pools do), each sending COUNT / THREADS requests.
+ * Pushgate's pools do), each sending COUNT / THREADS requests. The last line also gives the
+ * process's CPU time per request (user + system, warm-up included).
  */
 #include <curl/curl.h>
 #include <pthread.h>
@@ -22,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,8 +41,15 @@ static double seconds(void) {
 }
 
 /* A multi handle multiplexing up to `streams` streams on one connection. */
+static int http1 = 0; /* socket-h1: `streams` HTTP/1.1 connections instead */
+
 static CURLM *new_multi(long streams) {
     CURLM *multi = curl_multi_init();
+    if (http1) {
+        curl_multi_setopt(multi, CURLMOPT_PIPELINING, CURLPIPE_NOTHING);
+        curl_multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, streams);
+        return multi;
+    }
     curl_multi_setopt(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
     curl_multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, 1L);
     curl_multi_setopt(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, streams);
@@ -49,8 +60,8 @@ static CURLM *new_multi(long streams) {
 static CURL *new_easy(const char *ca) {
     CURL *easy = curl_easy_init();
     curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(easy, CURLOPT_PIPEWAIT, 1L);
-    curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS);
+    curl_easy_setopt(easy, CURLOPT_PIPEWAIT, http1 ? 0L : 1L);
+    curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, http1 ? CURL_HTTP_VERSION_1_1 : CURL_HTTP_VERSION_2TLS);
     curl_easy_setopt(easy, CURLOPT_CAINFO, ca);
     curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, 30000L);
     curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, discard);
@@ -232,11 +243,12 @@ static void *run(void *context) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 6 || (strcmp(argv[1], "poll") != 0 && strcmp(argv[1], "socket") != 0)) {
-        fprintf(stderr, "usage: %s poll|socket URL CA_FILE COUNT STREAMS [THREADS]\n", argv[0]);
+    if (argc < 6 || (strcmp(argv[1], "poll") != 0 && strcmp(argv[1], "socket") != 0 && strcmp(argv[1], "socket-h1") != 0)) {
+        fprintf(stderr, "usage: %s poll|socket|socket-h1 URL CA_FILE COUNT STREAMS [THREADS]\n", argv[0]);
         return 2;
     }
-    int socket_mode = strcmp(argv[1], "socket") == 0;
+    http1 = strcmp(argv[1], "socket-h1") == 0;
+    int socket_mode = strcmp(argv[1], "poll") != 0;
     long count = atol(argv[4]), threads = argc > 6 ? atol(argv[6]) : 1;
     curl_global_init(CURL_GLOBAL_ALL);
     struct loop loops[16];
@@ -255,7 +267,10 @@ int main(int argc, char **argv) {
         failed += loops[i].failed;
     }
     double elapsed = end - begin;
-    printf("libcurl alone (%s): %ld requests in %.2f s = %.0f requests/s over %ld thread(s) (%ld failed)\n", argv[1], count,
-           elapsed, count / elapsed, threads, failed);
+    struct rusage usage;
+    getrusage(RUSAGE_SELF, &usage);
+    double cpu = usage.ru_utime.tv_sec + usage.ru_utime.tv_usec / 1e6 + usage.ru_stime.tv_sec + usage.ru_stime.tv_usec / 1e6;
+    printf("libcurl alone (%s): %ld requests in %.2f s = %.0f requests/s over %ld thread(s) (%ld failed), CPU %.1f us per request\n",
+           argv[1], count, elapsed, count / elapsed, threads, failed, cpu * 1e6 / count);
     return failed == 0 ? 0 : 1;
 }

@@ -52,14 +52,34 @@ extension PostgresStore: RegistrationStore {
         }
     }
 
-    public func upsert(_ registration: Registration, now: Timestamp) async throws(StoreError) {
+    public func upsert(_ registration: Registration, now: Timestamp, writer: WriterGuard?) async throws(StoreError) {
         let template = try Self.encodedTemplate(registration)
         let logger = self.logger
         try await transaction { connection in
             let (app, id) = (registration.app.rawValue, registration.id.rawValue)
             let exists = try await connection.query(
-                "SELECT 1 FROM registrations WHERE app = \(app) AND id = \(id) FOR UPDATE", logger: logger
-            ).collect()
+                "SELECT owner FROM registrations WHERE app = \(app) AND id = \(id) FOR UPDATE", logger: logger
+            ).all(String.self)
+            if let writer {
+                // Another user's registration holding the handle (or one of the endpoint's subscriptions).
+                let owner = writer.owner
+                var held =
+                    !(try await connection.query(
+                        "SELECT 1 FROM registrations WHERE app = \(app) AND handle = \(writer.handle) AND id <> \(id) AND owner <> \(owner) LIMIT 1",
+                        logger: logger
+                    ).collect()).isEmpty
+                for prefix in writer.handlePrefixes where !held {
+                    guard let upper = TextPrefix.upperBound(prefix) else { continue }
+                    held =
+                        !(try await connection.query(
+                            """
+                            SELECT 1 FROM registrations WHERE app = \(app) AND handle COLLATE "C" >= \(prefix) AND handle COLLATE "C" < \(upper)
+                                AND id <> \(id) AND owner <> \(owner) LIMIT 1
+                            """, logger: logger
+                        ).collect()).isEmpty
+                }
+                if let refusal = writer.refusal(id: registration.id, idOwner: exists.first, handleHeldByAnother: held) { throw refusal }
+            }
             if exists.isEmpty {
                 let reserved = try await connection.query(
                     "SELECT 1 FROM reserved_ids WHERE app = \(app) AND id = \(id) AND expires_at > \(now.secondsSinceEpoch)", logger: logger

@@ -156,13 +156,29 @@ public final class SQLiteStore: RegistrationStore, DatabaseStore {
         }
     }
 
-    public func upsert(_ registration: Registration, now: Timestamp) async throws(StoreError) {
+    public func upsert(_ registration: Registration, now: Timestamp, writer: WriterGuard?) async throws(StoreError) {
         let template = try Self.encodedTemplate(registration)
+        let upperBounds = writer?.handlePrefixes.map(TextPrefix.upperBound) ?? []
         // Concurrent upserts (every app start registers) share one transaction and one fsync.
         try await groupCommit.perform(on: self) { connection throws(StoreError) in
             let app = SQLValue.text(registration.app.rawValue)
             let id = SQLValue.text(registration.id.rawValue)
-            let exists = try connection.prepare("SELECT 1 FROM registrations WHERE app = ? AND id = ?").bind([app, id]).step()
+            let owner = try connection.prepare("SELECT owner FROM registrations WHERE app = ? AND id = ?").bind([app, id])
+            let exists = try owner.step()
+            if let writer {
+                let idOwner = exists ? owner.text(0) ?? "" : nil
+                // Another user's registration holding the handle (or one of the endpoint's subscriptions).
+                var held = try connection.prepare(
+                    "SELECT 1 FROM registrations WHERE app = ? AND handle = ? AND id <> ? AND owner <> ? LIMIT 1"
+                ).bind([app, .text(writer.handle), id, .text(writer.owner)]).step()
+                for (prefix, upper) in zip(writer.handlePrefixes, upperBounds) where !held {
+                    guard let upper else { continue }
+                    held = try connection.prepare(
+                        "SELECT 1 FROM registrations WHERE app = ? AND handle >= ? AND handle < ? AND id <> ? AND owner <> ? LIMIT 1"
+                    ).bind([app, .text(prefix), .text(upper), id, .text(writer.owner)]).step()
+                }
+                if let refusal = writer.refusal(id: registration.id, idOwner: idOwner, handleHeldByAnother: held) { throw refusal }
+            }
             if !exists {
                 let reserved = try connection.prepare("SELECT 1 FROM reserved_ids WHERE app = ? AND id = ? AND expires_at > ?")
                     .bind([app, id, .real(now.secondsSinceEpoch)]).step()

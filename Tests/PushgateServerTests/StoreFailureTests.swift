@@ -82,7 +82,9 @@ final class FailingStore: RegistrationStore, SecureMessageStore, OutboxStore {
     func registrationIDs(handlePrefix: String, app: AppID) async throws(StoreError) -> [RegistrationID] {
         try await inner.registrationIDs(handlePrefix: handlePrefix, app: app)
     }
-    func upsert(_ registration: Registration, now: Timestamp) async throws(StoreError) { try await inner.upsert(registration, now: now) }
+    func upsert(_ registration: Registration, now: Timestamp, writer: WriterGuard?) async throws(StoreError) {
+        try await inner.upsert(registration, now: now, writer: writer)
+    }
     func registration(id: RegistrationID, app: AppID) async throws(StoreError) -> Registration? {
         try await inner.registration(id: id, app: app)
     }

@@ -52,6 +52,74 @@ func collect(_ stream: AsyncThrowingStream<[Registration], any Error>) async thr
 }
 
 @Suite struct RegistrationStoreTests {
+    /// A user's write checks, in its own transaction, that the id is unused or theirs and that no
+    /// other user's registration holds the device (a handle, or another subscription of the same
+    /// browser endpoint); without a writer (an admin) nothing is checked. Refusals name what is
+    /// wrong and write nothing.
+    @Test(arguments: StoreKind.allCases)
+    func aWritersUpsertRefusesAnotherUsersIdOrDevice(kind: StoreKind) async throws {
+        let (store, path) = try await kind.make()
+        defer { cleanUp(path) }
+        let aliceID = try await store.createRegistrationID(app: .default, owner: "alice", maximumReserved: 10, now: start)
+        let bobID = try await store.createRegistrationID(app: .default, owner: "bob", maximumReserved: 10, now: start)
+        let alice = WriterGuard(owner: "alice", handle: "device-1")
+        try await store.upsert(try registration(aliceID, handle: "device-1", tags: ["a"]), now: start, writer: alice)
+
+        func refusal(_ body: () async throws(StoreError) -> Void) async -> StoreError? {
+            do { try await body() } catch { return error }
+            return nil
+        }
+        // Bob may not take alice's id, nor her device under his own id.
+        let forbidden = await refusal { () throws(StoreError) in
+            try await store.upsert(
+                try! registration(aliceID, handle: "device-2", tags: ["b"], owner: "bob"), now: start,
+                writer: WriterGuard(owner: "bob", handle: "device-2"))
+        }
+        #expect(forbidden?.kind == .forbidden && forbidden?.message == "registration \(aliceID) belongs to another user")
+        let conflict = await refusal { () throws(StoreError) in
+            try await store.upsert(
+                try! registration(bobID, handle: "device-1", tags: ["b"], owner: "bob"), now: start,
+                writer: WriterGuard(owner: "bob", handle: "device-1"))
+        }
+        #expect(conflict?.kind == .conflict && conflict?.message.hasPrefix("Handle: this device is registered by another user") == true)
+        #expect(try await store.registration(id: aliceID, app: .default)?.handle.value == "device-1", "nothing written")
+        #expect(try await store.registration(id: bobID, app: .default) == nil)
+
+        // Another subscription of alice's browser endpoint is her device too.
+        let endpoint = "https://fcm.googleapis.com/fcm/send/abc"
+        func subscription(_ auth: UInt8) -> String {
+            WebPushSubscription(endpoint: endpoint, p256dh: Array(repeating: 4, count: 65), auth: Array(repeating: auth, count: 16))
+                .handleValue
+        }
+        let browserID = try await store.createRegistrationID(app: .default, owner: "alice", maximumReserved: 10, now: start)
+        try await store.upsert(
+            try registration(browserID, .browser, handle: subscription(1), tags: ["a"]), now: start,
+            writer: WriterGuard(owner: "alice", handle: subscription(1)))
+        let prefix = WebPushSubscription.handlePrefix(endpoint: endpoint)
+        let browserConflict = await refusal { () throws(StoreError) in
+            try await store.upsert(
+                try! registration(bobID, .browser, handle: subscription(2), tags: ["b"], owner: "bob"), now: start,
+                writer: WriterGuard(owner: "bob", handle: subscription(2), handlePrefixes: [prefix]))
+        }
+        #expect(browserConflict?.kind == .conflict)
+
+        // Bob's own device under his own id; alice rewriting her own registration; an admin (no
+        // writer) rewriting anyone's.
+        try await store.upsert(
+            try registration(bobID, handle: "device-3", tags: ["b"], owner: "bob"), now: start,
+            writer: WriterGuard(owner: "bob", handle: "device-3"))
+        try await store.upsert(try registration(aliceID, handle: "device-1", tags: ["a2"]), now: start, writer: alice)
+        try await store.upsert(try registration(bobID, handle: "device-1", tags: ["admin"], owner: "bob"), now: start, writer: nil)
+        #expect(try await store.registration(id: bobID, app: .default)?.tags.map(\.rawValue) == ["admin"])
+        // An id never issued is gone, checked or not.
+        let unknown = await refusal { () throws(StoreError) in
+            try await store.upsert(
+                try! registration(RegistrationID.random(), handle: "device-9", tags: []), now: start,
+                writer: WriterGuard(owner: "alice", handle: "device-9"))
+        }
+        #expect(unknown?.kind == .gone)
+    }
+
     @Test(arguments: StoreKind.allCases)
     func restoreKeepsIDsWithoutReservationsAndListingWithoutAnExpressionReturnsEveryLiveRegistration(kind: StoreKind) async throws {
         let (store, path) = try await kind.make()

@@ -32,8 +32,20 @@ public actor InMemoryRegistrationStore: RegistrationStore {
         (registrations[app] ?? [:]).values.filter { $0.handle.value.utf8.starts(with: handlePrefix.utf8) }.map(\.id).sorted()
     }
 
-    public func upsert(_ registration: Registration, now: Timestamp) throws(StoreError) {
+    public func upsert(_ registration: Registration, now: Timestamp, writer: WriterGuard?) throws(StoreError) {
         let app = registration.app
+        if let writer {
+            let held = (registrations[app] ?? [:]).values.contains { other in
+                other.id != registration.id && other.owner != writer.owner
+                    && (other.handle.value == writer.handle
+                        || writer.handlePrefixes.contains { other.handle.value.utf8.starts(with: $0.utf8) })
+            }
+            if let refusal = writer.refusal(
+                id: registration.id, idOwner: registrations[app]?[registration.id]?.owner, handleHeldByAnother: held)
+            {
+                throw refusal
+            }
+        }
         if registrations[app]?[registration.id] == nil {
             guard let expiry = reserved[app]?[registration.id]?.expiry, now < expiry else { throw .gone(registration.id) }
             reserved[app]?[registration.id] = nil

@@ -17,8 +17,11 @@ public protocol RegistrationStore: Sendable {
     /// (``WebPushSubscription/handlePrefix(endpoint:)``).
     func registrationIDs(handlePrefix: String, app: AppID) async throws(StoreError) -> [RegistrationID]
     /// Creates or replaces a registration. Fails with `.gone` when the id was never issued or has
-    /// expired (the tutorial client re-registers on 410).
-    func upsert(_ registration: Registration, now: Timestamp) async throws(StoreError)
+    /// expired (the tutorial client re-registers on 410). With a `writer`, first checks what the
+    /// writer may not take from another user (``WriterGuard``), in the write's own transaction: no
+    /// other write comes between the check and the write, and the whole call is one trip to the
+    /// store.
+    func upsert(_ registration: Registration, now: Timestamp, writer: WriterGuard?) async throws(StoreError)
     func registration(id: RegistrationID, app: AppID) async throws(StoreError) -> Registration?
     /// Deletes a registration; false when there was none.
     func delete(id: RegistrationID, app: AppID) async throws(StoreError) -> Bool
@@ -56,6 +59,11 @@ public protocol RegistrationStore: Sendable {
 }
 
 extension RegistrationStore {
+    /// Creates or replaces a registration, checking nobody's ownership.
+    public func upsert(_ registration: Registration, now: Timestamp) async throws(StoreError) {
+        try await upsert(registration, now: now, writer: nil)
+    }
+
     /// One lookup per id; a database store answers a page in one query.
     public func templates(of ids: [RegistrationID], app: AppID) async throws(StoreError) -> [RegistrationID: RegistrationTemplate] {
         var found: [RegistrationID: RegistrationTemplate] = [:]
@@ -128,6 +136,10 @@ public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
         /// The database cannot be reached (down, restarting, or no connection free in time): HTTP
         /// 503, and the call may be retried.
         case unavailable
+        /// The write would take another user's registration (HTTP 403).
+        case forbidden
+        /// The write would take a device another user's registration holds (HTTP 409).
+        case conflict
     }
 
     public let kind: Kind
@@ -147,6 +159,39 @@ public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
     }
 
     public var description: String { message }
+}
+
+/// What a user writing a registration may not take from another user: a registration id that is
+/// theirs, or a device (a handle, or a browser endpoint's subscriptions) that their registration
+/// holds. Every store checks it in the write's own transaction, by this one rule
+/// (``refusal(id:idOwner:handleHeldByAnother:)``).
+public struct WriterGuard: Sendable, Hashable {
+    /// The user writing.
+    public var owner: String
+    /// The handle as it is stored: no other user's registration may hold it.
+    public var handle: String
+    /// No other user's registration may hold a handle beginning with one of these (the
+    /// subscriptions of a browser's endpoint, ``WebPushSubscription/handlePrefix(endpoint:)``).
+    public var handlePrefixes: [String]
+
+    public init(owner: String, handle: String, handlePrefixes: [String] = []) {
+        self.owner = owner
+        self.handle = handle
+        self.handlePrefixes = handlePrefixes
+    }
+
+    /// The refusal of writing registration `id`, whose stored owner is `idOwner` (nil: not stored
+    /// yet), when another user's registration other than `id` holds the handle
+    /// (`handleHeldByAnother`); nil when the write may go on.
+    public func refusal(id: RegistrationID, idOwner: String?, handleHeldByAnother: Bool) -> StoreError? {
+        if let idOwner, idOwner != owner { return StoreError(.forbidden, "registration \(id) belongs to another user") }
+        if handleHeldByAnother {
+            return StoreError(
+                .conflict,
+                "Handle: this device is registered by another user; that registration must be deleted (DELETE /api/register/{id}) first")
+        }
+        return nil
+    }
 }
 
 /// Where a paged walk of registrations stands: after which id it goes on, or finished. Each

@@ -141,20 +141,18 @@ extension Gateway {
         } catch {
             throw .badRequest(error.description)
         }
-        let existing = try await stored { () throws(StoreError) in try await store.registration(id: id, app: appID) }
-        if let existing, existing.owner != user.name, !user.isAdmin {
-            throw .forbidden("registration \(id) belongs to another user")
-        }
-        if !user.isAdmin {
-            for other in try await holders(of: handle.value) where other.id != id && other.owner != user.name {
-                throw GatewayError(
-                    .conflict,
-                    "Handle: this device is registered by another user; that registration must be deleted (DELETE /api/register/{id}) first"
-                )
-            }
-        }
+        // The id must be unused or the user's, and the device no other user's (an admin may take
+        // either): checked by the store in the write's own transaction, one trip.
+        let writer =
+            user.isAdmin
+            ? nil
+            : WriterGuard(
+                owner: user.name, handle: handle.value,
+                handlePrefixes: platform == .browser
+                    ? WebPushSubscription(handleValue: handle.value).map { [WebPushSubscription.handlePrefix(endpoint: $0.endpoint)] } ?? []
+                    : [])
         let time = now()
-        try await stored { () throws(StoreError) in try await store.upsert(registration, now: time) }
+        try await stored { () throws(StoreError) in try await store.upsert(registration, now: time, writer: writer) }
     }
 
     /// `DELETE /api/register/{id}`: only the owner or an admin.

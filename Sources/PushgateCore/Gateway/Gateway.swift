@@ -76,6 +76,8 @@ public final class Gateway: Sendable {
         case .storage: GatewayError(.unavailable, "the registration store is unavailable")
         // The reason names the database's state (down, no connection in time), never a secret.
         case .unavailable: GatewayError(.unavailable, "\(error.message); retry later")
+        case .forbidden: GatewayError.forbidden(error.message)
+        case .conflict: GatewayError(.conflict, error.message)
         }
     }
 }
