@@ -71,6 +71,8 @@ public struct OutboxDeliveryService: Service {
     private func deliverDue() async {
         let control = driver.control
         let limit = control.configuration.concurrentNotifications
+        // Another instance's broadcast to help with exists only where several instances run.
+        let helps = (driver.queue as? any DatabaseStore)?.servesSeveralInstances ?? false
         await withTaskGroup(of: Void.self) { group in
             var running = 0
             while !control.isDraining, !Task.isCancelled {
@@ -80,7 +82,7 @@ public struct OutboxDeliveryService: Service {
                     continue
                 }
                 // Room left and nothing due: help deliver another instance's broadcast.
-                if running < limit, let shared = await takeRunning() {
+                if helps, running < limit, let shared = await takeRunning() {
                     running += 1
                     group.addTask { await self.drive(shared, helping: true) }
                     continue

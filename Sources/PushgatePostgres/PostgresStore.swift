@@ -152,6 +152,8 @@ public final class PostgresStore: Sendable {
 
     /// Listens on `pushgate_outbox` on a pooled connection of its own, calling `wake` for every
     /// notification (an enqueue, a release, a cancel on any instance); reconnects after a failure.
+    public var servesSeveralInstances: Bool { true }
+
     public func listenForOutboxWork(_ wake: @escaping @Sendable () -> Void) async {
         let (client, logger) = (self.client, self.logger)
         while !Task.isCancelled {

@@ -51,6 +51,9 @@ public final class SQLiteStore: RegistrationStore, DatabaseStore {
     /// One instance per file: nothing else enqueues.
     public func listenForOutboxWork(_ wake: @escaping @Sendable () -> Void) async {}
 
+    /// One gateway per file.
+    public var servesSeveralInstances: Bool { false }
+
     /// The connection closes with the store.
     public func close() async {}
 

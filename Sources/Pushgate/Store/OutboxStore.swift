@@ -500,5 +500,8 @@ public protocol DatabaseStore: GatewayStore {
     /// Wakes `wake` whenever another instance has outbox work (PostgreSQL's LISTEN/NOTIFY); runs
     /// until cancelled. Stores with only one instance return at once.
     func listenForOutboxWork(_ wake: @escaping @Sendable () -> Void) async
+    /// Whether several gateway instances run on this database (PostgreSQL): only then is there
+    /// another instance's broadcast to help with.
+    var servesSeveralInstances: Bool { get }
     func close() async
 }
