@@ -8,7 +8,7 @@
 # Environment: PUSHGATE_BIN (a release pushgate; default: build one), PUSHGATE_BENCH_OUT (JSON,
 # default .build/bench/bench-all.json), PUSHGATE_BENCH_BROADCAST (registrations, 1,000,000),
 # PUSHGATE_BENCH_DISPATCH (requests per dispatch round, 100,000), PUSHGATE_BENCH_ROUNDS (3),
-# PUSHGATE_BENCH_SECTIONS (default "dispatch broadcast hubs postgres latency upserts idle"; the broadcast's
+# PUSHGATE_BENCH_SECTIONS (default "dispatch broadcast platforms hubs postgres latency upserts idle"; the broadcast's
 # store is always built: the later sections use it; "sandbox" adds the broadcast against
 # `pushgate sandbox` beside nginx, scripts/bench-sandbox-sink.sh), PUSHGATE_BENCH_PERF=1
 # (profile the gateway during the broadcast with perf; the report lands beside the JSON).
@@ -23,6 +23,10 @@
 #    last outcome, against an nginx sink that answers each service's documented success (and
 #    OAuth token) responses; peak RSS and CPU of the gateway. Reference: `pushgate bench
 #    dispatch` against the same nginx, just before.
+# 2c. platforms: the same store's broadcast to one platform at a time (pns=apns, fcm, wns,
+#    browser: that platform's share of the audience), through the outbox, each beside the C
+#    libcurl client on the same nginx (HTTP/2, or HTTP/1.1 for WNS): rate and CPU per request.
+#    PUSHGATE_BENCH_MIX=worldwide seeds 35% APNs, 60% FCM v1, 5% WNS instead (no browsers).
 # 2b. hubs (scripts/bench-hubs.sh): the SAS check per request, cached and not, beside a bare
 #    HMAC; the broadcast's APNs share through the Notification Hubs API (/default/messages)
 #    beside the tutorial API (/api/notifications?pns=apns), interleaved rounds on one gateway.
@@ -41,7 +45,7 @@ rounds=${PUSHGATE_BENCH_ROUNDS:-3}
 out=${PUSHGATE_BENCH_OUT:-.build/bench/bench-all.json}
 streams=100
 pools=2
-sections=" ${PUSHGATE_BENCH_SECTIONS:-dispatch broadcast hubs postgres latency upserts idle} "
+sections=" ${PUSHGATE_BENCH_SECTIONS:-dispatch broadcast platforms hubs postgres latency upserts idle} "
 want() { [[ "$sections" == *" $1 "* ]]; }
 
 scripts/setup.sh --postgres >&2
@@ -300,9 +304,9 @@ PY
 config=$work/sandbox/config.json
 
 echo "-- seeding $broadcast registrations" >&2
-python3 - "$broadcast" "$nginx_port" "${PUSHGATE_BENCH_BROWSER_SHARE:-5}" > "$work/registrations.jsonl" <<'PY'
+python3 - "$broadcast" "$nginx_port" "${PUSHGATE_BENCH_BROWSER_SHARE:-5}" "${PUSHGATE_BENCH_MIX:-}" > "$work/registrations.jsonl" <<'PY'
 import base64, json, sys
-count, port, browser_percent = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+count, port, browser_percent, mix = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
 out = sys.stdout
 # One receiving key for every browser (a sender's cost per message is the same for any receiver):
 # an uncompressed P-256 point (the generator, 4 || Gx || Gy) and a 16-byte auth secret.
@@ -314,6 +318,10 @@ browser_kinds = browser_percent // 5  # the share in twentieths, taken from APNs
 for i in range(count):
     rid = "%016x" % ((i * 0x9E3779B97F4A7C15) % (1 << 64))  # ids in no platform order
     kind = i % 20
+    if mix == "worldwide":
+        # A worldwide audience: 35% APNs, 60% FCM v1, 5% WNS.
+        kind = 0 if kind < 7 else 14 if kind < 19 else 19
+        browser_kinds = 0
     if kind < 14 - browser_kinds:
         platform, handle = "apns", "%064x" % i
     elif kind < 14:
@@ -349,7 +357,7 @@ perf_tables() {
 }
 
 broadcast_once() {
-  local prefix=$1 config=$2 profile=$3
+  local prefix=$1 config=$2 profile=$3 pns=${4:-all}
   (cd "$work/sandbox" && exec "$bin" serve --config "$config" > "$work/gateway-$prefix.log" 2>&1) &
   local gateway=$!
   pids+=($gateway)
@@ -365,7 +373,7 @@ broadcast_once() {
   cpu_before=$(cpu_seconds "$gateway_pid")
   start=$(date +%s.%N)
   curl -s -u bob:bob -X POST -H 'Content-Type: application/json' -d '"Hello, everyone"' \
-    "$base/api/notifications?pns=all&to_tag=carol" -o "$work/broadcast.json" -w '%{http_code}\n' > "$work/broadcast.status"
+    "$base/api/notifications?pns=$pns&to_tag=carol" -o "$work/broadcast.json" -w '%{http_code}\n' > "$work/broadcast.status"
   elapsed=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
   cpu_after=$(cpu_seconds "$gateway_pid")
   if [ -n "$profiler" ]; then
@@ -379,9 +387,14 @@ broadcast_once() {
   fi
   record "$prefix.http_status" "$(cat "$work/broadcast.status")"
   record "$prefix.seconds" "$elapsed"
-  record "$prefix.rate" "$(awk -v n="$broadcast" -v s="$elapsed" 'BEGIN { printf "%.0f", n / s }')"
+  # The targets the send reached (one platform's share with pns=<platform>).
+  local targets
+  targets=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r.get("success",0)+r.get("failure",0))' "$work/broadcast.json")
+  [ "$targets" -gt 0 ] || { echo "bench-all: $prefix reached no target; stopping" >&2; exit 1; }
+  record "$prefix.targets" "$targets"
+  record "$prefix.rate" "$(awk -v n="$targets" -v s="$elapsed" 'BEGIN { printf "%.0f", n / s }')"
   record "$prefix.peak_rss_mib" "$(awk -v k="$(hwm_kib "$gateway_pid")" 'BEGIN { printf "%.0f", k / 1024 }')"
-  record "$prefix.cpu_us_per_notification" "$(awk -v a="$cpu_before" -v b="$cpu_after" -v n="$broadcast" 'BEGIN { printf "%.1f", (b - a) * 1e6 / n }')"
+  record "$prefix.cpu_us_per_notification" "$(awk -v a="$cpu_before" -v b="$cpu_after" -v n="$targets" 'BEGIN { printf "%.1f", (b - a) * 1e6 / n }')"
   python3 - "$work/broadcast.json" "$prefix" >> "$results" <<'PY'
 import json, sys
 result = json.load(open(sys.argv[1]))
@@ -411,6 +424,25 @@ for round in $(seq 1 "$broadcast_rounds"); do
   broadcast_once "broadcast_direct.r$round" "$direct_config" no
   broadcast_once "broadcast.r$round" "$config" "$([ "$round" = 1 ] && echo yes || echo no)"
 done
+# Each platform alone (pns=<platform>: that platform's share of the audience), through the outbox,
+# beside the C libcurl client on the same nginx (HTTP/2; HTTP/1.1 for WNS): rate and CPU per request.
+if want platforms; then
+  echo "== 2c. each platform alone, and the C client beside it" >&2
+  for pns in apns fcm wns browser; do
+    if [ "$pns" = wns ]; then
+      floor=$("$work/curl_floor" socket-h1 "$sink/wns/?token=floor" "$work/cert.pem" "$dispatch" 32 "$pools")
+    else
+      floor=$("$work/curl_floor" socket "$sink/3/device/$token" "$work/cert.pem" "$dispatch" "$streams" "$pools")
+    fi
+    record "platforms.$pns.curl_rate" "$(echo "$floor" | rate_of)"
+    record "platforms.$pns.curl_cpu_us" "$(echo "$floor" | sed -nE 's/.*CPU ([0-9.]+) us per request.*/\1/p')"
+    if [ "$(grep -cE "\"platform\": ?\"$pns\"" "$work/registrations.jsonl")" -eq 0 ]; then
+      echo "-- no $pns registrations in this mix" >&2
+      continue
+    fi
+    broadcast_once "platforms.$pns" "$config" no "$pns"
+  done
+fi
 # The summary's broadcast figures are the last round's, through the outbox (the default path).
 grep "^broadcast\.r$broadcast_rounds\." "$results" | sed "s/^broadcast\.r$broadcast_rounds\./broadcast./" >> "$results.tmp" || true
 grep "^broadcast_direct\.r$broadcast_rounds\." "$results" | sed "s/^broadcast_direct\.r$broadcast_rounds\./broadcast_direct./" >> "$results.tmp" || true
@@ -520,6 +552,7 @@ summary = {
     "upserts": {k.split(".", 1)[1]: v for k, v in raw.items() if k.startswith("upserts.")},
     "postgres": {k.split(".", 1)[1]: v for k, v in raw.items() if k.startswith("postgres.")},
     "hubs": {k.split(".", 1)[1]: v for k, v in raw.items() if k.startswith("hubs.")},
+    "platforms": {k.split(".", 1)[1]: v for k, v in raw.items() if k.startswith("platforms.")},
     "idle": {"rss_mib": num("idle.rss_mib"), "rss_anon_mib": num("idle.rss_anon_mib"), "rss_file_mib": num("idle.rss_file_mib")},
 }
 json.dump(summary, open(out, "w"), indent=2)
@@ -539,6 +572,11 @@ rows = [
     ("CPU per notification, WNS (µs, nginx)", fmt(median["pushgate_wns_nginx_cpu_us"]), "C client (HTTP/1.1) " + fmt(median["curl_h1_nginx_cpu_us"]), "", "≤ C"),
     ("C client on nginx, HTTP/1.1 vs HTTP/2", fmt(median["curl_h1_nginx"]), "HTTP/2 " + fmt(median["curl_socket_nginx"]), "", ""),
 ]
+pl = summary["platforms"]
+for name in ["apns", "fcm", "wns", "browser"]:
+    if pl.get(f"{name}.rate"):
+        rows.append((f"{name} alone: rate / CPU per notification (µs)", f"{float(pl[name + '.rate']):,.0f} / {pl.get(name + '.cpu_us_per_notification')}",
+                     f"C client {float(pl.get(name + '.curl_rate') or 0):,.0f} / {pl.get(name + '.curl_cpu_us')}", "", "CPU ≤ C"))
 b = summary["broadcast"]
 bn = lambda k: num("broadcast." + k)
 if bn("rate") and bn("reference_dispatch_rate"):

@@ -170,15 +170,26 @@ public final class SQLiteStore: RegistrationStore, DatabaseStore {
             let exists = try owner.step()
             if let writer {
                 let idOwner = exists ? owner.text(0) ?? "" : nil
-                // Another user's registration holding the handle (or one of the endpoint's subscriptions).
-                var held = try connection.prepare(
-                    "SELECT 1 FROM registrations WHERE app = ? AND handle = ? AND id <> ? AND owner <> ? LIMIT 1"
-                ).bind([app, .text(writer.handle), id, .text(writer.owner)]).step()
+                // Another user's registration holding the handle (or one of the endpoint's
+                // subscriptions): the holders read through the (app, handle) index and compared
+                // here. The index is named: `owner` is not in it, and without statistics SQLite
+                // then takes the primary key's `app = ?`, a scan of the app (0.7 s a write at
+                // 1,000,000 registrations).
+                func heldByAnother(_ statement: SQLiteStatement) throws(StoreError) -> Bool {
+                    while try statement.step() {
+                        if statement.text(0) != registration.id.rawValue && statement.text(1) != writer.owner { return true }
+                    }
+                    return false
+                }
+                var held = try heldByAnother(
+                    try connection.prepare("SELECT id, owner FROM registrations INDEXED BY registrations_by_handle WHERE app = ? AND handle = ?")
+                        .bind([app, .text(writer.handle)]))
                 for (prefix, upper) in zip(writer.handlePrefixes, upperBounds) where !held {
                     guard let upper else { continue }
-                    held = try connection.prepare(
-                        "SELECT 1 FROM registrations WHERE app = ? AND handle >= ? AND handle < ? AND id <> ? AND owner <> ? LIMIT 1"
-                    ).bind([app, .text(prefix), .text(upper), id, .text(writer.owner)]).step()
+                    held = try heldByAnother(
+                        try connection.prepare(
+                            "SELECT id, owner FROM registrations INDEXED BY registrations_by_handle WHERE app = ? AND handle >= ? AND handle < ?")
+                            .bind([app, .text(prefix), .text(upper)]))
                 }
                 if let refusal = writer.refusal(id: registration.id, idOwner: idOwner, handleHeldByAnother: held) { throw refusal }
             }
