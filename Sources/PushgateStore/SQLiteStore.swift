@@ -181,15 +181,12 @@ public final class SQLiteStore: RegistrationStore, DatabaseStore {
                     }
                     return false
                 }
-                var held = try heldByAnother(
-                    try connection.prepare("SELECT id, owner FROM registrations INDEXED BY registrations_by_handle WHERE app = ? AND handle = ?")
-                        .bind([app, .text(writer.handle)]))
+                let holders = "SELECT id, owner FROM registrations INDEXED BY registrations_by_handle WHERE app = ?"
+                var held = try heldByAnother(try connection.prepare(holders + " AND handle = ?").bind([app, .text(writer.handle)]))
                 for (prefix, upper) in zip(writer.handlePrefixes, upperBounds) where !held {
                     guard let upper else { continue }
-                    held = try heldByAnother(
-                        try connection.prepare(
-                            "SELECT id, owner FROM registrations INDEXED BY registrations_by_handle WHERE app = ? AND handle >= ? AND handle < ?")
-                            .bind([app, .text(prefix), .text(upper)]))
+                    let range = try connection.prepare(holders + " AND handle >= ? AND handle < ?")
+                    held = try heldByAnother(try range.bind([app, .text(prefix), .text(upper)]))
                 }
                 if let refusal = writer.refusal(id: registration.id, idOwner: idOwner, handleHeldByAnother: held) { throw refusal }
             }
