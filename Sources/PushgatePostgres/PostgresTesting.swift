@@ -41,7 +41,9 @@ package enum PostgresTesting {
         var settings = admin
         settings.url.database = name
         settings.poolSize = 8
-        settings.timeoutSeconds = 30
+        // Generous: the parallel suite runs hundreds of tests on 2 cores, and a store test that
+        // waits for a connection must not fail because the machine is busy.
+        settings.timeoutSeconds = 90
         return settings
     }
 

@@ -623,7 +623,10 @@ import Testing
             let pending = try await client.call("GET", "messages/\(id)")
             #expect(pending.bodyText.contains("<State>Scheduled</State>"), "\(pending.bodyText)")
             #expect(try await client.call("DELETE", "schedulednotifications/\(id)").status == 200)
-            let cancelled = try await client.call("GET", "messages/\(id)")
+            // The cancel waits up to 10 s for the end; a busy machine may take longer.
+            let cancelled = try await eventually(timeout: .seconds(90), every: .milliseconds(200)) {
+                try await client.call("GET", "messages/\(id)")
+            } until: { $0.bodyText.contains("<State>Canceled</State>") }
             #expect(cancelled.bodyText.contains("<State>Canceled</State>"), "\(cancelled.bodyText)")
             // The time as each SDK writes it.
             let soon = Date().addingTimeInterval(3600)

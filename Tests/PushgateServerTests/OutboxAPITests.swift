@@ -186,7 +186,13 @@ import Testing
             } until: {
                 $0["processed"] as? Int ?? 0 > 0
             }
-            let cancelled = try json(try await fixture.call("DELETE", "/api/notifications/\(id)", user: "bob"))
+            #expect(try await fixture.call("DELETE", "/api/notifications/\(id)", user: "bob").status == 200)
+            // The cancel answers once the send ended or after 10 s; a busy machine may take longer.
+            let cancelled = try await eventually(timeout: .seconds(90), every: .milliseconds(200)) {
+                try json(try await fixture.call("GET", "/api/notifications/\(id)/outcome", user: "bob"))
+            } until: {
+                $0["state"] as? String == "Cancelled"
+            }
             #expect(cancelled["state"] as? String == "Cancelled", "\(cancelled)")
             #expect(cancelled["processed"] as? Int == 3000, "\(cancelled)")
             let counts = try #require((cancelled["platforms"] as? [[String: Any]])?.first?["outcomes"] as? [String: Int])
