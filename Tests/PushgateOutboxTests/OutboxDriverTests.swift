@@ -107,7 +107,8 @@ import Testing
         let notification = try notification()
         try await start(notification, on: driver)
         let drive = Task { await driver.drive(notification, logger: Logger(label: "test")) }
-        #expect(try await eventually(timeout: Self.patience, every: .milliseconds(5)) { provider.waiting == 3 }, "three batches on the wire")
+        #expect(
+            try await eventually(timeout: Self.patience, every: .milliseconds(5)) { provider.waiting == 3 }, "three batches on the wire")
         _ = await store.requestCancel(notificationID: "n1", app: .default, now: clock.now)
         driver.drives.cancel("n1")
         let result = await drive.value
@@ -182,7 +183,9 @@ extension OutboxDriverTests {
         let notification = try notification()
         try await start(notification, on: first)
         let drive = Task { await first.drive(notification, logger: Logger(label: "test")) }
-        #expect(try await eventually(timeout: Self.patience, every: .milliseconds(5)) { metrics.answersRecorded == 12 }, "the early answers are flushed")
+        #expect(
+            try await eventually(timeout: Self.patience, every: .milliseconds(5)) { metrics.answersRecorded == 12 },
+            "the early answers are flushed")
         #expect(provider.waiting == 3, "three pages on the wire")
         drive.cancel()
         #expect(await drive.value.stop == .draining)
@@ -220,10 +223,14 @@ extension OutboxDriverTests {
             await store.takeDueNotification(app: .default, lease: holder.control.lease(from: clock.now), now: clock.now))
         #expect(await store.takeRunningNotification(app: .default, owner: holder.control.owner, now: clock.now) == nil, "not to its holder")
         let holding = Task { await holder.drive(taken.notification, logger: Logger(label: "holder")) }
-        #expect(try await eventually(timeout: Self.patience, every: .milliseconds(5)) { provider.waiting == 3 }, "the holder's pipeline is full")
+        #expect(
+            try await eventually(timeout: Self.patience, every: .milliseconds(5)) { provider.waiting == 3 }, "the holder's pipeline is full"
+        )
         let shared = try #require(await store.takeRunningNotification(app: .default, owner: helper.control.owner, now: clock.now))
         let helping = Task { await helper.drive(shared, helping: true, logger: Logger(label: "helper")) }
-        #expect(try await eventually(timeout: Self.patience, every: .milliseconds(5)) { provider.waiting == 6 }, "the helper's pages are on the wire too")
+        #expect(
+            try await eventually(timeout: Self.patience, every: .milliseconds(5)) { provider.waiting == 6 },
+            "the helper's pages are on the wire too")
         provider.release()
         let (held, helped) = (await holding.value, await helping.value)
         #expect(helped.stop == .helped)

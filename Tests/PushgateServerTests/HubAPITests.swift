@@ -626,7 +626,9 @@ import Testing
             // The cancel waits up to 10 s for the end; a busy machine may take longer.
             let cancelled = try await eventually(timeout: .seconds(90), every: .milliseconds(200)) {
                 try await client.call("GET", "messages/\(id)")
-            } until: { $0.bodyText.contains("<State>Canceled</State>") }
+            } until: {
+                $0.bodyText.contains("<State>Canceled</State>")
+            }
             #expect(cancelled.bodyText.contains("<State>Canceled</State>"), "\(cancelled.bodyText)")
             // The time as each SDK writes it.
             let soon = Date().addingTimeInterval(3600)
