@@ -150,6 +150,8 @@ public struct OutboxDrive: Sendable {
     /// The final outcomes of pages handed to the store and not yet recorded: counted once the
     /// store records the page (not when it was recorded before, by a driver that delivered it too).
     private var unrecorded: [Int: [(report: DeliveryReport, outcome: Outcome)]] = [:]
+    /// Per page, the targets whose failure the store listed with their early answers.
+    private var failuresListed: [Int: Set<RegistrationID>] = [:]
 
     /// Delivering pages of a notification another instance holds: this drive claims and records
     /// pages, and never finishes or parks the notification.
@@ -232,6 +234,8 @@ public struct OutboxDrive: Sendable {
         }
         var final: [(report: DeliveryReport, outcome: Outcome)] = []
         var counts = answered
+        // Listed already, with their early answers (the same outcome: a final answer is final).
+        let listed = failuresListed.removeValue(forKey: number) ?? []
         var failures: [TargetResult] = []
         var retried: [DispatchTarget] = []
         var retryDelay = 0.0
@@ -252,7 +256,7 @@ public struct OutboxDrive: Sendable {
             }
             final.append((report, outcome))
             counts[report.target.handle.platform, default: [:]][outcome, default: 0] += 1
-            if !outcome.isSuccess && outcome != .cancelled {
+            if !outcome.isSuccess && outcome != .cancelled, !listed.contains(report.target.registrationID) {
                 var failure = report.targetResult
                 failure.outcome = outcome
                 failures.append(failure)
@@ -267,12 +271,26 @@ public struct OutboxDrive: Sendable {
     /// outcome is final whatever happens next. Throttled targets (which may go to a retry page)
     /// and abandoned ones (not sent: shutdown, a cancel) are left out, so a page claimed again
     /// sends them.
-    public func answers(_ early: [Int: [DeliveryReport]]) -> [OutboxAnswers] {
-        early.compactMap { index, reports -> OutboxAnswers? in
+    ///
+    /// The failures among them are listed by the store as they are recorded: the page's record
+    /// then leaves them out (``answersNotRecorded(_:)`` puts them back when the store failed).
+    public mutating func answers(_ early: [Int: [DeliveryReport]]) -> [OutboxAnswers] {
+        let answers = early.compactMap { index, reports -> OutboxAnswers? in
             guard let page = pages[index] else { return nil }
             let targets = reports.filter { $0.verdict.outcome != .abandoned && $0.verdict.outcome != .throttled }.map(\.targetResult)
             return targets.isEmpty ? nil : OutboxAnswers(page: page.number, targets: targets)
         }.sorted { $0.page < $1.page }
+        for page in answers {
+            for failure in page.failures { failuresListed[page.page, default: []].insert(failure.registrationID) }
+        }
+        return answers
+    }
+
+    /// The store did not record these answers: their failures go with their pages' records.
+    public mutating func answersNotRecorded(_ answers: [OutboxAnswers]) {
+        for page in answers {
+            for failure in page.failures { failuresListed[page.page]?.remove(failure.registrationID) }
+        }
     }
 
     /// The handle changes of a batch to store: the removals and replacements the services asked

@@ -165,7 +165,10 @@ public struct OutboxDriver: Sendable {
                     let batch: DispatchedBatch
                     switch event {
                     case .answered(let early):
-                        await record(state.advance { $0.answers(early) }, of: notification, logger: logger)
+                        let answers = state.advance { $0.answers(early) }
+                        if await !record(answers, of: notification, logger: logger) {
+                            state.advance { $0.answersNotRecorded(answers) }
+                        }
                         continue
                     case .finished(let finished):
                         batch = finished
@@ -254,14 +257,17 @@ public struct OutboxDriver: Sendable {
 
     /// Records early answers ahead of their pages. A failure loses no delivery: the page's record
     /// still counts them; only a crash before it would send them again.
-    private func record(_ answers: [OutboxAnswers], of notification: OutboxNotification, logger: Logger) async {
-        guard !answers.isEmpty else { return }
+    /// Whether the store recorded them.
+    private func record(_ answers: [OutboxAnswers], of notification: OutboxNotification, logger: Logger) async -> Bool {
+        guard !answers.isEmpty else { return true }
         do {
             try await queue.recordAnswers(notificationID: notification.id, app: notification.app, answers: answers)
             metrics.outboxAnswersRecorded(answers.reduce(0) { $0 + $1.targets.count })
+            return true
         } catch {
             logger.warning(
                 "could not record answers ahead of their page", metadata: ["pages": "\(answers.count)", "error": "\(error)"])
+            return false
         }
     }
 

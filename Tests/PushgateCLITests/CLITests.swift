@@ -443,7 +443,7 @@ import Testing
         await cleared.shutdown()
         #expect(removed.status == 200 || removed.status == 204, "\(removed.bodyText)")
         let (restarted, newServer) = try await RunningProcess.serve(config: sandbox.configPath)
-        let outcome = try await OutboxRecoveryTests.waitForFinal(server: newServer, id: id, seconds: 120)
+        let outcome = try await OutboxRecoveryTests.waitForFinal(server: newServer, id: id, seconds: 300)
         #expect(outcome["state"] as? String == "Completed", "\(outcome)")
         #expect(outcome["processed"] as? Int == 20_000, "\(outcome)")
         let due = try await OutboxRecoveryTests.waitForFinal(server: newServer, id: scheduledID, seconds: 60)

@@ -47,6 +47,49 @@ import Testing
         #expect(drive.roundEnded(cancelled: false, draining: false, cancelledByUser: false) == .stop(.lost, releaseLeases: false))
     }
 
+    /// Early answers leave out what may still change (throttled, abandoned); the failures among
+    /// them are listed by the store with the answers, so the page's record does not list them
+    /// again, unless the store failed to record the answers. A page claimed again counts what
+    /// was answered before it.
+    @Test func earlyAnswersAreFinalOnesAndTheirFailuresAreListedOnce() {
+        var drive = OutboxDrive(notification(), settings: Self.durable)
+        _ = drive.startRound(now: clock.now)
+        let targets = (1...5).map(Self.target)
+        _ = drive.claimed(
+            .page(OutboxPage(number: 7, targets: targets, reclaimed: true, cancelled: false, answered: [.gcm: [.success: 3]])))
+        let early = drive.answers([
+            0: [
+                Self.report(targets[0], .success), Self.report(targets[1], .badChannel), Self.report(targets[2], .throttled),
+                Self.report(targets[3], .abandoned),
+            ]
+        ])
+        #expect(early.map(\.page) == [7])
+        #expect(early.first?.targets.map(\.registrationID) == [targets[0].registrationID, targets[1].registrationID])
+        #expect(early.first?.failures.map(\.registrationID) == [targets[1].registrationID])
+        #expect(drive.answers([9: [Self.report(targets[4], .success)]]).isEmpty, "a batch this round did not hand out")
+        let record = drive.batchFinished(
+            DispatchedBatch(
+                index: 0,
+                reports: [
+                    Self.report(targets[0], .success), Self.report(targets[1], .badChannel), Self.report(targets[2], .success),
+                    Self.report(targets[3], .success), Self.report(targets[4], .expiredChannel),
+                ]), now: clock.now, cancelledByUser: false, shuttingDown: false)
+        #expect(
+            record?.counts == [.gcm: [.success: 6, .badChannel: 1, .expiredChannel: 1]], "the 3 answered before are counted with the page")
+        #expect(record?.failures.map(\.registrationID) == [targets[4].registrationID], "the early failure is listed already")
+
+        // The store did not take the answers: the page's record lists their failures.
+        var again = OutboxDrive(notification(), settings: Self.durable)
+        _ = again.startRound(now: clock.now)
+        _ = again.claimed(Self.page(8, [targets[1]]))
+        let unrecorded = again.answers([0: [Self.report(targets[1], .badChannel)]])
+        again.answersNotRecorded(unrecorded)
+        let whole = again.batchFinished(
+            DispatchedBatch(index: 0, reports: [Self.report(targets[1], .badChannel)]), now: clock.now, cancelledByUser: false,
+            shuttingDown: false)
+        #expect(whole?.failures.map(\.registrationID) == [targets[1].registrationID])
+    }
+
     @Test func aCancelledNotificationsPagesAreRecordedCancelledWithoutBeingSent() {
         var drive = OutboxDrive(notification(), settings: Self.durable)
         _ = drive.startRound(now: clock.now)

@@ -182,9 +182,10 @@ public struct InMemoryOutbox: Sendable {
     public mutating func recordAnswers(notificationID: String, app: AppID, answers: [OutboxAnswers]) {
         _ = modify(Key(app: app, id: notificationID)) { entry in
             guard entry.record.endedAt == nil else { return }
-            for page in answers where entry.pages.indices.contains(page.page) && !entry.pages[page.page].done {
-                entry.pages[page.page].answered += page.entries
+            for page in answers where entry.pages.indices.contains(page.page) {
+                // Listed whatever the page's state (the failures are final); kept for a page not yet done.
                 for failure in page.failures { entry.failures[failure.registrationID] = failure }
+                if !entry.pages[page.page].done { entry.pages[page.page].answered += page.entries }
             }
         }
     }
