@@ -134,6 +134,12 @@ public final class Dispatcher: Sendable {
     }
 
     /// Shuts every provider down.
+    /// The request `platform`'s provider would send `notification` to `target` with (credentials
+    /// left out); nil when the platform has no provider or the provider cannot tell.
+    public func preview(_ notification: RenderedNotification, on platform: Platform, to target: DispatchTarget) -> PushHTTPRequest? {
+        providers[platform]?.preview(notification, to: target)
+    }
+
     public func shutdown() async {
         for provider in providers.values { await provider.shutdown() }
     }

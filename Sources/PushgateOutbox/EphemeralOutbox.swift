@@ -23,9 +23,13 @@ public actor EphemeralOutbox: OutboxStore {
         OutboxLease(owner: lease.owner, until: Timestamp(secondsSinceEpoch: 1e15))
     }
 
-    public func enqueue(_ notification: OutboxNotification, lease: OutboxLease?) throws(StoreError) {
+    @discardableResult
+    public func enqueue(_ notification: OutboxNotification, lease: OutboxLease?) throws(StoreError) -> OutboxEnqueued {
         try outbox.enqueue(notification, lease: lease.map(Self.forever))
     }
+
+    /// One send's outbox: no other notification holds a key.
+    public func idempotentNotification(key: IdempotencyKey, app: AppID, sender: String) -> OutboxKeyHolder? { nil }
 
     public func takeDueNotification(app: AppID, lease: OutboxLease, now: Timestamp) -> OutboxTakeover? {
         outbox.takeDueNotification(app: app, lease: Self.forever(lease), now: now)

@@ -145,6 +145,13 @@ extension PostgresStore {
         );
         ALTER TABLE outbox_notifications ADD COLUMN shared boolean NOT NULL DEFAULT false;
         """,
+        // Version 4: idempotent sends: a sender's Idempotency-Key, held by one notification at a time.
+        """
+        ALTER TABLE outbox_notifications ADD COLUMN idempotency_key text COLLATE "C";
+        ALTER TABLE outbox_notifications ADD COLUMN idempotency_fingerprint text;
+        CREATE UNIQUE INDEX outbox_idempotency ON outbox_notifications (app, sender, idempotency_key)
+            WHERE idempotency_key IS NOT NULL;
+        """,
     ]
 
     /// Applies the migrations not yet applied; answers the versions it applied.

@@ -60,8 +60,9 @@ package struct SQLOutbox<Database: SQLDatabase>: Sendable {
 
     private var dialect: SQLDialect { database.dialect }
 
-    package func enqueue(_ notification: OutboxNotification, lease: OutboxLease?) async throws(StoreError) {
+    package func enqueue(_ notification: OutboxNotification, lease: OutboxLease?) async throws(StoreError) -> OutboxEnqueued {
         let payloads = OutboxPayloadCoding.encode(notification.payloads, delivery: notification.delivery)
+        let idempotency = notification.idempotencyKey
         let values: [SQLValue] = [
             .text(notification.app.rawValue), .text(notification.id), .text(notification.sender),
             .text((lease == nil ? notification.initialState : .processing).rawValue), .text(notification.selection.description),
@@ -70,18 +71,60 @@ package struct SQLOutbox<Database: SQLDatabase>: Sendable {
             lease == nil ? .null : .real(notification.enqueuedAt.secondsSinceEpoch), lease.map { .text($0.owner) } ?? .null,
             .real(lease?.until.secondsSinceEpoch ?? 0), notification.audience.storedRecipient.map(SQLValue.text) ?? .null,
             // Asynchronous (no caller waits for its targets): other instances may help deliver it.
-            .bool(lease == nil),
+            .bool(lease == nil), idempotency.map { .text($0.key) } ?? .null, idempotency.map { .text($0.fingerprint) } ?? .null,
         ]
-        try await database.transaction { session in
-            _ = try await session.rows(
+        return try await database.transaction { session -> OutboxEnqueued in
+            if let idempotency {
+                // A holder past the window gives the key up; a live one is the answer.
+                _ = try await session.rows(
+                    """
+                    UPDATE outbox_notifications SET idempotency_key = NULL
+                    WHERE app = ? AND sender = ? AND idempotency_key = ? AND enqueued_at < ?
+                    """,
+                    [
+                        .text(notification.app.rawValue), .text(notification.sender), .text(idempotency.key),
+                        .real(idempotency.storedSince.secondsSinceEpoch),
+                    ])
+            }
+            // With a key, a concurrent enqueue of the same key waits for this one (the unique
+            // index) and then stores nothing.
+            let inserted = try await session.rows(
                 """
                 INSERT INTO outbox_notifications (app, id, sender, state, platforms, audience, payloads, secure_id, enqueued_at,
-                    deliver_at, started_at, lease_owner, lease_expires, recipient, shared)
-                VALUES (?, ?, ?, ?, ?, ?, ?, CAST(? AS TEXT), ?, ?, CAST(? AS DOUBLE PRECISION), CAST(? AS TEXT), ?, CAST(? AS TEXT), ?)
-                """, values)
+                    deliver_at, started_at, lease_owner, lease_expires, recipient, shared, idempotency_key, idempotency_fingerprint)
+                VALUES (?, ?, ?, ?, ?, ?, ?, CAST(? AS TEXT), ?, ?, CAST(? AS DOUBLE PRECISION), CAST(? AS TEXT), ?, CAST(? AS TEXT), ?,
+                    CAST(? AS TEXT), CAST(? AS TEXT))
+                """
+                    + (idempotency == nil
+                        ? "" : " ON CONFLICT (app, sender, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING id"),
+                values)
+            if let idempotency, inserted.isEmpty {
+                guard let holder = try await Self.keyHolder(idempotency, app: notification.app, sender: notification.sender, session)
+                else { throw StoreError(.storage, "the idempotency key's notification could not be read") }
+                return .existing(holder)
+            }
             // Idle instances look for work when this commits (a synchronous send is driven here).
             if lease == nil { try await session.announceOutboxWork("enqueued") }
+            return .stored
         }
+    }
+
+    package func idempotentNotification(key: IdempotencyKey, app: AppID, sender: String) async throws(StoreError) -> OutboxKeyHolder? {
+        try await database.read { session in try await Self.keyHolder(key, app: app, sender: sender, session) }
+    }
+
+    private static func keyHolder(
+        _ key: IdempotencyKey, app: AppID, sender: String, _ session: Database.Session
+    ) async throws -> OutboxKeyHolder? {
+        guard
+            let row = try await session.rows(
+                """
+                SELECT id, idempotency_fingerprint FROM outbox_notifications
+                WHERE app = ? AND sender = ? AND idempotency_key = ? AND enqueued_at >= ?
+                """, [.text(app.rawValue), .text(sender), .text(key.key), .real(key.storedSince.secondsSinceEpoch)]
+            ).first, let id = row.text(0)
+        else { return nil }
+        return OutboxKeyHolder(notificationID: id, fingerprint: row.text(1) ?? "")
     }
 
     package func takeDueNotification(app: AppID, lease: OutboxLease, now: Timestamp) async throws(StoreError) -> OutboxTakeover? {

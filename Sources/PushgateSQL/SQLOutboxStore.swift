@@ -9,8 +9,13 @@ package protocol SQLOutboxStore: OutboxStore {
 }
 
 extension SQLOutboxStore {
-    public func enqueue(_ notification: OutboxNotification, lease: OutboxLease?) async throws(StoreError) {
+    @discardableResult
+    public func enqueue(_ notification: OutboxNotification, lease: OutboxLease?) async throws(StoreError) -> OutboxEnqueued {
         try await outbox.enqueue(notification, lease: lease)
+    }
+
+    public func idempotentNotification(key: IdempotencyKey, app: AppID, sender: String) async throws(StoreError) -> OutboxKeyHolder? {
+        try await outbox.idempotentNotification(key: key, app: app, sender: sender)
     }
 
     public func takeDueNotification(app: AppID, lease: OutboxLease, now: Timestamp) async throws(StoreError) -> OutboxTakeover? {

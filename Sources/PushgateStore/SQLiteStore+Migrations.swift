@@ -149,6 +149,13 @@ extension SQLiteStore {
         ) WITHOUT ROWID;
         ALTER TABLE outbox_notifications ADD COLUMN shared INTEGER NOT NULL DEFAULT 0;
         """,
+        // Idempotent sends: a sender's Idempotency-Key, held by one notification at a time.
+        """
+        ALTER TABLE outbox_notifications ADD COLUMN idempotency_key TEXT;
+        ALTER TABLE outbox_notifications ADD COLUMN idempotency_fingerprint TEXT;
+        CREATE UNIQUE INDEX outbox_idempotency ON outbox_notifications (app, sender, idempotency_key)
+            WHERE idempotency_key IS NOT NULL;
+        """,
     ]
 
     static func migrate(_ connection: SQLiteConnection) throws(StoreError) {

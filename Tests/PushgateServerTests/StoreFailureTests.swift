@@ -34,8 +34,11 @@ final class FailingStore: RegistrationStore, SecureMessageStore, OutboxStore {
     func recordAnswers(notificationID: String, app: AppID, answers: [OutboxAnswers]) async throws(StoreError) {
         await inner.recordAnswers(notificationID: notificationID, app: app, answers: answers)
     }
-    func enqueue(_ notification: OutboxNotification, lease: OutboxLease?) async throws(StoreError) {
+    func enqueue(_ notification: OutboxNotification, lease: OutboxLease?) async throws(StoreError) -> OutboxEnqueued {
         try await inner.enqueue(notification, lease: lease)
+    }
+    func idempotentNotification(key: IdempotencyKey, app: AppID, sender: String) async throws(StoreError) -> OutboxKeyHolder? {
+        await inner.idempotentNotification(key: key, app: app, sender: sender)
     }
     func takeDueNotification(app: AppID, lease: OutboxLease, now: Timestamp) async throws(StoreError) -> OutboxTakeover? {
         await inner.takeDueNotification(app: app, lease: lease, now: now)

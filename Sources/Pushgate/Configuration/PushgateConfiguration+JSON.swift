@@ -76,9 +76,11 @@ extension PushgateConfiguration {
             outbox.scheduleSkewSeconds = try object.int("scheduleSkewSeconds", in: 0...3600) ?? outbox.scheduleSkewSeconds
             outbox.throttledRetries = try object.int("throttledRetries", in: 0...20) ?? outbox.throttledRetries
             outbox.throttledBackoffSeconds = try object.int("throttledBackoffSeconds", in: 1...86400) ?? outbox.throttledBackoffSeconds
+            outbox.idempotencyWindowSeconds =
+                try object.int("idempotencyWindowSeconds", in: 60...(30 * 86400)) ?? outbox.idempotencyWindowSeconds
             try object.finish(expected: [
                 "enabled", "leaseSeconds", "pageSize", "concurrentNotifications", "retentionSeconds", "maxScheduleAheadSeconds",
-                "scheduleSkewSeconds", "throttledRetries", "throttledBackoffSeconds",
+                "scheduleSkewSeconds", "throttledRetries", "throttledBackoffSeconds", "idempotencyWindowSeconds",
             ])
         }
 

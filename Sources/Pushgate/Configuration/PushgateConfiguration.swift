@@ -136,6 +136,10 @@ public struct OutboxConfiguration: Sendable, Hashable {
     public var maximumScheduleAheadSeconds: Int = 30 * 86400
     /// How far in the past `deliverAt` may be (clock skew); it is then sent at once. Default 60 s.
     public var scheduleSkewSeconds: Int = 60
+    /// How long a send's `Idempotency-Key` is held: a repeat within it is answered the first
+    /// notification (`idempotencyWindowSeconds`; a day). A notification pruned sooner
+    /// (`retentionSeconds`) takes its key with it.
+    public var idempotencyWindowSeconds: Int = 86400
     /// Targets a push service throttled past what the in-place retry waits (FCM `QUOTA_EXCEEDED`
     /// and 429s ask for a minute or more) are sent again later, as pages of their own, this many
     /// times at most before `Throttled` is final. Default 5 (0: never).

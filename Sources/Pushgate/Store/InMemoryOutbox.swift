@@ -65,9 +65,15 @@ public struct InMemoryOutbox: Sendable {
     /// The delivery targets of an audience after a registration id, in id order, at most `limit`.
     public typealias Audience = (_ notification: OutboxNotification, _ after: RegistrationID?, _ limit: Int) -> [DispatchTarget]
 
-    public mutating func enqueue(_ notification: OutboxNotification, lease: OutboxLease?) throws(StoreError) {
+    @discardableResult
+    public mutating func enqueue(_ notification: OutboxNotification, lease: OutboxLease?) throws(StoreError) -> OutboxEnqueued {
         let key = Key(app: notification.app, id: notification.id)
         guard entries[key] == nil else { throw StoreError(.storage, "notification \(notification.id) exists already") }
+        if let idempotency = notification.idempotencyKey,
+            let holder = idempotentNotification(key: idempotency, app: notification.app, sender: notification.sender)
+        {
+            return .existing(holder)
+        }
         let record = NotificationRecord(
             id: notification.id, app: notification.app, sender: notification.sender,
             state: lease == nil ? notification.initialState : .processing, selection: notification.selection,
@@ -75,6 +81,14 @@ public struct InMemoryOutbox: Sendable {
             deliverAt: notification.deliverAt, startedAt: lease == nil ? nil : notification.enqueuedAt, endedAt: nil, counts: [:],
             cancelRequested: false)
         entries[key] = Entry(notification: notification, record: record, lease: lease, shared: lease == nil)
+        return .stored
+    }
+
+    public func idempotentNotification(key: IdempotencyKey, app: AppID, sender: String) -> OutboxKeyHolder? {
+        entries.values.first { entry in
+            entry.notification.app == app && entry.notification.sender == sender && entry.notification.idempotencyKey?.key == key.key
+                && entry.notification.enqueuedAt >= key.storedSince
+        }.map { OutboxKeyHolder(notificationID: $0.notification.id, fingerprint: $0.notification.idempotencyKey?.fingerprint ?? "") }
     }
 
     public func takeRunningNotification(app: AppID, owner: String, now: Timestamp) -> OutboxNotification? {
@@ -285,8 +299,13 @@ public struct InMemoryOutbox: Sendable {
 }
 
 extension InMemoryRegistrationStore: OutboxStore {
-    public func enqueue(_ notification: OutboxNotification, lease: OutboxLease?) throws(StoreError) {
+    @discardableResult
+    public func enqueue(_ notification: OutboxNotification, lease: OutboxLease?) throws(StoreError) -> OutboxEnqueued {
         try outbox.enqueue(notification, lease: lease)
+    }
+
+    public func idempotentNotification(key: IdempotencyKey, app: AppID, sender: String) -> OutboxKeyHolder? {
+        outbox.idempotentNotification(key: key, app: app, sender: sender)
     }
 
     public func takeDueNotification(app: AppID, lease: OutboxLease, now: Timestamp) -> OutboxTakeover? {

@@ -20,7 +20,15 @@
 public protocol OutboxStore: Sendable {
     /// Stores `notification` (durable when the call returns). With a `lease`, the caller drives it
     /// at once (a synchronous send) and it starts `Processing`.
-    func enqueue(_ notification: OutboxNotification, lease: OutboxLease?) async throws(StoreError)
+    ///
+    /// With an idempotency key, in the same transaction: when a notification of the same app and
+    /// sender stored since the key's `storedSince` holds the key, nothing is stored and that one is
+    /// answered (concurrent enqueues with one key store one notification); an older holder gives
+    /// the key up.
+    @discardableResult
+    func enqueue(_ notification: OutboxNotification, lease: OutboxLease?) async throws(StoreError) -> OutboxEnqueued
+    /// The notification of `app` and `sender` that holds `key` (stored since its `storedSince`); nil when none does.
+    func idempotentNotification(key: IdempotencyKey, app: AppID, sender: String) async throws(StoreError) -> OutboxKeyHolder?
     /// Takes the lease of one notification of `app` that is due (`deliverAt` passed or a cancel
     /// asked for, not final, and not leased or its lease expired), oldest first; nil when none is.
     /// A stored notification that can no longer be read is ended `Abandoned` instead (it would
@@ -95,12 +103,15 @@ public struct OutboxNotification: Sendable, Hashable {
     public var deliverAt: Timestamp
     /// Which registrations it reaches, and with what payload.
     public var delivery: NotificationDelivery
+    /// The sender's `Idempotency-Key`, kept with it: a repeat is answered this notification.
+    public var idempotencyKey: IdempotencyKey?
 
     public init(
         id: String, app: AppID, sender: String, selection: PlatformSelection, audience: Audience,
         payloads: [Platform: RenderedNotification], secureID: String? = nil, enqueuedAt: Timestamp, deliverAt: Timestamp? = nil,
-        delivery: NotificationDelivery = .allRegistrations
+        delivery: NotificationDelivery = .allRegistrations, idempotencyKey: IdempotencyKey? = nil
     ) {
+        self.idempotencyKey = idempotencyKey
         self.delivery = delivery
         self.id = id
         self.app = app
@@ -115,6 +126,46 @@ public struct OutboxNotification: Sendable, Hashable {
 
     /// The state it is stored in.
     public var initialState: NotificationState { deliverAt > enqueuedAt ? .scheduled : .enqueued }
+}
+
+/// A sender's `Idempotency-Key` for a send (the IETF idempotency-key draft): the key, and a
+/// digest of the request it came with, so that the key's reuse for another request is told apart
+/// from a repeat. Keys are per app and sender, and held for a window.
+public struct IdempotencyKey: Sendable, Hashable {
+    /// At most this many characters.
+    public static let maximumLength = 255
+
+    public var key: String
+    /// A digest of the request (the same for a repeat of it).
+    public var fingerprint: String
+    /// A notification stored before this no longer holds the key (the window is over).
+    public var storedSince: Timestamp
+
+    public init(key: String, fingerprint: String, storedSince: Timestamp) {
+        self.key = key
+        self.fingerprint = fingerprint
+        self.storedSince = storedSince
+    }
+}
+
+/// The notification that holds an idempotency key.
+public struct OutboxKeyHolder: Sendable, Hashable {
+    public var notificationID: String
+    /// The digest of the request that stored it.
+    public var fingerprint: String
+
+    public init(notificationID: String, fingerprint: String) {
+        self.notificationID = notificationID
+        self.fingerprint = fingerprint
+    }
+}
+
+/// What an enqueue did.
+public enum OutboxEnqueued: Sendable, Hashable {
+    /// The notification is stored.
+    case stored
+    /// Nothing was stored: this notification holds the idempotency key.
+    case existing(OutboxKeyHolder)
 }
 
 /// Who holds work, and until when.

@@ -23,17 +23,30 @@ extension Gateway {
     /// why: a store failure ends it `interrupted`; a shutdown `continuing` (accepted: the rest is
     /// delivered after the next start, and `GET /api/notifications/{id}/outcome` tells how it
     /// went), or `interrupted` without the outbox (the rest is not sent).
+    ///
+    /// With an idempotency key (checked by ``idempotencyKey(header:request:body:)``), a repeat of a
+    /// send is answered the first one's notification as it is now (``replayed(_:)``), even when a
+    /// concurrent request stored it a moment ago.
     public func deliver(
-        _ prepared: PreparedSend, progress: (@Sendable (DispatchProgress) -> Void)? = nil, logger requestLogger: Logger? = nil
+        _ prepared: PreparedSend, progress: (@Sendable (DispatchProgress) -> Void)? = nil, logger requestLogger: Logger? = nil,
+        idempotencyKey: IdempotencyKey? = nil
     ) async -> SendOutcome {
         let durable = outbox.isEnabled
         let driver = durable ? self.driver : self.driver.ephemeral()
         let started = ContinuousClock.now
-        let notification = outboxNotification(prepared, enqueuedAt: now(), deliverAt: nil)
+        let notification = outboxNotification(prepared, enqueuedAt: now(), deliverAt: nil, idempotencyKey: idempotencyKey)
         var logger = requestLogger ?? self.logger
         logger[metadataKey: "notification"] = "\(notification.id)"
         do {
-            try await driver.queue.enqueue(notification, lease: outbox.lease(from: notification.enqueuedAt))
+            let enqueued = try await driver.queue.enqueue(notification, lease: outbox.lease(from: notification.enqueuedAt))
+            if case .existing(let holder) = enqueued, let key = idempotencyKey {
+                do { return replayed(try await record(holding: key, holder)) } catch {
+                    var result = NotificationResult(notificationID: holder.notificationID, selection: prepared.selection, targets: [])
+                    result.state = .abandoned
+                    result.error = error.message
+                    return SendOutcome(result: result, ending: .interrupted, secureID: nil, replayed: true, refusal: error)
+                }
+            }
         } catch {
             logger.error("could not store a notification", metadata: ["error": "\(error)"])
             var result = NotificationResult(notificationID: notification.id, selection: prepared.selection, targets: [])
@@ -84,19 +97,39 @@ extension Gateway {
         return finished(result, ending: ending, secureID: prepared.secureID, started: started, logger: logger)
     }
 
-    package func outboxNotification(_ prepared: PreparedSend, enqueuedAt: Timestamp, deliverAt: Timestamp?) -> OutboxNotification {
+    package func outboxNotification(
+        _ prepared: PreparedSend, enqueuedAt: Timestamp, deliverAt: Timestamp?, idempotencyKey: IdempotencyKey? = nil
+    ) -> OutboxNotification {
         OutboxNotification(
             id: UUID().uuidString.lowercased(), app: appID, sender: prepared.sender, selection: prepared.selection,
             audience: prepared.audience, payloads: prepared.payloads, secureID: prepared.secureID, enqueuedAt: enqueuedAt,
-            deliverAt: deliverAt, delivery: prepared.delivery)
+            deliverAt: deliverAt, delivery: prepared.delivery, idempotencyKey: idempotencyKey)
+    }
+
+    /// A send accepted for background delivery.
+    public struct Accepted: Sendable {
+        public var record: NotificationRecord
+        /// A repeat (`Idempotency-Key`): the first send's notification, not stored again.
+        public var replayed: Bool
+
+        public init(record: NotificationRecord, replayed: Bool) {
+            self.record = record
+            self.replayed = replayed
+        }
     }
 
     /// Accepts a send for background delivery (`Prefer: respond-async`, `?async=true`, or a
-    /// `deliverAt`): answers once it is stored.
-    public func enqueue(_ prepared: PreparedSend, deliverAt: Timestamp?) async throws(GatewayError) -> NotificationRecord {
+    /// `deliverAt`): answers once it is stored. With an idempotency key, a repeat is answered the
+    /// first send's notification as it is now.
+    public func enqueue(
+        _ prepared: PreparedSend, deliverAt: Timestamp?, idempotencyKey: IdempotencyKey? = nil
+    ) async throws(GatewayError) -> Accepted {
         try outbox.require(for: "asynchronous, scheduled and hub sends")
-        let notification = outboxNotification(prepared, enqueuedAt: now(), deliverAt: deliverAt)
-        try await stored { () throws(StoreError) in try await store.enqueue(notification, lease: nil) }
+        let notification = outboxNotification(prepared, enqueuedAt: now(), deliverAt: deliverAt, idempotencyKey: idempotencyKey)
+        let enqueued = try await stored { () throws(StoreError) in try await store.enqueue(notification, lease: nil) }
+        if case .existing(let holder) = enqueued, let key = idempotencyKey {
+            return Accepted(record: try await record(holding: key, holder), replayed: true)
+        }
         outbox.wake()
         logger.info(
             "notification accepted",
@@ -104,11 +137,12 @@ extension Gateway {
                 "notification": "\(notification.id)", "state": "\(notification.initialState)",
                 "deliverAt": "\(RFC3339.format(notification.deliverAt))",
             ])
-        return NotificationRecord(
+        let record = NotificationRecord(
             id: notification.id, app: appID, sender: notification.sender, state: notification.initialState,
             selection: notification.selection, audience: notification.audience.description, secureID: notification.secureID,
             enqueuedAt: notification.enqueuedAt, deliverAt: notification.deliverAt, startedAt: nil, endedAt: nil, counts: [:],
             cancelRequested: false)
+        return Accepted(record: record, replayed: false)
     }
 
     /// The delivery time of a scheduled send: RFC 3339, not further in the past than the allowed

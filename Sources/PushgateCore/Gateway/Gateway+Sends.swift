@@ -64,6 +64,10 @@ extension Gateway {
         public var ending: Ending
         /// For secure sends: the id the recipient redeems with `GET /api/notifications/{id}`.
         public var secureID: String?
+        /// A repeat (`Idempotency-Key`): the first send's notification, not sent again.
+        public var replayed = false
+        /// Refused after all: a concurrent request stored another send under the same key.
+        public var refusal: GatewayError? = nil
     }
 
     /// A validated send: payloads rendered once per platform, ready to dispatch.

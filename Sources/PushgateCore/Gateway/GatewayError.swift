@@ -9,7 +9,7 @@ public struct GatewayError: Error, Hashable, Sendable, CustomStringConvertible {
     public struct Kind: Hashable, Sendable, CustomStringConvertible {
         private enum Code: String, Hashable, Sendable {
             case invalid, unauthorized, forbidden, notFound, methodNotAllowed, conflict, gone, preconditionFailed, tooLarge,
-                unsupportedMediaType
+                unsupportedMediaType, unprocessable
             case tooManyRequests, notImplemented, unavailable, misconfigured
         }
         private let code: Code
@@ -31,6 +31,8 @@ public struct GatewayError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let preconditionFailed = Kind(code: .preconditionFailed)
         /// A body, payload or message over its limit.
         public static let tooLarge = Kind(code: .tooLarge)
+        /// Well-formed, and refused for what it means (an idempotency key reused for another request).
+        public static let unprocessable = Kind(code: .unprocessable)
         /// A body of a type the operation does not take.
         public static let unsupportedMediaType = Kind(code: .unsupportedMediaType)
         /// A limit on how much or how often (see ``GatewayError/retryAfterSeconds``).

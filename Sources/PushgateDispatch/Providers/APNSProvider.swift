@@ -59,4 +59,10 @@ public final class APNSProvider: PushProvider {
     }
 
     public func shutdown() async { await transport.shutdown() }
+
+    public func preview(_ notification: RenderedNotification, to target: DispatchTarget) -> PushHTTPRequest? {
+        APNSWire.request(
+            endpoint: endpoint, deviceToken: target.handle.value, notification: notification, topic: topic,
+            providerToken: tokens == nil ? nil : Self.credentialPlaceholder)
+    }
 }

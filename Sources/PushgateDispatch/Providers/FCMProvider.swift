@@ -60,6 +60,14 @@ public final class FCMProvider: PushProvider {
     }
 
     public func shutdown() async { await transport.shutdown() }
+
+    public func preview(_ notification: RenderedNotification, to target: DispatchTarget) -> PushHTTPRequest? {
+        let notification =
+            platform == .gcm ? LegacyGCMTranslation.v1Notification(notification, now: clock.now.secondsSinceEpoch) : notification
+        return FCMWire.request(
+            url: FCMWire.url(endpoint: endpoint, projectID: account.projectID), token: target.handle.value, notification: notification,
+            headers: FCMWire.headers(accessToken: Self.credentialPlaceholder))
+    }
 }
 
 /// The verdict when no access token could be had.

@@ -87,4 +87,9 @@ public final class GCMProvider: PushProvider {
     }
 
     public func shutdown() async { await transport.shutdown() }
+
+    public func preview(_ notification: RenderedNotification, to target: DispatchTarget) -> PushHTTPRequest? {
+        GCMWire.request(
+            endpoint: endpoint, serverKey: Self.credentialPlaceholder, tokens: [target.handle.value], notification: notification)
+    }
 }

@@ -39,9 +39,18 @@ public protocol PushProvider: Sendable {
     func deliver(_ notification: RenderedNotification, to targets: [DispatchTarget], answers: DeliveryAnswers?) async -> [DeliveryReport]
     /// Stops the provider's connections; deliveries in flight end as `Abandoned`.
     func shutdown() async
+    /// The request `deliver` would send `notification` to `target` with, built by the same wire
+    /// code, with ``PushProvider/credentialPlaceholder`` where its credential goes (a dry run shows
+    /// it; nothing is signed or sent). nil where the provider cannot tell.
+    func preview(_ notification: RenderedNotification, to target: DispatchTarget) -> PushHTTPRequest?
 }
 
 extension PushProvider {
+    /// What stands for a credential in a ``preview(_:to:)``.
+    public static var credentialPlaceholder: String { "<credential>" }
+
+    public func preview(_ notification: RenderedNotification, to target: DispatchTarget) -> PushHTTPRequest? { nil }
+
     /// Delivers with no early answers.
     public func deliver(_ notification: RenderedNotification, to targets: [DispatchTarget]) async -> [DeliveryReport] {
         await deliver(notification, to: targets, answers: nil)

@@ -60,4 +60,8 @@ public final class WNSProvider: PushProvider {
     }
 
     public func shutdown() async { await transport.shutdown() }
+
+    public func preview(_ notification: RenderedNotification, to target: DispatchTarget) -> PushHTTPRequest? {
+        WNSWire.request(channelURI: target.handle.value, notification: notification, accessToken: Self.credentialPlaceholder)
+    }
 }

@@ -94,4 +94,12 @@ public final class WebPushProvider: PushProvider {
     }
 
     public func shutdown() async { await transport.shutdown() }
+
+    /// The body is the plaintext: it is encrypted for each subscription (RFC 8291) as it is sent.
+    public func preview(_ notification: RenderedNotification, to target: DispatchTarget) -> PushHTTPRequest? {
+        guard let subscription = WebPushSubscription(handleValue: target.handle.value) else { return nil }
+        return WebPushWire.request(
+            endpoint: subscription.endpoint, encryptedBody: notification.body, notification: notification,
+            authorization: WebPushWire.authorization(token: Self.credentialPlaceholder, publicKey: signer.publicKey))
+    }
 }

@@ -22,6 +22,7 @@ extension GatewayError: HTTPResponseError {
         case .preconditionFailed: 412
         case .tooLarge: 413
         case .unsupportedMediaType: 415
+        case .unprocessable: 422
         case .tooManyRequests: 429
         case .notImplemented: 501
         case .unavailable: 503

@@ -73,36 +73,41 @@ extension GatewayHTTP {
             if deliverAt != nil, query.get("async").map({ ["false", "0"].contains($0.lowercased()) }) == true {
                 throw GatewayError.badRequest("async=false contradicts deliverAt: a scheduled send is always answered 202 at once")
             }
-            if respondAsync || deliverAt != nil { try gateway.outbox.require(for: "asynchronous and scheduled sends") }
             if let toTag = query.get("to_tag"), !toTag.isEmpty, let tags = query.get("tags"), !tags.isEmpty {
                 throw GatewayError.badRequest("give to_tag (a user name) or tags (a tag expression), not both")
+            }
+            // A dry run: who it reaches and what each service would get; nothing stored or sent.
+            if try flag(query.get("dryRun"), name: "dryRun") {
+                let sample = try integer(query.get("sample"), named: "sample", default: 10)
+                return encoded(200, try await gateway.dryRun(sendRequest, secure: secure, user: user, sample: sample))
+            }
+            if respondAsync || deliverAt != nil { try gateway.outbox.require(for: "asynchronous and scheduled sends") }
+            let scheduledOrAsync = respondAsync || deliverAt != nil
+            let idempotencyKey = try gateway.idempotencyKey(
+                header: request.headers[idempotencyKeyHeader],
+                request: [
+                    "POST /api/notifications", query.get("pns"), query.get("to_tag"), query.get("tags"), query.get("ttl"),
+                    query.get("deliverAt"), secure ? "secure" : nil, respondAsync ? "async" : nil,
+                    sendRequest.validateOnly ? "validateOnly" : nil, query.get("topic"), query.get("condition"),
+                ], body: body)
+            if let record = try await gateway.repeatedSend(idempotencyKey, sender: user.name) {
+                guard scheduledOrAsync else { return try answer(gateway.replayed(record), request) }
+                return accepted(Gateway.Accepted(record: record, replayed: true), respondAsync: respondAsync)
             }
             let prepared =
                 try await secure
                 ? gateway.prepareSecure(sendRequest, user: user, deliverAt: deliverAt) : gateway.prepare(sendRequest, user: user)
-            if respondAsync || deliverAt != nil {
-                let record = try await gateway.enqueue(prepared, deliverAt: deliverAt)
-                var response = encoded(202, NotificationRecordBody(record, failedTargets: nil, nextFailedAfter: nil))
-                response.headers[.location] = outcomePath(record.id)
-                if respondAsync { response.headers[preferenceAppliedHeader] = "respond-async" }
-                if let secureID = prepared.secureID { response.headers[secureIDHeader] = secureID }
-                return response
+            if scheduledOrAsync {
+                let accepted = try await gateway.enqueue(prepared, deliverAt: deliverAt, idempotencyKey: idempotencyKey)
+                return self.accepted(accepted, respondAsync: respondAsync)
             }
             let accept = (request.headers[.accept] ?? "").lowercased()
             if accept.contains(progressMediaType) {
-                return streamed(prepared, gateway: gateway, metrics: metrics, logger: context.logger)
+                return streamed(prepared, gateway: gateway, metrics: metrics, logger: context.logger, idempotencyKey: idempotencyKey)
             }
-            let outcome = await deliverToCompletion(prepared, gateway: gateway, logger: context.logger)
-            metrics.sent(outcome.result)
-            if accept.contains("xml") {
-                return Response(
-                    status: .init(code: outcome.httpStatus), headers: [.contentType: "application/xml; charset=utf-8"],
-                    body: .init(byteBuffer: ByteBuffer(bytes: outcome.result.xmlDocument())))
-            }
-            var response = encoded(outcome.httpStatus, outcome.result)
-            if let secureID = outcome.secureID { response.headers[secureIDHeader] = secureID }
-            if outcome.httpStatus == 202 { response.headers[.location] = outcomePath(outcome.result.notificationID) }
-            return response
+            let outcome = await deliverToCompletion(prepared, gateway: gateway, logger: context.logger, idempotencyKey: idempotencyKey)
+            if !outcome.replayed { metrics.sent(outcome.result) }
+            return try answer(outcome, request)
         }
         api.get("notifications") { request, context in
             let user = try context.authenticatedUser()
@@ -142,5 +147,33 @@ extension GatewayHTTP {
         }
         if let sandbox { addSandboxRoutes(to: api, sandbox, gateway: gateway) }
         return api
+    }
+
+    /// A send accepted for background delivery: `202` with its record and where to follow it.
+    static func accepted(_ accepted: Gateway.Accepted, respondAsync: Bool) -> Response {
+        let record = accepted.record
+        var response = encoded(202, NotificationRecordBody(record, failedTargets: nil, nextFailedAfter: nil))
+        response.headers[.location] = outcomePath(record.id)
+        if respondAsync { response.headers[preferenceAppliedHeader] = "respond-async" }
+        if let secureID = record.secureID { response.headers[secureIDHeader] = secureID }
+        if accepted.replayed { response.headers[idempotentReplayedHeader] = "true" }
+        return response
+    }
+
+    /// A synchronous send's answer: its result as JSON, or as NH's XML when the client accepts XML.
+    static func answer(_ outcome: Gateway.SendOutcome, _ request: Request) throws(GatewayError) -> Response {
+        if let refusal = outcome.refusal { throw refusal }
+        var response: Response
+        if (request.headers[.accept] ?? "").lowercased().contains("xml") {
+            response = Response(
+                status: .init(code: outcome.httpStatus), headers: [.contentType: "application/xml; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(bytes: outcome.result.xmlDocument())))
+        } else {
+            response = encoded(outcome.httpStatus, outcome.result)
+            if let secureID = outcome.secureID { response.headers[secureIDHeader] = secureID }
+        }
+        if outcome.httpStatus == 202 { response.headers[.location] = outcomePath(outcome.result.notificationID) }
+        if outcome.replayed { response.headers[idempotentReplayedHeader] = "true" }
+        return response
     }
 }

@@ -92,6 +92,10 @@ public enum GatewayHTTP {
     }
 
     static let preferHeader = HTTPField.Name("Prefer")!
+    /// The IETF idempotency-key draft's request header, on sends.
+    public static let idempotencyKeyHeader = HTTPField.Name("Idempotency-Key")!
+    /// Set on the answer to a repeat of a send: the first one's notification, not sent again.
+    public static let idempotentReplayedHeader = HTTPField.Name("Idempotent-Replayed")!
     static let preferenceAppliedHeader = HTTPField.Name("Preference-Applied")!
 
     /// Where a notification's telemetry is read.
@@ -115,9 +119,12 @@ public enum GatewayHTTP {
     /// cancelling the request itself (shutdown past its deadline) cancels the send, which then
     /// reports what it reached.
     static func deliverToCompletion(
-        _ prepared: Gateway.PreparedSend, gateway: Gateway, logger: Logger, progress: (@Sendable (DispatchProgress) -> Void)? = nil
+        _ prepared: Gateway.PreparedSend, gateway: Gateway, logger: Logger, idempotencyKey: IdempotencyKey? = nil,
+        progress: (@Sendable (DispatchProgress) -> Void)? = nil
     ) async -> Gateway.SendOutcome {
-        await gateway.inFlight.run { await gateway.deliver(prepared, progress: progress, logger: logger) }
+        await gateway.inFlight.run {
+            await gateway.deliver(prepared, progress: progress, logger: logger, idempotencyKey: idempotencyKey)
+        }
     }
 
     /// A send answered as it goes: a `{"progress": {"processed", "succeeded"}}` line after each
@@ -126,7 +133,9 @@ public enum GatewayHTTP {
     ///
     /// A client that disconnects does not stop the send: it carries on to its end, and its
     /// outcomes go to the metrics and the log, as for a non-streamed send.
-    static func streamed(_ prepared: Gateway.PreparedSend, gateway: Gateway, metrics: GatewayMetrics, logger: Logger) -> Response {
+    static func streamed(
+        _ prepared: Gateway.PreparedSend, gateway: Gateway, metrics: GatewayMetrics, logger: Logger, idempotencyKey: IdempotencyKey? = nil
+    ) -> Response {
         Response(
             status: .ok, headers: [.contentType: "\(progressMediaType); charset=utf-8", .cacheControl: "no-store"],
             body: ResponseBody { writer in
@@ -134,7 +143,7 @@ public enum GatewayHTTP {
                 let (lines, continuation) = AsyncStream.makeStream(of: DispatchProgressLine.self, bufferingPolicy: .bufferingNewest(8))
                 async let delivered: Gateway.SendOutcome = {
                     defer { continuation.finish() }
-                    return await deliverToCompletion(prepared, gateway: gateway, logger: logger) {
+                    return await deliverToCompletion(prepared, gateway: gateway, logger: logger, idempotencyKey: idempotencyKey) {
                         continuation.yield(DispatchProgressLine(processed: $0.processed, succeeded: $0.succeeded))
                     }
                 }()
@@ -145,7 +154,7 @@ public enum GatewayHTTP {
                     if Task.isCancelled { break }
                 }
                 let outcome = await delivered
-                metrics.sent(outcome.result)
+                if !outcome.replayed { metrics.sent(outcome.result) }
                 guard connected else {
                     logger.notice(
                         "streamed send finished after its client disconnected",

@@ -41,30 +41,67 @@ extension HubHTTP {
             if test { throw .badRequest("a scheduled send cannot be a test send (?test)") }
         }
         let bytes = try await body(request, limit: limit)
+        let sender = "$rule:" + call.grant.rule
+        let collection = scheduled ? "schedulednotifications" : "messages"
+        let idempotencyKey = try idempotencyKey(request, collection: collection, direct: direct, test: test, body: bytes, gateway: gateway)
+        if let record = try await gateway.repeatedSend(idempotencyKey, sender: sender) {
+            guard test else { return created(record.id, replayed: true, collection: collection, request: request, call: call) }
+            return try testAnswer(gateway.replayed(record), request: request)
+        }
         let prepared = try gateway.prepareHub(
             Gateway.HubSendRequest(
                 format: request.headers[formatHeader], body: bytes, headers: request.headers.map { ($0.name.rawName, $0.value) },
-                tags: request.headers[tagsHeader], directHandles: handles, sender: "$rule:" + call.grant.rule))
+                tags: request.headers[tagsHeader], directHandles: handles, sender: sender))
         if test {
             // Notification Hubs' debug send: delivered now, answered with the outcome (10 results at most).
-            let outcome = await GatewayHTTP.deliverToCompletion(prepared, gateway: gateway, logger: gateway.logger)
-            gateway.metrics.sent(outcome.result)
-            var result = outcome.result
-            // NH counts the registrations a send targets: template registrations a native send
-            // passes over (and duplicate handles sent once), Skipped here, are not among them.
-            result.targets = Array(result.targets.filter { $0.outcome != .skipped }.prefix(10))
-            for index in result.platforms.indices { result.platforms[index].counts[.skipped] = nil }
-            // 201 Created, as for any send (clients raise on anything else), with the outcome.
-            var response = xml(201, result.xmlDocument())
-            response.headers[trackingIDHeader] = request.headers[trackingIDHeader] ?? result.notificationID
-            return response
+            let outcome = await GatewayHTTP.deliverToCompletion(
+                prepared, gateway: gateway, logger: gateway.logger, idempotencyKey: idempotencyKey)
+            if !outcome.replayed { gateway.metrics.sent(outcome.result) }
+            return try testAnswer(outcome, request: request)
         }
         try gateway.outbox.require(for: "the hub API's sends")
-        let record = try await gateway.enqueue(prepared, deliverAt: deliverAt)
+        let accepted = try await gateway.enqueue(prepared, deliverAt: deliverAt, idempotencyKey: idempotencyKey)
+        return created(accepted.record.id, replayed: accepted.replayed, collection: collection, request: request, call: call)
+    }
+
+    /// The fingerprint of a hub send: its route, the headers that shape it, its body.
+    static func idempotencyKey(
+        _ request: Request, collection: String, direct: Bool, test: Bool, body: [UInt8], gateway: Gateway
+    ) throws(GatewayError) -> IdempotencyKey? {
+        let passed = request.headers.filter { field in
+            let name = field.name.canonicalName
+            return name.hasPrefix("apns-") || name.hasPrefix("x-wns-") || ["ttl", "urgency", "topic", "content-type"].contains(name)
+        }.map { "\($0.name.canonicalName): \($0.value)" }.sorted()
+        return try gateway.idempotencyKey(
+            header: request.headers[GatewayHTTP.idempotencyKeyHeader],
+            request: [
+                "POST /{hub}/\(collection)", direct ? "direct" : nil, test ? "test" : nil, request.headers[formatHeader],
+                request.headers[tagsHeader], request.headers[deviceHandleHeader], request.headers[p256dhHeader],
+                request.headers[authHeader],
+                request.headers[scheduleTimeHeader],
+            ] + passed, body: body)
+    }
+
+    /// `201 Created` for a stored send, with where it is and its tracking id.
+    static func created(_ id: String, replayed: Bool, collection: String, request: Request, call: HubCall) -> Response {
         var response = Response(status: .created, headers: [.contentLength: "0"])
-        let collection = scheduled ? "schedulednotifications" : "messages"
-        response.headers[.location] = "\(call.base)/\(collection)/\(record.id)?api-version=\(call.apiVersion)"
-        response.headers[trackingIDHeader] = request.headers[trackingIDHeader] ?? record.id
+        response.headers[.location] = "\(call.base)/\(collection)/\(id)?api-version=\(call.apiVersion)"
+        response.headers[trackingIDHeader] = request.headers[trackingIDHeader] ?? id
+        if replayed { response.headers[GatewayHTTP.idempotentReplayedHeader] = "true" }
+        return response
+    }
+
+    /// A test send's answer: `201 Created`, as for any send (clients raise on anything else), with the outcome.
+    static func testAnswer(_ outcome: Gateway.SendOutcome, request: Request) throws(GatewayError) -> Response {
+        if let refusal = outcome.refusal { throw refusal }
+        var result = outcome.result
+        // NH counts the registrations a send targets: template registrations a native send
+        // passes over (and duplicate handles sent once), Skipped here, are not among them.
+        result.targets = Array(result.targets.filter { $0.outcome != .skipped }.prefix(10))
+        for index in result.platforms.indices { result.platforms[index].counts[.skipped] = nil }
+        var response = xml(201, result.xmlDocument())
+        response.headers[trackingIDHeader] = request.headers[trackingIDHeader] ?? result.notificationID
+        if outcome.replayed { response.headers[GatewayHTTP.idempotentReplayedHeader] = "true" }
         return response
     }
 
@@ -109,10 +146,7 @@ extension HubHTTP {
                 format: request.headers[formatHeader], body: notification.body,
                 headers: request.headers.map { ($0.name.rawName, $0.value) }, tags: nil, directHandles: handles,
                 sender: "$rule:" + call.grant.rule))
-        let record = try await gateway.enqueue(prepared, deliverAt: nil)
-        var response = Response(status: .created, headers: [.contentLength: "0"])
-        response.headers[.location] = "\(call.base)/messages/\(record.id)?api-version=\(call.apiVersion)"
-        response.headers[trackingIDHeader] = request.headers[trackingIDHeader] ?? record.id
-        return response
+        let record = try await gateway.enqueue(prepared, deliverAt: nil).record
+        return created(record.id, replayed: false, collection: "messages", request: request, call: call)
     }
 }
