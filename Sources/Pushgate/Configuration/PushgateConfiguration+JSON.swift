@@ -123,6 +123,17 @@ extension PushgateConfiguration {
             try object.finish(expected: ["enabled", "sandboxControl"])
         }
 
+        var metrics = MetricsConfiguration()
+        if var object = try reader.object("metrics") {
+            metrics.bearerToken = try object.secret("bearerToken")
+            metrics.port = try object.int("port", in: 0...65535)
+            metrics.host = try object.string("host") ?? metrics.host
+            if metrics.port == nil, object.raw("host") != nil {
+                throw object.error("host is the metrics listener's; give its port too", key: "host")
+            }
+            try object.finish(expected: ["bearerToken", "port", "host"])
+        }
+
         guard var appsReader = try reader.object("apps") else {
             throw reader.error("missing required key 'apps' (an object of apps by name, for example {\"default\": {…}})")
         }
@@ -137,9 +148,11 @@ extension PushgateConfiguration {
         }
         if apps.isEmpty { throw appsReader.error("configure at least one app, for example \"default\"") }
 
-        try reader.finish(expected: ["listener", "store", "auth", "console", "limits", "outbox", "apps"])
-        return PushgateConfiguration(
+        try reader.finish(expected: ["listener", "store", "auth", "console", "limits", "outbox", "metrics", "apps"])
+        var configuration = PushgateConfiguration(
             listener: listener, store: store, auth: auth, console: console, limits: limits, outbox: outbox, apps: apps)
+        configuration.metrics = metrics
+        return configuration
     }
 
     private static func decodeAuth(_ object: inout JSONObjectReader) throws(ConfigurationError) -> AuthConfiguration {

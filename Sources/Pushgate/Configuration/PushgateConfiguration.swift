@@ -9,6 +9,8 @@ public struct PushgateConfiguration: Sendable, Hashable {
     public var console: ConsoleConfiguration
     public var limits: LimitsConfiguration
     public var outbox: OutboxConfiguration
+    /// Who may read `/metrics`, and where it is served.
+    public var metrics = MetricsConfiguration()
     /// Apps by name, in the order they were configured.
     public var apps: [AppConfiguration]
 
@@ -29,6 +31,24 @@ public struct PushgateConfiguration: Sendable, Hashable {
     /// The app requests go to when they do not name one: `default`, or the only app.
     public var defaultApp: AppConfiguration? {
         apps.first(where: { $0.id == .default }) ?? (apps.count == 1 ? apps.first : nil)
+    }
+}
+
+/// `/metrics` (Prometheus's text format): on the gateway's listener by default, open to whoever
+/// reaches it; protected by a bearer token, or served on a listener of its own (loopback unless
+/// `host` says otherwise) and not on the gateway's.
+public struct MetricsConfiguration: Sendable, Hashable {
+    /// When set, `/metrics` answers only `Authorization: Bearer <token>` (401 otherwise).
+    public var bearerToken: SecretSource?
+    /// When set, `/metrics` is served on this port (0: any free port) and not on the gateway's listener.
+    public var port: Int?
+    /// The metrics listener's address. Default loopback.
+    public var host = "127.0.0.1"
+
+    public init(bearerToken: SecretSource? = nil, port: Int? = nil, host: String = "127.0.0.1") {
+        self.bearerToken = bearerToken
+        self.port = port
+        self.host = host
     }
 }
 

@@ -43,7 +43,8 @@ struct ServeCommand: AsyncParsableCommand {
         let server = try await GatewayServer.assemble(
             configuration: loaded, app: app, store: store, port: port, securePort: tlsPort, logger: logger,
             onListening: { port in logger.info("listening on \(scheme)://\(listener.host):\(port)") },
-            onListeningSecurely: { port in logger.info("listening on https://\(listener.host):\(port) (HTTP/2 and HTTP/1.1)") })
+            onListeningSecurely: { port in logger.info("listening on https://\(listener.host):\(port) (HTTP/2 and HTTP/1.1)") },
+            onMetricsListening: { port in logger.info("metrics: http://\(configuration.metrics.host):\(port)/metrics") })
 
         let schema = try await store.schemaVersion()
         logger.info("store: \(store.summary) (schema \(schema))")
@@ -57,6 +58,10 @@ struct ServeCommand: AsyncParsableCommand {
         }
         logger.info("users: \(configuration.auth.users.count) configured, admins: \(configuration.auth.admins.joined(separator: ", "))")
         if configuration.console.enabled { logger.info("web console: /console") }
+        if configuration.metrics.port == nil {
+            logger.info(
+                "metrics: /metrics on the gateway's listener, \(configuration.metrics.bearerToken == nil ? "open" : "with a bearer token")")
+        }
         for id in server.hubs.order {
             guard let hub = server.hubs.hubs[id] else { continue }
             let rules = hub.ruleNames.map { rule in

@@ -40,6 +40,8 @@ public struct GatewayServer: Sendable {
     public let application: Application<RouterResponder<GatewayContext>>
     /// HTTPS on its own port beside plain HTTP (`listener.tls.port`).
     let secureApplication: Application<RouterResponder<GatewayContext>>?
+    /// `/metrics` on a listener of its own (`metrics.port`).
+    let metricsApplication: Application<RouterResponder<GatewayContext>>?
     let listener: ListenerConfiguration
     let logger: Logger
 
@@ -50,7 +52,8 @@ public struct GatewayServer: Sendable {
         configuration loaded: LoadedConfiguration, app: LoadedApp, store: any GatewayStore,
         policy: RetryPolicy = RetryPolicy(), port: Int? = nil, securePort: Int? = nil, logger: Logger = Logger(label: "pushgate"),
         clock: any PushgateClock = SystemClock(), onListening: @escaping @Sendable (Int) -> Void = { _ in },
-        onListeningSecurely: @escaping @Sendable (Int) -> Void = { _ in }
+        onListeningSecurely: @escaping @Sendable (Int) -> Void = { _ in },
+        onMetricsListening: @escaping @Sendable (Int) -> Void = { _ in }
     ) async throws -> GatewayServer {
         let configuration = loaded.configuration
         let listener = configuration.listener
@@ -79,10 +82,24 @@ public struct GatewayServer: Sendable {
         // One router per listener, so that the links the hub API writes (Location, Atom ids) carry
         // the scheme the request came in on; both share every part.
         let authenticator = Authenticator(configuration: configuration.auth)
+        let metricsAccess: MetricsAccess
+        do {
+            metricsAccess = MetricsAccess(
+                bearerToken: try configuration.metrics.bearerToken.map {
+                    let token = try secrets.resolve($0).trimmingCharacters(in: .whitespacesAndNewlines)
+                    guard !token.isEmpty else { throw GatewayError(.misconfigured, "is empty") }
+                    return token
+                })
+        } catch {
+            throw GatewayError(.misconfigured, "metrics.bearerToken: \(error)")
+        }
+        // On a listener of its own, /metrics is not on the gateway's.
+        let ownMetricsListener = configuration.metrics.port != nil
         func router(scheme: String) -> Router<GatewayContext> {
             GatewayHTTP.router(
                 gateway: gateway, authenticator: authenticator, maximumBodyBytes: listener.maximumBodyBytes, metrics: metrics,
-                console: configuration.console, sandbox: sandboxBridge, hubs: hubs, scheme: scheme)
+                console: configuration.console, sandbox: sandboxBridge, hubs: hubs, scheme: scheme,
+                metricsAccess: ownMetricsListener ? nil : metricsAccess)
         }
         let connections = ConnectionRegistry(
             limits: ConnectionLimits(
@@ -109,9 +126,16 @@ public struct GatewayServer: Sendable {
                 onServerRunning: { channel in onListeningSecurely(channel.localAddress?.port ?? 0) },
                 logger: logger)
         }
+        let metricsApplication = configuration.metrics.port.map { metricsPort in
+            Application(
+                responder: GatewayHTTP.metricsRouter(metrics: metrics, access: metricsAccess).buildResponder(), server: plain,
+                configuration: .init(address: .hostname(configuration.metrics.host, port: metricsPort), serverName: nil),
+                onServerRunning: { channel in onMetricsListening(channel.localAddress?.port ?? 0) }, logger: logger)
+        }
         return GatewayServer(
             gateway: gateway, dispatcher: dispatcher, hubs: hubs, connections: connections, metrics: metrics, sandboxBridge: sandboxBridge,
-            application: application, secureApplication: secureApplication, listener: listener, logger: logger)
+            application: application, secureApplication: secureApplication, metricsApplication: metricsApplication, listener: listener,
+            logger: logger)
     }
 
     /// The services in start order; shutdown runs the other way round.
@@ -129,7 +153,7 @@ public struct GatewayServer: Sendable {
         }
         services.append(
             HTTPListenerService(
-                applications: [application] + (secureApplication.map { [$0] } ?? []), sends: gateway.inFlight,
+                applications: [application] + [secureApplication, metricsApplication].compactMap { $0 }, sends: gateway.inFlight,
                 outboxes: gateways.map(\.outbox),
                 deadline: .seconds(listener.shutdownDeadlineSeconds), logger: logger))
         return services

@@ -20,20 +20,17 @@ public enum GatewayHTTP {
     public static let progressMediaType = "application/x-ndjson"
 
     /// The router with every route; `maximumBodyBytes` bounds request bodies. The web console is
-    /// served when `console.enabled`; its sandbox routes only with a `sandbox` bridge.
+    /// served when `console.enabled`; its sandbox routes only with a `sandbox` bridge. `/metrics`
+    /// is served for those `metricsAccess` permits, or not at all (nil: on a listener of its own).
     public static func router(
         gateway: Gateway, authenticator: Authenticator, maximumBodyBytes: Int, metrics: GatewayMetrics? = nil,
         console: ConsoleConfiguration = ConsoleConfiguration(enabled: false), sandbox: SandboxBridge? = nil, hubs: HubDirectory? = nil,
-        scheme: String = "http"
+        scheme: String = "http", metricsAccess: MetricsAccess? = .open
     ) -> Router<GatewayContext> {
         let metrics = metrics ?? gateway.metrics
         let router = Router(context: GatewayContext.self)
         router.add(middleware: MetricsMiddleware(metrics: metrics))
-        router.get("metrics") { _, _ in
-            Response(
-                status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
-                body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition())))
-        }
+        if let metricsAccess { addMetrics(to: router, metrics: metrics, access: metricsAccess) }
         // 503 while the database is unavailable, so that a load balancer sends no traffic here.
         router.get("healthz") { _, _ in
             if let database = gateway.store as? any DatabaseStore, let problem = await database.checkHealth() {
