@@ -149,6 +149,15 @@ public final class PushSandbox: Service, Sendable {
     /// digits), an FCM / GCM registration token, a WNS channel URI on the sandbox, or a browser's
     /// push subscription (JSON: its endpoint on the sandbox, its own P-256 key and auth secret,
     /// made for the sandbox's VAPID key).
+    /// A new APNs signing key of the sandbox's team, trusted from now on beside the first (a key
+    /// rotation): its id and its private key in PEM (a `.p8` file's content).
+    public func issueAPNSKey() -> (keyID: String, privateKeyPEM: String) {
+        let key = P256.Signing.PrivateKey()
+        let id = String(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(10)).uppercased()
+        state.trustAPNSKey(id: id, publicKeyPEM: key.publicKey.pemRepresentation)
+        return (id, key.pemRepresentation)
+    }
+
     public func createDevice(_ platform: Platform, belongsToAnotherApp: Bool = false) async -> SandboxDevice {
         let handle: String
         switch platform {

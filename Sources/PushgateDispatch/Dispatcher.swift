@@ -1,5 +1,6 @@
 import Logging
 import Pushgate
+import Synchronization
 
 /// Fans one message out to its targets on every selected platform and yields each batch's
 /// reports as it finishes.
@@ -7,11 +8,45 @@ import Pushgate
 /// Targets arrive in batches (a store streams them); each batch is delivered with the providers'
 /// bounded concurrency, so memory stays proportional to the batch size. The dispatcher answers
 /// what happened and leaves what to do with it (count, record, prune handles) to its caller.
+///
+/// Its providers can be replaced (a configuration reload with new credentials): a page of
+/// targets (``batches(selection:payloads:targets:batchesInFlight:payloadGroups:answers:logger:)``)
+/// is delivered to its end by the providers it started with; the next one uses the new ones.
 public final class Dispatcher: Sendable {
-    private let providers: [Platform: any PushProvider]
+    private struct Providers: Sendable {
+        var current: [Platform: any PushProvider]
+        /// Replaced providers, shut down with the dispatcher (or once several newer ones replaced them).
+        var retired: [[any PushProvider]] = []
+    }
+    private let providers: Mutex<Providers>
+    /// Replaced generations kept open for the pages still on the wire with them.
+    static let retiredGenerations = 4
 
     public init(providers: [any PushProvider]) {
-        self.providers = Dictionary(providers.map { ($0.platform, $0) }, uniquingKeysWith: { first, _ in first })
+        self.providers = Mutex(Providers(current: Self.byPlatform(providers)))
+    }
+
+    private static func byPlatform(_ providers: [any PushProvider]) -> [Platform: any PushProvider] {
+        Dictionary(providers.map { ($0.platform, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// The providers deliveries start with now.
+    private var current: [Platform: any PushProvider] { providers.withLock { $0.current } }
+
+    /// The platforms with a provider.
+    public var platforms: Set<Platform> { Set(current.keys) }
+
+    /// Replaces every provider: deliveries that start from now on use `providers`; the ones on
+    /// the wire finish with theirs, which are shut down once they are older than a few replacements
+    /// (or with the dispatcher).
+    public func replace(providers replacement: [any PushProvider]) async {
+        let expired = providers.withLock { state -> [any PushProvider] in
+            state.retired.append(Array(state.current.values))
+            state.current = Self.byPlatform(replacement)
+            guard state.retired.count > Self.retiredGenerations else { return [] }
+            return state.retired.removeFirst()
+        }
+        for provider in expired { await provider.shutdown() }
     }
 
     /// Delivers the rendered `payloads` (one per platform) to `targets`, as a pipeline, and yields
@@ -39,15 +74,17 @@ public final class Dispatcher: Sendable {
     ) -> DispatchBatches<Targets> where Targets.Element == [DispatchTarget] {
         DispatchBatches(
             targets: targets, batchesInFlight: max(1, batchesInFlight), answers: answers, logger: logger,
-            deliver: { [self] batch, early in
+            // The page goes out with the providers of its start, whatever a reload does meanwhile.
+            deliver: { [self, providers = current] batch, early in
                 guard let payloadGroups else {
-                    return await self.deliver(batch, selection: selection, payloads: payloads, answers: early)
+                    return await self.deliver(batch, providers: providers, selection: selection, payloads: payloads, answers: early)
                 }
                 // Each target's own payload (template registrations): one delivery per distinct payload.
                 let grouped = await payloadGroups(batch)
                 var reports = grouped.ignored
                 for part in grouped.groups {
-                    reports += await self.deliver(part.targets, selection: selection, payloads: part.payloads, answers: early)
+                    reports += await self.deliver(
+                        part.targets, providers: providers, selection: selection, payloads: part.payloads, answers: early)
                 }
                 return reports
             })
@@ -82,7 +119,8 @@ public final class Dispatcher: Sendable {
 
     /// One batch: each platform's targets to its provider, concurrently.
     private func deliver(
-        _ batch: [DispatchTarget], selection: PlatformSelection, payloads: [Platform: RenderedNotification], answers: DeliveryAnswers?
+        _ batch: [DispatchTarget], providers: [Platform: any PushProvider], selection: PlatformSelection,
+        payloads: [Platform: RenderedNotification], answers: DeliveryAnswers?
     ) async -> [DeliveryReport] {
         let byPlatform = Dictionary(grouping: batch.filter { selection.contains($0.handle.platform) }, by: \.handle.platform)
         return await withTaskGroup(of: [DeliveryReport].self) { group in
@@ -133,15 +171,16 @@ public final class Dispatcher: Sendable {
             })
     }
 
-    /// Shuts every provider down.
     /// The request `platform`'s provider would send `notification` to `target` with (credentials
     /// left out); nil when the platform has no provider or the provider cannot tell.
     public func preview(_ notification: RenderedNotification, on platform: Platform, to target: DispatchTarget) -> PushHTTPRequest? {
-        providers[platform]?.preview(notification, to: target)
+        current[platform]?.preview(notification, to: target)
     }
 
+    /// Shuts every provider down, the replaced ones too.
     public func shutdown() async {
-        for provider in providers.values { await provider.shutdown() }
+        let all = providers.withLock { state in Array(state.current.values) + state.retired.flatMap { $0 } }
+        for provider in all { await provider.shutdown() }
     }
 }
 

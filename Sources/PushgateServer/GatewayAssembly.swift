@@ -23,8 +23,13 @@ public enum GatewayAssembly {
         if let apns = services.apns {
             switch apns.authentication {
             case .token(let keyID, let teamID, let privateKey):
-                let tokens = try await APNSTokenManager(
-                    keyID: keyID, teamID: teamID, privateKeyPEM: try secrets.resolve(privateKey), clock: clock)
+                let tokens: APNSTokenManager
+                do {
+                    tokens = try await APNSTokenManager(
+                        keyID: keyID, teamID: teamID, privateKeyPEM: try secrets.resolve(privateKey), clock: clock)
+                } catch {
+                    throw GatewayError(.misconfigured, "services.apns.token.privateKey (key \(keyID)): \(error)")
+                }
                 let transport = try CurlPushTransport(configuration: .init(httpVersion: .http2, caFile: caFile(apns.caFile)), pools: pools)
                 providers.append(
                     APNSProvider(

@@ -24,6 +24,10 @@ public final class SandboxState: Sendable {
         var nextDeviceNumber = 1
         /// APNs provider tokens already judged: the verdict (nil = accepted) and the token's `iat`.
         var providerTokens: [String: (verdict: String?, issuedAt: Double?)] = [:]
+        /// APNs signing keys trusted besides the credentials' own (a rotation), public keys by id.
+        var apnsKeys: [String: String] = [:]
+        /// Provider tokens that verified, by the key id that signed them.
+        var apnsTokensByKey: [String: Int] = [:]
         /// The `iat` of the newest accepted provider token per key id and connection.
         var newestProviderTokenIssuedAt: [ProviderTokenScope: Double] = [:]
         var accessTokens: [String: Double] = [:]
@@ -239,6 +243,16 @@ public final class SandboxState: Sendable {
 
     /// The cached verdict on a provider token (outer nil: never judged) and its `iat`.
     func providerToken(_ token: String) -> (verdict: String?, issuedAt: Double?)? { storage.withLock { $0.providerTokens[token] } }
+
+    /// Trusts another APNs signing key of the team (Apple allows two at once, for rotation).
+    func trustAPNSKey(id: String, publicKeyPEM: String) { storage.withLock { $0.apnsKeys[id] = publicKeyPEM } }
+
+    func trustedAPNSKey(id: String) -> String? { storage.withLock { $0.apnsKeys[id] } }
+
+    func recordAPNSToken(keyID: String) { storage.withLock { $0.apnsTokensByKey[keyID, default: 0] += 1 } }
+
+    /// How many distinct provider tokens signed with `keyID` verified.
+    public func apnsTokens(keyID: String) -> Int { storage.withLock { $0.apnsTokensByKey[keyID] ?? 0 } }
 
     func recordProviderToken(_ token: String, verdict: String?, issuedAt: Double?) {
         storage.withLock { $0.providerTokens[token] = (verdict, issuedAt) }

@@ -13,7 +13,12 @@ import ServiceLifecycle
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve", abstract: "Run the gateway: the app-backend API of the Notification Hubs tutorials.",
-        discussion: "Stops gracefully on SIGINT or SIGTERM: requests in flight are finished first.")
+        discussion: """
+            Stops gracefully on SIGINT or SIGTERM: requests in flight are finished first. SIGHUP (or \
+            `pushgate reload`) reads the configuration again: templates, credentials, hub rules and \
+            users are taken without a restart; a configuration that does not load is refused and the \
+            running one kept.
+            """)
 
     @OptionGroup var options: ConfigOptions
 
@@ -22,6 +27,9 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(name: .customLong("tls-port"), help: "Override listener.tls.port (HTTPS beside plain HTTP) from the configuration.")
     var tlsPort: Int?
+
+    @Option(name: .customLong("pid-file"), help: "Write the process id here while serving (for `pushgate reload --pid-file`).")
+    var pidFile: String?
 
     func run() async throws {
         LoggingSystem.bootstrap { label in
@@ -77,7 +85,12 @@ struct ServeCommand: AsyncParsableCommand {
         logger.info(
             "limits: \(listener.maximumConnections) connections, header timeout \(listener.headerTimeoutSeconds) s, body timeout \(listener.bodyTimeoutSeconds) s, idle timeout \(listener.idleTimeoutSeconds) s, shutdown deadline \(listener.shutdownDeadlineSeconds) s"
         )
-        try await server.serviceGroup(signals: [.sigterm, .sigint]).run()
+        if let pidFile {
+            try "\(ProcessInfo.processInfo.processIdentifier)\n".write(toFile: pidFile, atomically: true, encoding: .utf8)
+        }
+        defer { if let pidFile { try? FileManager.default.removeItem(atPath: pidFile) } }
+        let options = self.options
+        try await server.serviceGroup(signals: [.sigterm, .sigint], reloading: { try options.load() }).run()
         await store.close()
         logger.info("stopped")
     }

@@ -10,7 +10,10 @@ import Synchronization
 /// tutorial's semantics (`Gateway+Registrations.swift`), and sends rendered per platform,
 /// dispatched, and reported as one result (`Gateway+Sends.swift`).
 public final class Gateway: Sendable {
-    public let app: LoadedApp
+    /// The app's configuration and templates as they are now (a reload replaces them): a send
+    /// is rendered with the templates of the moment it is accepted.
+    public var app: LoadedApp { current.withLock { $0 } }
+    private let current: Mutex<LoadedApp>
     public let store: any GatewayStore
     /// How long a secure-push payload can be fetched, in seconds. Default one day.
     public let secureMessageLifetime: Double
@@ -35,7 +38,8 @@ public final class Gateway: Sendable {
         inFlight: InFlightSends = InFlightSends()
     ) {
         self.inFlight = inFlight
-        self.app = app
+        self.current = Mutex(app)
+        self.appID = app.id
         self.store = store
         self.secureMessageLifetime = secureMessageLifetime
         self.limits = limits
@@ -53,7 +57,17 @@ public final class Gateway: Sendable {
             })
     }
 
-    package var appID: AppID { app.id }
+    /// The app's id (a reload keeps it).
+    public let appID: AppID
+
+    /// Takes a reloaded configuration of this app: templates and settings for what is accepted
+    /// from now on, `providers` (new credentials) for what is sent from now on. Pages on the wire
+    /// finish with the providers they started with.
+    public func reload(_ app: LoadedApp, providers: [any PushProvider]) async {
+        precondition(app.id == appID, "a reload keeps the app's id")
+        current.withLock { $0 = app }
+        await dispatcher.replace(providers: providers)
+    }
 
     package func now() -> Timestamp { clock.now }
 

@@ -22,9 +22,9 @@ public actor Authenticator {
         case rateLimited(retryAfterSeconds: Int)
     }
 
-    private let users: [String: String]
-    private let admins: Set<String>
-    private let demoPasswordEqualsName: Bool
+    private var users: [String: String]
+    private var admins: Set<String>
+    private var demoPasswordEqualsName: Bool
     private let clock: any PushgateClock
     private var verified: [String: Double] = [:]
     private var checks: [String: Task<Bool, Never>] = [:]
@@ -48,6 +48,14 @@ public actor Authenticator {
     }
 
     /// Entries held in the verification cache and the throttle tables (bounded by the capacity).
+    /// Takes reloaded users and admins; credentials verified before are verified again.
+    public func reload(_ configuration: AuthConfiguration) {
+        users = Dictionary(configuration.users.map { ($0.name, $0.passwordHash) }, uniquingKeysWith: { first, _ in first })
+        admins = Set(configuration.admins)
+        demoPasswordEqualsName = configuration.demoPasswordEqualsName
+        verified.removeAll()
+    }
+
     public var rememberedEntries: Int { verified.count + throttle.count }
 
     /// Checks an `Authorization` header value sent from `address`.

@@ -42,6 +42,8 @@ public struct GatewayServer: Sendable {
     let secureApplication: Application<RouterResponder<GatewayContext>>?
     /// `/metrics` on a listener of its own (`metrics.port`).
     let metricsApplication: Application<RouterResponder<GatewayContext>>?
+    /// What a reload replaces, and what it was started with.
+    let settings: ReloadableSettings
     let listener: ListenerConfiguration
     let logger: Logger
 
@@ -134,8 +136,9 @@ public struct GatewayServer: Sendable {
         }
         return GatewayServer(
             gateway: gateway, dispatcher: dispatcher, hubs: hubs, connections: connections, metrics: metrics, sandboxBridge: sandboxBridge,
-            application: application, secureApplication: secureApplication, metricsApplication: metricsApplication, listener: listener,
-            logger: logger)
+            application: application, secureApplication: secureApplication, metricsApplication: metricsApplication,
+            settings: ReloadableSettings(configuration: configuration, policy: policy, clock: clock, authenticator: authenticator),
+            listener: listener, logger: logger)
     }
 
     /// The services in start order; shutdown runs the other way round.
@@ -161,9 +164,14 @@ public struct GatewayServer: Sendable {
 
     /// One group with the shutdown deadline of the configuration: requests in flight get
     /// `shutdownDeadlineSeconds`, cancelled work then gets 5 seconds more.
-    public func serviceGroup(signals: [UnixSignal] = [], listening: Bool = true) -> ServiceGroup {
+    ///
+    /// With `reloading`, `SIGHUP` reloads the configuration it reads (``ReloadService``).
+    public func serviceGroup(
+        signals: [UnixSignal] = [], listening: Bool = true, reloading: (@Sendable () throws -> LoadedConfiguration)? = nil
+    ) -> ServiceGroup {
         // Not listening (in-process tests call the router): everything but the listener.
-        let services = listening ? self.services : self.services.filter { !($0 is HTTPListenerService) }
+        var services = listening ? self.services : self.services.filter { !($0 is HTTPListenerService) }
+        if let reloading { services.append(ReloadService(server: self, logger: logger, load: reloading)) }
         var configuration = ServiceGroupConfiguration(
             services: services.map { .init(service: $0) }, gracefulShutdownSignals: signals, logger: logger)
         // The backstop: ``HTTPListenerService`` cancels sends at the deadline, so this should not fire.

@@ -2,21 +2,27 @@ import Foundation
 import Pushgate
 import PushgateConfig
 import PushgateCore
+import Synchronization
 
 /// The hubs one instance serves: each configured app's gateway and its shared access rules with
-/// their keys (read from their secrets once, at start).
+/// their keys (read from their secrets at start, and again at a reload).
 public final class HubDirectory: Sendable {
+    /// A hub's shared access rules by name, keys resolved.
+    public typealias Rules = [String: (rights: Set<AccessRight>, key: String)]
+
     /// One hub.
     public struct Hub: Sendable {
         public let gateway: Gateway
         /// Rules by name, keys resolved.
-        let rules: [String: (rights: Set<AccessRight>, key: String)]
+        let rules: Rules
         public var id: AppID { gateway.appID }
         public var ruleNames: [String] { rules.keys.sorted() }
         public func rights(of rule: String) -> Set<AccessRight>? { rules[rule]?.rights }
     }
 
-    public let hubs: [AppID: Hub]
+    private let state: Mutex<[AppID: Hub]>
+    /// Every hub by id, with its rules as they are now.
+    public var hubs: [AppID: Hub] { state.withLock { $0 } }
     /// Hub ids in configuration order.
     public let order: [AppID]
     let cache = SignatureCache()
@@ -33,29 +39,42 @@ public final class HubDirectory: Sendable {
         var hubs: [AppID: Hub] = [:]
         for gateway in gateways {
             // /{hub}/… shares the path space with the gateway's own routes.
-            if ["api", "console", "metrics", "healthz"].contains(gateway.appID.rawValue) {
+            if ["api", "console", "metrics", "healthz", "openapi.json"].contains(gateway.appID.rawValue) {
                 throw GatewayError(
                     .misconfigured,
                     "apps.\(gateway.appID): '\(gateway.appID)' is one of the gateway's own paths; name the app (hub) otherwise")
             }
-            var rules: [String: (rights: Set<AccessRight>, key: String)] = [:]
-            for rule in gateway.app.configuration.accessRules {
-                let key: String
-                do { key = try secrets.resolve(rule.key).trimmingCharacters(in: .whitespacesAndNewlines) } catch {
-                    throw GatewayError(.misconfigured, "apps.\(gateway.appID).accessRules.\(rule.name).key: \(error.description)")
-                }
-                guard !key.isEmpty else {
-                    throw GatewayError(.misconfigured, "apps.\(gateway.appID).accessRules.\(rule.name).key is empty")
-                }
-                rules[rule.name] = (rule.rights, key)
-            }
-            hubs[gateway.appID] = Hub(gateway: gateway, rules: rules)
+            hubs[gateway.appID] = Hub(gateway: gateway, rules: try Self.rules(of: gateway.app, secrets: secrets))
         }
-        self.hubs = hubs
+        self.state = Mutex(hubs)
         self.order = gateways.map(\.appID)
         self.clock = clock
         self.maximumLifetime = Int64(maximumLifetimeSeconds)
         self.hostnames = Set(hostnames)
+    }
+
+    /// An app's shared access rules with their keys read from their secrets, naming what is wrong.
+    public static func rules(of app: LoadedApp, secrets: SecretResolver) throws(GatewayError) -> Rules {
+        var rules: Rules = [:]
+        for rule in app.configuration.accessRules {
+            let key: String
+            do { key = try secrets.resolve(rule.key).trimmingCharacters(in: .whitespacesAndNewlines) } catch {
+                throw GatewayError(.misconfigured, "apps.\(app.id).accessRules.\(rule.name).key: \(error.description)")
+            }
+            guard !key.isEmpty else {
+                throw GatewayError(.misconfigured, "apps.\(app.id).accessRules.\(rule.name).key is empty")
+            }
+            rules[rule.name] = (rule.rights, key)
+        }
+        return rules
+    }
+
+    /// Replaces the hubs' rules (a reload): tokens verified before are checked again.
+    public func replace(rules: [AppID: Rules]) {
+        state.withLock { hubs in
+            for (id, hubRules) in rules { if let hub = hubs[id] { hubs[id] = Hub(gateway: hub.gateway, rules: hubRules) } }
+        }
+        cache.removeAll()
     }
 
     public func hub(named name: String) -> Hub? {
