@@ -123,7 +123,7 @@ let package = Package(
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            resources: [.embedInCode("Console/console.html")]
+            resources: [.embedInCode("Console/console.html"), .embedInCode("OpenAPI/openapi.json")]
         ),
         // The sandbox and a gateway against it on this machine: `pushgate demo` and the tests.
         .target(

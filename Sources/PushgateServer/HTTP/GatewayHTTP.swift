@@ -41,6 +41,13 @@ public enum GatewayHTTP {
             return Response(status: .ok, headers: [.contentType: "text/plain"], body: .init(byteBuffer: ByteBuffer(string: "ok\n")))
         }
 
+        // The contract of both APIs (OpenAPI 3.1), as docs/openapi.json keeps it.
+        router.get("openapi.json") { _, _ in
+            Response(
+                status: .ok, headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "public, max-age=3600"],
+                body: .init(byteBuffer: ByteBuffer(bytes: PackageResources.openapi_json)))
+        }
+
         if console.enabled {
             router.get("console") { _, _ in
                 Response(
