@@ -43,14 +43,14 @@ extension GatewayHTTP {
         }
         api.put("register/:id") { request, context in
             let user = try context.authenticatedUser()
-            let id = context.parameters.get("id") ?? ""
+            let id = decodedID(context)
             let body = try await collectJSON(request, limit: maximumBodyBytes)
             try await gateway.upsertRegistration(id: id, try Gateway.DeviceRegistration(json: body), user: user)
             return Response(status: .ok)
         }
         api.delete("register/:id") { _, context in
             let user = try context.authenticatedUser()
-            try await gateway.deleteRegistration(id: context.parameters.get("id") ?? "", user: user)
+            try await gateway.deleteRegistration(id: decodedID(context), user: user)
             return Response(status: .ok)
         }
         api.post("notifications") { request, context in
@@ -142,10 +142,16 @@ extension GatewayHTTP {
         }
         api.get("notifications/:id") { _, context in
             let user = try context.authenticatedUser()
-            let message = try await gateway.readSecure(id: context.parameters.get("id") ?? "", user: user)
+            let message = try await gateway.readSecure(id: decodedID(context), user: user)
             return encoded(200, SecureMessageBody(id: message.id, payload: message.payload, read: message.read))
         }
         if let sandbox { addSandboxRoutes(to: api, sandbox, gateway: gateway) }
+        // Anything else under /api: the API's own error shape, not the router's empty 404.
+        for method in [HTTPRequest.Method.get, .post, .put, .patch, .delete] {
+            api.on("**", method: method) { request, _ -> Response in
+                throw GatewayError.notFound("no \(request.method) \(request.uri.path) in the API (see /openapi.json)")
+            }
+        }
         return api
     }
 

@@ -87,7 +87,14 @@ public enum GatewayHTTP {
         return number
     }
 
-    static func forwarded(_ answer: (status: Int, body: String)) -> Response { json(answer.status, answer.body) }
+    /// The sandbox's answer: as it is when it succeeded, else in the API's error shape (with its
+    /// message when it gave one).
+    static func forwarded(_ answer: (status: Int, body: String)) -> Response {
+        guard !(200..<300).contains(answer.status) else { return json(answer.status, answer.body) }
+        let message =
+            (try? JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: Any])?["error"] as? String ?? answer.body
+        return encoded(answer.status, ErrorBody(error: message, status: answer.status))
+    }
 
     /// The `:id` path parameter, percent-decoded.
     static func decodedID(_ context: GatewayContext) -> String {
