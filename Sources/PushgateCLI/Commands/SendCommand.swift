@@ -90,6 +90,14 @@ struct SendCommand: AsyncParsableCommand {
         help: "Show how many devices have answered while a long fan-out runs (default: when standard error is a terminal).")
     var progress: Bool?
 
+    @Flag(
+        name: .customLong("dry-run"),
+        help: "Send nothing: print who the send would reach and each platform's request as it would go on the wire.")
+    var dryRun = false
+
+    @Option(name: .customLong("idempotency-key"), help: "An Idempotency-Key: a repeat of the send with it is not sent again.")
+    var idempotencyKey: String?
+
     @Argument(help: "The message.")
     var message: String
 
@@ -107,6 +115,7 @@ struct SendCommand: AsyncParsableCommand {
             do { _ = try RFC3339.parse(at) } catch { throw ValidationError("--at: \(error.description)") }
         }
         if wait && !respondAsync && at == nil { throw ValidationError("--wait follows an --async or --at send") }
+        if dryRun && (wait || xml) { throw ValidationError("--dry-run prints its own report (or --json); not with --wait or --xml") }
         if xml && (respondAsync || at != nil) { throw ValidationError("--xml shows a synchronous result; use --json with --async or --at") }
         _ = try PlatformSelection(parsing: pns)
         _ = try TemplatesCommand.Render.properties(from: properties)
@@ -131,6 +140,7 @@ struct SendCommand: AsyncParsableCommand {
         if validateOnly { query += "&validateOnly=true" }
         if secure { query += "&secure=true" }
         if let at { query += "&deliverAt=\(Self.encode(at))" }
+        if dryRun { query += "&dryRun=true" }
         let accepted = respondAsync || at != nil
         let body = try Self.body(message: message, properties: properties)
         let credentials = Data(user.utf8).base64EncodedString()
@@ -140,16 +150,61 @@ struct SendCommand: AsyncParsableCommand {
         let showProgress = !json && !xml && !accepted && (progress ?? (isatty(STDERR_FILENO) == 1))
         if xml { headers.append(("Accept", "application/xml")) }
         if respondAsync { headers.append(("Prefer", "respond-async")) }
-        if showProgress { headers.append(("Accept", "application/x-ndjson")) }
+        if showProgress && !dryRun { headers.append(("Accept", "application/x-ndjson")) }
+        if let idempotencyKey { headers.append(("Idempotency-Key", idempotencyKey)) }
         let client = try CurlHTTPClient(
             configuration: .init(httpVersion: .http1, connectTimeoutMilliseconds: 5000, totalTimeoutMilliseconds: 60_000))
         let url = server.trimmingCharacters(in: CharacterSet(charactersIn: "/")) + "/api/notifications?" + query
         let request = CurlRequest(method: "POST", url: url, headers: headers, body: Array(body.utf8))
         let status =
-            accepted
-            ? await enqueue(client, request) : await exchange(client, request, progress: showProgress ? ProgressLine() : nil)
+            dryRun
+            ? await preview(client, request)
+            : accepted
+                ? await enqueue(client, request) : await exchange(client, request, progress: showProgress ? ProgressLine() : nil)
         await client.shutdown()
         if status != 0 { throw ExitCode(status) }
+    }
+
+    /// A dry run: the audience and each platform's request, as the gateway reports them.
+    private func preview(_ client: CurlHTTPClient, _ request: CurlRequest) async -> Int32 {
+        let response: CurlResponse
+        do { response = try await client.execute(request) } catch {
+            printError("error: cannot reach the gateway at \(server): \(error.message)")
+            return 3
+        }
+        guard response.status == 200, let report = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]
+        else {
+            printError("error: the gateway answered \(response.status): \(response.bodyText)")
+            return response.status >= 500 ? 3 : 2
+        }
+        if json {
+            print(response.bodyText)
+            return 0
+        }
+        let audience = report["audience"] as? [String: Any] ?? [:]
+        let byPlatform = (audience["byPlatform"] as? [String: Int] ?? [:]).sorted { $0.key < $1.key }
+        let total = (audience["total"] as? Int).map(String.init) ?? "the topic's subscribers (Firebase knows them)"
+        print("dry run: nothing was stored or sent")
+        print(
+            "audience: \(total)"
+                + (byPlatform.isEmpty ? "" : " (" + byPlatform.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"))
+        for match in report["registrations"] as? [[String: Any]] ?? [] {
+            let tags = (match["tags"] as? [String] ?? []).joined(separator: ", ")
+            print("  \(match["registrationId"] ?? "") \(match["platform"] ?? "") \(match["handle"] ?? "") [\(tags)]")
+        }
+        for payload in report["payloads"] as? [[String: Any]] ?? [] {
+            let within = payload["withinLimit"] as? Bool ?? false
+            print(
+                "\n\(payload["platform"] ?? "") (template \(payload["template"] ?? "")): \(payload["bytes"] ?? 0) of \(payload["limit"] ?? 0) bytes"
+                    + (within ? "" : " — OVER THE SERVICE'S LIMIT"))
+            if let method = payload["method"] as? String, let url = payload["url"] as? String { print("  \(method) \(url)") }
+            for (name, value) in (payload["headers"] as? [String: String] ?? [:]).sorted(by: { $0.key < $1.key }) {
+                print("  \(name): \(value)")
+            }
+            print("  " + (payload["body"] as? String ?? ""))
+            if let note = payload["note"] as? String { print("  (\(note))") }
+        }
+        return 0
     }
 
     /// An asynchronous or scheduled send: prints the id (and, with `--wait`, follows it to the end).
