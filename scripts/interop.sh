@@ -21,33 +21,8 @@ if [ ! -x "$PUSHGATE_BIN" ]; then
   exit 1
 fi
 
-command -v python3 >/dev/null || { echo "interop: python3 is required" >&2; exit 1; }
-
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import sys' >/dev/null 2>&1; then
-  rm -rf "$venv"
-  mkdir -p "$(dirname "$venv")"
-  if ! python3 -m venv "$venv" >/dev/null 2>&1; then
-    # Debian's python3 ships venv/ensurepip in python3-venv.
-    rm -rf "$venv"
-    sudo_cmd=()
-    if [ "$(id -u)" -ne 0 ]; then
-      command -v sudo >/dev/null || { echo "interop: need root or sudo to install python3-venv" >&2; exit 1; }
-      sudo_cmd=(sudo)
-    fi
-    echo "== installing python3-venv"
-    "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-    "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-venv
-    python3 -m venv "$venv"
-  fi
-fi
-
-stamp="$venv/.requirements.sha256"
-wanted=$(sha256sum "$requirements" | cut -d' ' -f1)
-if [ "$(cat "$stamp" 2>/dev/null || true)" != "$wanted" ]; then
-  echo "== installing $requirements into $venv"
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$requirements"
-  echo "$wanted" >"$stamp"
-fi
+source scripts/python-venv.sh
+python_venv interop "$venv" "$requirements"
 
 echo "== interop suite against $PUSHGATE_BIN"
 # No .pyc files or .pytest_cache in the source tree.

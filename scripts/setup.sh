@@ -5,7 +5,9 @@
 #   scripts/setup.sh             # what building and running Pushgate needs
 #   scripts/setup.sh --browser   # also headless Chromium, for the web console's browser test
 #   scripts/setup.sh --postgres  # also PostgreSQL's server, for the tests' throwaway clusters
-#                                # (scripts/postgres.sh); flags combine
+#                                # (scripts/postgres.sh)
+#   scripts/setup.sh --package   # also what scripts/package.sh and scripts/test-package.sh use;
+#                                # flags combine
 #
 # libcurl comes from Debian's bookworm-backports (8.x): bookworm's libcurl 7.88 sends
 # RST_STREAM after every completed HTTP/2 stream, and hardened HTTP/2 servers (nghttp2's and
@@ -35,7 +37,17 @@ for flag in "$@"; do
       postgresql           # the PostgreSQL store's tests and benchmarks start throwaway clusters of it
     )
     ;;
-  *) echo "setup: unknown flag $flag (--browser, --postgres)" >&2; exit 1 ;;
+  --package)
+    packages+=(
+      dpkg-dev             # dpkg-shlibdeps: the Debian package's Depends (scripts/package.sh)
+      patchelf             # points a binary's RUNPATH at the Swift runtime the package bundles
+      systemd              # systemd-analyze verify of the unit (scripts/test-package.sh)
+      curl                 # the package test's GET /healthz
+      python3              # the package test's seccomp filters (libseccomp through ctypes)
+      adduser              # the package's postinst makes the pushgate user with it
+    )
+    ;;
+  *) echo "setup: unknown flag $flag (--browser, --postgres, --package)" >&2; exit 1 ;;
   esac
 done
 minimum_curl="8.0"

@@ -44,6 +44,12 @@ fi
 echo "== interop: independent client libraries (aioapns, google-auth, requests) against pushgate sandbox"
 PUSHGATE_BIN=.build/release/pushgate scripts/interop.sh -q
 
+echo "== contract: schemathesis against a live gateway and docs/openapi.json"
+PUSHGATE_BIN=.build/release/pushgate scripts/schemathesis.sh
+
+echo "== Debian package: build, dpkg -i, systemd-analyze verify, serve as the unit runs it, reload, purge"
+PUSHGATE_BIN=.build/release/pushgate scripts/test-package.sh
+
 echo "== format"
 if ! swift format lint --strict --recursive Package.swift Sources Tests Benchmarks; then
   echo "swift format found problems; run: swift format --in-place --recursive Package.swift Sources Tests Benchmarks" >&2
