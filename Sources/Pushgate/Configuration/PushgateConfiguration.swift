@@ -9,6 +9,8 @@ public struct PushgateConfiguration: Sendable, Hashable {
     public var console: ConsoleConfiguration
     public var limits: LimitsConfiguration
     public var outbox: OutboxConfiguration
+    /// OpenTelemetry traces. Default off.
+    public var tracing = TracingConfiguration()
     /// Apps by name, in the order they were configured.
     public var apps: [AppConfiguration]
 
