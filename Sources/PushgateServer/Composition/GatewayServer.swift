@@ -42,6 +42,8 @@ public struct GatewayServer: Sendable {
     let secureApplication: Application<RouterResponder<GatewayContext>>?
     let listener: ListenerConfiguration
     let logger: Logger
+    /// The span exporter's service when `tracing` is on.
+    var tracingService: (any Service)? = nil
 
     /// Builds every part; nothing listens until the service group runs. `onListening` gets the
     /// bound port of `listener.port`, `onListeningSecurely` that of `listener.tls.port` (`port`
@@ -58,15 +60,17 @@ public struct GatewayServer: Sendable {
         // Read and checked before anything starts: a bad certificate stops the start, naming it.
         let tls = try listener.tls.map { try SecureListener.tlsConfiguration($0, secrets: secrets) }
         let metrics = GatewayMetrics()
+        let (tracing, tracingService) = try makeTracing(configuration.tracing, logger: logger)
         let inFlight = InFlightSends()
         // One gateway per hub (its own providers and outbox driver), sharing the store, metrics and
         // sends in flight; the tutorial API `/api` is the default app's.
         var gateways: [Gateway] = []
         for hubApp in [app] + loaded.apps.filter({ $0.id != app.id }) {
-            let providers = try await GatewayAssembly.providers(for: hubApp, secrets: secrets, policy: policy, clock: clock)
+            let providers = try await GatewayAssembly.providers(
+                for: hubApp, secrets: secrets, policy: policy, clock: clock, tracing: tracing)
             gateways.append(
                 Gateway(
-                    app: hubApp, store: store, dispatcher: Dispatcher(providers: providers), limits: configuration.limits,
+                    app: hubApp, store: store, dispatcher: Dispatcher(providers: providers, tracing: tracing), limits: configuration.limits,
                     outbox: configuration.outbox, metrics: metrics, logger: Logger(label: "pushgate.gateway"), clock: clock,
                     inFlight: inFlight))
         }
@@ -82,7 +86,7 @@ public struct GatewayServer: Sendable {
         func router(scheme: String) -> Router<GatewayContext> {
             GatewayHTTP.router(
                 gateway: gateway, authenticator: authenticator, maximumBodyBytes: listener.maximumBodyBytes, metrics: metrics,
-                console: configuration.console, sandbox: sandboxBridge, hubs: hubs, scheme: scheme)
+                console: configuration.console, sandbox: sandboxBridge, hubs: hubs, scheme: scheme, tracing: tracing)
         }
         let connections = ConnectionRegistry(
             limits: ConnectionLimits(
@@ -111,15 +115,16 @@ public struct GatewayServer: Sendable {
         }
         return GatewayServer(
             gateway: gateway, dispatcher: dispatcher, hubs: hubs, connections: connections, metrics: metrics, sandboxBridge: sandboxBridge,
-            application: application, secureApplication: secureApplication, listener: listener, logger: logger)
+            application: application, secureApplication: secureApplication, listener: listener, logger: logger,
+            tracingService: tracingService)
     }
 
     /// The services in start order; shutdown runs the other way round.
     public var services: [any Service] {
         let gateways = hubs.order.compactMap { hubs.hubs[$0]?.gateway }
-        var services: [any Service] = [
-            ShutdownAction(label: "curl pools") { for gateway in gateways { await gateway.dispatcher.shutdown() } }
-        ]
+        // The span exporter first: it stops last, once every span has ended.
+        var services: [any Service] = tracingService.map { [$0] } ?? []
+        services.append(ShutdownAction(label: "curl pools") { for gateway in gateways { await gateway.dispatcher.shutdown() } })
         if let sandboxBridge { services.append(ShutdownAction(label: "sandbox bridge") { await sandboxBridge.shutdown() }) }
         for gateway in gateways {
             var logger = self.logger

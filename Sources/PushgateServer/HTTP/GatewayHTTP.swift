@@ -20,14 +20,16 @@ public enum GatewayHTTP {
     public static let progressMediaType = "application/x-ndjson"
 
     /// The router with every route; `maximumBodyBytes` bounds request bodies. The web console is
-    /// served when `console.enabled`; its sandbox routes only with a `sandbox` bridge.
+    /// served when `console.enabled`; its sandbox routes only with a `sandbox` bridge. With
+    /// `tracing` on, every request gets a span (``RequestTracingMiddleware``).
     public static func router(
         gateway: Gateway, authenticator: Authenticator, maximumBodyBytes: Int, metrics: GatewayMetrics? = nil,
         console: ConsoleConfiguration = ConsoleConfiguration(enabled: false), sandbox: SandboxBridge? = nil, hubs: HubDirectory? = nil,
-        scheme: String = "http"
+        scheme: String = "http", tracing: PushgateTracing = .off
     ) -> Router<GatewayContext> {
         let metrics = metrics ?? gateway.metrics
         let router = Router(context: GatewayContext.self)
+        if tracing.isEnabled { router.add(middleware: RequestTracingMiddleware(tracer: tracing.tracer)) }
         router.add(middleware: MetricsMiddleware(metrics: metrics))
         router.get("metrics") { _, _ in
             Response(
