@@ -25,6 +25,9 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
+        // OTLP over HTTP only: the default traits would add the gRPC exporter and grpc-swift.
+        .package(url: "https://github.com/swift-otel/swift-otel", from: "1.6.0", traits: ["OTLPHTTP"]),
     ],
     targets: [
         // C libraries: a module map plus `static inline` shims, nothing else.
@@ -62,6 +65,7 @@ let package = Package(
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
         // What the SQL stores share: bound values, the tag query (tag expressions as index walks),
@@ -86,6 +90,7 @@ let package = Package(
                 "Pushgate", "PushgateDispatch",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
         // The core both APIs share, framework-free (no Hummingbird, no HTTP status): registrations,
@@ -122,6 +127,8 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "OTel", package: "swift-otel"),
             ],
             resources: [.embedInCode("Console/console.html"), .embedInCode("OpenAPI/openapi.json")]
         ),
@@ -145,6 +152,8 @@ let package = Package(
                 "PNSSandbox", "CSpawn",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // Reads config.json, template files and secrets from disk and the environment.

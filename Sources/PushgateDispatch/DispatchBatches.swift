@@ -1,6 +1,7 @@
 import Logging
 import Pushgate
 import Synchronization
+import Tracing
 
 /// A batch of targets whose every target has its answer.
 public struct DispatchedBatch: Sendable {
@@ -76,15 +77,19 @@ public struct DispatchBatches<Targets: AsyncSequence>: AsyncSequence where Targe
     let batchesInFlight: Int
     let logger: Logger
     let deliver: @Sendable ([DispatchTarget], DeliveryAnswers?) async -> [DeliveryReport]
+    /// The trace context each batch is delivered in, by index (nil: the reader's).
+    let spanContext: (@Sendable (Int) -> ServiceContext?)?
     let wire: DispatchWire
 
     init(
         targets: Targets, batchesInFlight: Int, answers: AnswerFlush?, logger: Logger,
+        spanContext: (@Sendable (Int) -> ServiceContext?)? = nil,
         deliver: @escaping @Sendable ([DispatchTarget], DeliveryAnswers?) async -> [DeliveryReport]
     ) {
         self.targets = targets
         self.batchesInFlight = batchesInFlight
         self.logger = logger
+        self.spanContext = spanContext
         self.deliver = deliver
         wire = DispatchWire(answers: answers)
     }
@@ -130,7 +135,7 @@ public struct DispatchBatches<Targets: AsyncSequence>: AsyncSequence where Targe
                     exhausted = true
                     break
                 }
-                wire.start(index: read, targets: page, deliver: batches.deliver)
+                wire.start(index: read, targets: page, context: batches.spanContext?(read), deliver: batches.deliver)
                 read += 1
                 inFlight += 1
             }
@@ -220,14 +225,21 @@ final class DispatchWire: Sendable {
 
     init(answers: AnswerFlush?) { flush = answers }
 
+    /// Starts delivering batch `index`, in trace context `context` when given (else the caller's).
     func start(
-        index: Int, targets: [DispatchTarget], deliver: @escaping @Sendable ([DispatchTarget], DeliveryAnswers?) async -> [DeliveryReport]
+        index: Int, targets: [DispatchTarget], context: ServiceContext? = nil,
+        deliver: @escaping @Sendable ([DispatchTarget], DeliveryAnswers?) async -> [DeliveryReport]
     ) {
         let answers = flush == nil ? nil : DeliveryAnswers(wire: self, batch: index)
         state.withLock { state in
             // Weakly: a dropped iterator's wire goes away and cancels what it still runs.
             let task = Task { [weak self] in
-                let reports = await deliver(targets, answers)
+                let reports =
+                    if let context {
+                        await ServiceContext.withValue(context) { await deliver(targets, answers) }
+                    } else {
+                        await deliver(targets, answers)
+                    }
                 self?.finish(DispatchedBatch(index: index, reports: reports))
             }
             // Started after a cancel (a page read as it came): cancelled at once.

@@ -1,6 +1,7 @@
 import Logging
 import Pushgate
 import Synchronization
+import Tracing
 
 /// Fans one message out to its targets on every selected platform and yields each batch's
 /// reports as it finishes.
@@ -21,9 +22,13 @@ public final class Dispatcher: Sendable {
     private let providers: Mutex<Providers>
     /// Replaced generations kept open for the pages still on the wire with them.
     static let retiredGenerations = 4
+    /// The gateway's tracing, for those who drive deliveries through this dispatcher (the outbox
+    /// pages' spans); the providers were given the same.
+    public let tracing: PushgateTracing
 
-    public init(providers: [any PushProvider]) {
+    public init(providers: [any PushProvider], tracing: PushgateTracing = .off) {
         self.providers = Mutex(Providers(current: Self.byPlatform(providers)))
+        self.tracing = tracing
     }
 
     private static func byPlatform(_ providers: [any PushProvider]) -> [Platform: any PushProvider] {
@@ -68,12 +73,17 @@ public final class Dispatcher: Sendable {
     /// With `answers`, targets whose answer is final while the rest of their batch is still on
     /// the wire come early too (``DispatchEvent/answered(_:)``), at most `answers.interval` late
     /// or `answers.count` at a time: what a reader that records them as they arrive needs.
+    ///
+    /// `spanContext` gives the trace context a batch is delivered in, by batch index, asked right
+    /// after its page is read (the outbox page's span, which the push-service requests' spans are
+    /// children of); without it, or when it answers nil, the reading task's.
     public func batches<Targets: AsyncSequence>(
         selection: PlatformSelection, payloads: [Platform: RenderedNotification], targets: Targets, batchesInFlight: Int = 3,
-        payloadGroups: PayloadGrouping? = nil, answers: AnswerFlush? = nil, logger: Logger = Logger(label: "pushgate.dispatch")
+        payloadGroups: PayloadGrouping? = nil, answers: AnswerFlush? = nil, logger: Logger = Logger(label: "pushgate.dispatch"),
+        spanContext: (@Sendable (_ batch: Int) -> ServiceContext?)? = nil
     ) -> DispatchBatches<Targets> where Targets.Element == [DispatchTarget] {
         DispatchBatches(
-            targets: targets, batchesInFlight: max(1, batchesInFlight), answers: answers, logger: logger,
+            targets: targets, batchesInFlight: max(1, batchesInFlight), answers: answers, logger: logger, spanContext: spanContext,
             // The page goes out with the providers of its start, whatever a reload does meanwhile.
             deliver: { [self, providers = current] batch, early in
                 guard let payloadGroups else {

@@ -2,6 +2,7 @@ import Logging
 import Pushgate
 import PushgateDispatch
 import ServiceLifecycle
+import Tracing
 
 /// Delivers the outbox in the background: takes due notifications (asynchronous sends, scheduled
 /// ones whose time has come, and those whose driver died), drives up to
@@ -142,7 +143,19 @@ public struct OutboxDeliveryService: Service {
                 : resumed ? "resuming a notification whose driver stopped" : "delivering a notification",
             metadata: ["sender": "\(notification.sender)"])
         let started = ContinuousClock.now
-        let run = await driver.drive(notification, helping: helping, logger: logger)
+        let run: OutboxDrive.Result
+        // No request to belong to: the drive's pages share a root span of their own.
+        if let span = driver.dispatcher.tracing.startSpan("outbox.deliver", context: .topLevel) {
+            span.updateAttributes { attributes in
+                attributes["pushgate.notification.id"] = notification.id
+                if resumed { attributes["pushgate.outbox.resumed"] = true }
+                if helping { attributes["pushgate.outbox.helping"] = true }
+            }
+            run = await ServiceContext.withValue(span.context) { await driver.drive(notification, helping: helping, logger: logger) }
+            span.end()
+        } else {
+            run = await driver.drive(notification, helping: helping, logger: logger)
+        }
         driver.metrics.sent(
             NotificationResult(notificationID: notification.id, selection: notification.selection, counts: run.counts, targets: run.targets)
         )

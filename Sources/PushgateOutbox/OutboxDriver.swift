@@ -147,14 +147,16 @@ public struct OutboxDriver: Sendable {
     ) async -> OutboxDrive {
         let state = RoundState(machine)
         let notification = machine.notification
+        // nil unless tracing is on.
+        let spans = OutboxPageSpans(tracing: dispatcher.tracing, notificationID: notification.id)
         // The page reader runs inside the dispatcher's reads, on this task: claims and records
         // take turns, the lock only satisfies the sequence's sendability.
         let pages = AsyncThrowingStream<[DispatchTarget], any Error>(unfolding: { [self] in
-            try await self.nextPage(of: notification, state: state, drive: drive)
+            try await self.nextPage(of: notification, state: state, drive: drive, spans: spans)
         })
         let batches = dispatcher.batches(
             selection: notification.selection, payloads: payloads, targets: pages, payloadGroups: grouping(notification.delivery, payloads),
-            answers: settings.answers, logger: logger)
+            answers: settings.answers, logger: logger, spanContext: spans?.batchContext)
         let cancel = batches.cancellation
         var pending: [HandleUpdate] = []
         // A cancel (a user's, or the shutdown deadline) stops the batches on the wire at once,
@@ -175,11 +177,12 @@ public struct OutboxDriver: Sendable {
                     }
                     let shuttingDown = Task.isCancelled
                     let time = clock.now
-                    if let page = state.advance({
+                    let page = state.advance {
                         $0.batchFinished(batch, now: time, cancelledByUser: drive.cancelledByUser, shuttingDown: shuttingDown)
-                    }) {
-                        await record(page, of: notification, state: state, logger: logger)
                     }
+                    var recorded = false
+                    if let page { recorded = await record(page, of: notification, state: state, logger: logger) }
+                    spans?.finished(batch, record: page, recorded: recorded)
                     pending += machine.storedHandleChanges(batch)
                     if pending.count >= handleUpdateChunk {
                         // The other batches stay on the wire meanwhile.
@@ -194,6 +197,7 @@ public struct OutboxDriver: Sendable {
         } onCancel: {
             cancel()
         }
+        spans?.endAll()
         await apply(pending, logger: logger)
         return state.advance { $0 }
     }
@@ -201,7 +205,7 @@ public struct OutboxDriver: Sendable {
     /// The next page to deliver; pages the drive records without sending (a cancelled
     /// notification's) are recorded here.
     private func nextPage(
-        of notification: OutboxNotification, state: RoundState, drive: ActiveDrives.Drive
+        of notification: OutboxNotification, state: RoundState, drive: ActiveDrives.Drive, spans: OutboxPageSpans?
     ) async throws(StoreError) -> [DispatchTarget]? {
         while true {
             let (draining, cancelled, byUser) = (control.isDraining, Task.isCancelled, drive.cancelledByUser)
@@ -221,6 +225,7 @@ public struct OutboxDriver: Sendable {
             case .end:
                 return nil
             case .deliver(let targets):
+                if let spans, case .page(let page) = claim { spans.claimed(page) }
                 return targets
             case .record(let page):
                 _ = try await queue.completePage(
@@ -230,8 +235,10 @@ public struct OutboxDriver: Sendable {
         }
     }
 
-    /// Records a delivered page's outcomes once.
-    private func record(_ page: OutboxDrive.PageRecord, of notification: OutboxNotification, state: RoundState, logger: Logger) async {
+    /// Records a delivered page's outcomes once; whether the store has them.
+    private func record(
+        _ page: OutboxDrive.PageRecord, of notification: OutboxNotification, state: RoundState, logger: Logger
+    ) async -> Bool {
         let answer = await Result(storeCall: { () throws(StoreError) in
             try await queue.completePage(
                 notificationID: notification.id, app: notification.app, number: page.number, counts: page.counts,
@@ -239,7 +246,7 @@ public struct OutboxDriver: Sendable {
         })
         switch state.advance({ $0.recorded(page, answer) }) {
         case .recorded, .recordedBefore:
-            break
+            return true
         case .deferred(let retry):
             metrics.outboxTargetsDeferred(retry.targets.count)
             logger.notice(
@@ -248,10 +255,12 @@ public struct OutboxDriver: Sendable {
                     "page": "\(page.number)", "targets": "\(retry.targets.count)", "attempt": "\(retry.attempt)",
                     "due": "\(RFC3339.format(retry.due))",
                 ])
+            return true
         case .failed(let error):
             metrics.outboxRecordFailed()
             logger.error(
                 "could not record a page's outcomes; it will be delivered again", metadata: ["page": "\(page.number)", "error": "\(error)"])
+            return false
         }
     }
 

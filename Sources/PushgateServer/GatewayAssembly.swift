@@ -8,9 +8,11 @@ import PushgateDispatch
 /// Builds a gateway's providers from an app's configuration: reads secrets, signs nothing yet.
 public enum GatewayAssembly {
     /// Providers for every configured service of `app`. Secrets are read through `secrets`;
-    /// errors name the service and the secret's source, never its value.
+    /// errors name the service and the secret's source, never its value. `tracing`: the spans of
+    /// their push-service requests.
     public static func providers(
-        for app: LoadedApp, secrets: SecretResolver, policy: RetryPolicy = RetryPolicy(), clock: any PushgateClock = SystemClock()
+        for app: LoadedApp, secrets: SecretResolver, policy: RetryPolicy = RetryPolicy(), clock: any PushgateClock = SystemClock(),
+        tracing: PushgateTracing = .off
     ) async throws -> [any PushProvider] {
         let services = app.configuration.services
         let baseDirectory = secrets.baseDirectory
@@ -33,7 +35,8 @@ public enum GatewayAssembly {
                 let transport = try CurlPushTransport(configuration: .init(httpVersion: .http2, caFile: caFile(apns.caFile)), pools: pools)
                 providers.append(
                     APNSProvider(
-                        endpoint: apns.endpoint, topic: apns.topic, tokens: tokens, transport: transport, policy: policy, clock: clock))
+                        endpoint: apns.endpoint, topic: apns.topic, tokens: tokens, transport: transport, policy: policy, clock: clock,
+                        tracing: tracing))
             case .certificate(let certificate, let privateKey):
                 guard case .file(let certificatePath) = certificate, case .file(let keyPath) = privateKey else {
                     throw GatewayError(.misconfigured, "APNs certificate authentication needs the certificate and key as files")
@@ -45,25 +48,29 @@ public enum GatewayAssembly {
                         clientKeyFile: ConfigurationLoader.resolve(keyPath, against: baseDirectory)), pools: pools)
                 providers.append(
                     APNSProvider(
-                        endpoint: apns.endpoint, topic: apns.topic, tokens: nil, transport: transport, policy: policy, clock: clock))
+                        endpoint: apns.endpoint, topic: apns.topic, tokens: nil, transport: transport, policy: policy, clock: clock,
+                        tracing: tracing))
             }
         }
         if let fcm = services.fcm {
             let account = try await GoogleServiceAccount(json: try secrets.resolve(fcm.serviceAccount))
             let transport = try CurlPushTransport(configuration: .init(httpVersion: .http2, caFile: caFile(fcm.caFile)), pools: pools)
-            providers.append(FCMProvider(endpoint: fcm.endpoint, account: account, transport: transport, policy: policy, clock: clock))
+            providers.append(
+                FCMProvider(endpoint: fcm.endpoint, account: account, transport: transport, policy: policy, clock: clock, tracing: tracing))
             if services.gcmDelivery == .fcmV1 {
                 // Legacy GCM after Google's shutdown: the same tokens, through v1, translated.
                 let transport = try CurlPushTransport(configuration: .init(httpVersion: .http2, caFile: caFile(fcm.caFile)), pools: pools)
                 providers.append(
                     FCMProvider(
-                        endpoint: fcm.endpoint, account: account, transport: transport, policy: policy, clock: clock, platform: .gcm))
+                        endpoint: fcm.endpoint, account: account, transport: transport, policy: policy, clock: clock, platform: .gcm,
+                        tracing: tracing))
             }
         }
         if let gcm = services.gcm, services.gcmDelivery == .legacy, let serverKey = gcm.serverKey {
             let key = try secrets.resolve(serverKey).trimmingCharacters(in: .whitespacesAndNewlines)
             let transport = try CurlPushTransport(configuration: .init(httpVersion: .http2, caFile: caFile(gcm.caFile)))
-            providers.append(GCMProvider(endpoint: gcm.endpoint, serverKey: key, transport: transport, policy: policy, clock: clock))
+            providers.append(
+                GCMProvider(endpoint: gcm.endpoint, serverKey: key, transport: transport, policy: policy, clock: clock, tracing: tracing))
         }
         if let wns = services.wns {
             let secret = try secrets.resolve(wns.clientSecret).trimmingCharacters(in: .whitespacesAndNewlines)
@@ -74,7 +81,7 @@ public enum GatewayAssembly {
             providers.append(
                 WNSProvider(
                     tokenEndpoint: wns.tokenEndpoint, clientID: wns.clientID, clientSecret: secret, scope: wns.scope,
-                    handles: app.configuration.handles, transport: transport, policy: policy, clock: clock))
+                    handles: app.configuration.handles, transport: transport, policy: policy, clock: clock, tracing: tracing))
         }
         if let browser = services.browser {
             let signer: VAPIDSigner
@@ -87,7 +94,9 @@ public enum GatewayAssembly {
             }
             let transport = try CurlPushTransport(configuration: .init(httpVersion: .http2, caFile: caFile(browser.caFile)), pools: pools)
             providers.append(
-                WebPushProvider(signer: signer, handles: app.configuration.handles, transport: transport, policy: policy, clock: clock))
+                WebPushProvider(
+                    signer: signer, handles: app.configuration.handles, transport: transport, policy: policy, clock: clock, tracing: tracing
+                ))
         }
         return providers
     }

@@ -54,6 +54,15 @@ struct JSONObjectReader {
         return number
     }
 
+    mutating func number(_ key: String, in range: ClosedRange<Double>) throws(ConfigurationError) -> Double? {
+        guard let value = raw(key) else { return nil }
+        guard case .number(let digits) = value.kind, let number = Double(digits) else {
+            throw error("expected a number, found \(value.typeDescription)", key: key)
+        }
+        guard range.contains(number) else { throw error("\(digits) is out of range \(range.lowerBound)…\(range.upperBound)", key: key) }
+        return number
+    }
+
     mutating func bool(_ key: String) throws(ConfigurationError) -> Bool? {
         guard let value = raw(key) else { return nil }
         guard case .bool(let flag) = value.kind else { throw error("expected true or false, found \(value.typeDescription)", key: key) }

@@ -134,6 +134,11 @@ extension PushgateConfiguration {
             try object.finish(expected: ["bearerToken", "port", "host"])
         }
 
+        var tracing = TracingConfiguration()
+        if var object = try reader.object("tracing") {
+            tracing = try decodeTracing(&object)
+        }
+
         guard var appsReader = try reader.object("apps") else {
             throw reader.error("missing required key 'apps' (an object of apps by name, for example {\"default\": {…}})")
         }
@@ -148,11 +153,42 @@ extension PushgateConfiguration {
         }
         if apps.isEmpty { throw appsReader.error("configure at least one app, for example \"default\"") }
 
-        try reader.finish(expected: ["listener", "store", "auth", "console", "limits", "outbox", "metrics", "apps"])
+        try reader.finish(expected: ["listener", "store", "auth", "console", "limits", "outbox", "metrics", "tracing", "apps"])
         var configuration = PushgateConfiguration(
             listener: listener, store: store, auth: auth, console: console, limits: limits, outbox: outbox, apps: apps)
         configuration.metrics = metrics
+        configuration.tracing = tracing
         return configuration
+    }
+
+    private static func decodeTracing(_ object: inout JSONObjectReader) throws(ConfigurationError) -> TracingConfiguration {
+        var tracing = TracingConfiguration()
+        tracing.enabled = try object.bool("enabled") ?? tracing.enabled
+        if let endpoint = try object.string("endpoint") {
+            guard endpoint.hasPrefix("http://") || endpoint.hasPrefix("https://"), endpoint.count > 8 else {
+                throw object.error(
+                    "expected the collector's http:// or https:// base URL (spans go to <endpoint>/v1/traces)", key: "endpoint")
+            }
+            tracing.endpoint = endpoint
+        }
+        if let name = try object.string("protocol") {
+            guard let exportProtocol = TracingConfiguration.ExportProtocol(rawValue: name) else {
+                let known = TracingConfiguration.ExportProtocol.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: " or ")
+                throw object.error("'\(name.prefix(40))' is not an OTLP protocol Pushgate speaks; expected \(known)", key: "protocol")
+            }
+            tracing.exportProtocol = exportProtocol
+        }
+        if let name = try object.string("serviceName") {
+            guard !name.trimmed().isEmpty else { throw object.error("must not be empty", key: "serviceName") }
+            tracing.serviceName = name
+        }
+        tracing.pushRequestSampleRatio = try object.number("pushRequestSampleRatio", in: 0...1) ?? tracing.pushRequestSampleRatio
+        tracing.exportIntervalMilliseconds =
+            try object.int("exportIntervalMilliseconds", in: 10...600_000) ?? tracing.exportIntervalMilliseconds
+        try object.finish(expected: [
+            "enabled", "endpoint", "protocol", "serviceName", "pushRequestSampleRatio", "exportIntervalMilliseconds",
+        ])
+        return tracing
     }
 
     private static func decodeAuth(_ object: inout JSONObjectReader) throws(ConfigurationError) -> AuthConfiguration {

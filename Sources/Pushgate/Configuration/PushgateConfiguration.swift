@@ -11,6 +11,8 @@ public struct PushgateConfiguration: Sendable, Hashable {
     public var outbox: OutboxConfiguration
     /// Who may read `/metrics`, and where it is served.
     public var metrics = MetricsConfiguration()
+    /// OpenTelemetry traces. Default off.
+    public var tracing = TracingConfiguration()
     /// Apps by name, in the order they were configured.
     public var apps: [AppConfiguration]
 

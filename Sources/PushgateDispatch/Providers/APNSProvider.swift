@@ -14,13 +14,13 @@ public final class APNSProvider: PushProvider {
     /// - Parameter tokens: nil for certificate authentication (the transport presents the certificate).
     public init(
         endpoint: String, topic: String, tokens: APNSTokenManager?, transport: any PushTransport, policy: RetryPolicy,
-        clock: any PushgateClock, maximumInFlight: Int = 1000
+        clock: any PushgateClock, maximumInFlight: Int = 1000, tracing: PushgateTracing = .off
     ) {
         self.endpoint = endpoint
         self.topic = topic
         self.tokens = tokens
         self.transport = transport
-        self.retry = RetryingDelivery(policy: policy, clock: clock)
+        self.retry = RetryingDelivery(policy: policy, clock: clock, spans: tracing.pushRequests(service: "apns"))
         self.maximumInFlight = maximumInFlight
     }
 

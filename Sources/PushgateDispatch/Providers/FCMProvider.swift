@@ -15,7 +15,7 @@ public final class FCMProvider: PushProvider {
 
     public init(
         endpoint: String, account: GoogleServiceAccount, transport: any PushTransport, policy: RetryPolicy, clock: any PushgateClock,
-        maximumInFlight: Int = 1000, platform: Platform = .fcm
+        maximumInFlight: Int = 1000, platform: Platform = .fcm, tracing: PushgateTracing = .off
     ) {
         precondition(platform == .fcm || platform == .gcm, "FCM v1 delivers fcm and (translated) gcm messages")
         self.platform = platform
@@ -23,7 +23,8 @@ public final class FCMProvider: PushProvider {
         self.endpoint = endpoint
         self.account = account
         self.transport = transport
-        self.retry = RetryingDelivery(policy: policy, clock: clock)
+        // Legacy GCM messages translated to v1 are requests to FCM too.
+        self.retry = RetryingDelivery(policy: policy, clock: clock, spans: tracing.pushRequests(service: "fcm"))
         self.maximumInFlight = maximumInFlight
         self.tokens = OAuthTokenManager(clock: clock) {
             let assertion = try await account.assertion(now: clock.now.secondsSinceEpoch)

@@ -11,10 +11,11 @@ public final class GCMProvider: PushProvider {
     private let clock: any PushgateClock
     private let batchSize: Int
     private let maximumBatchesInFlight: Int
+    private let spans: PushRequestSpans
 
     public init(
         endpoint: String, serverKey: String, transport: any PushTransport, policy: RetryPolicy, clock: any PushgateClock,
-        batchSize: Int = GCMWire.maximumBatch, maximumBatchesInFlight: Int = 8
+        batchSize: Int = GCMWire.maximumBatch, maximumBatchesInFlight: Int = 8, tracing: PushgateTracing = .off
     ) {
         self.endpoint = endpoint
         self.serverKey = serverKey
@@ -23,19 +24,25 @@ public final class GCMProvider: PushProvider {
         self.clock = clock
         self.batchSize = min(max(1, batchSize), GCMWire.maximumBatch)
         self.maximumBatchesInFlight = maximumBatchesInFlight
+        spans = tracing.pushRequests(service: "gcm")
     }
 
     public func deliver(
         _ notification: RenderedNotification, to targets: [DispatchTarget], answers: DeliveryAnswers?
     ) async -> [DeliveryReport] {
         let batches = stride(from: 0, to: targets.count, by: batchSize).map { Array(targets[$0..<min($0 + batchSize, targets.count)]) }
-        return await boundedConcurrentMap(batches, limit: maximumBatchesInFlight) { batch in await self.deliver(notification, batch: batch)
+        return await boundedConcurrentMap(Array(batches.enumerated()), limit: maximumBatchesInFlight) { index, batch in
+            await self.deliver(notification, batch: batch, first: index == 0)
         }
         .flatMap { $0 }
     }
 
-    private func deliver(_ notification: RenderedNotification, batch: [DispatchTarget]) async -> [DeliveryReport] {
+    /// One request for `batch`, and more for its tokens the service called transient; `first`:
+    /// the first of the provider's batch (its span is not left to sampling).
+    private func deliver(_ notification: RenderedNotification, batch: [DispatchTarget], first: Bool) async -> [DeliveryReport] {
         let started = ContinuousClock.now
+        let span = spans.start(first: first)
+        var (rounds, lastStatus): (Int, Int?) = (0, nil)
         var machines = batch.map { _ in RetryStateMachine(policy: policy, startedAt: clock.now.secondsSinceEpoch) }
         var final = [DeliveryVerdict?](repeating: nil, count: batch.count)
         // Each target's latest answer, named if a cancellation ends its wait for a retry.
@@ -45,10 +52,13 @@ public final class GCMProvider: PushProvider {
             let request = GCMWire.request(
                 endpoint: endpoint, serverKey: serverKey, tokens: pending.map { batch[$0].handle.value }, notification: notification)
             let verdicts: [DeliveryVerdict]
+            rounds += 1
             do {
                 let response = try await transport.execute(request)
+                lastStatus = response.status
                 verdicts = GCMWire.classify(response, tokens: pending.map { batch[$0].handle.value }, now: clock.now.secondsSinceEpoch)
             } catch {
+                lastStatus = nil
                 verdicts = Array(repeating: .transportFailure(error.failure, detail: error.detail), count: pending.count)
             }
             var retryDelay = 0.0
@@ -80,6 +90,7 @@ public final class GCMProvider: PushProvider {
             }
         }
         let milliseconds = RetryingDelivery.milliseconds(since: started)
+        if span != nil { PushRequestSpans.end(span, multicast: final.map { $0! }, lastStatus: lastStatus, rounds: rounds) }
         return batch.indices.map { index in
             DeliveryReport(
                 target: batch[index], verdict: final[index]!, attempts: machines[index].attempts, latencyMilliseconds: milliseconds)

@@ -61,6 +61,8 @@ extension PushProvider {
 struct RetryingDelivery {
     let policy: RetryPolicy
     let clock: any PushgateClock
+    /// Each sampled device delivery's `push.request` span (``deliverAll(to:transport:credential:request:classify:maximumInFlight:answers:)``).
+    var spans = PushRequestSpans.off
 
     /// How an attempt after the first goes out.
     enum AttemptKind: Sendable, Hashable {
@@ -181,6 +183,8 @@ struct RetryingDelivery {
             case pending(FirstAttempt)
         }
         let firsts = Mutex([First?](repeating: nil, count: targets.count))
+        // Empty unless tracing is on: then one per target, nil where it is not sampled.
+        let spans = self.spans.start(targets.count)
         let (policy, clock) = (policy, clock)
         let token = issued
         let settle: @Sendable (Int, DeliveryVerdict, Double) -> Void = { index, verdict, now in
@@ -192,6 +196,7 @@ struct RetryingDelivery {
                     target: targets[index], verdict: verdict, attempts: machine.attempts,
                     latencyMilliseconds: Self.milliseconds(since: started))
                 answers?.record(report)
+                if !spans.isEmpty { PushRequestSpans.end(spans[index], verdict: verdict, attempts: report.attempts) }
                 first = .final(report)
             } else {
                 first = .pending(FirstAttempt(machine: machine, action: action, verdict: verdict, credential: token))
@@ -216,9 +221,11 @@ struct RetryingDelivery {
             case nil:
                 // Every request is answered before executeAll returns; a transport that broke
                 // that promise reports the target as never sent.
-                reports[index] = DeliveryReport(
+                let report = DeliveryReport(
                     target: targets[index], verdict: .transportFailure(.local, detail: "the transport gave no answer"), attempts: 1,
                     latencyMilliseconds: Self.milliseconds(since: started))
+                if !spans.isEmpty { PushRequestSpans.end(spans[index], verdict: report.verdict, attempts: report.attempts) }
+                reports[index] = report
             }
         }
         if !pending.isEmpty {
@@ -229,6 +236,7 @@ struct RetryingDelivery {
                     to: target, transport: transport, credential: credential, request: { request(target, $0) }, classify: classify,
                     resuming: item.first, started: started)
                 answers?.record(report)
+                if !spans.isEmpty { PushRequestSpans.end(spans[item.index], verdict: report.verdict, attempts: report.attempts) }
                 return report
             }
             for (item, report) in zip(pending, followUps) { reports[item.index] = report }

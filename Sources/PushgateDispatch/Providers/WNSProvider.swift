@@ -12,11 +12,12 @@ public final class WNSProvider: PushProvider {
 
     public init(
         tokenEndpoint: String, clientID: String, clientSecret: String, scope: String = "notify.windows.com", handles: HandlePolicy,
-        transport: any PushTransport, policy: RetryPolicy, clock: any PushgateClock, maximumInFlight: Int = 256
+        transport: any PushTransport, policy: RetryPolicy, clock: any PushgateClock, maximumInFlight: Int = 256,
+        tracing: PushgateTracing = .off
     ) {
         self.handles = handles
         self.transport = transport
-        self.retry = RetryingDelivery(policy: policy, clock: clock)
+        self.retry = RetryingDelivery(policy: policy, clock: clock, spans: tracing.pushRequests(service: "wns"))
         self.maximumInFlight = maximumInFlight
         self.tokens = OAuthTokenManager(clock: clock) {
             let request = OAuthWire.wnsTokenRequest(endpoint: tokenEndpoint, clientID: clientID, clientSecret: clientSecret, scope: scope)

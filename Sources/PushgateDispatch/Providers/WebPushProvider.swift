@@ -13,12 +13,12 @@ public final class WebPushProvider: PushProvider {
 
     public init(
         signer: VAPIDSigner, handles: HandlePolicy, transport: any PushTransport, policy: RetryPolicy, clock: any PushgateClock,
-        maximumInFlight: Int = 1000
+        maximumInFlight: Int = 1000, tracing: PushgateTracing = .off
     ) {
         self.signer = signer
         self.handles = handles
         self.transport = transport
-        self.retry = RetryingDelivery(policy: policy, clock: clock)
+        self.retry = RetryingDelivery(policy: policy, clock: clock, spans: tracing.pushRequests(service: "webpush"))
         self.maximumInFlight = maximumInFlight
     }
 

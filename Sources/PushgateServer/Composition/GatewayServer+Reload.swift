@@ -67,7 +67,7 @@ extension GatewayServer {
             guard let gateway = hubs.hubs[app.id]?.gateway else { continue }
             do {
                 let providers = try await GatewayAssembly.providers(
-                    for: app, secrets: secrets, policy: settings.policy, clock: settings.clock)
+                    for: app, secrets: secrets, policy: settings.policy, clock: settings.clock, tracing: gateway.dispatcher.tracing)
                 rules[app.id] = try HubDirectory.rules(of: app, secrets: secrets)
                 prepared.append((gateway, app, providers))
             } catch {

@@ -46,6 +46,8 @@ public struct GatewayServer: Sendable {
     let settings: ReloadableSettings
     let listener: ListenerConfiguration
     let logger: Logger
+    /// The span exporter's service when `tracing` is on.
+    var tracingService: (any Service)? = nil
 
     /// Builds every part; nothing listens until the service group runs. `onListening` gets the
     /// bound port of `listener.port`, `onListeningSecurely` that of `listener.tls.port` (`port`
@@ -63,15 +65,17 @@ public struct GatewayServer: Sendable {
         // Read and checked before anything starts: a bad certificate stops the start, naming it.
         let tls = try listener.tls.map { try SecureListener.tlsConfiguration($0, secrets: secrets) }
         let metrics = GatewayMetrics()
+        let (tracing, tracingService) = try makeTracing(configuration.tracing, logger: logger)
         let inFlight = InFlightSends()
         // One gateway per hub (its own providers and outbox driver), sharing the store, metrics and
         // sends in flight; the tutorial API `/api` is the default app's.
         var gateways: [Gateway] = []
         for hubApp in [app] + loaded.apps.filter({ $0.id != app.id }) {
-            let providers = try await GatewayAssembly.providers(for: hubApp, secrets: secrets, policy: policy, clock: clock)
+            let providers = try await GatewayAssembly.providers(
+                for: hubApp, secrets: secrets, policy: policy, clock: clock, tracing: tracing)
             gateways.append(
                 Gateway(
-                    app: hubApp, store: store, dispatcher: Dispatcher(providers: providers), limits: configuration.limits,
+                    app: hubApp, store: store, dispatcher: Dispatcher(providers: providers, tracing: tracing), limits: configuration.limits,
                     outbox: configuration.outbox, metrics: metrics, logger: Logger(label: "pushgate.gateway"), clock: clock,
                     inFlight: inFlight))
         }
@@ -101,7 +105,7 @@ public struct GatewayServer: Sendable {
             GatewayHTTP.router(
                 gateway: gateway, authenticator: authenticator, maximumBodyBytes: listener.maximumBodyBytes, metrics: metrics,
                 console: configuration.console, sandbox: sandboxBridge, hubs: hubs, scheme: scheme,
-                metricsAccess: ownMetricsListener ? nil : metricsAccess)
+                metricsAccess: ownMetricsListener ? nil : metricsAccess, tracing: tracing)
         }
         let connections = ConnectionRegistry(
             limits: ConnectionLimits(
@@ -138,15 +142,15 @@ public struct GatewayServer: Sendable {
             gateway: gateway, dispatcher: dispatcher, hubs: hubs, connections: connections, metrics: metrics, sandboxBridge: sandboxBridge,
             application: application, secureApplication: secureApplication, metricsApplication: metricsApplication,
             settings: ReloadableSettings(configuration: configuration, policy: policy, clock: clock, authenticator: authenticator),
-            listener: listener, logger: logger)
+            listener: listener, logger: logger, tracingService: tracingService)
     }
 
     /// The services in start order; shutdown runs the other way round.
     public var services: [any Service] {
         let gateways = hubs.order.compactMap { hubs.hubs[$0]?.gateway }
-        var services: [any Service] = [
-            ShutdownAction(label: "curl pools") { for gateway in gateways { await gateway.dispatcher.shutdown() } }
-        ]
+        // The span exporter first: it stops last, once every span has ended.
+        var services: [any Service] = tracingService.map { [$0] } ?? []
+        services.append(ShutdownAction(label: "curl pools") { for gateway in gateways { await gateway.dispatcher.shutdown() } })
         if let sandboxBridge { services.append(ShutdownAction(label: "sandbox bridge") { await sandboxBridge.shutdown() }) }
         for gateway in gateways {
             var logger = self.logger

@@ -22,13 +22,15 @@ public enum GatewayHTTP {
     /// The router with every route; `maximumBodyBytes` bounds request bodies. The web console is
     /// served when `console.enabled`; its sandbox routes only with a `sandbox` bridge. `/metrics`
     /// is served for those `metricsAccess` permits, or not at all (nil: on a listener of its own).
+    /// With `tracing` on, every request gets a span (``RequestTracingMiddleware``).
     public static func router(
         gateway: Gateway, authenticator: Authenticator, maximumBodyBytes: Int, metrics: GatewayMetrics? = nil,
         console: ConsoleConfiguration = ConsoleConfiguration(enabled: false), sandbox: SandboxBridge? = nil, hubs: HubDirectory? = nil,
-        scheme: String = "http", metricsAccess: MetricsAccess? = .open
+        scheme: String = "http", metricsAccess: MetricsAccess? = .open, tracing: PushgateTracing = .off
     ) -> Router<GatewayContext> {
         let metrics = metrics ?? gateway.metrics
         let router = Router(context: GatewayContext.self)
+        if tracing.isEnabled { router.add(middleware: RequestTracingMiddleware(tracer: tracing.tracer)) }
         router.add(middleware: MetricsMiddleware(metrics: metrics))
         if let metricsAccess { addMetrics(to: router, metrics: metrics, access: metricsAccess) }
         // 503 while the database is unavailable, so that a load balancer sends no traffic here.
