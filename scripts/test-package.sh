@@ -383,6 +383,11 @@ metrics_port=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).
 if [ -n "$metrics_port" ]; then
   code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$port/metrics")
   [ "$code" = 404 ] || fail "GET /metrics on the API's listener answered $code, not 404"
+  # Its listener starts beside the API's: wait for it to be bound (its log line), then read it.
+  for _ in $(seq 1 100); do
+    grep -q "metrics: http://127.0.0.1:$metrics_port/metrics" "$log" && break
+    sleep 0.1
+  done
   curl -sf --max-time 2 "http://127.0.0.1:$metrics_port/metrics" | grep -q '^pushgate_http_requests_in_flight' \
     || fail "no pushgate_http_requests_in_flight at http://127.0.0.1:$metrics_port/metrics"
   ok "/metrics: 404 on the API's listener, served on 127.0.0.1:$metrics_port"
