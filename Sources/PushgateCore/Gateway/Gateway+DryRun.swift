@@ -61,13 +61,9 @@ extension Gateway {
         let prepared: PreparedSend
         let purpose = secure ? "secure" : "notify"
         if secure {
-            guard let recipient = request.toTag, !recipient.isEmpty else {
-                throw .badRequest("to_tag is required for secure push (the one user who may read the message)")
-            }
-            _ = try Self.properties(from: request.body)
-            var idOnly = request
-            idOnly.body = Array(#"{"message":"","secureId":"00000000-0000-0000-0000-000000000000"}"#.utf8)
-            prepared = try prepare(idOnly, user: user, purpose: purpose)
+            // The send's own checks and rendering, with a placeholder id; no message stored.
+            prepared = try prepareSecurePayloads(
+                request, user: user, id: "00000000-0000-0000-0000-000000000000", deliverAt: request.deliverAt)
         } else {
             prepared = try prepare(request, user: user)
         }

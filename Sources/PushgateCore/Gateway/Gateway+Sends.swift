@@ -91,6 +91,28 @@ extension Gateway {
     public func prepareSecure(
         _ request: SendRequest, user: AuthenticatedUser, deliverAt: Timestamp? = nil
     ) async throws(GatewayError) -> PreparedSend {
+        let id = UUID().uuidString.lowercased()
+        // Validate and render before storing, so that a refused send leaves nothing behind.
+        var prepared = try prepareSecurePayloads(request, user: user, id: id, deliverAt: deliverAt)
+        let recipient = request.toTag ?? ""
+        let payload = try Self.properties(from: request.body)["message"] ?? ""
+        let created = now()
+        guard try await hasTargets(prepared, at: created) else {
+            return prepared  // delivered to nobody: 404, and no message stored
+        }
+        let message = SecureMessage(
+            id: id, app: appID, recipient: recipient, sender: user.name, payload: payload, createdAt: created,
+            expiresAt: max(created, deliverAt ?? created).adding(seconds: secureMessageLifetime))
+        try await stored { () throws(StoreError) in try await store.storeSecureMessage(message) }
+        prepared.secureID = id
+        return prepared
+    }
+
+    /// A secure send checked (one user, a message within its limit) and its id-only payloads
+    /// rendered for `id`; nothing stored.
+    package func prepareSecurePayloads(
+        _ request: SendRequest, user: AuthenticatedUser, id: String, deliverAt: Timestamp?
+    ) throws(GatewayError) -> PreparedSend {
         if request.fcmTopic.map({ !$0.isEmpty }) == true || request.fcmCondition.map({ !$0.isEmpty }) == true {
             throw .badRequest("secure push goes to one user (to_tag), not to an FCM topic or condition")
         }
@@ -104,23 +126,11 @@ extension Gateway {
                 .tooLarge,
                 "message: a secure message is \(payload.utf8.count) bytes; at most \(limits.maximumSecurePayloadBytes) are stored")
         }
-        let id = UUID().uuidString.lowercased()
         let body = Array(#"{"message":"","secureId":"\#(id)"}"#.utf8)
-        // Validate and render before storing, so that a refused send leaves nothing behind.
-        var prepared = try prepare(
+        return try prepare(
             SendRequest(
                 pns: request.pns, toTag: recipient, tagExpression: nil, body: body, timeToLive: request.timeToLive, deliverAt: deliverAt),
             user: user, purpose: "secure")
-        let created = now()
-        guard try await hasTargets(prepared, at: created) else {
-            return prepared  // delivered to nobody: 404, and no message stored
-        }
-        let message = SecureMessage(
-            id: id, app: appID, recipient: recipient, sender: user.name, payload: payload, createdAt: created,
-            expiresAt: max(created, deliverAt ?? created).adding(seconds: secureMessageLifetime))
-        try await stored { () throws(StoreError) in try await store.storeSecureMessage(message) }
-        prepared.secureID = id
-        return prepared
     }
 
     /// Whether any registration matches a prepared send.
