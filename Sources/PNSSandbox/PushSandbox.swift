@@ -184,6 +184,14 @@ public final class PushSandbox: Service, Sendable {
     /// non-file secrets). Returns the paths by name.
     @discardableResult
     public func writeGatewayFiles(to directory: String) throws -> [String: String] {
+        var paths = try writeCredentialFiles(to: directory)
+        paths["summary"] = try writeSummary(to: directory, files: paths)
+        return paths
+    }
+
+    /// Writes the credential files (everything `writeGatewayFiles` writes but `sandbox.json`) and
+    /// returns their paths by name.
+    public func writeCredentialFiles(to directory: String) throws -> [String: String] {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let files: [(String, String, String)] = [
             ("ca", "ca.pem", caCertificatePEM),
@@ -205,6 +213,14 @@ public final class PushSandbox: Service, Sendable {
             try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
             paths[name] = path
         }
+        return paths
+    }
+
+    /// Writes `sandbox.json` (endpoints, ids, the non-file secrets and the paths of `files`)
+    /// atomically and returns its path. Scripts poll for it as the sign that the sandbox is ready, so
+    /// callers write it after every other file they hand out.
+    @discardableResult
+    public func writeSummary(to directory: String, files paths: [String: String]) throws -> String {
         let summary: [String: Any] = [
             "endpoints": [
                 "apns": endpoints.apns, "fcm": endpoints.fcm, "gcm": endpoints.gcm, "googleToken": endpoints.googleToken,
@@ -222,9 +238,8 @@ public final class PushSandbox: Service, Sendable {
         ]
         let data = try JSONSerialization.data(withJSONObject: summary, options: [.prettyPrinted, .sortedKeys])
         let summaryPath = (directory as NSString).appendingPathComponent("sandbox.json")
-        try data.write(to: URL(fileURLWithPath: summaryPath))
-        paths["summary"] = summaryPath
-        return paths
+        try data.write(to: URL(fileURLWithPath: summaryPath), options: .atomic)
+        return summaryPath
     }
 
     /// Says GOAWAY (`{"reason":"Shutdown"}`) on every APNs and FCM HTTP/2 connection, closes

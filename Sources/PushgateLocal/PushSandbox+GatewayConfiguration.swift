@@ -6,8 +6,8 @@ extension PushSandbox {
     /// `directory`; returns the configuration's path. The gateway serves HTTPS on `listenerTLSPort`
     /// with a certificate from the sandbox's CA (nil: plain HTTP only).
     public func writeGatewayConfiguration(to directory: String, listenerPort: Int, listenerTLSPort: Int? = 8443) throws -> String {
-        let files = try writeGatewayFiles(to: directory)
-        return try SandboxGatewayConfiguration(
+        let files = try writeCredentialFiles(to: directory)
+        let configPath = try SandboxGatewayConfiguration(
             apnsEndpoint: endpoints.apns, apnsTopic: credentials.apnsTopic, apnsKeyID: credentials.apnsKeyID,
             apnsTeamID: credentials.apnsTeamID,
             fcmEndpoint: endpoints.fcm, gcmEndpoint: endpoints.gcm, wnsTokenEndpoint: endpoints.wnsToken,
@@ -17,5 +17,8 @@ extension PushSandbox {
             files: files, listenerPort: listenerPort,
             listenerTLSPort: listenerTLSPort, sandboxControl: endpoints.control
         ).write(to: directory)
+        // Last: scripts wait for sandbox.json, then read config.json.
+        try writeSummary(to: directory, files: files)
+        return configPath
     }
 }
