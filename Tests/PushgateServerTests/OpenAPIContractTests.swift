@@ -101,4 +101,46 @@ import Testing
             }
         }
     }
+    /// A method a documented resource does not take: 405 with `Allow` naming the documented ones,
+    /// in the API's error shape (NH's XML under a hub), whoever asks; `OPTIONS` 204 with `Allow`;
+    /// `HEAD` answers as `GET` does, without a body.
+    @Test func aMethodAResourceDoesNotTakeIsRefusedWith405AndAllow() async throws {
+        try await GatewayFixture.inProcess(adjust: { $0.console.enabled = true }) { fixture in
+            let paths = try #require(try Self.contract()["paths"] as? [String: [String: Any]])
+            let methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "TRACE", "QUERY"]
+            for (path, item) in paths {
+                let documented = methods.filter { item[$0.lowercased()] != nil }
+                let concrete = path.replacingOccurrences(of: "{hub}", with: "default").replacingOccurrences(
+                    of: #"\{[^}]+\}"#, with: "x1", options: .regularExpression)
+                for user in [nil, "bob"] as [String?] {
+                    for method in methods where !documented.contains(method) {
+                        let answer = try await fixture.call(method, concrete, user: user)
+                        #expect(
+                            answer.status == 405,
+                            "\(method) \(path) as \(user ?? "nobody"): \(answer.status) \(answer.bodyText.prefix(120))")
+                        let allow = Set(
+                            (answer.header("Allow") ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
+                        #expect(allow.isSuperset(of: documented) && !allow.contains(method), "\(method) \(path): Allow \(allow.sorted())")
+                        if path.hasPrefix("/{hub}") {
+                            #expect(answer.bodyText.contains("<Code>405</Code>"), "\(method) \(path): \(answer.bodyText.prefix(200))")
+                        } else {
+                            let body = try JSONSerialization.jsonObject(with: Data(answer.body)) as? [String: Any]
+                            #expect(body?["status"] as? Int == 405 && (body?["error"] as? String)?.contains(method) == true, "\(path)")
+                        }
+                    }
+                }
+                let options = try await fixture.call("OPTIONS", concrete, user: nil)
+                let allowed = Set((options.header("Allow") ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
+                #expect(options.status == 204 && options.body.isEmpty, "OPTIONS \(path): \(options.status)")
+                #expect(allowed == Set(documented + ["OPTIONS"] + (documented.contains("GET") ? ["HEAD"] : [])) || path.hasPrefix("/{hub}"))
+                #expect(allowed.isSuperset(of: documented + ["OPTIONS"]), "OPTIONS \(path): Allow \(allowed.sorted())")
+                guard !path.hasPrefix("/{hub}") else { continue }
+                if documented.contains("GET") {
+                    let get = try await fixture.call("GET", concrete, user: nil)
+                    let head = try await fixture.call("HEAD", concrete, user: nil)
+                    #expect(head.status == get.status && head.body.isEmpty, "HEAD \(path): \(head.status), GET \(get.status)")
+                }
+            }
+        }
+    }
 }

@@ -29,9 +29,18 @@ public enum GatewayHTTP {
         scheme: String = "http", metricsAccess: MetricsAccess? = .open, tracing: PushgateTracing = .off
     ) -> Router<GatewayContext> {
         let metrics = metrics ?? gateway.metrics
-        let router = Router(context: GatewayContext.self)
+        // HEAD answers as GET does, without the body (RFC 9110 section 9.3.2).
+        let router = Router(context: GatewayContext.self, options: .autoGenerateHeadEndpoints)
         if tracing.isEnabled { router.add(middleware: RequestTracingMiddleware(tracer: tracing.tracer)) }
         router.add(middleware: MetricsMiddleware(metrics: metrics))
+        router.add(
+            middleware: AllowedMethodsMiddleware { template in
+                switch template {
+                case "/", "/console": console.enabled
+                case "/metrics": metricsAccess != nil
+                default: !template.hasPrefix("/api/sandbox/") || sandbox != nil
+                }
+            })
         if let metricsAccess { addMetrics(to: router, metrics: metrics, access: metricsAccess) }
         // 503 while the database is unavailable, so that a load balancer sends no traffic here.
         router.get("healthz") { _, _ in

@@ -118,8 +118,8 @@ enum HubHTTP {
         }
         HubInstallations.addRoutes(route: route, maximumBodyBytes: maximumBodyBytes)
         // Anything else under a configured hub: NH's XML error; 405 naming the methods a known
-        // resource takes.
-        let methods: [HTTPRequest.Method] = [.get, .post, .put, .delete, .patch]
+        // resource takes (any method a client may try, QUERY included: RFC 9110's registry).
+        let methods: [HTTPRequest.Method] = [.get, .post, .put, .delete, .patch, .trace, HTTPRequest.Method("QUERY")!]
         let resources: [(RouterPath, [HTTPRequest.Method])] = [
             ("messages", [.post]), ("messages/$batch", [.post]), ("messages/:id", [.get]), ("schedulednotifications", [.post]),
             ("schedulednotifications/:id", [.delete]), ("registrationIDs", [.post]), ("registrations", [.get, .post]),
@@ -127,6 +127,10 @@ enum HubHTTP {
             ("installations/:id", [.get, .put, .patch, .delete]),
         ]
         for (path, allowed) in resources {
+            group.on(path, method: .options) { _, context in
+                guard hubs.hub(named: context.parameters.get("hub") ?? "") != nil else { return Response(status: .notFound) }
+                return Response(status: .noContent, headers: [.allow: (allowed + [.options]).map(\.rawValue).joined(separator: ", ")])
+            }
             for method in methods where !allowed.contains(method) {
                 group.on(path, method: method) { request, context in
                     guard hubs.hub(named: context.parameters.get("hub") ?? "") != nil else { return Response(status: .notFound) }

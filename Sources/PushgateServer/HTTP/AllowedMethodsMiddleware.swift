@@ -1,0 +1,76 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import PushgateCore
+
+/// Answers a method that a known resource does not take with `405` and `Allow` (RFC 9110
+/// section 15.5.6), in the API's `{"error","status"}` shape, and `OPTIONS` on it with `204` and
+/// `Allow` (section 9.3.7); `HEAD` goes where `GET` goes. Without it the router answers both with
+/// an empty 404, as if the resource did not exist.
+///
+/// The resources and their methods are the contract's (`openapi.json`, embedded), which
+/// `OpenAPIContractTests` holds equal to the routes the sources register: the table is not written
+/// a second time here. The hub's paths (`/{hub}/…`) are left to the hub's routes, which answer in
+/// NH's XML and only under a configured hub.
+struct AllowedMethodsMiddleware<Context: RequestContext>: RouterMiddleware {
+    /// One documented path: its segments (nil: a parameter) and the methods it takes.
+    struct Resource: Sendable {
+        let template: String
+        let segments: [String?]
+        let methods: Set<HTTPRequest.Method>
+        let allow: String
+
+        /// How many segments are literal: the most specific template that matches wins
+        /// (`…/devices/{id}/inbox` over `…/devices/{id}/{action}`), as the router's trie decides.
+        var literals: Int { segments.count(where: { $0 != nil }) }
+
+        func matches(_ path: [Substring]) -> Bool {
+            guard path.count == segments.count else { return false }
+            return zip(segments, path).allSatisfy { segment, part in segment.map { $0 == part } ?? !part.isEmpty }
+        }
+    }
+
+    let resources: [Resource]
+
+    /// The contract's resources whose template `serves` (the gateway serves the console, the
+    /// sandbox's routes and `/metrics` only as configured).
+    init(contract: [UInt8] = PackageResources.openapi_json, serves: (String) -> Bool) {
+        let document = (try? JSONSerialization.jsonObject(with: Data(contract))) as? [String: Any]
+        let paths = document?["paths"] as? [String: Any] ?? [:]
+        let order: [HTTPRequest.Method] = [.get, .head, .post, .put, .patch, .delete, .options]
+        resources = paths.compactMap { template, item in
+            guard !template.hasPrefix("/{hub}"), serves(template), let item = item as? [String: Any] else { return nil }
+            var methods = Set(item.keys.compactMap { HTTPRequest.Method($0.uppercased()) }.filter { order.contains($0) })
+            guard !methods.isEmpty else { return nil }
+            if methods.contains(.get) { methods.insert(.head) }
+            methods.insert(.options)
+            let segments = template.split(separator: "/").map { part in part.hasPrefix("{") ? nil : String(part) }
+            return Resource(
+                template: template, segments: segments, methods: methods,
+                allow: order.filter(methods.contains).map(\.rawValue).joined(separator: ", "))
+        }
+        .sorted { $0.literals > $1.literals || ($0.literals == $1.literals && $0.template < $1.template) }
+    }
+
+    /// The resource a request's path names, if the contract documents it.
+    func resource(for path: String) -> Resource? {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        let trimmed = parts.last == "" ? Array(parts.dropLast()) : Array(parts)
+        return resources.first { $0.matches(trimmed) }
+    }
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard let resource = resource(for: request.uri.path), !resource.methods.contains(request.method) || request.method == .options
+        else { return try await next(request, context) }
+        if request.method == .options {
+            return Response(status: .noContent, headers: [.allow: resource.allow])
+        }
+        var response = BasicAuthenticationMiddleware.refusal(
+            GatewayError(
+                .methodNotAllowed,
+                "\(request.method.rawValue.prefix(20)) is not allowed on \(resource.template); use \(resource.allow) (see /openapi.json)"),
+            challenge: false)
+        response.headers[.allow] = resource.allow
+        return response
+    }
+}
