@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import OTel
 import Pushgate
@@ -14,9 +15,16 @@ extension GatewayServer {
     /// The tracer is this gateway's own, never bootstrapped process-wide: several gateways in one
     /// process (the tests) trace apart, and those with tracing off make no span at all. swift-otel
     /// applies the standard `OTEL_*` environment variables over this configuration (for example
-    /// `OTEL_EXPORTER_OTLP_HEADERS` for a collector's credentials).
-    static func makeTracing(_ configuration: TracingConfiguration, logger: Logger) throws -> (PushgateTracing, (any Service)?) {
+    /// `OTEL_EXPORTER_OTLP_HEADERS` for a collector's credentials). `OTEL_SDK_DISABLED=true` (the
+    /// OpenTelemetry specification's switch) turns tracing off whatever the file says, with a notice.
+    static func makeTracing(
+        _ configuration: TracingConfiguration, logger: Logger, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws -> (PushgateTracing, (any Service)?) {
         guard configuration.enabled else { return (.off, nil) }
+        if environment["OTEL_SDK_DISABLED"]?.trimmingCharacters(in: .whitespaces).lowercased() == "true" {
+            logger.notice("tracing is enabled in the configuration but OTEL_SDK_DISABLED=true: no spans are made or exported")
+            return (.off, nil)
+        }
         var otel = OTel.Configuration.default
         otel.serviceName = configuration.serviceName
         otel.diagnosticLogger = .custom(logger)
