@@ -166,6 +166,11 @@ import Testing
             #expect(resigned.header("Location") == first.header("Location"))
             let changed = try await hub.call("POST", "messages", body: #"{"aps":{"alert":"twice"}}"#, headers: headers)
             #expect(changed.status == 422 && changed.bodyText.contains("hub-1"), "\(changed.bodyText)")
+            // A header the send passes to APNs shapes it; one it does not pass does not.
+            let reprioritized = try await hub.call("POST", "messages", body: body, headers: headers + [("apns-priority", "5")])
+            #expect(reprioritized.status == 422, "\(reprioritized.bodyText)")
+            let traced = try await hub.call("POST", "messages", body: body, headers: headers + [("X-Request-Id", "r-2")])
+            #expect(traced.status == 201 && traced.header("Idempotent-Replayed") == "true", "\(traced.bodyText)")
             #expect(await fixture.sandbox.state.inbox(deviceID: device.id).count == 1)
         }
     }

@@ -120,6 +120,20 @@ extension Gateway {
         return #"{"message":"# + body + "}"
     }
 
+    /// Whether a hub send's request header named `name` goes on to `platform`'s service with a
+    /// native body: APNs' `apns-*`, WNS' `X-WNS-*`, Web Push's `TTL`, `Urgency` and `Topic` (as
+    /// Notification Hubs' SDKs send them beside the body). The one list of them: what a native
+    /// send passes, and what an idempotent hub send's fingerprint covers.
+    package static func passesThrough(_ name: String, to platform: Platform) -> Bool {
+        let name = name.lowercased()
+        return switch platform {
+        case .apns: name.hasPrefix("apns-")
+        case .wns: name.hasPrefix("x-wns-")
+        case .browser: ["ttl", "urgency", "topic"].contains(name)
+        case .fcm, .gcm: false
+        }
+    }
+
     /// A native body checked as its service would: JSON for APNs and Google, XML (or raw) for
     /// WNS, its headers, and its size. FCM v1's `{"message": {…}}` is unwrapped (the gateway
     /// sets the token).
@@ -131,9 +145,9 @@ extension Gateway {
         var passed: [(String, String)] = []
         switch platform {
         case .apns:
-            passed = headers.filter { $0.name.lowercased().hasPrefix("apns-") }.map { ($0.name.lowercased(), $0.value) }
+            passed = headers.filter { passesThrough($0.name, to: .apns) }.map { ($0.name.lowercased(), $0.value) }
         case .wns:
-            passed = headers.filter { $0.name.lowercased().hasPrefix("x-wns-") }.map { ($0.name, $0.value) }
+            passed = headers.filter { passesThrough($0.name, to: .wns) }.map { ($0.name, $0.value) }
             guard passed.contains(where: { $0.0.lowercased() == "x-wns-type" }) else {
                 throw .badRequest("X-WNS-Type is required for windows: wns/toast, wns/tile, wns/badge or wns/raw")
             }
@@ -151,8 +165,7 @@ extension Gateway {
         case .gcm:
             break
         case .browser:
-            // Web Push's own headers, as Notification Hubs' SDKs send them beside the body.
-            passed = headers.filter { ["ttl", "urgency", "topic"].contains($0.name.lowercased()) }.map { ($0.name, $0.value) }
+            passed = headers.filter { passesThrough($0.name, to: .browser) }.map { ($0.name, $0.value) }
         }
         let isRaw = platform == .wns && passed.contains { $0.0.lowercased() == "x-wns-type" && $0.1.lowercased() == "wns/raw" }
         let format: Template.Format =

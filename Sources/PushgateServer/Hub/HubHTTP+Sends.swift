@@ -64,13 +64,13 @@ extension HubHTTP {
         return created(accepted.record.id, replayed: accepted.replayed, collection: collection, request: request, call: call)
     }
 
-    /// The fingerprint of a hub send: its route, the headers that shape it, its body.
+    /// The fingerprint of a hub send: its route, the headers that shape it (those a native send
+    /// passes to some service, and the body's type), its body.
     static func idempotencyKey(
         _ request: Request, collection: String, direct: Bool, test: Bool, body: [UInt8], gateway: Gateway
     ) throws(GatewayError) -> IdempotencyKey? {
         let passed = request.headers.filter { field in
-            let name = field.name.canonicalName
-            return name.hasPrefix("apns-") || name.hasPrefix("x-wns-") || ["ttl", "urgency", "topic", "content-type"].contains(name)
+            field.name == .contentType || Platform.allCases.contains { Gateway.passesThrough(field.name.canonicalName, to: $0) }
         }.map { "\($0.name.canonicalName): \($0.value)" }.sorted()
         return try gateway.idempotencyKey(
             header: request.headers[GatewayHTTP.idempotencyKeyHeader],
