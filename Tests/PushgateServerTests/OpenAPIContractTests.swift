@@ -129,18 +129,58 @@ import Testing
                         }
                     }
                 }
+                // HEAD where GET goes, unless the contract says the GET must not answer it.
+                let headAllowed = (item["get"] as? [String: Any]).map { $0["x-pushgate-head"] as? Bool != false } ?? false
                 let options = try await fixture.call("OPTIONS", concrete, user: nil)
                 let allowed = Set((options.header("Allow") ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
                 #expect(options.status == 204 && options.body.isEmpty, "OPTIONS \(path): \(options.status)")
-                #expect(allowed == Set(documented + ["OPTIONS"] + (documented.contains("GET") ? ["HEAD"] : [])) || path.hasPrefix("/{hub}"))
-                #expect(allowed.isSuperset(of: documented + ["OPTIONS"]), "OPTIONS \(path): Allow \(allowed.sorted())")
-                guard !path.hasPrefix("/{hub}") else { continue }
-                if documented.contains("GET") {
+                #expect(
+                    allowed == Set(documented + ["OPTIONS"] + (headAllowed ? ["HEAD"] : [])),
+                    "OPTIONS \(path): Allow \(allowed.sorted())")
+                let head = try await fixture.call("HEAD", concrete, user: nil)
+                #expect(head.body.isEmpty, "HEAD \(path): a body")
+                if headAllowed {
                     let get = try await fixture.call("GET", concrete, user: nil)
-                    let head = try await fixture.call("HEAD", concrete, user: nil)
-                    #expect(head.status == get.status && head.body.isEmpty, "HEAD \(path): \(head.status), GET \(get.status)")
+                    #expect(head.status == get.status, "HEAD \(path): \(head.status), GET \(get.status)")
+                } else {
+                    #expect(head.status == 405 && head.header("Allow").map { !$0.contains("HEAD") } == true, "HEAD \(path): \(head.status)")
                 }
             }
+        }
+    }
+    /// HEAD on a secure message would mark it read as its GET does: refused, and the message is
+    /// still unread; where GET is safe, an authenticated HEAD answers as GET without the body.
+    @Test func headIsRefusedWhereGetChangesStateAndAnswersAsGetElsewhere() async throws {
+        try await GatewayFixture.inProcess { fixture in
+            let device = await fixture.sandbox.createDevice(.apns)
+            _ = try await fixture.register(device, user: "alice")
+            let sent = try await fixture.call("POST", "/api/notifications?pns=apns&to_tag=alice&secure=true", user: "bob", body: #""s""#)
+            let id = try #require(sent.header("X-Pushgate-Secure-Id"), "\(sent.bodyText)")
+            let head = try await fixture.call("HEAD", "/api/notifications/\(id)", user: "alice")
+            #expect(head.status == 405 && head.body.isEmpty && head.header("Allow") == "GET, DELETE, OPTIONS", "\(head.status)")
+            let read = try await fixture.call("GET", "/api/notifications/\(id)", user: "alice")
+            #expect(read.status == 200 && read.bodyText.contains(#""Read":false"#), "\(read.bodyText)")
+
+            let get = try await fixture.call("GET", "/api/registrations", user: "alice")
+            let headOfList = try await fixture.call("HEAD", "/api/registrations", user: "alice")
+            #expect(get.status == 200 && !get.body.isEmpty && headOfList.status == 200 && headOfList.body.isEmpty)
+            #expect(headOfList.header("Content-Type") == get.header("Content-Type"))
+        }
+    }
+
+    /// The middleware splits paths as the router does, and knows only what this gateway serves:
+    /// the console's and the sandbox's paths are unknown (404) when they are off.
+    @Test func pathsAreMatchedAsTheRouterMatchesThemAndOnlyWhereServed() async throws {
+        try await GatewayFixture.inProcess(adjust: { $0.console.enabled = false }) { fixture in
+            for path in ["/api//me", "/api/me/", "//api/me//"] {
+                let answer = try await fixture.call("DELETE", path, user: "alice")
+                #expect(answer.status == 405 && answer.header("Allow") == "GET, HEAD, OPTIONS", "DELETE \(path): \(answer.status)")
+                #expect(try await fixture.call("GET", path, user: "alice").status == 200, "GET \(path)")
+            }
+            for method in ["GET", "POST"] {
+                #expect(try await fixture.call(method, "/console", user: nil).status == 404, "\(method) /console with the console off")
+            }
+            #expect(try await fixture.call("OPTIONS", "/console", user: nil).status == 404)
         }
     }
 }

@@ -5,8 +5,9 @@ import PushgateCore
 
 /// Answers a method that a known resource does not take with `405` and `Allow` (RFC 9110
 /// section 15.5.6), in the API's `{"error","status"}` shape, and `OPTIONS` on it with `204` and
-/// `Allow` (section 9.3.7); `HEAD` goes where `GET` goes. Without it the router answers both with
-/// an empty 404, as if the resource did not exist.
+/// `Allow` (section 9.3.7); `HEAD` goes where `GET` goes (the router generates it), except where
+/// the `GET` changes state (`x-pushgate-head: false`: reading a secure message marks it read).
+/// Without it the router answers all of these with an empty 404, as if the resource did not exist.
 ///
 /// The resources and their methods are the contract's (`openapi.json`, embedded), which
 /// `OpenAPIContractTests` holds equal to the routes the sources register: the table is not written
@@ -26,7 +27,7 @@ struct AllowedMethodsMiddleware<Context: RequestContext>: RouterMiddleware {
 
         func matches(_ path: [Substring]) -> Bool {
             guard path.count == segments.count else { return false }
-            return zip(segments, path).allSatisfy { segment, part in segment.map { $0 == part } ?? !part.isEmpty }
+            return zip(segments, path).allSatisfy { segment, part in segment.map { $0 == part } ?? true }
         }
     }
 
@@ -42,7 +43,7 @@ struct AllowedMethodsMiddleware<Context: RequestContext>: RouterMiddleware {
             guard !template.hasPrefix("/{hub}"), serves(template), let item = item as? [String: Any] else { return nil }
             var methods = Set(item.keys.compactMap { HTTPRequest.Method($0.uppercased()) }.filter { order.contains($0) })
             guard !methods.isEmpty else { return nil }
-            if methods.contains(.get) { methods.insert(.head) }
+            if let get = item["get"] as? [String: Any], get["x-pushgate-head"] as? Bool != false { methods.insert(.head) }
             methods.insert(.options)
             let segments = template.split(separator: "/").map { part in part.hasPrefix("{") ? nil : String(part) }
             return Resource(
@@ -52,14 +53,17 @@ struct AllowedMethodsMiddleware<Context: RequestContext>: RouterMiddleware {
         .sorted { $0.literals > $1.literals || ($0.literals == $1.literals && $0.template < $1.template) }
     }
 
-    /// The resource a request's path names, if the contract documents it.
+    /// The resource a request's path names, if the contract documents it. Split as the router
+    /// splits (empty segments dropped: `/api//me/` is `/api/me`).
     func resource(for path: String) -> Resource? {
-        let parts = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
-        let trimmed = parts.last == "" ? Array(parts.dropLast()) : Array(parts)
-        return resources.first { $0.matches(trimmed) }
+        let parts = path.split(separator: "/")
+        return resources.first { $0.matches(parts) }
     }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        // A route the router matched takes its method (HEAD aside: the router generates it for
+        // every GET, and some GETs must not answer it).
+        if context.endpointPath != nil, request.method != .head { return try await next(request, context) }
         guard let resource = resource(for: request.uri.path), !resource.methods.contains(request.method) || request.method == .options
         else { return try await next(request, context) }
         if request.method == .options {
@@ -71,6 +75,6 @@ struct AllowedMethodsMiddleware<Context: RequestContext>: RouterMiddleware {
                 "\(request.method.rawValue.prefix(20)) is not allowed on \(resource.template); use \(resource.allow) (see /openapi.json)"),
             challenge: false)
         response.headers[.allow] = resource.allow
-        return response
+        return request.method == .head ? response.createHeadResponse() : response
     }
 }

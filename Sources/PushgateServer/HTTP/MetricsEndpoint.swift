@@ -50,7 +50,8 @@ extension GatewayHTTP {
 
     /// The router of the metrics listener (`metrics.port`): `/metrics` alone.
     public static func metricsRouter(metrics: GatewayMetrics, access: MetricsAccess) -> Router<GatewayContext> {
-        let router = Router(context: GatewayContext.self)
+        let router = Router(context: GatewayContext.self, options: .autoGenerateHeadEndpoints)
+        router.add(middleware: AllowedMethodsMiddleware { $0 == "/metrics" })
         addMetrics(to: router, metrics: metrics, access: access)
         return router
     }

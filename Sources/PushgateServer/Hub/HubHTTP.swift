@@ -127,9 +127,11 @@ enum HubHTTP {
             ("installations/:id", [.get, .put, .patch, .delete]),
         ]
         for (path, allowed) in resources {
+            // HEAD wherever GET goes (the router generates it), OPTIONS everywhere.
+            let allow = (allowed + (allowed.contains(.get) ? [.head] : []) + [.options]).map(\.rawValue).joined(separator: ", ")
             group.on(path, method: .options) { _, context in
                 guard hubs.hub(named: context.parameters.get("hub") ?? "") != nil else { return Response(status: .notFound) }
-                return Response(status: .noContent, headers: [.allow: (allowed + [.options]).map(\.rawValue).joined(separator: ", ")])
+                return Response(status: .noContent, headers: [.allow: allow])
             }
             for method in methods where !allowed.contains(method) {
                 group.on(path, method: method) { request, context in
@@ -137,9 +139,9 @@ enum HubHTTP {
                     var response = errorResponse(
                         GatewayError(
                             .methodNotAllowed,
-                            "\(method.rawValue) is not allowed on \(request.uri.path.prefix(120)); use \(allowed.map(\.rawValue).joined(separator: ", "))"
+                            "\(request.method.rawValue) is not allowed on \(request.uri.path.prefix(120)); use \(allow)"
                         ))
-                    response.headers[.allow] = allowed.map(\.rawValue).joined(separator: ", ")
+                    response.headers[.allow] = allow
                     return response
                 }
             }
