@@ -28,7 +28,7 @@ sbx_dir=$work/pns-sandbox
 sbx_args=()
 if [ -n "${PUSHGATE_BENCH_SANDBOX_ARGS+set}" ]; then
   read -r -a sbx_args <<< "$PUSHGATE_BENCH_SANDBOX_ARGS"
-elif "$bin" sandbox --help 2>/dev/null | grep -q -- '--inbox-limit'; then
+elif grep -q -- '--inbox-limit' <<<"$("$bin" sandbox --help 2>/dev/null)"; then
   sbx_args=(--inbox-limit "${PUSHGATE_BENCH_SANDBOX_INBOX_LIMIT:-1}")
 fi
 "$bin" sandbox --dir "$sbx_dir" --gateway-port "$gateway_port" --gateway-tls-port 0 "${sbx_args[@]}" > "$work/pns-sandbox.out" 2> "$work/pns-sandbox.err" &

@@ -62,8 +62,10 @@ while read -r lib; do
   /*) bundled+=("$lib") ;;
   esac
 done < <(ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }')
-if ldd "$bin" | grep -q 'not found'; then
-  ldd "$bin" | grep 'not found' >&2
+# Searched whole (`ldd | grep -q` can fail under pipefail when grep stops reading first).
+libraries=$(ldd "$bin")
+if grep -q 'not found' <<<"$libraries"; then
+  grep 'not found' <<<"$libraries" >&2
   die "$bin has unresolved libraries on this machine"
 fi
 if [ "${#bundled[@]}" -gt 0 ]; then

@@ -26,6 +26,10 @@ step() { echo "== $*"; }
 ok() { echo "   ok: $*"; }
 fail() {
   echo "test-package: FAILED: $*" >&2
+  if [ -n "${log:-}" ] && [ -s "$log" ]; then
+    echo "-- the gateway's log ($log), last 30 lines:" >&2
+    tail -30 "$log" >&2
+  fi
   exit 1
 }
 
@@ -384,12 +388,18 @@ if [ -n "$metrics_port" ]; then
   code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$port/metrics")
   [ "$code" = 404 ] || fail "GET /metrics on the API's listener answered $code, not 404"
   # Its listener starts beside the API's: wait for it to be bound (its log line), then read it.
-  for _ in $(seq 1 100); do
-    grep -q "metrics: http://127.0.0.1:$metrics_port/metrics" "$log" && break
+  metrics_bound=
+  for _ in $(seq 1 300); do
+    if grep -q "metrics: http://127.0.0.1:$metrics_port/metrics" "$log"; then metrics_bound=1; break; fi
     sleep 0.1
   done
-  curl -sf --max-time 2 "http://127.0.0.1:$metrics_port/metrics" | grep -q '^pushgate_http_requests_in_flight' \
-    || fail "no pushgate_http_requests_in_flight at http://127.0.0.1:$metrics_port/metrics"
+  [ -n "$metrics_bound" ] || fail "the metrics listener on 127.0.0.1:$metrics_port did not start in 30 s: $(tail -5 "$log")"
+  # Read whole, then searched: `curl | grep -q` fails under pipefail when grep stops reading
+  # before curl has written everything (curl exits 23 on the closed pipe).
+  exposition=$(curl -sS -f --max-time 5 "http://127.0.0.1:$metrics_port/metrics" 2>&1) \
+    || fail "GET http://127.0.0.1:$metrics_port/metrics failed: ${exposition:0:300}"
+  grep -q '^pushgate_http_requests_in_flight' <<<"$exposition" \
+    || fail "no pushgate_http_requests_in_flight at http://127.0.0.1:$metrics_port/metrics: ${exposition:0:300}"
   ok "/metrics: 404 on the API's listener, served on 127.0.0.1:$metrics_port"
 fi
 
