@@ -194,13 +194,13 @@ struct APNSService: SandboxHTTPResponder {
         let verdict: (status: Int, reason: String)?
         // The `iat` of a token that verified (only an accepted token's is ever read again).
         var issuedAt: Double?
+        // Signed with the credentials' own key, or with one issued since (a rotation).
         if let header = Self.decodeSegment(jwt, 0), header["alg"]?.stringValue == "ES256", let kid = header["kid"]?.stringValue,
-            kid == credentials.apnsKeyID || state.trustedAPNSKey(id: kid) != nil
+            case let rotatedKey = kid == credentials.apnsKeyID ? nil : state.trustedAPNSKey(id: kid),
+            kid == credentials.apnsKeyID || rotatedKey != nil
         {
             do {
-                if kid != credentials.apnsKeyID, let pem = state.trustedAPNSKey(id: kid) {
-                    await keys.add(ecdsa: try ES256PublicKey(pem: pem), kid: JWKIdentifier(string: kid))
-                }
+                if let rotatedKey { await keys.add(ecdsa: try ES256PublicKey(pem: rotatedKey), kid: JWKIdentifier(string: kid)) }
                 let claims = try await keys.verify(jwt, as: APNSProviderClaims.self)
                 state.recordAPNSToken(keyID: kid)
                 issuedAt = claims.iat.value.timeIntervalSince1970

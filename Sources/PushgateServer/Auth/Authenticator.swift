@@ -22,9 +22,19 @@ public actor Authenticator {
         case rateLimited(retryAfterSeconds: Int)
     }
 
-    private var users: [String: String]
-    private var admins: Set<String>
-    private var demoPasswordEqualsName: Bool
+    /// Who may log in, as the configuration says (a reload replaces it).
+    private struct Accounts {
+        let users: [String: String]
+        let admins: Set<String>
+        let demoPasswordEqualsName: Bool
+
+        init(_ configuration: AuthConfiguration) {
+            users = Dictionary(configuration.users.map { ($0.name, $0.passwordHash) }, uniquingKeysWith: { first, _ in first })
+            admins = Set(configuration.admins)
+            demoPasswordEqualsName = configuration.demoPasswordEqualsName
+        }
+    }
+    private var accounts: Accounts
     private let clock: any PushgateClock
     private var verified: [String: Double] = [:]
     private var checks: [String: Task<Bool, Never>] = [:]
@@ -39,23 +49,21 @@ public actor Authenticator {
     public init(
         configuration: AuthConfiguration, tableCapacity: Int = 10_000, clock: any PushgateClock = SystemClock()
     ) {
-        users = Dictionary(configuration.users.map { ($0.name, $0.passwordHash) }, uniquingKeysWith: { first, _ in first })
-        admins = Set(configuration.admins)
-        demoPasswordEqualsName = configuration.demoPasswordEqualsName
+        accounts = Accounts(configuration)
         self.clock = clock
         self.tableCapacity = tableCapacity
         throttle = LoginThrottle(capacity: tableCapacity)
     }
 
-    /// Entries held in the verification cache and the throttle tables (bounded by the capacity).
-    /// Takes reloaded users and admins; credentials verified before are verified again.
+    /// Takes reloaded users and admins; credentials verified before are verified again, and the
+    /// unknown users' dummy hash follows the new users' iterations.
     public func reload(_ configuration: AuthConfiguration) {
-        users = Dictionary(configuration.users.map { ($0.name, $0.passwordHash) }, uniquingKeysWith: { first, _ in first })
-        admins = Set(configuration.admins)
-        demoPasswordEqualsName = configuration.demoPasswordEqualsName
+        accounts = Accounts(configuration)
         verified.removeAll()
+        dummyHash = nil
     }
 
+    /// Entries held in the verification cache and the throttle tables (bounded by the capacity).
     public var rememberedEntries: Int { verified.count + throttle.count }
 
     /// Checks an `Authorization` header value sent from `address`.
@@ -67,7 +75,7 @@ public actor Authenticator {
         let name = String(credentials[..<colon])
         let password = String(credentials[credentials.index(after: colon)...])
         guard !name.isEmpty else { return .missing }
-        let user = AuthenticatedUser(name: name, isAdmin: admins.contains(name))
+        let user = AuthenticatedUser(name: name, isAdmin: accounts.admins.contains(name))
         // Hex by hand: String(format:) per byte cost more than the hash, on every request.
         let digits = Array("0123456789abcdef".utf8)
         var hex: [UInt8] = []
@@ -103,10 +111,10 @@ public actor Authenticator {
     /// The password check, off the actor: PBKDF2 against the user's hash, or against a dummy hash
     /// of the same cost when the name is unknown (so both take as long).
     private func verification(name: String, password: String) -> Task<Bool, Never> {
-        if let hash = users[name] {
+        if let hash = accounts.users[name] {
             return Task.detached { PasswordHash.verify(password: password, encoded: hash) }
         }
-        if demoPasswordEqualsName {
+        if accounts.demoPasswordEqualsName {
             let accepted = PasswordHash.constantTimeEqual(Array(name.utf8), Array(password.utf8))
             return Task { accepted }
         }
@@ -117,11 +125,11 @@ public actor Authenticator {
         }
     }
 
-    /// A hash with the iterations of the configured users' (the first one's), made once.
+    /// A hash with the iterations of the configured users' (the first one's), made once per set of users.
     private func dummyHashForUnknownUsers() -> String {
         if let dummyHash { return dummyHash }
         let iterations =
-            users.values.first.flatMap { Int($0.split(separator: "$").dropFirst().first ?? "") } ?? PasswordHash.defaultIterations
+            accounts.users.values.first.flatMap { Int($0.split(separator: "$").dropFirst().first ?? "") } ?? PasswordHash.defaultIterations
         let made = (try? PasswordHash.make(password: UUID().uuidString, iterations: iterations)) ?? ""
         dummyHash = made
         return made

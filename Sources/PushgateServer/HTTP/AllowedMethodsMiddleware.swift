@@ -14,48 +14,17 @@ import PushgateCore
 /// a second time here. The hub's paths (`/{hub}/…`) are left to the hub's routes, which answer in
 /// NH's XML and only under a configured hub.
 struct AllowedMethodsMiddleware<Context: RequestContext>: RouterMiddleware {
-    /// One documented path: its segments (nil: a parameter) and the methods it takes.
-    struct Resource: Sendable {
-        let template: String
-        let segments: [String?]
-        let methods: Set<HTTPRequest.Method>
-        let allow: String
-
-        /// How many segments are literal: the most specific template that matches wins
-        /// (`…/devices/{id}/inbox` over `…/devices/{id}/{action}`), as the router's trie decides.
-        var literals: Int { segments.count(where: { $0 != nil }) }
-
-        func matches(_ path: [Substring]) -> Bool {
-            guard path.count == segments.count else { return false }
-            return zip(segments, path).allSatisfy { segment, part in segment.map { $0 == part } ?? true }
-        }
-    }
-
-    let resources: [Resource]
+    let resources: [ContractResource]
 
     /// The contract's resources whose template `serves` (the gateway serves the console, the
     /// sandbox's routes and `/metrics` only as configured).
-    init(contract: [UInt8] = PackageResources.openapi_json, serves: (String) -> Bool) {
-        let document = (try? JSONSerialization.jsonObject(with: Data(contract))) as? [String: Any]
-        let paths = document?["paths"] as? [String: Any] ?? [:]
-        let order: [HTTPRequest.Method] = [.get, .head, .post, .put, .patch, .delete, .options]
-        resources = paths.compactMap { template, item in
-            guard !template.hasPrefix("/{hub}"), serves(template), let item = item as? [String: Any] else { return nil }
-            var methods = Set(item.keys.compactMap { HTTPRequest.Method($0.uppercased()) }.filter { order.contains($0) })
-            guard !methods.isEmpty else { return nil }
-            if let get = item["get"] as? [String: Any], get["x-pushgate-head"] as? Bool != false { methods.insert(.head) }
-            methods.insert(.options)
-            let segments = template.split(separator: "/").map { part in part.hasPrefix("{") ? nil : String(part) }
-            return Resource(
-                template: template, segments: segments, methods: methods,
-                allow: order.filter(methods.contains).map(\.rawValue).joined(separator: ", "))
-        }
-        .sorted { $0.literals > $1.literals || ($0.literals == $1.literals && $0.template < $1.template) }
+    init(serves: (String) -> Bool) {
+        resources = ContractResource.documented.filter { serves($0.template) }
     }
 
     /// The resource a request's path names, if the contract documents it. Split as the router
     /// splits (empty segments dropped: `/api//me/` is `/api/me`).
-    func resource(for path: String) -> Resource? {
+    func resource(for path: String) -> ContractResource? {
         let parts = path.split(separator: "/")
         return resources.first { $0.matches(parts) }
     }
@@ -77,4 +46,42 @@ struct AllowedMethodsMiddleware<Context: RequestContext>: RouterMiddleware {
         response.headers[.allow] = resource.allow
         return request.method == .head ? response.createHeadResponse() : response
     }
+}
+
+/// One path of the contract outside the hub's: its segments (nil: a parameter) and the methods it
+/// takes.
+struct ContractResource: Sendable {
+    let template: String
+    let segments: [String?]
+    let methods: Set<HTTPRequest.Method>
+    let allow: String
+
+    /// How many segments are literal: the most specific template that matches wins
+    /// (`…/devices/{id}/inbox` over `…/devices/{id}/{action}`), as the router's trie decides.
+    var literals: Int { segments.count(where: { $0 != nil }) }
+
+    func matches(_ path: [Substring]) -> Bool {
+        guard path.count == segments.count else { return false }
+        return zip(segments, path).allSatisfy { segment, part in segment.map { $0 == part } ?? true }
+    }
+
+    /// Every such path of the embedded contract, most specific first: read once per process, for
+    /// every router built (one per listener, and many in the tests).
+    static let documented: [ContractResource] = {
+        let document = (try? JSONSerialization.jsonObject(with: Data(PackageResources.openapi_json))) as? [String: Any]
+        let paths = document?["paths"] as? [String: Any] ?? [:]
+        let order: [HTTPRequest.Method] = [.get, .head, .post, .put, .patch, .delete, .options]
+        return paths.compactMap { template, item -> ContractResource? in
+            guard !template.hasPrefix("/{hub}"), let item = item as? [String: Any] else { return nil }
+            var methods = Set(item.keys.compactMap { HTTPRequest.Method($0.uppercased()) }.filter { order.contains($0) })
+            guard !methods.isEmpty else { return nil }
+            if let get = item["get"] as? [String: Any], get["x-pushgate-head"] as? Bool != false { methods.insert(.head) }
+            methods.insert(.options)
+            let segments = template.split(separator: "/").map { part in part.hasPrefix("{") ? nil : String(part) }
+            return ContractResource(
+                template: template, segments: segments, methods: methods,
+                allow: order.filter(methods.contains).map(\.rawValue).joined(separator: ", "))
+        }
+        .sorted { $0.literals > $1.literals || ($0.literals == $1.literals && $0.template < $1.template) }
+    }()
 }

@@ -209,10 +209,10 @@ public final class SignatureCache: Sendable {
 
     public init(capacity: Int = 10_000) { self.capacity = capacity }
 
-    /// What `header` was verified as for `hub`, if it was.
     /// Forgets every verified token (their rules' keys may have changed).
     func removeAll() { entries.withLock { $0.removeAll() } }
 
+    /// What `header` was verified as for `hub`, if it was.
     func entry(_ header: String, hub: AppID) -> Entry? {
         entries.withLock { $0[hub.rawValue + " " + header] }
     }
