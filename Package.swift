@@ -206,6 +206,7 @@ let package = Package(
                 "PushgateLocal", "PushgateTesting",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOTLS", package: "swift-nio"),
             ]
         ),
         .testTarget(

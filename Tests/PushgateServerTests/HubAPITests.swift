@@ -867,11 +867,13 @@ import Testing
             _ = plain.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
             let answer = await RawConnection.onThread { plain.readUntilClosed(timeout: 5) }
             #expect(answer.closed && !answer.text.contains("200 OK"))
-            // A client that connects and never says hello is closed at the header timeout.
+            // A client that connects and never says hello is closed (at the header timeout, 2 s:
+            // HandshakeDeadlineTests holds the time under a clock it moves; here, on a machine
+            // loaded by the parallel suite, only that the server closes it at all, where without
+            // the deadline it would stay open for good).
             let silent = try RawConnection(port: port)
-            let started = ContinuousClock.now
-            let closed = await RawConnection.onThread { silent.readUntilClosed(timeout: 10) }
-            #expect(closed.closed && ContinuousClock.now - started < .seconds(8))
+            let closed = await RawConnection.onThread { silent.readUntilClosed(timeout: 60) }
+            #expect(closed.closed && closed.text.isEmpty)
             let inbox = try await eventually {
                 await fixture.sandbox.state.inbox(deviceID: device.id)
             } until: {
