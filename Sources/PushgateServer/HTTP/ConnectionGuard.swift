@@ -45,10 +45,42 @@ public final class ConnectionRegistry: Sendable {
 
     struct State {
         var entries: [ObjectIdentifier: Entry] = [:]
+        /// Admissions in order, the candidates for displacement: an element whose connection has
+        /// since received a head or closed is skipped when it reaches the front, and dropped when
+        /// the queue outgrows the entries (so finding the oldest waiting connection is amortised
+        /// O(1), not a scan of every connection at each accept of a full listener).
+        var arrivals: [(sequence: Int, id: ObjectIdentifier)] = []
+        var arrivalsStart = 0
         var sequence = 0
         var displaced = 0
         var refused = 0
         var timedOut = 0
+
+        func isWaiting(_ arrival: (sequence: Int, id: ObjectIdentifier)) -> Bool {
+            guard let entry = entries[arrival.id] else { return false }
+            // The identifier of a closed channel may be reused by a new one: the sequence tells.
+            return entry.sequence == arrival.sequence && entry.waitingForFirstHead
+        }
+
+        /// The oldest connection still waiting for its first request head.
+        mutating func oldestWaiting() -> ObjectIdentifier? {
+            while arrivalsStart < arrivals.count {
+                if isWaiting(arrivals[arrivalsStart]) { return arrivals[arrivalsStart].id }
+                arrivalsStart += 1
+            }
+            return nil
+        }
+
+        mutating func add(_ channel: any Channel) {
+            sequence += 1
+            let id = ObjectIdentifier(channel)
+            entries[id] = Entry(channel: channel, sequence: sequence, waitingForFirstHead: true)
+            arrivals.append((sequence, id))
+            if arrivals.count - arrivalsStart > 2 * entries.count + 64 {
+                arrivals = arrivals[arrivalsStart...].filter(isWaiting)
+                arrivalsStart = 0
+            }
+        }
     }
 
     public let limits: ConnectionLimits
@@ -58,6 +90,8 @@ public final class ConnectionRegistry: Sendable {
 
     /// Connections open now.
     public var count: Int { state.withLockedValue { $0.entries.count } }
+    /// Admissions still queued as candidates for displacement (bounded by the compaction).
+    var queuedArrivals: Int { state.withLockedValue { $0.arrivals.count - $0.arrivalsStart } }
     /// Connections closed to make room, refused, or closed by a timeout, since start.
     public var closedCounts: (displaced: Int, refused: Int, timedOut: Int) {
         state.withLockedValue { ($0.displaced, $0.refused, $0.timedOut) }
@@ -73,17 +107,14 @@ public final class ConnectionRegistry: Sendable {
         let admission = state.withLockedValue { state -> Admission in
             var victim: (any Channel)?
             if state.entries.count >= limits.maximumConnections {
-                let waiting = state.entries.filter { $0.value.waitingForFirstHead }
-                guard let oldest = waiting.min(by: { $0.value.sequence < $1.value.sequence }) else {
+                guard let oldest = state.oldestWaiting() else {
                     state.refused += 1
                     return .refused
                 }
-                state.entries[oldest.key] = nil
+                victim = state.entries.removeValue(forKey: oldest)?.channel
                 state.displaced += 1
-                victim = oldest.value.channel
             }
-            state.sequence += 1
-            state.entries[ObjectIdentifier(channel)] = Entry(channel: channel, sequence: state.sequence, waitingForFirstHead: true)
+            state.add(channel)
             return .admitted(displacing: victim)
         }
         switch admission {
