@@ -13,15 +13,20 @@ import Tracing
 /// Its providers can be replaced (a configuration reload with new credentials): a page of
 /// targets (``batches(selection:payloads:targets:batchesInFlight:payloadGroups:answers:logger:)``)
 /// is delivered to its end by the providers it started with; the next one uses the new ones.
+/// Replaced providers are shut down when the last delivery that started with them lets go of
+/// them, however many reloads came meanwhile.
 public final class Dispatcher: Sendable {
     private struct Providers: Sendable {
         var current: [Platform: any PushProvider]
-        /// Replaced providers, shut down with the dispatcher (or once several newer ones replaced them).
-        var retired: [[any PushProvider]] = []
+        /// Counts the replacements; the providers of each generation are held by the deliveries
+        /// that started with them.
+        var generation = 0
+        /// Deliveries holding each generation's providers (absent: none).
+        var holders: [Int: Int] = [:]
+        /// Replaced generations still held by a delivery.
+        var retired: [Int: [any PushProvider]] = [:]
     }
     private let providers: Mutex<Providers>
-    /// Replaced generations kept open for the pages still on the wire with them.
-    static let retiredGenerations = 4
     /// The gateway's tracing, for those who drive deliveries through this dispatcher (the outbox
     /// pages' spans); the providers were given the same.
     public let tracing: PushgateTracing
@@ -35,6 +40,44 @@ public final class Dispatcher: Sendable {
         Dictionary(providers.map { ($0.platform, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
+    /// A delivery's hold on the providers it starts with, let go when the delivery (its sequence
+    /// and the batches it has on the wire) is released.
+    final class Lease: Sendable {
+        let providers: [Platform: any PushProvider]
+        private let generation: Int
+        private let owner: Dispatcher
+
+        fileprivate init(providers: [Platform: any PushProvider], generation: Int, owner: Dispatcher) {
+            self.providers = providers
+            self.generation = generation
+            self.owner = owner
+        }
+
+        deinit { owner.letGo(generation) }
+    }
+
+    /// Takes a hold on the current providers.
+    func lease() -> Lease {
+        providers.withLock { state in
+            state.holders[state.generation, default: 0] += 1
+            return Lease(providers: state.current, generation: state.generation, owner: self)
+        }
+    }
+
+    private func letGo(_ generation: Int) {
+        let expired = providers.withLock { state -> [any PushProvider] in
+            let left = state.holders[generation, default: 1] - 1
+            state.holders[generation] = left > 0 ? left : nil
+            return left > 0 ? [] : state.retired.removeValue(forKey: generation) ?? []
+        }
+        guard !expired.isEmpty else { return }
+        // A lease ends in a deinit, which cannot wait: the shutdown (closing connection pools) runs on.
+        Task { for provider in expired { await provider.shutdown() } }
+    }
+
+    /// Replaced generations not shut down yet (held by a delivery).
+    var retiredGenerations: Int { providers.withLock { $0.retired.count } }
+
     /// The providers deliveries start with now.
     private var current: [Platform: any PushProvider] { providers.withLock { $0.current } }
 
@@ -42,14 +85,19 @@ public final class Dispatcher: Sendable {
     public var platforms: Set<Platform> { Set(current.keys) }
 
     /// Replaces every provider: deliveries that start from now on use `providers`; the ones on
-    /// the wire finish with theirs, which are shut down once they are older than a few replacements
-    /// (or with the dispatcher).
+    /// the wire finish with theirs, which are shut down when the last of them ends (at once when
+    /// none holds them).
     public func replace(providers replacement: [any PushProvider]) async {
         let expired = providers.withLock { state -> [any PushProvider] in
-            state.retired.append(Array(state.current.values))
+            let replaced = Array(state.current.values)
+            let generation = state.generation
             state.current = Self.byPlatform(replacement)
-            guard state.retired.count > Self.retiredGenerations else { return [] }
-            return state.retired.removeFirst()
+            state.generation += 1
+            guard state.holders[generation] == nil else {
+                state.retired[generation] = replaced
+                return []
+            }
+            return replaced
         }
         for provider in expired { await provider.shutdown() }
     }
@@ -85,7 +133,8 @@ public final class Dispatcher: Sendable {
         DispatchBatches(
             targets: targets, batchesInFlight: max(1, batchesInFlight), answers: answers, logger: logger, spanContext: spanContext,
             // The page goes out with the providers of its start, whatever a reload does meanwhile.
-            deliver: { [self, providers = current] batch, early in
+            deliver: { [self, lease = lease()] batch, early in
+                let providers = lease.providers
                 guard let payloadGroups else {
                     return await self.deliver(batch, providers: providers, selection: selection, payloads: payloads, answers: early)
                 }
@@ -189,7 +238,10 @@ public final class Dispatcher: Sendable {
 
     /// Shuts every provider down, the replaced ones too.
     public func shutdown() async {
-        let all = providers.withLock { state in Array(state.current.values) + state.retired.flatMap { $0 } }
+        let all = providers.withLock { state in
+            defer { state.retired = [:] }
+            return Array(state.current.values) + state.retired.values.flatMap { $0 }
+        }
         for provider in all { await provider.shutdown() }
     }
 }

@@ -14,10 +14,24 @@ public enum GatewayAssembly {
         for app: LoadedApp, secrets: SecretResolver, policy: RetryPolicy = RetryPolicy(), clock: any PushgateClock = SystemClock(),
         tracing: PushgateTracing = .off
     ) async throws -> [any PushProvider] {
+        var built: [any PushProvider] = []
+        do {
+            try await build(for: app, secrets: secrets, policy: policy, clock: clock, tracing: tracing, into: &built)
+            return built
+        } catch {
+            // A refused start or reload leaves no connection pool open for the services read before.
+            for provider in built { await provider.shutdown() }
+            throw error
+        }
+    }
+
+    private static func build(
+        for app: LoadedApp, secrets: SecretResolver, policy: RetryPolicy, clock: any PushgateClock, tracing: PushgateTracing,
+        into providers: inout [any PushProvider]
+    ) async throws {
         let services = app.configuration.services
         let baseDirectory = secrets.baseDirectory
         func caFile(_ path: String?) -> String? { path.map { ConfigurationLoader.resolve($0, against: baseDirectory) } }
-        var providers: [any PushProvider] = []
         // Broadcasts: one libcurl loop thread saturates a core at about 20k requests/s, so every
         // service but legacy GCM (1,000 tokens a request) gets a connection pool (thread and
         // connections) per core, up to 2.
@@ -98,6 +112,5 @@ public enum GatewayAssembly {
                     signer: signer, handles: app.configuration.handles, transport: transport, policy: policy, clock: clock, tracing: tracing
                 ))
         }
-        return providers
     }
 }

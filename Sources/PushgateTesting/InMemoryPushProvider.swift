@@ -19,6 +19,7 @@ public final class InMemoryPushProvider: PushProvider {
         var held = false
         var answeredWhileHeld = 0
         var waiting: [Int: CheckedContinuation<Void, Never>] = [:]
+        var shutdowns = 0
     }
 
     private let state = Mutex(State())
@@ -99,5 +100,11 @@ public final class InMemoryPushProvider: PushProvider {
         for continuation in waiting { continuation.resume() }
     }
 
-    public func shutdown() async { release() }
+    /// Times ``shutdown()`` was called.
+    public var shutdowns: Int { state.withLock { $0.shutdowns } }
+
+    public func shutdown() async {
+        state.withLock { $0.shutdowns += 1 }
+        release()
+    }
 }

@@ -1,0 +1,78 @@
+import Pushgate
+import PushgateTesting
+import Testing
+
+@testable import PushgateDispatch
+
+/// Reloads replace a dispatcher's providers while pages are on the wire: a page finishes with
+/// the providers it started with, which are shut down when the last such page ends, however many
+/// reloads came meanwhile; providers no page holds are shut down at once, and none twice.
+@Suite struct ProviderGenerationTests {
+    @Test(.timeLimit(.minutes(1))) func replacedProvidersStayOpenUntilTheLastPageThatStartedWithThemEnds() async throws {
+        let first = InMemoryPushProvider()
+        first.hold()
+        let dispatcher = Dispatcher(providers: [first])
+        let payloads = [Platform.apns: try Payloads.notify(.apns)]
+        let pages = CountingPages(pages: 1, pageSize: 10)
+        let reader = Task {
+            var reports = 0
+            for try await event in dispatcher.batches(selection: .all, payloads: payloads, targets: pages.sequence()) {
+                if case .finished(let batch) = event { reports += batch.reports.count }
+            }
+            return reports
+        }
+        _ = try await eventually {
+            first.waiting
+        } until: {
+            $0 == 1
+        }
+        // Six reloads while the page is on the wire: the providers in between, which no page
+        // holds, are shut down as they are replaced; the page's own stay open.
+        var later: [InMemoryPushProvider] = []
+        for _ in 0..<6 {
+            let next = InMemoryPushProvider()
+            later.append(next)
+            await dispatcher.replace(providers: [next])
+        }
+        #expect(first.shutdowns == 0 && first.waiting == 1)
+        #expect(later.dropLast().allSatisfy { $0.shutdowns == 1 } && later.last?.shutdowns == 0)
+        #expect(dispatcher.retiredGenerations == 1)
+
+        first.release()
+        #expect(try await reader.value == 10)
+        #expect(first.delivered.count == 10 && later.allSatisfy { $0.deliveries == 0 })
+        // The page has ended and let go of its providers.
+        _ = try await eventually {
+            first.shutdowns
+        } until: {
+            $0 == 1
+        }
+        #expect(dispatcher.retiredGenerations == 0)
+
+        // The next send goes out with the newest providers.
+        let newest = try #require(later.last)
+        let summary = await dispatcher.dispatch(
+            notificationID: "next", selection: .all, payloads: payloads, targets: CountingPages(pages: 2, pageSize: 5).sequence())
+        let total = summary.result.platforms.reduce(0) { $0 + $1.total }
+        #expect(total == 10)
+        #expect(newest.delivered.count == 10)
+        await dispatcher.shutdown()
+        #expect(first.shutdowns == 1 && later.allSatisfy { $0.shutdowns == 1 }, "each provider shut down once")
+    }
+
+    @Test func aReplacementWithNoPageOnTheWireShutsTheOldProvidersDownAtOnce() async throws {
+        let first = InMemoryPushProvider()
+        let dispatcher = Dispatcher(providers: [first])
+        // A finished send holds nothing.
+        let summary = await dispatcher.dispatch(
+            notificationID: "n", selection: .all, payloads: [.apns: try Payloads.notify(.apns)],
+            targets: CountingPages(pages: 1, pageSize: 3).sequence())
+        #expect(first.delivered.count == 3 && summary.result.targets.count == 3)
+        let second = InMemoryPushProvider()
+        await dispatcher.replace(providers: [second])
+        #expect(first.shutdowns == 1 && second.shutdowns == 0)
+        #expect(dispatcher.retiredGenerations == 0)
+        await dispatcher.shutdown()
+        #expect(first.shutdowns == 1 && second.shutdowns == 1)
+    }
+}
