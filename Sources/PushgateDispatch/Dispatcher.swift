@@ -25,6 +25,9 @@ public final class Dispatcher: Sendable {
         var holders: [Int: Int] = [:]
         /// Replaced generations still held by a delivery.
         var retired: [Int: [any PushProvider]] = [:]
+        /// Generations being shut down since their last delivery let go (the shutdown waits for them).
+        var closing: [Int: Task<Void, Never>] = [:]
+        var shutDown = false
     }
     private let providers: Mutex<Providers>
     /// The gateway's tracing, for those who drive deliveries through this dispatcher (the outbox
@@ -65,15 +68,21 @@ public final class Dispatcher: Sendable {
     }
 
     private func letGo(_ generation: Int) {
-        let expired = providers.withLock { state -> [any PushProvider] in
+        providers.withLock { state in
             let left = state.holders[generation, default: 1] - 1
             state.holders[generation] = left > 0 ? left : nil
-            return left > 0 ? [] : state.retired.removeValue(forKey: generation) ?? []
+            guard left == 0, let expired = state.retired.removeValue(forKey: generation) else { return }
+            // A lease ends in a deinit, which cannot wait: the closing runs on, and ``shutdown()``
+            // waits for it. (Made under the lock, the task cannot remove itself before it is listed.)
+            state.closing[generation] = Task {
+                for provider in expired { await provider.shutdown() }
+                _ = self.providers.withLock { $0.closing.removeValue(forKey: generation) }
+            }
         }
-        guard !expired.isEmpty else { return }
-        // A lease ends in a deinit, which cannot wait: the shutdown (closing connection pools) runs on.
-        Task { for provider in expired { await provider.shutdown() } }
     }
+
+    /// Deliveries holding the providers of `generation` (0: the first providers).
+    func deliveriesHolding(generation: Int) -> Int { providers.withLock { $0.holders[generation] ?? 0 } }
 
     /// Replaced generations not shut down yet (held by a delivery).
     var retiredGenerations: Int { providers.withLock { $0.retired.count } }
@@ -89,6 +98,8 @@ public final class Dispatcher: Sendable {
     /// none holds them).
     public func replace(providers replacement: [any PushProvider]) async {
         let expired = providers.withLock { state -> [any PushProvider] in
+            // Shut down already: nothing more is delivered, the replacement is closed at once.
+            guard !state.shutDown else { return replacement }
             let replaced = Array(state.current.values)
             let generation = state.generation
             state.current = Self.byPlatform(replacement)
@@ -238,11 +249,15 @@ public final class Dispatcher: Sendable {
 
     /// Shuts every provider down, the replaced ones too.
     public func shutdown() async {
-        let all = providers.withLock { state in
-            defer { state.retired = [:] }
-            return Array(state.current.values) + state.retired.values.flatMap { $0 }
+        let (all, closing) = providers.withLock { state in
+            defer {
+                state.retired = [:]
+                state.shutDown = true
+            }
+            return (Array(state.current.values) + state.retired.values.flatMap { $0 }, Array(state.closing.values))
         }
         for provider in all { await provider.shutdown() }
+        for task in closing { await task.value }
     }
 }
 

@@ -1,5 +1,6 @@
 import Pushgate
 import PushgateTesting
+import Synchronization
 import Testing
 
 @testable import PushgateDispatch
@@ -60,7 +61,7 @@ import Testing
         #expect(first.shutdowns == 1 && later.allSatisfy { $0.shutdowns == 1 }, "each provider shut down once")
     }
 
-    @Test func aReplacementWithNoPageOnTheWireShutsTheOldProvidersDownAtOnce() async throws {
+    @Test(.timeLimit(.minutes(1))) func aReplacementWithNoPageOnTheWireShutsTheOldProvidersDownAtOnce() async throws {
         let first = InMemoryPushProvider()
         let dispatcher = Dispatcher(providers: [first])
         // A finished send holds nothing.
@@ -69,10 +70,60 @@ import Testing
             targets: CountingPages(pages: 1, pageSize: 3).sequence())
         #expect(first.delivered.count == 3 && summary.result.targets.count == 3)
         let second = InMemoryPushProvider()
+        // The send's last batch task lets go of its lease just after the send has its answer.
+        _ = try await eventually {
+            dispatcher.deliveriesHolding(generation: 0)
+        } until: {
+            $0 == 0
+        }
         await dispatcher.replace(providers: [second])
         #expect(first.shutdowns == 1 && second.shutdowns == 0)
         #expect(dispatcher.retiredGenerations == 0)
         await dispatcher.shutdown()
         #expect(first.shutdowns == 1 && second.shutdowns == 1)
+        // A replacement after the shutdown is closed at once, not installed.
+        let late = InMemoryPushProvider()
+        await dispatcher.replace(providers: [late])
+        #expect(late.shutdowns == 1 && second.shutdowns == 1)
+    }
+
+    /// A page that ends just before the dispatcher shuts down: the shutdown waits for its
+    /// providers' closing, begun by the page's end.
+    @Test(.timeLimit(.minutes(1))) func theShutdownWaitsForProvidersAPageLetGoOf() async throws {
+        let first = SlowClosingProvider()
+        let dispatcher = Dispatcher(providers: [first])
+        let payloads = [Platform.apns: try Payloads.notify(.apns)]
+        do {
+            var iterator = dispatcher.batches(
+                selection: .all, payloads: payloads, targets: CountingPages(pages: 1, pageSize: 2).sequence()
+            ).makeAsyncIterator()
+            await dispatcher.replace(providers: [InMemoryPushProvider()])
+            #expect(first.closed == 0 && dispatcher.retiredGenerations == 1)
+            while try await iterator.next() != nil {}
+        }
+        // The page is over and gone: its lease ends, the closing of its providers begins.
+        _ = try await eventually {
+            dispatcher.retiredGenerations
+        } until: {
+            $0 == 0
+        }
+        await dispatcher.shutdown()
+        #expect(first.closed == 1, "the shutdown returned before the retired provider was closed")
+    }
+}
+
+/// A provider whose shutdown takes a while (a connection pool closing), and says when it is done.
+final class SlowClosingProvider: PushProvider {
+    let platform = Platform.apns
+    private let done = Mutex(0)
+    var closed: Int { done.withLock { $0 } }
+
+    func deliver(_ notification: RenderedNotification, to targets: [DispatchTarget], answers: DeliveryAnswers?) async -> [DeliveryReport] {
+        targets.map { DeliveryReport(target: $0, verdict: DeliveryVerdict(outcome: .success), attempts: 1, latencyMilliseconds: 0) }
+    }
+
+    func shutdown() async {
+        try? await Task.sleep(for: .milliseconds(300))
+        done.withLock { $0 += 1 }
     }
 }

@@ -44,6 +44,25 @@ import Testing
         #expect(registry.closedCounts.displaced == 2 && registry.closedCounts.refused == 1)
     }
 
+    @Test func aFloodOnAFullListenerKeepsTheDisplacementQueueBounded() throws {
+        let registry = Self.registry(maximum: 8)
+        var open: [EmbeddedChannel] = []
+        for _ in 0..<8 {
+            let channel = try Self.connected()
+            #expect(registry.admit(channel))
+            open.append(channel)
+        }
+        // 5,000 slow clients more, each displacing the oldest waiting one.
+        for _ in 0..<5_000 {
+            let channel = try Self.connected()
+            #expect(registry.admit(channel))
+            open.append(channel)
+        }
+        #expect(registry.count == 8 && registry.closedCounts.displaced == 5_000)
+        #expect(open.suffix(8).allSatisfy(\.isActive) && open.dropLast(8).allSatisfy { !$0.isActive })
+        #expect(registry.queuedArrivals <= 2 * registry.count + 65, "\(registry.queuedArrivals) held")
+    }
+
     @Test func churnKeepsTheDisplacementQueueBoundedAndInOrder() throws {
         let registry = Self.registry(maximum: 4)
         // A busy connection that stays, and thousands that come, send a head, and go.

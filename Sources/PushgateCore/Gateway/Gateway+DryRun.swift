@@ -49,6 +49,8 @@ extension Gateway {
 
     /// The largest sample of matched registrations a dry run lists.
     public static let maximumDryRunSample = 100
+    /// Targets per page when a dry run counts its audience.
+    static let dryRunCountPage = 10_000
 
     /// A dry run of a send: validated and rendered as the send would be (a secure send with a
     /// placeholder id, and no message stored), its audience walked and counted, its first
@@ -73,22 +75,29 @@ extension Gateway {
         var firstTargets: [Platform: DispatchTarget] = [:]
         var total: Int? = 0
         if prepared.audience.walksRegistrations {
+            let expression = prepared.audience.expression
+            let at = now()
             do {
+                // The first `sample` registrations in full (one page)…
                 for try await batch in store.registrations(
-                    matching: prepared.audience.expression, platforms: prepared.selection, app: appID, batchSize: 1000, now: now())
+                    matching: expression, platforms: prepared.selection, app: appID, batchSize: sample, now: at)
                 {
-                    for registration in batch {
-                        counts[registration.platform, default: 0] += 1
-                        if firstTargets[registration.platform] == nil {
-                            firstTargets[registration.platform] = DispatchTarget(
-                                registrationID: registration.id, handle: registration.handle)
-                        }
-                        if matches.count < sample {
-                            matches.append(
-                                DryRun.Match(
-                                    registrationId: registration.id.rawValue, platform: registration.platform.rawValue,
-                                    handle: registration.handle.masked, tags: registration.tags.map(\.rawValue)))
-                        }
+                    matches = batch.prefix(sample).map {
+                        DryRun.Match(
+                            registrationId: $0.id.rawValue, platform: $0.platform.rawValue, handle: $0.handle.masked,
+                            tags: $0.tags.map(\.rawValue))
+                    }
+                    break
+                }
+                // …then the audience counted on the send's own path: ids and handles, a large page
+                // at a time, no row read in full.
+                for try await page in store.deliveryTargets(
+                    matching: expression, platforms: prepared.selection, app: appID, pageSize: Self.dryRunCountPage, now: at)
+                {
+                    for target in page {
+                        let platform = target.handle.platform
+                        counts[platform, default: 0] += 1
+                        if firstTargets[platform] == nil { firstTargets[platform] = target }
                     }
                 }
             } catch {

@@ -66,9 +66,10 @@ extension GatewayServer {
         for app in loaded.apps {
             guard let gateway = hubs.hubs[app.id]?.gateway else { continue }
             do {
+                // The rules first: a refusal after the providers are built would leave their pools open.
+                rules[app.id] = try HubDirectory.rules(of: app, secrets: secrets)
                 let providers = try await GatewayAssembly.providers(
                     for: app, secrets: secrets, policy: settings.policy, clock: settings.clock, tracing: gateway.dispatcher.tracing)
-                rules[app.id] = try HubDirectory.rules(of: app, secrets: secrets)
                 prepared.append((gateway, app, providers))
             } catch {
                 for built in prepared { for provider in built.providers { await provider.shutdown() } }

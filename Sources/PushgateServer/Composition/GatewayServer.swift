@@ -70,79 +70,88 @@ public struct GatewayServer: Sendable {
         // One gateway per hub (its own providers and outbox driver), sharing the store, metrics and
         // sends in flight; the tutorial API `/api` is the default app's.
         var gateways: [Gateway] = []
-        for hubApp in [app] + loaded.apps.filter({ $0.id != app.id }) {
-            let providers = try await GatewayAssembly.providers(
-                for: hubApp, secrets: secrets, policy: policy, clock: clock, tracing: tracing)
-            gateways.append(
-                Gateway(
-                    app: hubApp, store: store, dispatcher: Dispatcher(providers: providers, tracing: tracing), limits: configuration.limits,
-                    outbox: configuration.outbox, metrics: metrics, logger: Logger(label: "pushgate.gateway"), clock: clock,
-                    inFlight: inFlight))
-        }
-        let gateway = gateways[0]
-        let dispatcher = gateway.dispatcher
-        let hubs = try HubDirectory(
-            gateways: gateways, secrets: secrets, clock: clock, maximumLifetimeSeconds: listener.sasMaximumLifetimeSeconds,
-            hostnames: listener.hostnames)
-        let sandboxBridge = try configuration.console.sandboxControl.map(SandboxBridge.init(controlURL:))
-        // One router per listener, so that the links the hub API writes (Location, Atom ids) carry
-        // the scheme the request came in on; both share every part.
-        let authenticator = Authenticator(configuration: configuration.auth)
-        let metricsAccess: MetricsAccess
         do {
-            metricsAccess = MetricsAccess(
-                bearerToken: try configuration.metrics.bearerToken.map {
-                    let token = try secrets.resolve($0).trimmingCharacters(in: .whitespacesAndNewlines)
-                    guard !token.isEmpty else { throw GatewayError(.misconfigured, "is empty") }
-                    return token
-                })
-        } catch {
-            throw GatewayError(.misconfigured, "metrics.bearerToken: \(error)")
-        }
-        // On a listener of its own, /metrics is not on the gateway's.
-        let ownMetricsListener = configuration.metrics.port != nil
-        func router(scheme: String) -> Router<GatewayContext> {
-            GatewayHTTP.router(
-                gateway: gateway, authenticator: authenticator, maximumBodyBytes: listener.maximumBodyBytes, metrics: metrics,
-                console: configuration.console, sandbox: sandboxBridge, hubs: hubs, scheme: scheme,
-                metricsAccess: ownMetricsListener ? nil : metricsAccess, tracing: tracing)
-        }
-        let connections = ConnectionRegistry(
-            limits: ConnectionLimits(
-                headerTimeout: .seconds(Int64(listener.headerTimeoutSeconds)), bodyTimeout: .seconds(Int64(listener.bodyTimeoutSeconds)),
-                bodyDeadline: .seconds(Int64(listener.bodyDeadlineSeconds)),
-                idleTimeout: .seconds(Int64(listener.idleTimeoutSeconds)), maximumConnections: listener.maximumConnections))
-        let mainIsSecure = tls != nil && listener.tls?.port == nil
-        let responder = router(scheme: mainIsSecure ? "https" : "http").buildResponder()
-        let idleTimeout = TimeAmount.seconds(Int64(listener.idleTimeoutSeconds))
-        let plain = HTTPServerBuilder.http1(
-            configuration: .init(additionalChannelHandlers: [ConnectionGuard(registry: connections)], idleTimeout: idleTimeout))
-        // Either the one port speaks HTTPS, or HTTPS has its own port beside plain HTTP.
-        let secure = tls.map { SecureListener.server(tls: $0, registry: connections, idleTimeout: idleTimeout) }
-        let application = Application(
-            responder: responder, server: listener.tls?.port == nil ? (secure ?? plain) : plain,
-            configuration: .init(address: .hostname(listener.host, port: port ?? listener.port), serverName: nil),
-            onServerRunning: { channel in onListening(channel.localAddress?.port ?? 0) },
-            logger: logger)
-        var secureApplication: Application<RouterResponder<GatewayContext>>?
-        if let secure, let securePortSetting = listener.tls?.port {
-            secureApplication = Application(
-                responder: router(scheme: "https").buildResponder(), server: secure,
-                configuration: .init(address: .hostname(listener.host, port: securePort ?? securePortSetting), serverName: nil),
-                onServerRunning: { channel in onListeningSecurely(channel.localAddress?.port ?? 0) },
+            for hubApp in [app] + loaded.apps.filter({ $0.id != app.id }) {
+                let providers = try await GatewayAssembly.providers(
+                    for: hubApp, secrets: secrets, policy: policy, clock: clock, tracing: tracing)
+                gateways.append(
+                    Gateway(
+                        app: hubApp, store: store, dispatcher: Dispatcher(providers: providers, tracing: tracing),
+                        limits: configuration.limits,
+                        outbox: configuration.outbox, metrics: metrics, logger: Logger(label: "pushgate.gateway"), clock: clock,
+                        inFlight: inFlight))
+            }
+            let gateway = gateways[0]
+            let dispatcher = gateway.dispatcher
+            let hubs = try HubDirectory(
+                gateways: gateways, secrets: secrets, clock: clock, maximumLifetimeSeconds: listener.sasMaximumLifetimeSeconds,
+                hostnames: listener.hostnames)
+            let sandboxBridge = try configuration.console.sandboxControl.map(SandboxBridge.init(controlURL:))
+            // One router per listener, so that the links the hub API writes (Location, Atom ids) carry
+            // the scheme the request came in on; both share every part.
+            let authenticator = Authenticator(configuration: configuration.auth)
+            let metricsAccess: MetricsAccess
+            do {
+                metricsAccess = MetricsAccess(
+                    bearerToken: try configuration.metrics.bearerToken.map {
+                        let token = try secrets.resolve($0).trimmingCharacters(in: .whitespacesAndNewlines)
+                        guard !token.isEmpty else { throw GatewayError(.misconfigured, "is empty") }
+                        return token
+                    })
+            } catch {
+                throw GatewayError(.misconfigured, "metrics.bearerToken: \(error)")
+            }
+            // On a listener of its own, /metrics is not on the gateway's.
+            let ownMetricsListener = configuration.metrics.port != nil
+            func router(scheme: String) -> Router<GatewayContext> {
+                GatewayHTTP.router(
+                    gateway: gateway, authenticator: authenticator, maximumBodyBytes: listener.maximumBodyBytes, metrics: metrics,
+                    console: configuration.console, sandbox: sandboxBridge, hubs: hubs, scheme: scheme,
+                    metricsAccess: ownMetricsListener ? nil : metricsAccess, tracing: tracing)
+            }
+            let connections = ConnectionRegistry(
+                limits: ConnectionLimits(
+                    headerTimeout: .seconds(Int64(listener.headerTimeoutSeconds)),
+                    bodyTimeout: .seconds(Int64(listener.bodyTimeoutSeconds)),
+                    bodyDeadline: .seconds(Int64(listener.bodyDeadlineSeconds)),
+                    idleTimeout: .seconds(Int64(listener.idleTimeoutSeconds)), maximumConnections: listener.maximumConnections))
+            let mainIsSecure = tls != nil && listener.tls?.port == nil
+            let responder = router(scheme: mainIsSecure ? "https" : "http").buildResponder()
+            let idleTimeout = TimeAmount.seconds(Int64(listener.idleTimeoutSeconds))
+            let plain = HTTPServerBuilder.http1(
+                configuration: .init(additionalChannelHandlers: [ConnectionGuard(registry: connections)], idleTimeout: idleTimeout))
+            // Either the one port speaks HTTPS, or HTTPS has its own port beside plain HTTP.
+            let secure = tls.map { SecureListener.server(tls: $0, registry: connections, idleTimeout: idleTimeout) }
+            let application = Application(
+                responder: responder, server: listener.tls?.port == nil ? (secure ?? plain) : plain,
+                configuration: .init(address: .hostname(listener.host, port: port ?? listener.port), serverName: nil),
+                onServerRunning: { channel in onListening(channel.localAddress?.port ?? 0) },
                 logger: logger)
+            var secureApplication: Application<RouterResponder<GatewayContext>>?
+            if let secure, let securePortSetting = listener.tls?.port {
+                secureApplication = Application(
+                    responder: router(scheme: "https").buildResponder(), server: secure,
+                    configuration: .init(address: .hostname(listener.host, port: securePort ?? securePortSetting), serverName: nil),
+                    onServerRunning: { channel in onListeningSecurely(channel.localAddress?.port ?? 0) },
+                    logger: logger)
+            }
+            let metricsApplication = configuration.metrics.port.map { metricsPort in
+                Application(
+                    responder: GatewayHTTP.metricsRouter(metrics: metrics, access: metricsAccess).buildResponder(), server: plain,
+                    configuration: .init(address: .hostname(configuration.metrics.host, port: metricsPort), serverName: nil),
+                    onServerRunning: { channel in onMetricsListening(channel.localAddress?.port ?? 0) }, logger: logger)
+            }
+            return GatewayServer(
+                gateway: gateway, dispatcher: dispatcher, hubs: hubs, connections: connections, metrics: metrics,
+                sandboxBridge: sandboxBridge,
+                application: application, secureApplication: secureApplication, metricsApplication: metricsApplication,
+                settings: ReloadableSettings(configuration: configuration, policy: policy, clock: clock, authenticator: authenticator),
+                listener: listener, logger: logger, tracingService: tracingService)
+        } catch {
+            // A refused start leaves no connection pool open (tests start many gateways in one process).
+            for built in gateways { await built.dispatcher.shutdown() }
+            throw error
         }
-        let metricsApplication = configuration.metrics.port.map { metricsPort in
-            Application(
-                responder: GatewayHTTP.metricsRouter(metrics: metrics, access: metricsAccess).buildResponder(), server: plain,
-                configuration: .init(address: .hostname(configuration.metrics.host, port: metricsPort), serverName: nil),
-                onServerRunning: { channel in onMetricsListening(channel.localAddress?.port ?? 0) }, logger: logger)
-        }
-        return GatewayServer(
-            gateway: gateway, dispatcher: dispatcher, hubs: hubs, connections: connections, metrics: metrics, sandboxBridge: sandboxBridge,
-            application: application, secureApplication: secureApplication, metricsApplication: metricsApplication,
-            settings: ReloadableSettings(configuration: configuration, policy: policy, clock: clock, authenticator: authenticator),
-            listener: listener, logger: logger, tracingService: tracingService)
     }
 
     /// The services in start order; shutdown runs the other way round.

@@ -76,7 +76,9 @@ public final class ConnectionRegistry: Sendable {
             let id = ObjectIdentifier(channel)
             entries[id] = Entry(channel: channel, sequence: sequence, waitingForFirstHead: true)
             arrivals.append((sequence, id))
-            if arrivals.count - arrivalsStart > 2 * entries.count + 64 {
+            // The storage, consumed front included: a listener kept full by a flood moves the
+            // front on at every accept and would otherwise keep every admission ever made.
+            if arrivals.count > 2 * entries.count + 64 {
                 arrivals = arrivals[arrivalsStart...].filter(isWaiting)
                 arrivalsStart = 0
             }
@@ -90,8 +92,9 @@ public final class ConnectionRegistry: Sendable {
 
     /// Connections open now.
     public var count: Int { state.withLockedValue { $0.entries.count } }
-    /// Admissions still queued as candidates for displacement (bounded by the compaction).
-    var queuedArrivals: Int { state.withLockedValue { $0.arrivals.count - $0.arrivalsStart } }
+    /// Admissions held in the displacement queue's storage, consumed ones included (bounded by
+    /// the compaction).
+    var queuedArrivals: Int { state.withLockedValue { $0.arrivals.count } }
     /// Connections closed to make room, refused, or closed by a timeout, since start.
     public var closedCounts: (displaced: Int, refused: Int, timedOut: Int) {
         state.withLockedValue { ($0.displaced, $0.refused, $0.timedOut) }
