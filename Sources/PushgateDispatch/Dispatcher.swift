@@ -250,6 +250,8 @@ public final class Dispatcher: Sendable {
     /// Shuts every provider down, the replaced ones too.
     public func shutdown() async {
         let (all, closing) = providers.withLock { state in
+            // A second call closes nothing twice; it waits for what is still closing.
+            guard !state.shutDown else { return ([any PushProvider](), Array(state.closing.values)) }
             defer {
                 state.retired = [:]
                 state.shutDown = true

@@ -58,6 +58,7 @@ import Testing
         #expect(total == 10)
         #expect(newest.delivered.count == 10)
         await dispatcher.shutdown()
+        await dispatcher.shutdown()
         #expect(first.shutdowns == 1 && later.allSatisfy { $0.shutdowns == 1 }, "each provider shut down once")
     }
 

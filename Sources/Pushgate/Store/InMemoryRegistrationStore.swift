@@ -77,17 +77,19 @@ public actor InMemoryRegistrationStore: RegistrationStore {
         after: RegistrationID?
     ) -> AsyncThrowingStream<[Registration], any Error> {
         AsyncThrowingStream { continuation in
-            Task {
+            let task = Task {
                 let all = await self.snapshot(app: app).filter { registration in
                     after.map { registration.id > $0 } ?? true
                 }.filter {
                     platforms.contains($0.platform) && !$0.isExpired(at: now) && (expression?.matches($0.tags) ?? true)
                 }
                 for start in stride(from: 0, to: all.count, by: max(1, batchSize)) {
-                    continuation.yield(Array(all[start..<min(start + batchSize, all.count)]))
+                    // A reader that stopped (a dry run's sample) wants no more batches.
+                    if case .terminated = continuation.yield(Array(all[start..<min(start + batchSize, all.count)])) { return }
                 }
                 continuation.finish()
             }
+            continuation.onTermination = { _ in task.cancel() }
         }
     }
 

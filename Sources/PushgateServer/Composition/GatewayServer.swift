@@ -86,7 +86,6 @@ public struct GatewayServer: Sendable {
             let hubs = try HubDirectory(
                 gateways: gateways, secrets: secrets, clock: clock, maximumLifetimeSeconds: listener.sasMaximumLifetimeSeconds,
                 hostnames: listener.hostnames)
-            let sandboxBridge = try configuration.console.sandboxControl.map(SandboxBridge.init(controlURL:))
             // One router per listener, so that the links the hub API writes (Location, Atom ids) carry
             // the scheme the request came in on; both share every part.
             let authenticator = Authenticator(configuration: configuration.auth)
@@ -101,6 +100,8 @@ public struct GatewayServer: Sendable {
             } catch {
                 throw GatewayError(.misconfigured, "metrics.bearerToken: \(error)")
             }
+            // The last part that may refuse the start is built last: it owns a curl client.
+            let sandboxBridge = try configuration.console.sandboxControl.map(SandboxBridge.init(controlURL:))
             // On a listener of its own, /metrics is not on the gateway's.
             let ownMetricsListener = configuration.metrics.port != nil
             func router(scheme: String) -> Router<GatewayContext> {
