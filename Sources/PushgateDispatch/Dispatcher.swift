@@ -71,14 +71,21 @@ public final class Dispatcher: Sendable {
         providers.withLock { state in
             let left = state.holders[generation, default: 1] - 1
             state.holders[generation] = left > 0 ? left : nil
-            guard left == 0, let expired = state.retired.removeValue(forKey: generation) else { return }
-            // A lease ends in a deinit, which cannot wait: the closing runs on, and ``shutdown()``
-            // waits for it. (Made under the lock, the task cannot remove itself before it is listed.)
-            state.closing[generation] = Task {
-                for provider in expired { await provider.shutdown() }
-                _ = self.providers.withLock { $0.closing.removeValue(forKey: generation) }
-            }
+            _ = closeIfUnheld(generation, in: &state)
         }
+    }
+
+    /// Starts closing the retired providers of `generation` once no delivery holds them, listed
+    /// in `closing` (``shutdown()`` waits for them). Runs under the lock: the task cannot remove
+    /// itself before it is listed. A lease ends in a deinit, which cannot wait: the closing runs on.
+    private func closeIfUnheld(_ generation: Int, in state: inout Providers) -> Task<Void, Never>? {
+        guard state.holders[generation] == nil, let expired = state.retired.removeValue(forKey: generation) else { return nil }
+        let task = Task {
+            for provider in expired { await provider.shutdown() }
+            _ = self.providers.withLock { $0.closing.removeValue(forKey: generation) }
+        }
+        state.closing[generation] = task
+        return task
     }
 
     /// Deliveries holding the providers of `generation` (0: the first providers).
@@ -97,20 +104,16 @@ public final class Dispatcher: Sendable {
     /// the wire finish with theirs, which are shut down when the last of them ends (at once when
     /// none holds them).
     public func replace(providers replacement: [any PushProvider]) async {
-        let expired = providers.withLock { state -> [any PushProvider] in
+        let closing = providers.withLock { state -> Task<Void, Never>? in
             // Shut down already: nothing more is delivered, the replacement is closed at once.
-            guard !state.shutDown else { return replacement }
-            let replaced = Array(state.current.values)
+            guard !state.shutDown else { return Task { for provider in replacement { await provider.shutdown() } } }
             let generation = state.generation
+            state.retired[generation] = Array(state.current.values)
             state.current = Self.byPlatform(replacement)
             state.generation += 1
-            guard state.holders[generation] == nil else {
-                state.retired[generation] = replaced
-                return []
-            }
-            return replaced
+            return closeIfUnheld(generation, in: &state)
         }
-        for provider in expired { await provider.shutdown() }
+        await closing?.value
     }
 
     /// Delivers the rendered `payloads` (one per platform) to `targets`, as a pipeline, and yields

@@ -47,13 +47,8 @@ import Testing
     @Test func aFloodOnAFullListenerKeepsTheDisplacementQueueBounded() throws {
         let registry = Self.registry(maximum: 8)
         var open: [EmbeddedChannel] = []
-        for _ in 0..<8 {
-            let channel = try Self.connected()
-            #expect(registry.admit(channel))
-            open.append(channel)
-        }
-        // 5,000 slow clients more, each displacing the oldest waiting one.
-        for _ in 0..<5_000 {
+        // 8 slow clients fill it; 5,000 more each displace the oldest waiting one.
+        for _ in 0..<5_008 {
             let channel = try Self.connected()
             #expect(registry.admit(channel))
             open.append(channel)

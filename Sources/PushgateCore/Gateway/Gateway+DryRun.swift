@@ -82,7 +82,7 @@ extension Gateway {
                 for try await batch in store.registrations(
                     matching: expression, platforms: prepared.selection, app: appID, batchSize: sample, now: at)
                 {
-                    matches = batch.prefix(sample).map {
+                    matches = batch.map {
                         DryRun.Match(
                             registrationId: $0.id.rawValue, platform: $0.platform.rawValue, handle: $0.handle.masked,
                             tags: $0.tags.map(\.rawValue))

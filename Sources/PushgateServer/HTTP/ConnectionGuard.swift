@@ -49,8 +49,7 @@ public final class ConnectionRegistry: Sendable {
         /// since received a head or closed is skipped when it reaches the front, and dropped when
         /// the queue outgrows the entries (so finding the oldest waiting connection is amortised
         /// O(1), not a scan of every connection at each accept of a full listener).
-        var arrivals: [(sequence: Int, id: ObjectIdentifier)] = []
-        var arrivalsStart = 0
+        var arrivals = CircularBuffer<(sequence: Int, id: ObjectIdentifier)>()
         var sequence = 0
         var displaced = 0
         var refused = 0
@@ -64,9 +63,9 @@ public final class ConnectionRegistry: Sendable {
 
         /// The oldest connection still waiting for its first request head.
         mutating func oldestWaiting() -> ObjectIdentifier? {
-            while arrivalsStart < arrivals.count {
-                if isWaiting(arrivals[arrivalsStart]) { return arrivals[arrivalsStart].id }
-                arrivalsStart += 1
+            while let first = arrivals.first {
+                if isWaiting(first) { return first.id }
+                arrivals.removeFirst()
             }
             return nil
         }
@@ -76,11 +75,8 @@ public final class ConnectionRegistry: Sendable {
             let id = ObjectIdentifier(channel)
             entries[id] = Entry(channel: channel, sequence: sequence, waitingForFirstHead: true)
             arrivals.append((sequence, id))
-            // The storage, consumed front included: a listener kept full by a flood moves the
-            // front on at every accept and would otherwise keep every admission ever made.
             if arrivals.count > 2 * entries.count + 64 {
-                arrivals = arrivals[arrivalsStart...].filter(isWaiting)
-                arrivalsStart = 0
+                arrivals = CircularBuffer(arrivals.filter(isWaiting))
             }
         }
     }
@@ -92,8 +88,7 @@ public final class ConnectionRegistry: Sendable {
 
     /// Connections open now.
     public var count: Int { state.withLockedValue { $0.entries.count } }
-    /// Admissions held in the displacement queue's storage, consumed ones included (bounded by
-    /// the compaction).
+    /// Admissions held in the displacement queue (bounded by the compaction).
     var queuedArrivals: Int { state.withLockedValue { $0.arrivals.count } }
     /// Connections closed to make room, refused, or closed by a timeout, since start.
     public var closedCounts: (displaced: Int, refused: Int, timedOut: Int) {
