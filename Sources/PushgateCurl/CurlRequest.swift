@@ -8,20 +8,27 @@ public struct CurlRequest: Sendable, Hashable {
     public var body: [UInt8]
     /// Open a new connection for this request instead of reusing one (`CURLOPT_FRESH_CONNECT`).
     public var freshConnection: Bool
+    /// The most bytes of the answer's body to keep; nil keeps all of it. Past the limit the
+    /// transfer is aborted (over HTTP/2 its stream alone is reset; the connection and the other
+    /// streams on it carry on) and the answer comes back with its status, its headers, the first
+    /// `maximumResponseBodyBytes` bytes and ``CurlResponse/isBodyTruncated`` set.
+    public var maximumResponseBodyBytes: Int?
 
     public init(
         method: String = "POST", url: String, headers: [(name: String, value: String)] = [], body: [UInt8] = [],
-        freshConnection: Bool = false
+        freshConnection: Bool = false, maximumResponseBodyBytes: Int? = nil
     ) {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
         self.freshConnection = freshConnection
+        self.maximumResponseBodyBytes = maximumResponseBodyBytes
     }
 
     public static func == (lhs: CurlRequest, rhs: CurlRequest) -> Bool {
         lhs.method == rhs.method && lhs.url == rhs.url && lhs.body == rhs.body && lhs.freshConnection == rhs.freshConnection
+            && lhs.maximumResponseBodyBytes == rhs.maximumResponseBodyBytes
             && lhs.headers.map(\.name) == rhs.headers.map(\.name) && lhs.headers.map(\.value) == rhs.headers.map(\.value)
     }
 
@@ -40,12 +47,18 @@ public struct CurlResponse: Sendable, Hashable {
     public var body: [UInt8]
     /// The HTTP version used: `"2"`, `"1.1"` or `"1.0"`.
     public var httpVersion: String
+    /// The server sent more body than the request's ``CurlRequest/maximumResponseBodyBytes``:
+    /// `body` holds the first that many bytes, the rest was never read.
+    public var isBodyTruncated: Bool
 
-    public init(status: Int, headers: [(name: String, value: String)], body: [UInt8], httpVersion: String) {
+    public init(
+        status: Int, headers: [(name: String, value: String)], body: [UInt8], httpVersion: String, isBodyTruncated: Bool = false
+    ) {
         self.status = status
         self.headers = headers
         self.body = body
         self.httpVersion = httpVersion
+        self.isBodyTruncated = isBodyTruncated
     }
 
     /// The first value of header `name` (case-insensitive).
@@ -58,7 +71,8 @@ public struct CurlResponse: Sendable, Hashable {
 
     public static func == (lhs: CurlResponse, rhs: CurlResponse) -> Bool {
         lhs.status == rhs.status && lhs.body == rhs.body && lhs.httpVersion == rhs.httpVersion
-            && lhs.headers.map(\.name) == rhs.headers.map(\.name) && lhs.headers.map(\.value) == rhs.headers.map(\.value)
+            && lhs.isBodyTruncated == rhs.isBodyTruncated && lhs.headers.map(\.name) == rhs.headers.map(\.name)
+            && lhs.headers.map(\.value) == rhs.headers.map(\.value)
     }
 
     public func hash(into hasher: inout Hasher) {

@@ -30,7 +30,10 @@ final class Transfer: @unchecked Sendable {
     /// it after this object is gone (an array's storage is only valid inside `withUnsafeMutableBufferPointer`
     /// and may move).
     private let errorBuffer: UnsafeMutablePointer<CChar>
-    var responseBody: [UInt8] = []
+    private(set) var responseBody: [UInt8] = []
+    /// The body went past the request's ``CurlRequest/maximumResponseBodyBytes``: the write
+    /// callback kept what fitted and refused the rest, which aborted this transfer alone.
+    private(set) var isBodyTruncated = false
     var responseHeaders: [(name: String, value: String)] = []
 
     /// Whether a proxy variable curl follows is set (read once).
@@ -191,10 +194,31 @@ final class Transfer: @unchecked Sendable {
         return Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
     }
 
-    /// Turns curl's result into the caller's answer. Loop thread only.
+    /// Keeps a piece of the answer's body, up to the request's limit, and returns how many bytes
+    /// it took: fewer than `chunk.count` once the limit is passed, which makes curl abort the
+    /// transfer with `CURLE_WRITE_ERROR` (over HTTP/2, `RST_STREAM` on its stream alone). Loop
+    /// thread only.
+    func receivedBody(_ chunk: UnsafeBufferPointer<UInt8>) -> Int {
+        let room = (request.maximumResponseBodyBytes ?? .max) - responseBody.count
+        guard chunk.count > room else {
+            responseBody.append(contentsOf: chunk)
+            onBody?(Array(chunk))
+            return chunk.count
+        }
+        let kept = UnsafeBufferPointer(rebasing: chunk.prefix(max(room, 0)))
+        if !kept.isEmpty {
+            responseBody.append(contentsOf: kept)
+            onBody?(Array(kept))
+        }
+        isBodyTruncated = true
+        return kept.count
+    }
+
+    /// Turns curl's result into the caller's answer: an answer whose body was cut at the limit is
+    /// an answer (its status and headers were read whole), not a failure. Loop thread only.
     func complete(code: CURLcode) {
         guard let easy else { return }
-        guard code == CURLE_OK else {
+        guard code == CURLE_OK || (code == CURLE_WRITE_ERROR && isBodyTruncated) else {
             let detail = String(cString: errorBuffer)
             finish(.failure(CurlError(code, detail: detail)))
             return
@@ -209,7 +233,11 @@ final class Transfer: @unchecked Sendable {
         case CURL_HTTP_VERSION_1_0: versionText = "1.0"
         default: versionText = "1.1"
         }
-        finish(.success(CurlResponse(status: status, headers: responseHeaders, body: responseBody, httpVersion: versionText)))
+        finish(
+            .success(
+                CurlResponse(
+                    status: status, headers: responseHeaders, body: responseBody, httpVersion: versionText, isBodyTruncated: isBodyTruncated
+                )))
     }
 
     /// Frees the header list and body copy and hands the easy handle back (to the pool, or to
@@ -300,12 +328,9 @@ private let transferWriteCallback: @convention(c) (UnsafeMutablePointer<CChar>?,
     guard let data, let context else { return 0 }
     let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
     let length = size * count
-    data.withMemoryRebound(to: UInt8.self, capacity: length) { bytes in
-        let chunk = UnsafeBufferPointer(start: bytes, count: length)
-        transfer.responseBody.append(contentsOf: chunk)
-        transfer.onBody?(Array(chunk))
+    return data.withMemoryRebound(to: UInt8.self, capacity: length) { bytes in
+        transfer.receivedBody(UnsafeBufferPointer(start: bytes, count: length))
     }
-    return length
 }
 
 private let transferHeaderCallback: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {

@@ -81,10 +81,12 @@ extension PostgresStore: RegistrationStore {
                 if let refusal = writer.refusal(id: registration.id, idOwner: exists.first, handleHeldByAnother: held) { throw refusal }
             }
             if exists.isEmpty {
-                let reserved = try await connection.query(
-                    "SELECT 1 FROM reserved_ids WHERE app = \(app) AND id = \(id) AND expires_at > \(now.secondsSinceEpoch)", logger: logger
-                ).collect()
-                guard !reserved.isEmpty else { throw StoreError.gone(registration.id) }
+                let reserver = try await connection.query(
+                    "SELECT owner FROM reserved_ids WHERE app = \(app) AND id = \(id) AND expires_at > \(now.secondsSinceEpoch)",
+                    logger: logger
+                ).all(String.self)
+                guard let reserver = reserver.first else { throw StoreError.gone(registration.id) }
+                if let refusal = writer?.refusal(id: registration.id, reservedBy: reserver) { throw refusal }
             }
             try await Self.write([registration], templates: [template], now: now, connection: connection, logger: logger)
         }

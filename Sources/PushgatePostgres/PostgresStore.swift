@@ -16,6 +16,9 @@ import Synchronization
 /// - A store call waits at most `timeoutSeconds` for a connection; while the database is down it
 ///   fails at once with ``StoreError/Kind/unavailable`` (HTTP 503), and the pool reconnects by
 ///   itself when the server is back.
+/// - Its ``health`` is probed on a connection of its own, kept open (``PostgresHealthProbe``), at
+///   most once per interval and at once after a call found the database unavailable: `/healthz`
+///   costs the database no login, however often it is called.
 ///
 /// ```swift
 /// let store = try await PostgresStore.open(settings: settings, password: password)
@@ -30,23 +33,24 @@ public final class PostgresStore: Sendable {
     /// The server and database, without the password.
     public let summary: String
     private let running: Task<Void, Never>
-    /// A connection of its own for each health probe: the pool being busy is not the database
-    /// being down.
-    private let probeConfiguration: PostgresConnection.Configuration
-    private let probing = Mutex(false)
-    private let monitor = Mutex<Task<Void, Never>?>(nil)
-    /// Why the database is unavailable, or nil while it answers.
-    private let unavailability = Mutex<String?>(nil)
+    let healthProbe: PostgresHealthProbe
+    /// Health probes made, and connections opened for them (logins), since the store opened.
+    package var healthProbeCounts: (checks: Int, connectionsOpened: Int) { healthProbe.counts }
+    /// Whether the database answers, as the probe last found it; while it was found down, calls
+    /// fail at once.
+    public let health: HealthMonitor
 
     /// The outbox's wake-up channel.
     static let outboxChannel = "pushgate_outbox"
 
     private init(
         client: PostgresClient, probeConfiguration: PostgresConnection.Configuration, settings: PostgresSettings,
-        reservationLifetime: Double, logger: Logger
+        reservationLifetime: Double, clock: any PushgateClock, logger: Logger
     ) {
         self.client = client
-        self.probeConfiguration = probeConfiguration
+        let probe = PostgresHealthProbe(configuration: probeConfiguration, timeout: .seconds(settings.timeoutSeconds), logger: logger)
+        healthProbe = probe
+        health = HealthMonitor(clock: clock) { await probe.check() }
         self.logger = logger
         self.reservationLifetime = reservationLifetime
         self.timeout = .seconds(settings.timeoutSeconds)
@@ -55,21 +59,21 @@ public final class PostgresStore: Sendable {
     }
 
     /// Connects to the database and migrates it to the current schema (creating it when empty).
+    /// `clock` ages the health monitor's findings.
     public static func open(
-        settings: PostgresSettings, password: String?, reservationLifetime: Double = 86400,
+        settings: PostgresSettings, password: String?, reservationLifetime: Double = 86400, clock: any PushgateClock = SystemClock(),
         logger: Logger = Logger(label: "pushgate.postgres")
     ) async throws(StoreError) -> PostgresStore {
         let store = PostgresStore(
             client: PostgresClient(configuration: configuration(settings, password: password), backgroundLogger: logger),
             probeConfiguration: try probeConfiguration(settings, password: password), settings: settings,
-            reservationLifetime: reservationLifetime, logger: logger)
+            reservationLifetime: reservationLifetime, clock: clock, logger: logger)
         do {
             try await store.migrate()
         } catch {
             await store.close()
             throw error
         }
-        store.startMonitor()
         return store
     }
 
@@ -101,7 +105,6 @@ public final class PostgresStore: Sendable {
     }
 
     deinit {
-        monitor.withLock { $0?.cancel() }
         running.cancel()
     }
 
@@ -141,9 +144,9 @@ public final class PostgresStore: Sendable {
         return configuration
     }
 
-    /// Closes the pool (and the health monitor).
+    /// Closes the pool and the health probe's connection.
     public func close() async {
-        monitor.withLock { $0?.cancel() }
+        await healthProbe.close()
         running.cancel()
         _ = await running.value
     }
@@ -173,68 +176,16 @@ public final class PostgresStore: Sendable {
         }
     }
 
-    // MARK: Health
-
-    /// nil while the database answers; otherwise why it does not. While the monitor finds it down
-    /// this answers at once with the reason (the monitor checks again every second).
-    public func checkHealth() async -> String? {
-        if let reason = unavailability.withLock({ $0 }) { return reason }
-        return await probe()
-    }
-
-    /// Asks the database (`SELECT 1` on a new connection of its own) and records the answer.
-    private func probe() async -> String? {
-        let reason: String?
-        do {
-            let connection = try await PostgresConnection.connect(configuration: probeConfiguration, id: 0, logger: logger)
-            defer { Task { try? await connection.close() } }
-            _ = try await connection.query("SELECT 1", logger: logger).collect()
-            reason = nil
-        } catch {
-            reason = String(Self.storeError(error).message.trimmingPrefix("the database is unavailable: "))
-        }
-        unavailability.withLock { $0 = reason }
-        return reason
-    }
-
-    private func isHealthy() async -> Bool { await probe() == nil }
-
-    /// A call found the database unavailable: checks it now rather than at the next tick.
-    private func startMonitorCheckSoon() {
-        // One probe at a time, however many calls fail together.
-        guard
-            probing.withLock({ (busy: inout Bool) -> Bool in
-                if busy { return false }
-                busy = true
-                return true
-            })
-        else { return }
-        Task {
-            _ = await self.probe()
-            self.probing.withLock { $0 = false }
-        }
-    }
-
-    private func startMonitor() {
-        let task = Task { [weak self] in
-            while !Task.isCancelled {
-                // Only the check holds the store: it closes when its last user lets go.
-                guard let healthy = await self?.isHealthy() else { return }
-                try? await Task.sleep(for: healthy ? .seconds(5) : .seconds(1))
-            }
-        }
-        monitor.withLock { $0 = task }
-    }
-
     // MARK: Running queries
 
     /// Runs `body` with a pooled connection. Waiting for the connection takes at most `timeout`;
-    /// while the monitor finds the database down, fails at once. Deadlocks and serialisation
-    /// failures are retried.
+    /// while the health monitor finds the database down, fails at once. Deadlocks and
+    /// serialisation failures are retried; a failure for want of the database has the monitor
+    /// probe it at once.
     func perform<T: Sendable>(
         _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws(StoreError) -> T {
-        if let reason = unavailability.withLock({ $0 }) {
+        if let reason = await health.unavailability() {
             throw StoreError(.unavailable, "the database is unavailable: \(reason)")
         }
         var attempt = 0
@@ -245,7 +196,7 @@ public final class PostgresStore: Sendable {
             } catch {
                 let failure = Self.storeError(error)
                 if attempt < 4, Self.isRetryable(error) { continue }
-                if failure.kind == .unavailable { startMonitorCheckSoon() }
+                if failure.kind == .unavailable { health.reportFailure() }
                 throw failure
             }
         }

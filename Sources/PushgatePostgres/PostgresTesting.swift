@@ -47,6 +47,35 @@ package enum PostgresTesting {
         return settings
     }
 
+    /// The server processes (pids) of the connections to `settings`' database that introduced
+    /// themselves as `application` (`pushgate`: the pool, `pushgate-health`: the health probe);
+    /// with `terminate`, ended as an administrator's `pg_terminate_backend` ends them (waiting
+    /// until each has exited).
+    package static func backends(of settings: PostgresSettings, application: String, terminate: Bool = false) async throws -> [Int] {
+        let logger = Logger(label: "pushgate.test.postgres")
+        var configuration = try PostgresStore.probeConfiguration(settings, password: nil)
+        // Not one of those it counts.
+        configuration.options.additionalStartupParameters = [("application_name", "pushgate-test")]
+        let connection = try await PostgresConnection.connect(configuration: configuration, id: 0, logger: logger)
+        do {
+            let database = settings.url.database
+            let pids = try await connection.query(
+                "SELECT pid FROM pg_stat_activity WHERE datname = \(database) AND application_name = \(application) ORDER BY pid",
+                logger: logger
+            ).all((Int).self)
+            if terminate {
+                for pid in pids {
+                    _ = try await connection.query("SELECT pg_terminate_backend(\(pid)::integer, 10000)", logger: logger).collect()
+                }
+            }
+            try await connection.close()
+            return pids
+        } catch {
+            try? await connection.close()
+            throw error
+        }
+    }
+
     /// A PostgreSQL store on a new, empty database.
     package static func freshStore(reservationLifetime: Double = 86400) async throws -> PostgresStore {
         try await PostgresStore.open(settings: try await freshDatabase(), password: nil, reservationLifetime: reservationLifetime)

@@ -29,22 +29,37 @@ public final class SQLiteStore: RegistrationStore, DatabaseStore {
 
     /// Transactions the group commit made, and the writes they carried.
     package var groupCommitCounts: (commits: Int, writes: Int) { groupCommit.committed }
+    /// `SELECT 1` in turn with the other operations, at most once per interval.
+    public let health: HealthMonitor
 
-    private init(connection: SQLiteConnection, queue: DispatchQueue, path: String, reservationLifetime: Double) {
+    private init(
+        connection: SQLiteConnection, queue: DispatchQueue, path: String, reservationLifetime: Double, clock: any PushgateClock
+    ) {
         self.connection = connection
         self.queue = queue
         self.path = path
         self.reservationLifetime = reservationLifetime
+        // The probe holds the connection, not the store: the store still closes with its last user.
+        let gate = self.gate
+        health = HealthMonitor(clock: clock) { await Self.ping(connection, on: queue, gate: gate) }
     }
 
     public var summary: String { "SQLite \(path)" }
 
-    public func checkHealth() async -> String? {
-        do {
-            try await run { connection throws(StoreError) in try connection.execute("SELECT 1") }
-            return nil
-        } catch {
-            return error.message
+    /// nil when the database answers `SELECT 1`; otherwise why not.
+    private static func ping(_ connection: SQLiteConnection, on queue: DispatchQueue, gate: AsyncGate) async -> String? {
+        await gate.acquire()
+        defer { gate.release() }
+        return await withCheckedContinuation { continuation in
+            queue.async {
+                defer { connection.releaseStatements() }
+                do throws(StoreError) {
+                    try connection.execute("SELECT 1")
+                    continuation.resume(returning: nil)
+                } catch {
+                    continuation.resume(returning: error.message)
+                }
+            }
         }
     }
 
@@ -58,7 +73,10 @@ public final class SQLiteStore: RegistrationStore, DatabaseStore {
     public func close() async {}
 
     /// Opens (creating if needed) the database at `path` and migrates it to the current schema.
-    public static func open(path: String, reservationLifetime: Double = 86400) async throws(StoreError) -> SQLiteStore {
+    /// `clock` ages the health monitor's findings.
+    public static func open(
+        path: String, reservationLifetime: Double = 86400, clock: any PushgateClock = SystemClock()
+    ) async throws(StoreError) -> SQLiteStore {
         let queue = DispatchQueue(label: "pushgate.store.sqlite")
         let result: Result<SQLiteConnection, StoreError> = await withCheckedContinuation { continuation in
             queue.async {
@@ -75,7 +93,7 @@ public final class SQLiteStore: RegistrationStore, DatabaseStore {
                 }
             }
         }
-        return SQLiteStore(connection: try result.get(), queue: queue, path: path, reservationLifetime: reservationLifetime)
+        return SQLiteStore(connection: try result.get(), queue: queue, path: path, reservationLifetime: reservationLifetime, clock: clock)
     }
 
     /// The schema version of the open database.
@@ -191,9 +209,10 @@ public final class SQLiteStore: RegistrationStore, DatabaseStore {
                 if let refusal = writer.refusal(id: registration.id, idOwner: idOwner, handleHeldByAnother: held) { throw refusal }
             }
             if !exists {
-                let reserved = try connection.prepare("SELECT 1 FROM reserved_ids WHERE app = ? AND id = ? AND expires_at > ?")
-                    .bind([app, id, .real(now.secondsSinceEpoch)]).step()
-                guard reserved else { throw StoreError.gone(registration.id) }
+                let reservation = try connection.prepare("SELECT owner FROM reserved_ids WHERE app = ? AND id = ? AND expires_at > ?")
+                    .bind([app, id, .real(now.secondsSinceEpoch)])
+                guard try reservation.step() else { throw StoreError.gone(registration.id) }
+                if let refusal = writer?.refusal(id: registration.id, reservedBy: reservation.text(0) ?? "") { throw refusal }
             }
             try Self.write(registration, template: template, now: now, connection: connection)
         }

@@ -74,6 +74,27 @@ struct ConfigFolder: ~Copyable {
             })
     }
 
+    /// What `pushgate templates check` and a reload read: a hash of 2^32−1 iterations or a
+    /// malformed salt stops the load, naming the file, the user and the field.
+    @Test func aBadPasswordHashStopsTheLoadNamingTheUserAndTheField() throws {
+        for (hash, reason) in [
+            ("pbkdf2-sha256$4294967295$c2FsdHNhbHQtc2FsdHNhbA==$AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=", "4294967295 iterations"),
+            ("pbkdf2-sha256$1000$x$y", "the salt is not base64"),
+        ] {
+            let folder = try ConfigFolder(files: [
+                "config.json":
+                    #"{"auth": {"users": [{"name": "root", "passwordHash": "\#(hash)"}]}, "apps": {"default": {"templates": {"notify": {}}}}}"#
+            ])
+            #expect(
+                performing: { try ConfigurationLoader.load(file: folder.configFile) },
+                throws: { error in
+                    let error = error as! ConfigurationError
+                    return error.file == folder.configFile && error.path == "$.auth.users[0].passwordHash"
+                        && error.reason.hasPrefix("user 'root': \(reason)")
+                })
+        }
+    }
+
     @Test func missingFilesAreNamed() throws {
         let folder = try ConfigFolder(files: [
             "config.json": #"{"apps": {"default": {"templates": {"notify": {"fcm": {"file": "templates/nope.json"}}}}}}"#

@@ -126,6 +126,43 @@ import Testing
         #expect(cache.liveLists == 0)
     }
 
+    /// The write callback's decision: a body is kept up to the request's limit; the piece that
+    /// crosses it is kept in part and answered short (curl then aborts that transfer), and only
+    /// the bytes kept reach `onBody`. Without a limit everything is kept.
+    @Test func theBodyIsKeptUpToTheRequestsLimitAndTheCrossingPieceIsRefused() async throws {
+        final class Seen: Sendable {
+            let bytes = Mutex(0)
+        }
+        func receive(_ pieces: [Int], limit: Int?) async -> (taken: [Int], transfer: Transfer, seen: Int) {
+            let seen = Seen()
+            var taken: [Int] = []
+            var kept: Transfer?
+            _ = await withCheckedContinuation { (continuation: CheckedContinuation<Result<CurlResponse, CurlError>, Never>) in
+                let transfer = Transfer(
+                    id: 1, request: CurlRequest(url: "http://127.0.0.1:1/", maximumResponseBodyBytes: limit),
+                    onBody: { piece in seen.bytes.withLock { $0 += piece.count } }, completion: .single(continuation))
+                for count in pieces {
+                    let piece = [UInt8](repeating: 0x61, count: count)
+                    taken.append(piece.withUnsafeBufferPointer { transfer.receivedBody($0) })
+                }
+                kept = transfer
+                transfer.finish(.failure(.cancelled))
+            }
+            return (taken, kept!, seen.bytes.withLock { $0 })
+        }
+        let cut = await receive([16_384, 16_384, 16_384], limit: 20_000)
+        #expect(cut.taken == [16_384, 3_616, 0])
+        #expect(cut.transfer.responseBody.count == 20_000)
+        #expect(cut.transfer.isBodyTruncated)
+        #expect(cut.seen == 20_000)
+        let exact = await receive([10_000, 10_000], limit: 20_000)
+        #expect(exact.taken == [10_000, 10_000])
+        #expect(!exact.transfer.isBodyTruncated, "a body of exactly the limit is whole")
+        let unlimited = await receive([16_384, 16_384], limit: nil)
+        #expect(unlimited.taken == [16_384, 16_384])
+        #expect(unlimited.transfer.responseBody.count == 32_768 && !unlimited.transfer.isBodyTruncated)
+    }
+
     @Test func requestsAfterShutdownFailWithAShutdownError() async throws {
         let client = try CurlHTTPClient()
         await client.shutdown()

@@ -43,6 +43,31 @@ import Testing
         }
     }
 
+    /// Registration's P-256 check (the domain's own arithmetic) accepts exactly the keys
+    /// swift-crypto accepts: fresh keys, the same with one bit flipped, and random bytes after 0x04.
+    @Test func registrationAcceptsExactlyTheKeysSwiftCryptoAccepts() throws {
+        let policy = HandlePolicy(webPushHosts: ["push.example.net"])
+        func registers(_ key: [UInt8]) -> Bool {
+            let handle = WebPushSubscription(endpoint: "https://push.example.net/x", p256dh: key, auth: Array(repeating: 1, count: 16))
+            return (try? policy.validate(handle.handleValue, for: .browser)) != nil
+        }
+        var generator = SystemRandomNumberGenerator()
+        var accepted = 0
+        for _ in 0..<300 {
+            let key = Array(P256.KeyAgreement.PrivateKey().publicKey.x963Representation)
+            var flipped = key
+            let bit = Int.random(in: 8..<(65 * 8), using: &generator)
+            flipped[bit / 8] ^= 1 << UInt8(bit % 8)
+            let random = [0x04] + (0..<64).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            for candidate in [key, flipped, random] {
+                let swiftCrypto = (try? P256.KeyAgreement.PublicKey(x963Representation: candidate)) != nil
+                #expect(registers(candidate) == swiftCrypto, "\(Base64URL.encode(candidate))")
+                if swiftCrypto { accepted += 1 }
+            }
+        }
+        #expect(accepted >= 300, "every fresh key")
+    }
+
     @Test func vapidTokensAreCachedPerOriginAndRenewedBeforeTheyExpire() async throws {
         let clock = ManualClock(secondsSinceEpoch: 1_800_000_000)
         let pair = VAPIDSigner.generateKeyPair()

@@ -2,9 +2,10 @@ import Foundation
 import PNSSandbox
 import Pushgate
 import PushgateCurl
-import PushgateServer
 import PushgateTesting
 import Testing
+
+@testable import PushgateServer
 
 /// The Notification Hubs REST API on `/{hub}/…` against a running gateway and the sandbox: SAS
 /// checks, native, template, direct, test and scheduled sends, registrations in Atom XML,
@@ -452,8 +453,17 @@ import Testing
             ] {
                 #expect(put.bodyText.contains(element), "\(element) missing in \(put.bodyText)")
             }
-            let got = try await client.call("GET", "registrations/\(id)", authorization: listen)
+            // Knowing an id is not enough to read a device: a Listen key reads the handle masked.
+            let listenRead = try await client.call("GET", "registrations/\(id)", authorization: listen)
+            #expect(listenRead.status == 200 && listenRead.bodyText.contains("<Tags>news,sports</Tags>"), "\(listenRead.bodyText)")
+            #expect(!listenRead.bodyText.contains(device.handle), "\(listenRead.bodyText)")
+            let got = try await client.call("GET", "registrations/\(id)")
             #expect(got.status == 200 && got.bodyText.contains("<DeviceToken>\(device.handle)</DeviceToken>"))
+            // Query names are percent-decoded like their values: %24filter is $filter, and a filter
+            // that does not parse is refused.
+            let encodedFilter = try await client.call("GET", "registrations?%24filter=Tags%20eq%20%27no-such-tag%27&%24top=5")
+            #expect(encodedFilter.status == 200 && !encodedFilter.bodyText.contains("<entry"), "\(encodedFilter.bodyText)")
+            #expect(try await client.call("GET", "registrations?%24filter=garbage(((").status == 400)
 
             // If-Match: a stale ETag is refused, and nothing changes.
             let stale = try await client.call(
@@ -550,7 +560,11 @@ import Testing
             // …and the device may then write it again keeping that userId.
             let again = try await client.call("PUT", "installations/phone-1", body: installation, authorization: listen)
             #expect(again.status == 200, "\(again.bodyText)")
-            let got = try await client.call("GET", "installations/phone-1", authorization: listen)
+            // A Listen key reads it with its channel masked; the backend reads it whole.
+            let listenRead = try await client.call("GET", "installations/phone-1", authorization: listen)
+            #expect(listenRead.status == 200 && !listenRead.bodyText.contains(device.handle), "\(listenRead.bodyText)")
+            #expect(listenRead.bodyText.contains(#""userId":"ann""#), "\(listenRead.bodyText)")
+            let got = try await client.call("GET", "installations/phone-1")
             let object = try #require(try JSONSerialization.jsonObject(with: Data(got.body)) as? [String: Any], "\(got.bodyText)")
             #expect(object["installationId"] as? String == "phone-1" && object["userId"] as? String == "ann")
             #expect(object["tags"] as? [String] == ["news"] && object["pushChannel"] as? String == device.handle)
@@ -597,8 +611,72 @@ import Testing
             #expect(
                 Set(inbox.map(\.payload)) == [#"{"aps":{"alert":"Hi Ann"}}"#, #"{"aps":{"alert":"to bob"}}"#], "\(inbox.map(\.payload))")
 
-            #expect(try await client.call("DELETE", "installations/phone-1", authorization: listen).status == 204)
+            // Bound to a user, it is the backend's to delete.
+            #expect(try await client.call("DELETE", "installations/phone-1", authorization: listen).status == 403)
+            #expect(try await client.call("DELETE", "installations/phone-1").status == 204)
             #expect(try await client.call("GET", "installations/phone-1").status == 404)
+        }
+    }
+
+    /// What the hostile probe did with a Listen key to move a bound installation to its own device:
+    /// each door refused, and a backend send to the installation still reaches the user's device.
+    @Test func aListenKeyCannotTakeOverAnInstallationBoundToAUser() async throws {
+        try await GatewayFixture.inProcess { fixture in
+            let client = try Client(fixture)
+            let device = await fixture.sandbox.createDevice(.apns)
+            let thief = await fixture.sandbox.createDevice(.apns)
+            let listen = client.token(rule: SharedAccessRule.defaultListenName)
+            let installation = """
+                {"installationId":"phone-2","platform":"apns","pushChannel":"\(device.handle)","tags":["news"],"userId":"ann",
+                 "templates":{"greeting":{"body":"{\\"aps\\":{\\"alert\\":\\"{'Hi ' + $(name)}\\"}}"}}}
+                """
+            #expect(try await client.call("PUT", "installations/phone-2", body: installation).status == 200)
+            let stolen = installation.replacingOccurrences(of: device.handle, with: thief.handle)
+            let unbound = stolen.replacingOccurrences(of: #","userId":"ann""#, with: "")
+            let native = HubInstallations.registrationID(of: "phone-2").rawValue
+            let template = HubInstallations.registrationID(of: "phone-2", template: "greeting").rawValue
+            let patch = "application/json-patch+json"
+            let refusals: [(method: String, path: String, body: String, contentType: String, reason: String)] = [
+                ("DELETE", "installations/phone-2", "", "application/json", "may not delete"),
+                ("PUT", "installations/phone-2", unbound, "application/json", "userId"),
+                (
+                    "PUT", "installations/phone-2", installation.replacingOccurrences(of: #""ann""#, with: #""eve""#), "application/json",
+                    "userId"
+                ),
+                ("PUT", "installations/phone-2", stolen, "application/json", "pushChannel"),
+                ("PATCH", "installations/phone-2", #"[{"op":"remove","path":"/userId"}]"#, patch, "userId"),
+                (
+                    "PATCH", "installations/phone-2",
+                    #"[{"op":"remove","path":"/userId"},{"op":"replace","path":"/pushChannel","value":"\#(thief.handle)"}]"#, patch,
+                    "userId"
+                ),
+                ("DELETE", "registrations/\(native)", "", "application/json", "may not delete"),
+                ("DELETE", "registrations/\(template)", "", "application/json", "may not delete"),
+                ("PUT", "registrations/\(native)", Self.appleRegistration(token: thief.handle, tags: "news"), Self.atom, "may not change"),
+            ]
+            for refusal in refusals {
+                let answer = try await client.call(
+                    refusal.method, refusal.path, body: refusal.body, contentType: refusal.contentType, authorization: listen)
+                #expect(
+                    answer.status == 403 && answer.bodyText.contains(refusal.reason),
+                    "\(refusal.method) \(refusal.path): \(answer.status) \(answer.bodyText)")
+            }
+            // Nothing moved: the installation still names the user and the user's device.
+            let kept = try await client.call("GET", "installations/phone-2")
+            #expect(kept.bodyText.contains(device.handle) && kept.bodyText.contains(#""userId":"ann""#), "\(kept.bodyText)")
+            // A Listen key may still write it again unchanged in those respects (new tags).
+            let retagged = installation.replacingOccurrences(of: #"["news"]"#, with: #"["news","sports"]"#)
+            #expect(try await client.call("PUT", "installations/phone-2", body: retagged, authorization: listen).status == 200)
+            let send = try await client.call(
+                "POST", "messages", body: #"{"aps":{"alert":"for ann"}}"#,
+                headers: [("ServiceBusNotification-Format", "apple"), ("ServiceBusNotification-Tags", "$InstallationId:{phone-2}")])
+            #expect(send.status == 201, "\(send.bodyText)")
+            let inbox = try await waitForInbox(fixture, device, count: 1)
+            #expect(inbox.map(\.payload) == [#"{"aps":{"alert":"for ann"}}"#])
+            #expect(await fixture.sandbox.state.inbox(deviceID: thief.id).isEmpty)
+            // The backend may unbind it, and then a Listen key may delete it.
+            #expect(try await client.call("PUT", "installations/phone-2", body: unbound).status == 200)
+            #expect(try await client.call("DELETE", "installations/phone-2", authorization: listen).status == 204)
         }
     }
 
@@ -975,6 +1053,24 @@ import Testing
             #expect(direct.status == 201, "\(direct.bodyText)")
             _ = try await client.finalDetails(of: direct)
             #expect(await fixture.sandbox.state.inbox(deviceID: other.id).map(\.payload) == ["direct text"])
+        }
+    }
+
+    /// The Listen key an app ships cannot make the store keep unbounded reservations: each key
+    /// holds at most `limits.maxHubReservationsPerKey` unused ids, counted per key.
+    @Test func hubReservationsAreCappedPerKey() async throws {
+        try await GatewayFixture.inProcess(rewrite: { config in
+            var limits = config["limits"] as? [String: Any] ?? [:]
+            limits["maxHubReservationsPerKey"] = 3
+            config["limits"] = limits
+        }) { fixture in
+            let client = try HubAPITests.Client(fixture)
+            let listen = client.token(rule: SharedAccessRule.defaultListenName)
+            for _ in 0..<3 { #expect(try await client.call("POST", "registrationIDs", authorization: listen).status == 201) }
+            let refused = try await client.call("POST", "registrationIDs", authorization: listen)
+            #expect(refused.status == 429 && refused.bodyText.contains("at most 3"), "\(refused.bodyText)")
+            // Another key has its own count.
+            #expect(try await client.call("POST", "registrationIDs").status == 201)
         }
     }
 }

@@ -184,7 +184,7 @@ import Testing
                 _ = try await fixture.register(device, user: "alice", tags: ["news"])
             }
             let answer = try await fixture.call(
-                "POST", "/api/notifications?pns=all&to_tag=alice&dryRun=true&sample=2", user: "bob", body: #""Preview me""#)
+                "POST", "/api/notifications?pns=all&to_tag=alice&dryRun=true&sample=2", user: "alice", body: #""Preview me""#)
             #expect(answer.status == 200, "\(answer.bodyText)")
             let body = try json(answer)
             #expect(body["dryRun"] as? Bool == true)
@@ -214,15 +214,15 @@ import Testing
             #expect(!answer.bodyText.contains(apnsHandle))
             // Nothing sent, nothing stored; a secure dry run stores no message either.
             let secure = try await fixture.call(
-                "POST", "/api/notifications?pns=apns&to_tag=alice&dryRun=true&secure=true", user: "bob", body: #""secret""#)
+                "POST", "/api/notifications?pns=apns&to_tag=alice&dryRun=true&secure=true", user: "alice", body: #""secret""#)
             #expect(secure.status == 200 && !secure.bodyText.contains("secret\""), "\(secure.bodyText)")
             for device in devices.values { #expect(await fixture.sandbox.state.inbox(deviceID: device.id).isEmpty) }
             #expect(try await notificationCount(fixture) == 0)
             // Refused as the send would be, and for a bad sample.
-            let noRecipient = try await fixture.call("POST", "/api/notifications?pns=apns&dryRun=true", user: "bob", body: #""x""#)
+            let noRecipient = try await fixture.call("POST", "/api/notifications?pns=apns&dryRun=true", user: "alice", body: #""x""#)
             #expect(noRecipient.status == 400 && noRecipient.bodyText.contains("to_tag"))
             let badSample = try await fixture.call(
-                "POST", "/api/notifications?pns=apns&to_tag=alice&dryRun=true&sample=0", user: "bob", body: #""x""#)
+                "POST", "/api/notifications?pns=apns&to_tag=alice&dryRun=true&sample=0", user: "alice", body: #""x""#)
             #expect(badSample.status == 400 && badSample.bodyText.contains("sample"))
         }
     }

@@ -11,19 +11,19 @@ import Testing
         try await GatewayFixture.inProcess { fixture in
             let device = await fixture.sandbox.createDevice(.gcm)
             _ = try await fixture.register(device, user: "alice")
-            let sent = try await fixture.call("POST", "/api/notifications?pns=gcm&to_tag=alice", user: "bob", body: #""via v1""#)
+            let sent = try await fixture.call("POST", "/api/notifications?pns=gcm&to_tag=alice", user: "alice", body: #""via v1""#)
             #expect(sent.status == 200, "\(sent.bodyText)")
             #expect(sent.bodyText.contains(#""platform":"gcm""#) && sent.bodyText.contains(#""success":1"#), "\(sent.bodyText)")
             // The service's name for the message is FCM v1's.
             #expect(sent.bodyText.contains("projects/pushgate-sandbox/messages/"), "\(sent.bodyText)")
             let payload = try JSONParser.parse(try #require(await fixture.sandbox.state.inbox(deviceID: device.id).last).payload)
-            #expect(payload["message"]?["data"]?["message"]?.stringValue == "From bob: via v1")
+            #expect(payload["message"]?["data"]?["message"]?.stringValue == "From alice: via v1")
 
             // An uninstalled app: v1's UNREGISTERED is the legacy NotRegistered, ExpiredChannel, pruned.
             await fixture.sandbox.state.setStatus(.uninstalled, deviceID: device.id)
-            let gone = try await fixture.call("POST", "/api/notifications?pns=gcm&to_tag=alice", user: "bob", body: #""gone""#)
+            let gone = try await fixture.call("POST", "/api/notifications?pns=gcm&to_tag=alice", user: "alice", body: #""gone""#)
             #expect(gone.bodyText.contains("ExpiredChannel") && gone.bodyText.contains("UNREGISTERED"), "\(gone.bodyText)")
-            #expect(try await fixture.call("POST", "/api/notifications?pns=gcm&to_tag=alice", user: "bob", body: #""x""#).status == 404)
+            #expect(try await fixture.call("POST", "/api/notifications?pns=gcm&to_tag=alice", user: "alice", body: #""x""#).status == 404)
         }
     }
 

@@ -71,7 +71,7 @@ import Testing
                 try await fixture.call("POST", "/api/notifications?pns=apns&to_tag=alice&async=true", user: "bob", body: #""x""#).status
                     == 202)
             let maybe = try await fixture.call("POST", "/api/notifications?pns=apns&to_tag=alice&async=maybe", user: "bob", body: #""x""#)
-            #expect(maybe.status == 400 && maybe.bodyText.contains("async must be true or false"))
+            #expect(maybe.status == 400 && maybe.bodyText.contains("async: 'maybe' is not true or false"))
             // The synchronous default goes through the outbox too and is listed.
             let sync = try await fixture.call("POST", "/api/notifications?pns=apns&to_tag=alice", user: "bob", body: #""now""#)
             #expect(sync.status == 200)
@@ -179,17 +179,18 @@ import Testing
         try await GatewayFixture.inProcess { fixture in
             try await fixture.store.restore(try RegistrationSeeds.apns(count: 3000, user: "carol"), now: RegistrationSeeds.now)
             await fixture.sandbox.state.addFault(SandboxFault(service: .apns, action: .delay(milliseconds: 50), count: 1_000_000))
-            let accepted = try await fixture.call("POST", "/api/notifications?pns=apns&to_tag=carol&async=true", user: "bob", body: #""x""#)
+            let accepted = try await fixture.call(
+                "POST", "/api/notifications?pns=apns&to_tag=carol&async=true", user: "carol", body: #""x""#)
             let id = try #require(try json(accepted)["notificationId"] as? String)
             _ = try await eventually(every: .milliseconds(20)) {
-                try json(try await fixture.call("GET", "/api/notifications/\(id)/outcome", user: "bob"))
+                try json(try await fixture.call("GET", "/api/notifications/\(id)/outcome", user: "carol"))
             } until: {
                 $0["processed"] as? Int ?? 0 > 0
             }
             // The cancel answers 200 once the send ended, or 202 after 10 s (a busy machine).
-            #expect([200, 202].contains(try await fixture.call("DELETE", "/api/notifications/\(id)", user: "bob").status))
+            #expect([200, 202].contains(try await fixture.call("DELETE", "/api/notifications/\(id)", user: "carol").status))
             let cancelled = try await eventually(timeout: .seconds(90), every: .milliseconds(200)) {
-                try json(try await fixture.call("GET", "/api/notifications/\(id)/outcome", user: "bob"))
+                try json(try await fixture.call("GET", "/api/notifications/\(id)/outcome", user: "carol"))
             } until: {
                 $0["state"] as? String == "Cancelled"
             }
@@ -198,14 +199,14 @@ import Testing
             let counts = try #require((cancelled["platforms"] as? [[String: Any]])?.first?["outcomes"] as? [String: Int])
             #expect((counts["Cancelled"] ?? 0) > 0 && (counts["Cancelled"] ?? 0) < 3000, "\(counts)")
             // The made-up tokens are unknown to the sandbox: the failures are listed a page at a time.
-            let failed = try json(try await fixture.call("GET", "/api/notifications/\(id)/outcome?failedLimit=100", user: "bob"))
+            let failed = try json(try await fixture.call("GET", "/api/notifications/\(id)/outcome?failedLimit=100", user: "carol"))
             let page = try #require(failed["failedTargets"] as? [[String: Any]])
             #expect(page.count == 100)
             let next = try #require(failed["nextFailedAfter"] as? String)
             let second = try json(
-                try await fixture.call("GET", "/api/notifications/\(id)/outcome?failedLimit=100&failedAfter=\(next)", user: "bob"))
+                try await fixture.call("GET", "/api/notifications/\(id)/outcome?failedLimit=100&failedAfter=\(next)", user: "carol"))
             #expect((second["failedTargets"] as? [[String: Any]])?.first?["registrationId"] as? String ?? "" > next)
-            #expect(try await fixture.call("GET", "/api/notifications/\(id)/outcome?failedLimit=0", user: "bob").status == 400)
+            #expect(try await fixture.call("GET", "/api/notifications/\(id)/outcome?failedLimit=0", user: "carol").status == 400)
         }
     }
 
@@ -225,7 +226,7 @@ import Testing
             // The second device is throttled once, the third every time.
             await fixture.sandbox.state.addFault(SandboxFault(service: .fcm, handle: devices[1].handle, action: quota, count: 1))
             await fixture.sandbox.state.addFault(SandboxFault(service: .fcm, handle: devices[2].handle, action: quota, count: 100))
-            let sent = try await fixture.call("POST", "/api/notifications?pns=fcm&to_tag=alice", user: "bob", body: #""slow down""#)
+            let sent = try await fixture.call("POST", "/api/notifications?pns=fcm&to_tag=alice", user: "alice", body: #""slow down""#)
             #expect(sent.status == 202, "\(sent.bodyText)")
             let body = try json(sent)
             let id = try #require(body["notificationId"] as? String)
@@ -237,7 +238,8 @@ import Testing
             #expect(await fixture.sandbox.state.inbox(deviceID: devices[1].id).isEmpty)
             // Recorded: the retry page is stored, due at Firebase's backoff (a minute), not before.
             #expect(
-                try json(try await fixture.call("GET", "/api/notifications/\(id)/outcome", user: "bob"))["state"] as? String == "Processing"
+                try json(try await fixture.call("GET", "/api/notifications/\(id)/outcome", user: "alice"))["state"] as? String
+                    == "Processing"
             )
             let parked = try await eventually { try await fixture.store.outboxDepth(now: clock.now.adding(seconds: 59)).due == 0 }
             #expect(parked, "the notification is not parked until the retry is due")
@@ -251,7 +253,7 @@ import Testing
             #expect(outcome["processed"] as? Int == 3 && outcome["success"] as? Int == 2, "\(outcome)")
             #expect(await fixture.sandbox.state.inbox(deviceID: devices[1].id).count == 1)
             #expect(await fixture.sandbox.state.inbox(deviceID: devices[2].id).isEmpty)
-            let listed = try json(try await fixture.call("GET", "/api/notifications/\(id)/outcome?failedLimit=10", user: "bob"))
+            let listed = try json(try await fixture.call("GET", "/api/notifications/\(id)/outcome?failedLimit=10", user: "alice"))
             let failed = try #require(listed["failedTargets"] as? [[String: Any]])
             #expect(failed.count == 1 && failed.first?["outcome"] as? String == "Throttled", "\(failed)")
         }
@@ -272,7 +274,7 @@ import Testing
             }
 
             // 30 s to live, a retry due in 60 s: final now.
-            let short = try await fixture.call("POST", "/api/notifications?pns=fcm&to_tag=alice&ttl=30", user: "bob", body: #""brief""#)
+            let short = try await fixture.call("POST", "/api/notifications?pns=fcm&to_tag=alice&ttl=30", user: "alice", body: #""brief""#)
             #expect(short.status == 200, "\(short.bodyText)")
             let result = try json(short)
             #expect(result["state"] as? String == "Completed" && result["failure"] as? Int == 1, "\(result)")

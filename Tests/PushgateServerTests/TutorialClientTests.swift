@@ -182,7 +182,7 @@ import Testing
             let id = try await fixture.register(device, user: "alice")
             await fixture.sandbox.state.setStatus(.uninstalled, deviceID: device.id)
             let response = try await fixture.call(
-                "POST", "/api/notifications?pns=apns&to_tag=alice", user: "bob", body: #"{"message":"hi","extra":"1"}"#)
+                "POST", "/api/notifications?pns=apns&to_tag=alice", user: "alice", body: #"{"message":"hi","extra":"1"}"#)
             #expect(response.status == 200)
             let target = try #require(try JSONParser.parse(response.body)["targets"]?.arrayElements?.first)
             #expect(target["outcome"]?.stringValue == "ExpiredChannel")
@@ -192,7 +192,7 @@ import Testing
             #expect(removals.first?.registrationID.rawValue == id)
             #expect(removals.first?.outcome == .expiredChannel)
             #expect(
-                try await fixture.call("POST", "/api/notifications?pns=apns&to_tag=alice", user: "bob", body: "\"again\"").status == 404)
+                try await fixture.call("POST", "/api/notifications?pns=apns&to_tag=alice", user: "alice", body: "\"again\"").status == 404)
         }
     }
 

@@ -36,7 +36,7 @@ import Testing
             fixture in
             let device = await fixture.sandbox.createDevice(.wns)
             _ = try await fixture.register(device, user: "alice")
-            let sent = try await fixture.call("POST", "/api/notifications?pns=wns&to_tag=alice", user: "bob", body: #""x""#)
+            let sent = try await fixture.call("POST", "/api/notifications?pns=wns&to_tag=alice", user: "alice", body: #""x""#)
             #expect(sent.bodyText.contains("InvalidCredentials") && sent.bodyText.contains("AADSTS7000215"), "\(sent.bodyText)")
             #expect(!sent.bodyText.contains("not-the-secret"))
             #expect(await fixture.sandbox.state.inbox(deviceID: device.id).isEmpty)

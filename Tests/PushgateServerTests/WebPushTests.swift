@@ -31,7 +31,7 @@ import Testing
                 "POST", "/api/register?handle=\(spelled.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)")
             #expect(respelled.bodyText == "\"\(id)\"")
 
-            let sent = try await fixture.call("POST", "/api/notifications?pns=all&to_tag=alice", user: "bob", body: #""hello, browser""#)
+            let sent = try await fixture.call("POST", "/api/notifications?pns=all&to_tag=alice", user: "alice", body: #""hello, browser""#)
             #expect(sent.status == 200, "\(sent.bodyText)")
             let inbox = await fixture.sandbox.state.inbox(deviceID: browser.id)
             let received = try #require(inbox.first)
@@ -39,7 +39,7 @@ import Testing
             let payload = try #require(try JSONSerialization.jsonObject(with: Data(received.payload.utf8)) as? [String: Any])
             #expect(payload["web_push"] as? Int == 8030, "\(received.payload)")
             let notification = try #require(payload["notification"] as? [String: Any])
-            #expect(notification["title"] as? String == "From bob")
+            #expect(notification["title"] as? String == "From alice")
             #expect(notification["body"] as? String == "hello, browser")
             #expect(received.header("Content-Encoding") == "aes128gcm")
             // The template's TTL, less the whole seconds the send took to go out (a loaded machine's second or two).
@@ -76,6 +76,49 @@ import Testing
                 "PUT", "/api/register/\(newID)", body: #"{"Platform":"browser","Handle":\#(foreign.handleValue),"Tags":[]}"#)
             #expect(refused.status == 400)
             #expect(refused.bodyText.contains("push.attacker.example") && refused.bodyText.contains("allow-list"), "\(refused.bodyText)")
+        }
+    }
+
+    /// A `p256dh` of the right form (65 bytes, 0x04 first) that is no point on P-256 would fail
+    /// every send as BadChannel and its registration stay for ever: it is refused at registration
+    /// through both APIs, the 400 naming the key, and nothing is stored.
+    @Test func aKeyThatIsNotAP256PointIsRefusedThroughBothAPIs() async throws {
+        try await GatewayFixture.inProcess { fixture in
+            let browser = await fixture.sandbox.createDevice(.browser)
+            var subscription = try #require(WebPushSubscription(handleValue: browser.handle))
+            subscription.p256dh[64] ^= 1  // Y's lowest bit: the point leaves the curve.
+            let (endpoint, key, auth) = (subscription.endpoint, Base64URL.encode(subscription.p256dh), Base64URL.encode(subscription.auth))
+            let problem = "'keys.p256dh' is not a point on the P-256 curve"
+
+            let reserved = try await fixture.call("POST", "/api/register")
+            let id = String(reserved.bodyText.dropFirst().dropLast())
+            let tutorial = try await fixture.call(
+                "PUT", "/api/register/\(id)", body: #"{"Platform":"browser","Handle":\#(subscription.handleValue),"Tags":[]}"#)
+            #expect(tutorial.status == 400)
+            #expect(tutorial.bodyText.contains(problem), "\(tutorial.bodyText)")
+            #expect(try await fixture.store.registration(id: try RegistrationID(id), app: AppID("default")) == nil)
+
+            let client = try HubAPITests.Client(fixture)
+            let registration = try await client.call(
+                "POST", "registrations",
+                body: """
+                    <entry xmlns="http://www.w3.org/2005/Atom"><content type="application/xml">
+                    <BrowserRegistrationDescription xmlns:i="http://www.w3.org/2001/XMLSchema-instance" xmlns="http://schemas.microsoft.com/netservices/2010/10/servicebus/connect">
+                    <Tags>news</Tags><Endpoint>\(endpoint)</Endpoint><P256DH>\(key)</P256DH><Auth>\(auth)</Auth>
+                    </BrowserRegistrationDescription></content></entry>
+                    """, contentType: HubAPITests.atom)
+            #expect(registration.status == 400)
+            #expect(registration.bodyText.contains(problem), "\(registration.bodyText)")
+            let installation = try await client.call(
+                "PUT", "installations/web-bad-key",
+                body:
+                    #"{"installationId":"web-bad-key","platform":"browser","pushChannel":{"endpoint":"\#(endpoint)","p256dh":"\#(key)","auth":"\#(auth)"}}"#
+            )
+            #expect(installation.status == 400)
+            #expect(installation.bodyText.contains(problem), "\(installation.bodyText)")
+            #expect(try await client.call("GET", "installations/web-bad-key").status == 404)
+            let listed = try await client.call("GET", "registrations")
+            #expect(!listed.bodyText.contains("BrowserRegistrationDescription"), "\(listed.bodyText)")
         }
     }
 

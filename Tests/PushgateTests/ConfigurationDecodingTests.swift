@@ -192,8 +192,103 @@ import Testing
             #"{"auth": {"users": [{"name": "alice", "passwordHash": "alice"}]}, "apps": {}}"#,
             path: "$.auth.users[0].passwordHash", contains: "never a plain password")
         expectError(
-            #"{"auth": {"users": [{"name": "a", "passwordHash": "pbkdf2-sha256$1$s$h"}, {"name": "a", "passwordHash": "pbkdf2-sha256$1$s$h"}]}, "apps": {}}"#,
+            #"{"auth": {"users": [{"name": "a", "passwordHash": "\#(Self.hash)"}, {"name": "a", "passwordHash": "\#(Self.hash)"}]}, "apps": {}}"#,
             path: "$.auth.users[1].name", contains: "configured twice")
+    }
+
+    /// A valid hash of 1,000 iterations (16 bytes of salt, 32 of key).
+    static let hash = "pbkdf2-sha256$1000$" + salt + "$" + key
+    static let salt = "c2FsdHNhbHQtc2FsdHNhbA=="
+    static let key = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
+
+    func users(_ hash: String, admins: String = "[]", demo: Bool = false) -> String {
+        #"{"auth": {"users": [{"name": "alice", "passwordHash": "\#(hash)"}], "admins": \#(admins), "demoPasswordEqualsName": \#(demo)}, "#
+            + #""apps": {"default": {"templates": {"notify": {}}}}}"#
+    }
+
+    /// 2^32−1 iterations held a core for ten minutes; a malformed salt loaded, then its user could
+    /// never log in. Each is refused where it is configured, naming the user and the field.
+    @Test func passwordHashesOutsideTheAcceptedRangeOrFormAreRefusedNamingTheUserAndTheField() throws {
+        let refused: [(hash: String, reason: String)] = [
+            ("pbkdf2-sha256$0$\(Self.salt)$\(Self.key)", "0 iterations are out of range 1000…10000000"),
+            ("pbkdf2-sha256$1$\(Self.salt)$\(Self.key)", "1 iterations are out of range 1000…10000000"),
+            ("pbkdf2-sha256$999$\(Self.salt)$\(Self.key)", "999 iterations are out of range"),
+            ("pbkdf2-sha256$4294967295$\(Self.salt)$\(Self.key)", "4294967295 iterations are out of range"),
+            ("pbkdf2-sha256$10000001$\(Self.salt)$\(Self.key)", "10000001 iterations are out of range"),
+            (
+                "pbkdf2-sha256$99999999999999999999$\(Self.salt)$\(Self.key)",
+                "the iterations, '99999999999999999999', are not a whole number"
+            ),
+            ("pbkdf2-sha256$-5$\(Self.salt)$\(Self.key)", "the iterations, '-5', are not a whole number"),
+            ("pbkdf2-sha256$1$x$y", "1 iterations are out of range"),
+            ("pbkdf2-sha256$1000$x$y", "the salt is not base64"),
+            ("pbkdf2-sha256$1000$c2FsdA$\(Self.key)", "the salt is not base64"),
+            ("pbkdf2-sha256$1000$not-base64!$\(Self.key)", "the salt is not base64"),
+            ("pbkdf2-sha256$1000$c2hvcnQ=$\(Self.key)", "the salt is 5 bytes; expected 8 to 1024"),
+            ("pbkdf2-sha256$1000$\(Self.salt)$AAEC%%%=", "the key is not base64"),
+            ("pbkdf2-sha256$1000$\(Self.salt)$AAAAAAAAAAA=", "the key is 8 bytes; expected 16 to 64"),
+            ("pbkdf2-sha256$1000$\(Self.salt)", "expected a password hash"),
+            ("pbkdf2-sha512$1000$\(Self.salt)$\(Self.key)", "expected a password hash"),
+            ("alice", "expected a password hash"),
+        ]
+        for (hash, reason) in refused {
+            expectError(users(hash), path: "$.auth.users[0].passwordHash", contains: "user 'alice': \(reason)")
+        }
+        expectError(users("alice"), path: "$.auth.users[0].passwordHash", contains: "never a plain password")
+        // The bounds themselves load; below what new hashes use, with a warning naming the key.
+        let lowest = try decode(users(Self.hash))
+        #expect(
+            lowest.warnings == [
+                "$.auth.users[0].passwordHash: user 'alice' has a hash of 1000 iterations, fewer than the 210000 new hashes use; make a new one with `pushgate users hash`"
+            ])
+        let highest = try decode(users("pbkdf2-sha256$10000000$\(Self.salt)$\(Self.key)"))
+        #expect(highest.warnings.isEmpty)
+        #expect(try PBKDF2PasswordHash(parsing: Self.hash).encoded == Self.hash)
+        expectError(
+            #"{"auth": {"users": [{"name": "a:b", "passwordHash": "\#(Self.hash)"}]}, "apps": {}}"#, path: "$.auth.users[0].name",
+            contains: "contains ':'")
+    }
+
+    @Test func adminsMustBeConfiguredUsersUnlessTheDemoRuleIsOn() throws {
+        #expect(try decode(users(Self.hash, admins: #"["alice"]"#)).auth.admins == ["alice"])
+        expectError(
+            users(Self.hash, admins: #"["alice", "bob"]"#), path: "$.auth.admins[1]",
+            contains: "'bob' is not a configured user (auth.users: alice)")
+        expectError(users(Self.hash, admins: #"[""]"#, demo: true), path: "$.auth.admins[0]", contains: "an admin's name is empty")
+        // With the demo rule anyone whose password is their name logs in, admins too.
+        #expect(try decode(users(Self.hash, admins: #"["bob"]"#, demo: true)).auth.admins == ["bob"])
+    }
+
+    @Test func trustedProxiesAreAddressesOrNetworks() throws {
+        func listener(_ proxies: String) -> String {
+            #"{"listener": {"trustedProxies": \#(proxies)}, "apps": {"default": {"templates": {"notify": {}}}}}"#
+        }
+        #expect(try decode(Self.minimal).listener.trustedProxies.isEmpty)
+        let configuration = try decode(listener(#"["10.0.0.5", "10.1.0.0/16", "::1", "fd00::/8"]"#))
+        #expect(configuration.listener.trustedProxies.map(\.description) == ["10.0.0.5", "10.1.0.0/16", "::1", "fd00::/8"])
+        expectError(
+            listener(#"["10.0.0.5", "proxy.internal"]"#), path: "$.listener.trustedProxies[1]", contains: "is not an IP address or network")
+        expectError(listener(#"["10.0.0.1/8"]"#), path: "$.listener.trustedProxies[0]", contains: "did you mean 10.0.0.0/8?")
+        expectError(listener(#"["10.0.0.0/33"]"#), path: "$.listener.trustedProxies[0]", contains: "from 1 to 32")
+        expectError(listener(#"["0.0.0.0/0"]"#), path: "$.listener.trustedProxies[0]", contains: "takes in every address")
+        expectError(listener(#"["::/0"]"#), path: "$.listener.trustedProxies[0]", contains: "takes in every address")
+        expectError(listener(#""10.0.0.5""#), path: "$.listener.trustedProxies", contains: "expected an array of strings")
+    }
+
+    @Test func addressRangesHoldTheirAddressesInEitherSpelling() throws {
+        let network = try IPAddressRange(parsing: "10.1.0.0/16")
+        #expect(network.contains(try #require(IPAddress("10.1.255.7"))))
+        #expect(network.contains(try #require(IPAddress("::ffff:10.1.0.1"))))
+        #expect(!network.contains(try #require(IPAddress("10.2.0.1"))))
+        let six = try IPAddressRange(parsing: "2001:db8::/32")
+        #expect(six.contains(try #require(IPAddress("2001:DB8:FFFF::1"))))
+        #expect(!six.contains(try #require(IPAddress("2001:db9::1"))))
+        #expect(try !IPAddressRange(parsing: "::/96").contains(#require(IPAddress("10.0.0.1"))))
+        #expect(IPAddress("2001:0db8:0000:0000:0000:0000:0000:0001")?.description == "2001:db8::1")
+        #expect(IPAddress("::ffff:192.0.2.1")?.description == "192.0.2.1")
+        for text in ["", "1.2.3", "1.2.3.4.5", "256.1.1.1", "1.2.3.4:80", "[::1]", "fe80::1%eth0", "::1::2", "unknown"] {
+            #expect(IPAddress(text) == nil, "\(text)")
+        }
     }
 
     @Test func severalAppsCanBeConfigured() throws {

@@ -211,6 +211,47 @@ import Testing
         }
     }
 
+    /// A subscription whose `p256dh` is 65 bytes starting 0x04 but no point on P-256 could never
+    /// be sent to: it is refused at registration, naming the key.
+    @Test func aSubscriptionsKeyMustBeAPointOnP256() throws {
+        let policy = HandlePolicy(webPushHosts: ["push.example.net"])
+        func subscription(_ key: [UInt8]) -> String {
+            WebPushSubscription(endpoint: "https://push.example.net/push/abc", p256dh: key, auth: Array(repeating: 7, count: 16))
+                .handleValue
+        }
+        func bytes(_ hex: String) -> [UInt8] {
+            let digits = Array(hex.utf8).map { UInt8(String(UnicodeScalar($0)), radix: 16)! }
+            return stride(from: 0, to: digits.count, by: 2).map { digits[$0] << 4 | digits[$0 + 1] }
+        }
+        // RFC 8291's receiver key, and the curve's generator (SEC 2, §2.4.2).
+        let rfc = try #require(Base64URL.decode("BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4"))
+        let generator: [UInt8] =
+            [0x04]
+            + bytes(
+                "6b17d1f2e12c4247f8bce6e563a440f277037d812deb33a0f4a13945d898c296"
+                    + "4fe342e2fe1a7f9b8ee7eb4a7c0f9e162bce33576b315ececbb6406837bf51f5")
+        for key in [rfc, generator] {
+            #expect(try policy.validate(subscription(key), for: .browser).value == subscription(key))
+        }
+        var offCurve = rfc
+        offCurve[64] ^= 1
+        let prime = bytes("ffffffff00000001000000000000000000000000ffffffffffffffffffffffff")
+        // X = p is X = 0 written out of range: refused.
+        let outOfRange: [UInt8] = [0x04] + prime + Array(rfc[33...])
+        let zero: [UInt8] = [0x04] + Array(repeating: 0, count: 64)
+        for key in [offCurve, outOfRange, zero] {
+            #expect(
+                refusal(subscription(key), for: .browser, policy: policy)
+                    == "Web Push subscription is malformed: 'keys.p256dh' is not a point on the P-256 curve")
+        }
+        // The arithmetic itself: (p − 1)² = 1 and (p − 1) + 1 = 0 (mod p).
+        let minusOne = P256Curve.Field(bigEndian: bytes("ffffffff00000001000000000000000000000000fffffffffffffffffffffffe"))
+        let one = P256Curve.Field(limbs: [1, 0, 0, 0])
+        #expect(P256Curve.multiply(minusOne, minusOne) == one)
+        #expect(P256Curve.add(minusOne, one) == .zero)
+        #expect(P256Curve.subtract(.zero, one) == minusOne)
+    }
+
     @Test func maskingHidesTheSecretPart() {
         #expect(DeviceHandle.mask(apnsToken) == "A1b2A1…A1b2")
         #expect(DeviceHandle.mask("https://db3.notify.windows.com/?token=AwYAAAB2bQ") == "https://db3.notify.windows.com/?to…B2bQ")

@@ -29,7 +29,8 @@ struct APNSService: SandboxHTTPResponder {
 
     func respond(to request: SandboxHTTPRequest) async -> SandboxHTTPResponse {
         let apnsID = request.header("apns-id") ?? UUID().uuidString.lowercased()
-        let response = await answer(request, apnsID: apnsID)
+        var padding = 0
+        let response = await answer(request, apnsID: apnsID, padding: &padding).padded(padding)
         state.count("apns", status: response.status)
         return response
     }
@@ -47,7 +48,8 @@ struct APNSService: SandboxHTTPResponder {
         return .json(status, body, headers: headers)
     }
 
-    private func answer(_ request: SandboxHTTPRequest, apnsID: String) async -> SandboxHTTPResponse {
+    /// The answer to `request`; `padding` is set when a fault asks for it to be padded.
+    private func answer(_ request: SandboxHTTPRequest, apnsID: String, padding: inout Int) async -> SandboxHTTPResponse {
         guard request.method == "POST" else { return reject(405, "MethodNotAllowed", apnsID: apnsID) }
         let prefix = "/3/device/"
         guard request.path.hasPrefix(prefix) else { return reject(404, "BadPath", apnsID: apnsID) }
@@ -68,6 +70,8 @@ struct APNSService: SandboxHTTPResponder {
                 var response = reject(503, reason, apnsID: apnsID)
                 response.action = .goAway(#"{"reason":"\#(reason)"}"#)
                 return response
+            case .padBody(let bytes):
+                padding = bytes
             }
         }
 

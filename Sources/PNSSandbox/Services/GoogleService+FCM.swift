@@ -49,7 +49,7 @@ extension GoogleService {
         500: "INTERNAL", 503: "UNAVAILABLE",
     ]
 
-    func send(_ request: SandboxHTTPRequest) async -> SandboxHTTPResponse {
+    func send(_ request: SandboxHTTPRequest, padding: inout Int) async -> SandboxHTTPResponse {
         guard request.method == "POST" else { return .text(405, "Method Not Allowed") }
         let project = request.path.dropFirst("/v1/projects/".count).dropLast("/messages:send".count)
         guard let authorization = request.header("authorization"), authorization.hasPrefix("Bearer "),
@@ -104,6 +104,8 @@ extension GoogleService {
                 var response = rpcError(503, "UNAVAILABLE", "The service is currently unavailable.", errorCode: "UNAVAILABLE")
                 response.action = .goAway(#"{"reason":"\#(reason)"}"#)
                 return response
+            case .padBody(let bytes):
+                padding = bytes
             }
         }
         // The message alone: neither its target nor a dry run's validate_only counts.

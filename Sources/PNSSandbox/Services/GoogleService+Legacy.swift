@@ -4,7 +4,7 @@ import Pushgate
 
 /// The legacy FCM HTTP API: `POST /fcm/send`.
 extension GoogleService {
-    func legacySend(_ request: SandboxHTTPRequest) async -> SandboxHTTPResponse {
+    func legacySend(_ request: SandboxHTTPRequest, padding: inout Int) async -> SandboxHTTPResponse {
         guard request.method == "POST" else { return .text(405, "Method Not Allowed") }
         guard let authorization = request.header("authorization"), authorization == "key=\(credentials.gcmServerKey)" else {
             return SandboxHTTPResponse(
@@ -12,7 +12,7 @@ extension GoogleService {
                 body: Array(
                     "<HTML><HEAD><TITLE>Unauthorized</TITLE></HEAD><BODY><H1>Unauthorized</H1><H2>Error 401</H2></BODY></HTML>".utf8))
         }
-        if let action = state.takeFault(service: .gcm, handle: nil), let response = await Self.apply(action) {
+        if let action = state.takeFault(service: .gcm, handle: nil), let response = await Self.apply(action, padding: &padding) {
             return response
         }
         guard let root = try? JSONParser.parse(request.body), root.objectMembers != nil else {

@@ -11,8 +11,8 @@ extension GoogleService {
         .json(400, #"{"error":"\#(error)","error_description":"\#(description)"}"#)
     }
 
-    func token(_ request: SandboxHTTPRequest) async -> SandboxHTTPResponse {
-        if let action = state.takeFault(service: .fcmToken, handle: nil), let response = await Self.apply(action) {
+    func token(_ request: SandboxHTTPRequest, padding: inout Int) async -> SandboxHTTPResponse {
+        if let action = state.takeFault(service: .fcmToken, handle: nil), let response = await Self.apply(action, padding: &padding) {
             return response
         }
         guard request.method == "POST" else { return .text(405, "Method Not Allowed") }

@@ -25,14 +25,16 @@ struct GoogleService: SandboxHTTPResponder {
 
     func respond(to request: SandboxHTTPRequest) async -> SandboxHTTPResponse {
         let path = request.path
+        // Set by a fault that pads the answer.
+        var padding = 0
         if path == "/token" {
-            let response = await token(request)
+            let response = await token(request, padding: &padding).padded(padding)
             state.count("fcm-token", status: response.status)
             return response
         }
         if path == "/fcm/send" {
             // Over the listener's 1 MiB: the legacy API's own words for an oversize message.
-            let response = request.bodyTooLarge ? .text(400, "MessageTooBig") : await legacySend(request)
+            let response = request.bodyTooLarge ? .text(400, "MessageTooBig") : await legacySend(request, padding: &padding).padded(padding)
             state.count("gcm", status: response.status)
             return response
         }
@@ -45,15 +47,16 @@ struct GoogleService: SandboxHTTPResponder {
             let response =
                 request.bodyTooLarge
                 ? rpcError(400, "INVALID_ARGUMENT", SandboxAssumptions.fcmMessageTooBigMessage, errorCode: "INVALID_ARGUMENT")
-                : await send(request)
+                : await send(request, padding: &padding).padded(padding)
             state.count("fcm", status: response.status)
             return response
         }
         return .text(404, "Not Found")
     }
 
-    /// Applies a transport-level fault (a whole-request answer), or returns nil to answer normally.
-    static func apply(_ action: SandboxFault.Action) async -> SandboxHTTPResponse? {
+    /// Applies a transport-level fault (a whole-request answer), or returns nil to answer normally
+    /// (after a delay, or with `padding` set for the answer to be padded).
+    static func apply(_ action: SandboxFault.Action, padding: inout Int) async -> SandboxHTTPResponse? {
         switch action {
         case .respond(let status, let reason, let retryAfter):
             return .text(
@@ -67,6 +70,9 @@ struct GoogleService: SandboxHTTPResponder {
             var response = SandboxHTTPResponse.text(503, "Service Unavailable")
             response.action = .goAway(#"{"reason":"\#(reason)"}"#)
             return response
+        case .padBody(let bytes):
+            padding = bytes
+            return nil
         }
     }
 

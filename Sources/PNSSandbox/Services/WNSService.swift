@@ -19,18 +19,22 @@ struct WNSService: SandboxHTTPResponder {
     }
 
     func respond(to request: SandboxHTTPRequest) async -> SandboxHTTPResponse {
+        // Set by a fault that pads the answer.
+        var padding = 0
         if request.path == "/accesstoken.srf" || Self.isEntraTokenPath(request.path) {
-            let response = await token(request)
+            let response = await token(request, padding: &padding).padded(padding)
             state.count("wns-token", status: response.status)
             return response
         }
-        let response = await send(request)
+        let response = await send(request, padding: &padding).padded(padding)
         state.count("wns", status: response.status)
         return response
     }
 
-    private func token(_ request: SandboxHTTPRequest) async -> SandboxHTTPResponse {
-        if let action = state.takeFault(service: .wnsToken, handle: nil), let response = await GoogleService.apply(action) {
+    private func token(_ request: SandboxHTTPRequest, padding: inout Int) async -> SandboxHTTPResponse {
+        if let action = state.takeFault(service: .wnsToken, handle: nil),
+            let response = await GoogleService.apply(action, padding: &padding)
+        {
             return response
         }
         guard request.method == "POST" else { return .text(405, "Method Not Allowed") }
@@ -86,7 +90,7 @@ struct WNSService: SandboxHTTPResponder {
         return SandboxHTTPResponse(status: status, headers: headers + extra)
     }
 
-    private func send(_ request: SandboxHTTPRequest) async -> SandboxHTTPResponse {
+    private func send(_ request: SandboxHTTPRequest, padding: inout Int) async -> SandboxHTTPResponse {
         guard request.method == "POST" else { return reject(405, "Only POST is supported") }
         guard let token = request.query["token"], !token.isEmpty else { return reject(404, "The channel URI is not valid") }
         // Percent-escapes compare case-insensitively (RFC 3986 §2.1): urllib3 sends %2B for the
@@ -118,6 +122,8 @@ struct WNSService: SandboxHTTPResponder {
                 var response = reject(503, "The service is shutting down")
                 response.action = .goAway("")
                 return response
+            case .padBody(let bytes):
+                padding = bytes
             }
         }
 

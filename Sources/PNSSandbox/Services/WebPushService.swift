@@ -32,7 +32,8 @@ struct WebPushService: SandboxHTTPResponder {
     }
 
     func respond(to request: SandboxHTTPRequest) async -> SandboxHTTPResponse {
-        let response = await send(request)
+        var padding = 0
+        let response = await send(request, padding: &padding).padded(padding)
         state.count("browser", status: response.status)
         return response
     }
@@ -57,7 +58,8 @@ struct WebPushService: SandboxHTTPResponder {
             headers: headers)
     }
 
-    private func send(_ request: SandboxHTTPRequest) async -> SandboxHTTPResponse {
+    /// The answer to `request`; `padding` is set when a fault asks for it to be padded.
+    private func send(_ request: SandboxHTTPRequest, padding: inout Int) async -> SandboxHTTPResponse {
         guard request.method == "POST" else { return Self.error(405, errno: 999, "Method not allowed") }
         let endpoint = origin + request.path
         guard request.path.hasPrefix(Self.pathPrefix), let subscription = state.webPushSubscription(endpoint: endpoint),
@@ -71,7 +73,7 @@ struct WebPushService: SandboxHTTPResponder {
                     status, errno: 999, reason ?? "Injected fault",
                     headers: retryAfter.map { [HTTPHeader(name: "Retry-After", value: String($0))] } ?? [])
             }
-            if let response = await GoogleService.apply(action) { return response }
+            if let response = await GoogleService.apply(action, padding: &padding) { return response }
         }
         if let problem = await checkVAPID(request) { return Self.error(401, errno: 109, problem) }
         guard device.status == .active else {

@@ -24,6 +24,10 @@ public struct SandboxFault: Sendable, Hashable, Codable {
         /// HTTP/2: refuse the request with GOAWAY carrying `{"reason": reason}` and close the
         /// connection (the client retries on a new one). HTTP/1.1: answer 503 and close.
         case goAway(reason: String)
+        /// Answer as usual (a message is delivered), the body followed by `bytes` spaces: a
+        /// service whose answer is longer than a client should read. (Spaces keep a JSON body
+        /// JSON.) Over legacy GCM, a fault for the whole request (no handle) only.
+        case padBody(bytes: Int)
     }
 
     public var service: Service

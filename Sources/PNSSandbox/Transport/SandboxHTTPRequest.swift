@@ -94,6 +94,14 @@ struct SandboxHTTPResponse: Sendable {
     }
 
     static let dropConnection = SandboxHTTPResponse(status: 0, action: .drop)
+
+    /// This answer with `bytes` spaces after its body (``SandboxFault/Action/padBody(bytes:)``).
+    func padded(_ bytes: Int) -> SandboxHTTPResponse {
+        guard bytes > 0, action != .drop else { return self }
+        var padded = self
+        padded.body.append(contentsOf: repeatElement(UInt8(ascii: " "), count: bytes))
+        return padded
+    }
 }
 
 /// Something that answers sandbox HTTP requests.

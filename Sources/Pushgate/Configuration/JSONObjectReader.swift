@@ -25,6 +25,14 @@ struct JSONObjectReader {
         return ConfigurationError(path: path, location: SourceLocation(offset: offset, in: source), reason: reason)
     }
 
+    /// An error about element `index` of the array at `key` (`$.listener.trustedProxies[1]`), located at the element.
+    func error(_ reason: String, key: String, index: Int) -> ConfigurationError {
+        let element = members.first(where: { $0.key == key })?.value.arrayElements?[index]
+        return ConfigurationError(
+            path: "\(jsonPath(path, key))[\(index)]", location: SourceLocation(offset: element?.offset ?? value.offset, in: source),
+            reason: reason)
+    }
+
     mutating func raw(_ key: String) -> JSONValue? {
         consumed.insert(key)
         guard let value = members.first(where: { $0.key == key })?.value else { return nil }

@@ -36,12 +36,19 @@ extension PushgateConfiguration {
                 for (index, name) in names.enumerated()
                 where name.isEmpty || name.contains(where: { $0 == "/" || $0 == " " || $0 == ":" && !name.hasPrefix("[") }) {
                     throw object.error(
-                        "'\(name.prefix(60))' must be a host name or address without scheme, port or path", key: "hostnames[\(index)]")
+                        "'\(name.prefix(60))' must be a host name or address without scheme, port or path", key: "hostnames", index: index)
                 }
                 listener.hostnames = names.map { $0.lowercased() }
             }
             listener.sasMaximumLifetimeSeconds =
                 try object.int("sasMaximumLifetimeSeconds", in: 60...(10 * 366 * 86_400)) ?? listener.sasMaximumLifetimeSeconds
+            if let proxies = try object.stringArray("trustedProxies") {
+                for (index, text) in proxies.enumerated() {
+                    do { listener.trustedProxies.append(try IPAddressRange(parsing: text)) } catch {
+                        throw object.error("\(error)", key: "trustedProxies", index: index)
+                    }
+                }
+            }
             if var tls = try object.object("tls") {
                 listener.tls = ListenerTLS(
                     certificateChain: try tls.requiredSecret("certificateChain"), privateKey: try tls.requiredSecret("privateKey"),
@@ -51,7 +58,7 @@ extension PushgateConfiguration {
             try object.finish(expected: [
                 "host", "port", "maxBodyBytes", "headerTimeoutSeconds", "bodyTimeoutSeconds", "bodyDeadlineSeconds", "idleTimeoutSeconds",
                 "maxConnections",
-                "shutdownDeadlineSeconds", "tls", "sasMaximumLifetimeSeconds", "hostnames",
+                "shutdownDeadlineSeconds", "tls", "sasMaximumLifetimeSeconds", "hostnames", "trustedProxies",
             ])
         }
 
@@ -61,7 +68,9 @@ extension PushgateConfiguration {
                 try object.int("maxReservationsPerUser", in: 1...1_000_000) ?? limits.maximumReservationsPerUser
             limits.maximumSecurePayloadBytes =
                 try object.int("maxSecurePayloadBytes", in: 1...(1 << 20)) ?? limits.maximumSecurePayloadBytes
-            try object.finish(expected: ["maxReservationsPerUser", "maxSecurePayloadBytes"])
+            limits.maximumHubReservationsPerKey =
+                try object.int("maxHubReservationsPerKey", in: 1...1_000_000) ?? limits.maximumHubReservationsPerKey
+            try object.finish(expected: ["maxReservationsPerUser", "maxSecurePayloadBytes", "maxHubReservationsPerKey"])
         }
 
         var outbox = OutboxConfiguration()
@@ -198,18 +207,30 @@ extension PushgateConfiguration {
             for (index, element) in elements.enumerated() {
                 var user = try JSONObjectReader(element, path: "\(jsonPath(object.path, "users"))[\(index)]", source: object.source)
                 let name = try user.requiredString("name")
+                if name.contains(":") {
+                    throw user.error("'\(name.prefix(60))' contains ':', where Basic authentication ends the user name", key: "name")
+                }
                 let hash = try user.requiredString("passwordHash")
-                guard hash.hasPrefix("pbkdf2-sha256$"), hash.split(separator: "$").count == 4 else {
-                    throw user.error(
-                        "expected a password hash 'pbkdf2-sha256$<iterations>$<salt>$<hash>' (never a plain password)", key: "passwordHash")
+                do { _ = try PBKDF2PasswordHash(parsing: hash) } catch {
+                    throw user.error("user '\(name.prefix(60))': \(error)", key: "passwordHash")
                 }
                 if auth.users.contains(where: { $0.name == name }) { throw user.error("user '\(name)' is configured twice", key: "name") }
                 try user.finish(expected: ["name", "passwordHash"])
                 auth.users.append(UserCredential(name: name, passwordHash: hash))
             }
         }
-        auth.admins = try object.stringArray("admins") ?? []
         auth.demoPasswordEqualsName = try object.bool("demoPasswordEqualsName") ?? false
+        auth.admins = try object.stringArray("admins") ?? []
+        // An admin who is no user would never log in; with the demo rule any name can.
+        for (index, name) in auth.admins.enumerated()
+        where name.isEmpty || !auth.demoPasswordEqualsName && !auth.users.contains(where: { $0.name == name }) {
+            let users = auth.users.isEmpty ? "none" : auth.users.map(\.name).joined(separator: ", ")
+            throw object.error(
+                name.isEmpty
+                    ? "an admin's name is empty"
+                    : "'\(name.prefix(60))' is not a configured user (auth.users: \(users.prefix(200))); only demoPasswordEqualsName takes any name",
+                key: "admins", index: index)
+        }
         try object.finish(expected: ["users", "admins", "demoPasswordEqualsName"])
         return auth
     }

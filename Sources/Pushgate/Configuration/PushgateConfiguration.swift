@@ -90,6 +90,11 @@ public struct ListenerConfiguration: Sendable, Hashable {
     /// signed for another host (its `sr`) never covers a request. Empty (default): the request's
     /// own `Host` is what `sr` is compared with.
     public var hostnames: [String] = []
+    /// The proxies and load balancers in front of the gateway, as addresses or networks. A request
+    /// whose peer is one of them comes from the rightmost `X-Forwarded-For` address that is not
+    /// (what login throttling counts by); from any other peer, `X-Forwarded-For` is ignored.
+    /// Empty (default): the peer is the client.
+    public var trustedProxies: [IPAddressRange] = []
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, maximumBodyBytes: Int = 65536, headerTimeoutSeconds: Int = 10,
@@ -132,10 +137,15 @@ public struct LimitsConfiguration: Sendable, Hashable {
     public var maximumReservationsPerUser: Int
     /// Largest secure-push message stored for its recipient, in UTF-8 bytes. Default 16 KiB.
     public var maximumSecurePayloadBytes: Int
+    /// Registration ids one hub key (rule) may hold reserved through `POST /{hub}/registrationIDs`
+    /// at once, per hub: reservations expire after a day, so this bounds what the Listen key an
+    /// app ships can make the store keep. Default 10,000.
+    public var maximumHubReservationsPerKey: Int
 
-    public init(maximumReservationsPerUser: Int = 100, maximumSecurePayloadBytes: Int = 16384) {
+    public init(maximumReservationsPerUser: Int = 100, maximumSecurePayloadBytes: Int = 16384, maximumHubReservationsPerKey: Int = 10_000) {
         self.maximumReservationsPerUser = maximumReservationsPerUser
         self.maximumSecurePayloadBytes = maximumSecurePayloadBytes
+        self.maximumHubReservationsPerKey = maximumHubReservationsPerKey
     }
 }
 

@@ -7,6 +7,13 @@ public struct PushHTTPRequest: Sendable, Hashable {
     /// Send on a new connection rather than a pooled one (the retry after APNs
     /// `TooManyProviderTokenUpdates`, which makes that connection unusable).
     public var freshConnection = false
+    /// The most bytes of the answer's body to read (``defaultMaximumResponseBodyBytes`` unless the
+    /// service's wire mapping documents another size); past it that one exchange is cut off and
+    /// its answer classified by what was read (``PushHTTPResponse/isBodyTruncated``).
+    public var maximumResponseBodyBytes = Self.defaultMaximumResponseBodyBytes
+
+    /// 64 KiB: a push service's answer is a status, a few headers and at most a short JSON reason.
+    public static let defaultMaximumResponseBodyBytes = 64 * 1024
 
     public init(method: String = "POST", url: String, headers: [HTTPHeader], body: [UInt8]) {
         self.method = method
@@ -23,11 +30,16 @@ public struct PushHTTPResponse: Sendable, Hashable {
     public var status: Int
     public var headers: [HTTPHeader]
     public var body: [UInt8]
+    /// The service sent more body than the request's ``PushHTTPRequest/maximumResponseBodyBytes``:
+    /// `body` is its beginning. The status stands: a 2xx is still delivered (retrying it would
+    /// deliver twice), any other status is classified by itself.
+    public var isBodyTruncated: Bool
 
-    public init(status: Int, headers: [HTTPHeader] = [], body: [UInt8] = []) {
+    public init(status: Int, headers: [HTTPHeader] = [], body: [UInt8] = [], isBodyTruncated: Bool = false) {
         self.status = status
         self.headers = headers
         self.body = body
+        self.isBodyTruncated = isBodyTruncated
     }
 
     public func header(_ name: String) -> String? { HTTPHeader.value(of: name, in: headers) }

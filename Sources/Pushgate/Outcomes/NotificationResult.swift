@@ -195,3 +195,14 @@ public enum HandleAction: String, Sendable, Hashable, Codable, CaseIterable {
     /// The service returned a canonical handle (legacy GCM); the stored handle was replaced.
     case replaced
 }
+
+extension NotificationResult {
+    /// The result without its per-device entries: the counts per platform and outcome stay (and
+    /// `omittedTargets` counts the devices not listed), for a reader who may not see whose devices
+    /// a send reached.
+    public func withoutDevices() -> NotificationResult {
+        var result = self
+        result.targets = []
+        return result
+    }
+}

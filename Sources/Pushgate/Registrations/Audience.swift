@@ -90,6 +90,18 @@ public enum Audience: Sendable, Hashable, CustomStringConvertible {
         return nil
     }
 
+    /// Whether an audience's ``description`` names no registration (an FCM topic or condition,
+    /// a direct send's handles): its targets are what the sender gave. No tag expression reads so:
+    /// an expression's tags are joined by operators, and no tag holds a quote.
+    public static func namesNoRegistrations(_ description: String) -> Bool {
+        if description.hasPrefix("topic ") { return !description.dropFirst(6).contains(" ") }
+        if description.hasPrefix("condition ") { return description.contains("'") }
+        let direct = "direct send to "
+        guard description.hasPrefix(direct) else { return false }
+        let words = description.dropFirst(direct.count).split(separator: " ")
+        return words.count == 2 && Int(words[0]) != nil && (words[1] == "handle" || words[1] == "handles")
+    }
+
     /// The expression's text, or `topic news` / `condition 'a' in topics && …` (telemetry).
     public var description: String {
         switch self {

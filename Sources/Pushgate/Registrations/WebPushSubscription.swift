@@ -96,7 +96,7 @@ extension HandlePolicy {
 
     /// A browser subscription: JSON with `endpoint` (an `https` URL on a host of
     /// ``webPushHosts``, by the same rules as WNS channel URIs), `keys.p256dh` (an uncompressed
-    /// P-256 point) and `keys.auth` (16 bytes), both base64url with or without padding; other
+    /// point on the P-256 curve) and `keys.auth` (16 bytes), both base64url with or without padding; other
     /// members (`expirationTime`) are ignored. Returned in canonical form.
     func validateSubscription(_ text: String) throws(HandleError) -> String {
         if text.isEmpty { throw HandleError(.empty, platform: .browser) }
@@ -136,6 +136,10 @@ extension HandlePolicy {
         let p256dh = try key("p256dh", bytes: WebPushLimits.publicKeyBytes)
         guard p256dh.first == 0x04 else {
             throw HandleError(.malformed("'keys.p256dh' is not an uncompressed P-256 point (it must start with 0x04)"), platform: .browser)
+        }
+        // Not a key the browser made: every send to it would fail, and the registration stay.
+        guard P256Curve.isUncompressedPoint(p256dh) else {
+            throw HandleError(.malformed("'keys.p256dh' is not a point on the P-256 curve"), platform: .browser)
         }
         let auth = try key("auth", bytes: WebPushLimits.authSecretBytes)
         return WebPushSubscription(endpoint: endpoint, p256dh: p256dh, auth: auth).handleValue

@@ -47,7 +47,8 @@ public actor InMemoryRegistrationStore: RegistrationStore {
             }
         }
         if registrations[app]?[registration.id] == nil {
-            guard let expiry = reserved[app]?[registration.id]?.expiry, now < expiry else { throw .gone(registration.id) }
+            guard let reservation = reserved[app]?[registration.id], now < reservation.expiry else { throw .gone(registration.id) }
+            if let refusal = writer?.refusal(id: registration.id, reservedBy: reservation.owner) { throw refusal }
             reserved[app]?[registration.id] = nil
         }
         registrations[app, default: [:]][registration.id] = registration

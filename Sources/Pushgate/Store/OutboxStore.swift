@@ -546,8 +546,9 @@ public protocol DatabaseStore: GatewayStore {
     /// What and where it is (`SQLite /var/lib/pushgate.sqlite`, `PostgreSQL postgres://…`), no secret.
     var summary: String { get }
     func schemaVersion() async throws(StoreError) -> Int
-    /// nil while the database answers; otherwise why it does not (`/healthz` answers 503 with it).
-    func checkHealth() async -> String?
+    /// The database's health as its monitor last found it (`/healthz` answers 503 with the
+    /// reason while it is down): probed at most once per interval, and at once after a call failed.
+    var health: HealthMonitor { get }
     /// Wakes `wake` whenever another instance has outbox work (PostgreSQL's LISTEN/NOTIFY); runs
     /// until cancelled. Stores with only one instance return at once.
     func listenForOutboxWork(_ wake: @escaping @Sendable () -> Void) async

@@ -155,7 +155,7 @@ public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
     public static func tooManyReservations(_ limit: Int) -> StoreError {
         StoreError(
             .limitReached,
-            "too many unused registration ids: at most \(limit) per user; use one (PUT /api/register/{id}) or wait until they expire")
+            "too many unused registration ids: at most \(limit) held at once by one user or key; use one or wait until they expire")
     }
 
     public var description: String { message }
@@ -178,6 +178,13 @@ public struct WriterGuard: Sendable, Hashable {
         self.owner = owner
         self.handle = handle
         self.handlePrefixes = handlePrefixes
+    }
+
+    /// The refusal of taking reserved id `id` that `reserver` reserved (empty for ids reserved
+    /// before reservations kept their owner): an id one user reserved is that user's to write.
+    public func refusal(id: RegistrationID, reservedBy reserver: String) -> StoreError? {
+        guard !reserver.isEmpty, reserver != owner else { return nil }
+        return StoreError(.forbidden, "registration \(id) is reserved by another user; reserve an id of your own")
     }
 
     /// The refusal of writing registration `id`, whose stored owner is `idOwner` (nil: not stored

@@ -13,6 +13,17 @@ final class DemoOutput: Sendable {
     }
 
     func table(_ result: NotificationResult) {
+        guard !result.targets.isEmpty else {
+            // The sender may not see another account's devices: what happened, per platform.
+            print("platform  outcomes")
+            for summary in result.platforms {
+                let outcomes = summary.sortedCounts.map { "\($0.outcome.rawValue) \($0.count)" }.joined(separator: ", ")
+                print("\(summary.platform.serviceName.padding(toLength: 9, withPad: " ", startingAt: 0)) \(outcomes)")
+            }
+            print("state \(result.state): \(result.successCount) delivered, \(result.failureCount) failed")
+            print("(counted, not listed: the devices are another account's)")
+            return
+        }
         print("platform  outcome          status  attempts  ms   service message id")
         for target in result.targets.sorted(by: { $0.platform < $1.platform }) {
             let platform = target.platform.serviceName.padding(toLength: 9, withPad: " ", startingAt: 0)

@@ -65,6 +65,7 @@ struct ServeCommand: AsyncParsableCommand {
             )
         }
         logger.info("users: \(configuration.auth.users.count) configured, admins: \(configuration.auth.admins.joined(separator: ", "))")
+        for warning in configuration.warnings { logger.warning("\(warning)") }
         if configuration.console.enabled { logger.info("web console: /console") }
         if configuration.metrics.port == nil {
             logger.info(
@@ -115,7 +116,7 @@ struct UsersCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Print a password hash for auth.users[].passwordHash (the password is read from standard input).")
 
-        @Option(help: "PBKDF2 iterations (at least 210000 recommended).")
+        @Option(help: "PBKDF2 iterations: 1000 to 10000000, at least 210000 recommended.")
         var iterations: Int = PasswordHash.defaultIterations
 
         func run() throws {

@@ -57,6 +57,7 @@ struct TemplatesCommand: ParsableCommand {
                 printError("error: \(problems) secret(s) cannot be read")
                 throw ExitCode(1)
             }
+            for warning in loaded.configuration.warnings { print("warning: \(warning)") }
             print("configuration \(options.config) is valid")
         }
 

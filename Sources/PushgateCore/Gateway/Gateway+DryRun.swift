@@ -82,7 +82,8 @@ extension Gateway {
                 for try await batch in store.registrations(
                     matching: expression, platforms: prepared.selection, app: appID, batchSize: sample, now: at)
                 {
-                    matches = batch.map {
+                    // Another account's registrations are counted, not listed.
+                    matches = batch.filter(user.mayInspect).map {
                         DryRun.Match(
                             registrationId: $0.id.rawValue, platform: $0.platform.rawValue, handle: $0.handle.masked,
                             tags: $0.tags.map(\.rawValue))
@@ -111,9 +112,11 @@ extension Gateway {
             }
         }
 
+        let disclosed = user.mayInspectDevices(ofAudience: prepared.audience.description)
         let payloads = prepared.payloads.sorted { $0.key < $1.key }.map { platform, payload in
             self.preview(
-                payload, on: platform, template: purpose, to: firstTargets[platform], targets: total == nil ? nil : counts[platform] ?? 0)
+                payload, on: platform, template: purpose, to: firstTargets[platform], targets: total == nil ? nil : counts[platform] ?? 0,
+                disclosed: disclosed)
         }
         return DryRun(
             audience: DryRun.AudienceSize(
@@ -123,7 +126,8 @@ extension Gateway {
 
     /// One payload as it would go to `target`, credential and handle hidden.
     private func preview(
-        _ payload: RenderedNotification, on platform: Platform, template: String, to target: DispatchTarget?, targets: Int?
+        _ payload: RenderedNotification, on platform: Platform, template: String, to target: DispatchTarget?, targets: Int?,
+        disclosed: Bool
     ) -> DryRun.Payload {
         let pushType = payload.headers.first { $0.name.lowercased() == "apns-push-type" }?.value
         let limit = PayloadLimit.maximumBytes(for: platform, apnsPushType: pushType)
@@ -143,7 +147,8 @@ extension Gateway {
         let secret =
             platform == .browser
             ? WebPushSubscription(handleValue: target.handle.value)?.endpoint ?? target.handle.value : target.handle.value
-        let masked = target.handle.masked
+        // Another account's device is not shown even masked.
+        let masked = disclosed ? target.handle.masked : "<device>"
         func hide(_ text: String) -> String { secret == masked ? text : text.replacingOccurrences(of: secret, with: masked) }
         result.method = request.method
         result.url = hide(request.url)

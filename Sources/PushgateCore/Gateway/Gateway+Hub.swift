@@ -17,6 +17,8 @@ extension Gateway {
         public var tags: String?
         /// `ServiceBusNotification-DeviceHandle` with `?direct`, or the handles of a `$batch`.
         public var directHandles: [String]?
+        /// Where the direct handles came from, for errors: a `$batch`'s are `devices[i]`.
+        public var directHandlesField = "ServiceBusNotification-DeviceHandle"
         /// The rule that signed the request (recorded as the sender).
         public var sender: String
 
@@ -68,8 +70,8 @@ extension Gateway {
             var checked: [DeviceHandle] = []
             for (index, text) in handles.enumerated() {
                 do { checked.append(try app.configuration.handles.validate(text, for: platform)) } catch {
-                    throw .badRequest(
-                        "ServiceBusNotification-DeviceHandle\(handles.count > 1 ? " \(index + 1)" : ""): \(error.description)")
+                    let field = handles.count > 1 ? "\(request.directHandlesField)[\(index)]" : request.directHandlesField
+                    throw .badRequest("\(field): \(error.description)")
                 }
             }
             audience = .direct(handles: checked)

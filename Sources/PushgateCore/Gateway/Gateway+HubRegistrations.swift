@@ -30,11 +30,13 @@ extension Gateway {
         try await stored { () throws(StoreError) in try await store.registration(id: id, app: appID) }
     }
 
-    /// A fresh registration id (`POST /{hub}/registrationIDs`).
-    package func reserveHubRegistrationID() async throws(GatewayError) -> RegistrationID {
+    /// A fresh registration id (`POST /{hub}/registrationIDs`), reserved for the key `rule`: each
+    /// key of a hub holds at most `limits.maxHubReservationsPerKey` unused ids (they expire).
+    package func reserveHubRegistrationID(rule: String) async throws(GatewayError) -> RegistrationID {
         let time = now()
+        let (owner, limit) = (Self.hubOwner + ":" + rule, limits.maximumHubReservationsPerKey)
         return try await stored { () throws(StoreError) in
-            try await store.createRegistrationID(app: appID, owner: Self.hubOwner, maximumReserved: 1_000_000, now: time)
+            try await store.createRegistrationID(app: appID, owner: owner, maximumReserved: limit, now: time)
         }
     }
 
@@ -43,7 +45,10 @@ extension Gateway {
     /// `ifMatch`, when given, must name the current ETag.
     package func writeHubRegistration(_ registration: Registration, writer: HubWriter, ifMatch: String?) async throws(GatewayError) {
         let current = try await hubRegistration(registration.id)
-        if let current { try Self.checkHubOwner(current, writer: writer) }
+        if let current {
+            try Self.checkHubOwner(current, writer: writer)
+            try Self.checkBinding(of: current, writer: writer, change: .registrationWrite)
+        }
         if ifMatch != nil { try Self.checkIfMatch(ifMatch, current) }
         let time = now()
         try await stored { () throws(StoreError) in try await store.restore([registration], now: time) }
@@ -54,6 +59,7 @@ extension Gateway {
         guard let registration = try await hubRegistration(id) else { throw .notFound("no registration \(id.rawValue)") }
         try Self.checkIfMatch(ifMatch, registration)
         try Self.checkHubOwner(registration, writer: writer)
+        try Self.checkBinding(of: registration, writer: writer, change: .registrationDelete)
         _ = try await stored { () throws(StoreError) in try await store.delete(id: id, app: appID) }
     }
 
@@ -63,6 +69,52 @@ extension Gateway {
         throw GatewayError(
             .forbidden,
             "registration \(registration.id.rawValue) belongs to a user (made through /api/register); a Listen key may not change it")
+    }
+
+    /// What a write does to a registration that may belong to an installation bound to a user.
+    enum BoundChange {
+        case registrationWrite, registrationDelete, installationDelete
+        /// An installation written again: the user it names and its push channel.
+        case installationWrite(userID: String?, channel: String)
+    }
+
+    /// The user a registration is bound to: the `userId` of the installation it belongs to (its
+    /// `$UserId:{…}` tag), set by the backend.
+    package static func boundUser(of registration: Registration) -> String? {
+        for tag in registration.tags where tag.rawValue.hasPrefix("$UserId:{") && tag.rawValue.hasSuffix("}") {
+            return String(tag.rawValue.dropFirst("$UserId:{".count).dropLast())
+        }
+        return nil
+    }
+
+    /// The one rule of bound installations: once the backend (a Send or Manage key) has bound an
+    /// installation to a user, a Listen key may not unbind it, rebind it, point it at another push
+    /// channel or delete it, through the installation routes or the registration routes (its
+    /// registrations are registrations too). Whoever could would receive that user's sends.
+    /// A Listen key may write the installation again unchanged in those respects (tags,
+    /// templates); unbinding and channel renewal go through the backend.
+    static func checkBinding(of current: Registration, writer: HubWriter, change: BoundChange) throws(GatewayError) {
+        guard writer == .device, let user = boundUser(of: current) else { return }
+        let what = "registration \(current.id.rawValue) belongs to an installation bound to a user (userId)"
+        switch change {
+        case .registrationWrite:
+            throw GatewayError(.forbidden, "\(what); a Listen key may not change it (write the installation, or use a Send or Manage key)")
+        case .registrationDelete, .installationDelete:
+            throw GatewayError(.forbidden, "\(what); a Listen key may not delete it (a Send or Manage key may)")
+        case .installationWrite(let userID, let channel):
+            if userID != user {
+                throw GatewayError(
+                    .forbidden,
+                    "userId: the installation is bound to a user; a Listen key may not \(userID == nil ? "remove" : "change") its userId (a Send or Manage key may)"
+                )
+            }
+            if channel != current.handle.value {
+                throw GatewayError(
+                    .forbidden,
+                    "pushChannel: the installation is bound to a user (userId); its push channel may be replaced only with a Send or Manage key"
+                )
+            }
+        }
     }
 
     /// `If-Match`: `*`, or the registration's ETag (weak or strong, quoted or not).
@@ -129,9 +181,9 @@ extension Gateway {
     /// Writes installation `id` as `registrations` (its native registration first, then one per
     /// template) and drops the ones it no longer has, by the installation rules:
     /// - `userId` (the `$UserId:{…}` tag) binds the installation to a user, whose sends it then
-    ///   receives: a device key may keep or drop the `userId` a backend set, not choose one;
-    /// - and may not point an installation bound to a user at another push channel (the device
-    ///   renews its channel through its backend, or drops the `userId` first).
+    ///   receives: a device key may keep the `userId` a backend set, not choose one;
+    /// - and once bound, a device key may neither drop nor change it, nor point the installation
+    ///   at another push channel (``checkBinding(of:writer:change:)``).
     package func writeHubInstallation(
         _ id: String, registrations: [Registration], userID: String?, writer: HubWriter
     ) async throws(GatewayError) {
@@ -140,22 +192,28 @@ extension Gateway {
         do { implicit = try Tag("$InstallationId:{\(id)}") } catch { throw .badRequest(error.description) }
         let previous = try await hubRegistrations(tagged: implicit)
         let previousNative = previous.first(where: { $0.id == native.id })
-        if writer == .device, let previousNative, previousNative.handle.value != native.handle.value,
-            previousNative.tags.contains(where: { $0.rawValue.hasPrefix("$UserId:{") })
-        {
-            throw GatewayError(
-                .forbidden,
-                "pushChannel: installation '\(id.prefix(60))' is bound to a user (userId); its push channel may be replaced only with a Send or Manage key"
-            )
+        if let previousNative {
+            try Self.checkBinding(
+                of: previousNative, writer: writer, change: .installationWrite(userID: userID, channel: native.handle.value))
         }
-        if let userID, writer == .device, previousNative?.tags.contains(where: { $0.rawValue == "$UserId:{\(userID)}" }) != true {
+        if let userID, writer == .device, previousNative.flatMap(Self.boundUser(of:)) != userID {
             throw GatewayError(
                 .forbidden,
-                "userId: '\(userID.prefix(60))' may be set only with a Send or Manage key; a Listen key may keep the installation's userId or remove it (whoever sets it receives that user's notifications)"
+                "userId: '\(userID.prefix(60))' may be set only with a Send or Manage key; a Listen key may keep the installation's userId (whoever sets it receives that user's notifications)"
             )
         }
         let kept = Set(registrations.map(\.id))
         try await replaceHubRegistrations(registrations, removing: previous.map(\.id).filter { !kept.contains($0) })
+    }
+
+    /// Deletes installation `id` (its native registration and its templates' ones); a no-op when
+    /// it does not exist. A Listen key may not delete one bound to a user (``checkBinding``).
+    package func deleteHubInstallation(_ id: String, writer: HubWriter) async throws(GatewayError) {
+        let implicit: Tag
+        do { implicit = try Tag("$InstallationId:{\(id)}") } catch { throw .badRequest(error.description) }
+        let registrations = try await hubRegistrations(tagged: implicit)
+        for registration in registrations { try Self.checkBinding(of: registration, writer: writer, change: .installationDelete) }
+        try await replaceHubRegistrations([], removing: registrations.map(\.id))
     }
 
     /// Writes an installation's registrations and drops the ones it no longer has, in one

@@ -123,7 +123,7 @@ extension Gateway {
     public func upsertRegistration(id text: String, _ input: DeviceRegistration, user: AuthenticatedUser) async throws(GatewayError) {
         let id = try Self.registrationID(text)
         guard let platform = Platform(rawValue: input.platform.lowercased()) else {
-            throw .badRequest("Platform '\(input.platform)' is not supported; use apns, fcm, gcm, wns or browser")
+            throw .badRequest("Platform '\(input.platform.prefix(40))' is not supported; use apns, fcm, gcm, wns or browser")
         }
         let handle: DeviceHandle
         do { handle = try app.configuration.handles.validate(input.handle, for: platform) } catch {

@@ -54,8 +54,17 @@ public struct GatewayError: Error, Hashable, Sendable, CustomStringConvertible {
 
     public init(_ kind: Kind, _ message: String, retryAfterSeconds: Int? = nil) {
         self.kind = kind
-        self.message = message
+        self.message = Self.bounded(message)
         self.retryAfterSeconds = retryAfterSeconds
+    }
+
+    /// The most of a message an answer carries: messages quote client input by its first few
+    /// dozen characters, and this bounds any that quotes more (an error never echoes a large input).
+    public static let maximumMessageCharacters = 600
+
+    private static func bounded(_ message: String) -> String {
+        guard message.utf8.count > maximumMessageCharacters else { return message }
+        return String(message.prefix(maximumMessageCharacters)) + "… (cut)"
     }
 
     public var description: String { "\(kind): \(message)" }

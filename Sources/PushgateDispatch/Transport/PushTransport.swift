@@ -112,12 +112,13 @@ public final class CurlPushTransport: PushTransport {
     static func request(_ request: PushHTTPRequest, headers: [(name: String, value: String)]? = nil) -> CurlRequest {
         CurlRequest(
             method: request.method, url: request.url, headers: headers ?? request.headers.map { ($0.name, $0.value) },
-            body: request.body, freshConnection: request.freshConnection)
+            body: request.body, freshConnection: request.freshConnection, maximumResponseBodyBytes: request.maximumResponseBodyBytes)
     }
 
     static func response(_ response: CurlResponse) -> PushHTTPResponse {
         PushHTTPResponse(
-            status: response.status, headers: response.headers.map { HTTPHeader(name: $0.name, value: $0.value) }, body: response.body)
+            status: response.status, headers: response.headers.map { HTTPHeader(name: $0.name, value: $0.value) }, body: response.body,
+            isBodyTruncated: response.isBodyTruncated)
     }
 
     static func error(_ error: CurlError) -> PushTransportError {

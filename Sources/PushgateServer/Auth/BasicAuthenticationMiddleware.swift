@@ -6,6 +6,7 @@ import PushgateCore
 struct BasicAuthenticationMiddleware: RouterMiddleware {
     typealias Context = GatewayContext
     static let requestedWith = HTTPField.Name("X-Requested-With")!
+    static let forwardedFor = HTTPField.Name("X-Forwarded-For")!
     let authenticator: Authenticator
 
     func handle(
@@ -13,7 +14,8 @@ struct BasicAuthenticationMiddleware: RouterMiddleware {
     ) async throws -> Response {
         // Script clients (the web console) say so, and get no challenge: a browser would answer it with its own password dialog.
         let challenge = request.headers[Self.requestedWith] == nil
-        switch await authenticator.authenticate(request.headers[.authorization], from: context.remoteAddress) {
+        let client = authenticator.clients.client(peer: context.remoteAddress, forwardedFor: request.headers[values: Self.forwardedFor])
+        switch await authenticator.authenticate(request.headers[.authorization], from: client) {
         case .user(let user):
             var context = context
             context.user = user
@@ -27,8 +29,12 @@ struct BasicAuthenticationMiddleware: RouterMiddleware {
         case .rateLimited(let seconds):
             return Self.refusal(
                 GatewayError(
-                    .tooManyRequests, "too many failed logins for this user from this address; try again in \(seconds) s",
+                    .tooManyRequests, "too many failed logins for this user from this client; try again in \(seconds) s",
                     retryAfterSeconds: seconds),
+                challenge: false)
+        case .busy(let seconds):
+            return Self.refusal(
+                GatewayError(.unavailable, "too many password checks at once; try again in \(seconds) s", retryAfterSeconds: seconds),
                 challenge: false)
         }
     }

@@ -1,14 +1,17 @@
-/// Failed-login throttling, as a value: per (address, user) with exponential backoff, plus a
-/// looser limit per address, in tables of bounded size.
+/// Failed-login throttling, as a value: per (client, user) with exponential backoff, plus a
+/// looser limit per client, in tables of bounded size.
 ///
-/// - A guess from one address never blocks the same user from another address: a real user is
+/// - A guess from one client never blocks the same user from another client: a real user is
 ///   never locked out by someone else's guesses unless they share an address, and then only for
 ///   the backoff (at most ``maximumBackoffSeconds``), never for good.
+/// - A client past its own limit (many names guessed) is not refused outright: a name that has
+///   not failed from it is still checked, so the right password gets in at its first try however
+///   much its neighbours behind the same address guess; a name that has failed from it (or is
+///   being checked) waits out the client's backoff. A guesser gets one try per name, not five.
 /// - Checks in flight count as failures until they are decided (``begin(_:now:)`` reserves,
 ///   ``finish(_:succeeded:now:)`` settles), so concurrent guesses cannot slip past the limit.
 /// - Each table holds at most `capacity` entries: when full, expired entries and then the least
-///   recently seen half are dropped, so a stream of random user names keeps memory flat. An
-///   attacker who floods names to push its own entry out meets the per-address limit instead.
+///   recently seen half are dropped, so a stream of random user names keeps memory flat.
 struct LoginThrottle: Sendable {
     struct Key: Hashable, Sendable {
         var address: String
@@ -44,16 +47,29 @@ struct LoginThrottle: Sendable {
 
     var count: Int { byUser.count + byAddress.count }
 
-    /// Whether `key` may try now; reserves a pending check when it may.
-    mutating func begin(_ key: Key, now: Double) -> Decision {
+    /// Whether `key` may try now.
+    func decision(_ key: Key, now: Double) -> Decision {
         let user = byUser[key] ?? Record()
-        let address = byAddress[key.address] ?? Record()
-        let userWait = Self.wait(user, free: Self.freeFailures, now: now)
-        let addressWait = Self.wait(address, free: Self.freeAddressFailures, now: now)
-        if let wait = [userWait, addressWait].compactMap({ $0 }).max() { return .wait(seconds: max(1, Int(wait.rounded(.up)))) }
+        if let wait = Self.wait(user, free: Self.freeFailures, now: now) { return .wait(seconds: Self.seconds(wait)) }
+        // Past the client's limit only names that failed from it (or are being checked) wait.
+        if Self.failures(user, now: now) + user.pending > 0, let address = byAddress[key.address],
+            let wait = Self.wait(address, free: Self.freeAddressFailures, now: now)
+        {
+            return .wait(seconds: Self.seconds(wait))
+        }
+        return .proceed
+    }
+
+    /// Reserves a pending check for `key` (after ``decision(_:now:)`` said to proceed).
+    mutating func begin(_ key: Key, now: Double) {
         Self.touch(&byUser, key, capacity: capacity, now: now) { $0.pending += 1 }
         Self.touch(&byAddress, key.address, capacity: capacity, now: now) { $0.pending += 1 }
-        return .proceed
+    }
+
+    /// Releases a check reserved by ``begin(_:now:)`` that was never decided (no thread took it).
+    mutating func abandon(_ key: Key, now: Double) {
+        Self.touch(&byUser, key, capacity: capacity, now: now) { $0.pending = max(0, $0.pending - 1) }
+        Self.touch(&byAddress, key.address, capacity: capacity, now: now) { $0.pending = max(0, $0.pending - 1) }
     }
 
     /// Settles a check reserved by ``begin(_:now:)``.
@@ -76,9 +92,14 @@ struct LoginThrottle: Sendable {
         }
     }
 
+    /// Failures not yet forgotten.
+    static func failures(_ record: Record, now: Double) -> Int { now - record.lastFailure > memorySeconds ? 0 : record.failures }
+
+    static func seconds(_ wait: Double) -> Int { max(1, Int(wait.rounded(.up))) }
+
     /// Seconds to wait, or nil. Pending checks count as failures (they may be).
     static func wait(_ record: Record, free: Int, now: Double) -> Double? {
-        let failures = now - record.lastFailure > memorySeconds ? 0 : record.failures
+        let failures = failures(record, now: now)
         if failures + record.pending < free { return nil }
         if failures < free { return 1 }  // only pending checks over the limit: wait for them
         let backoff = min(maximumBackoffSeconds, Double(1 << min(failures - free, 16)))

@@ -1,32 +1,35 @@
 import Crypto
 import CryptoExtras
-import Foundation
+import Pushgate
 
-/// Salted, slow password hashes: `pbkdf2-sha256$<iterations>$<salt, base64>$<key, base64>`.
+/// Salted, slow password hashes: `pbkdf2-sha256$<iterations>$<salt, base64>$<key, base64>`
+/// (``PBKDF2PasswordHash`` reads and checks the format).
 ///
 /// New hashes use at least 210,000 iterations (OWASP's figure for PBKDF2-SHA256); verification
-/// honours the iteration count stored in the hash and compares in constant time.
+/// honours the iteration count stored in the hash, within
+/// ``PBKDF2PasswordHash/acceptedIterations``, and compares in constant time.
 public enum PasswordHash {
-    public static let defaultIterations = 210_000
+    public static let defaultIterations = PBKDF2PasswordHash.recommendedIterations
     static let keyLength = 32
 
-    /// Hashes `password` with a fresh random salt.
+    /// Hashes `password` with a fresh random salt; throws for iterations outside
+    /// ``PBKDF2PasswordHash/acceptedIterations``.
     public static func make(password: String, iterations: Int = defaultIterations) throws -> String {
+        try PBKDF2PasswordHash.check(iterations: iterations)
         var salt = [UInt8](repeating: 0, count: 16)
         var generator = SystemRandomNumberGenerator()
         for index in salt.indices { salt[index] = generator.next() }
         let key = try derive(password: password, salt: salt, iterations: iterations)
-        return "pbkdf2-sha256$\(iterations)$\(Data(salt).base64EncodedString())$\(Data(key).base64EncodedString())"
+        return try PBKDF2PasswordHash(iterations: iterations, salt: salt, key: key).encoded
     }
 
-    /// Whether `password` matches `encoded`. Malformed hashes never match.
+    /// Whether `password` matches `encoded`. A hash the configuration would refuse never matches
+    /// (and costs nothing).
     public static func verify(password: String, encoded: String) -> Bool {
-        let parts = encoded.split(separator: "$", omittingEmptySubsequences: false)
-        guard parts.count == 4, parts[0] == "pbkdf2-sha256", let iterations = Int(parts[1]), iterations >= 1,
-            let salt = Data(base64Encoded: String(parts[2])), let expected = Data(base64Encoded: String(parts[3])), !expected.isEmpty,
-            let derived = try? derive(password: password, salt: Array(salt), iterations: iterations, length: expected.count)
+        guard let hash = try? PBKDF2PasswordHash(parsing: encoded),
+            let derived = try? derive(password: password, salt: hash.salt, iterations: hash.iterations, length: hash.key.count)
         else { return false }
-        return constantTimeEqual(derived, Array(expected))
+        return constantTimeEqual(derived, hash.key)
     }
 
     static func derive(password: String, salt: [UInt8], iterations: Int, length: Int = keyLength) throws -> [UInt8] {

@@ -32,6 +32,8 @@ extension GatewayServer {
         public var apps: [AppID]
         /// Sections of `config.json` that changed but only take effect at the next start.
         public var restartNeeded: [String]
+        /// What the configuration taken should change (``PushgateConfiguration/warnings``).
+        public var warnings: [String] = []
     }
 
     /// Takes a configuration read again (`SIGHUP`, `pushgate reload`): every app's templates,
@@ -91,7 +93,7 @@ extension GatewayServer {
         if before.limits != next.limits { restartNeeded.append("limits") }
         if before.metrics != next.metrics { restartNeeded.append("metrics") }
         if before.console != next.console { restartNeeded.append("console") }
-        return ReloadReport(apps: offered, restartNeeded: restartNeeded)
+        return ReloadReport(apps: offered, restartNeeded: restartNeeded, warnings: next.warnings)
     }
 }
 
@@ -127,6 +129,7 @@ public struct ReloadService: Service {
                     "apps": "\(report.apps.map(\.rawValue).joined(separator: ","))",
                     "restartNeeded": "\(report.restartNeeded.isEmpty ? "none" : report.restartNeeded.joined(separator: ","))",
                 ])
+            for warning in report.warnings { logger.warning("\(warning)") }
             if !report.restartNeeded.isEmpty {
                 logger.warning(
                     "these settings changed but take effect only at the next start: \(report.restartNeeded.joined(separator: ", "))")

@@ -88,7 +88,7 @@ public struct GatewayServer: Sendable {
                 hostnames: listener.hostnames)
             // One router per listener, so that the links the hub API writes (Location, Atom ids) carry
             // the scheme the request came in on; both share every part.
-            let authenticator = Authenticator(configuration: configuration.auth)
+            let authenticator = Authenticator(configuration: configuration.auth, trustedProxies: listener.trustedProxies)
             let metricsAccess: MetricsAccess
             do {
                 metricsAccess = MetricsAccess(
@@ -120,7 +120,9 @@ public struct GatewayServer: Sendable {
             let responder = router(scheme: mainIsSecure ? "https" : "http").buildResponder()
             let idleTimeout = TimeAmount.seconds(Int64(listener.idleTimeoutSeconds))
             let plain = HTTPServerBuilder.http1(
-                configuration: .init(additionalChannelHandlers: [ConnectionGuard(registry: connections)], idleTimeout: idleTimeout))
+                configuration: .init(
+                    additionalChannelHandlers: [ConnectionGuard(registry: connections), UnsupportedMethodHandler()],
+                    idleTimeout: idleTimeout))
             // Either the one port speaks HTTPS, or HTTPS has its own port beside plain HTTP.
             let secure = tls.map { SecureListener.server(tls: $0, registry: connections, idleTimeout: idleTimeout) }
             let application = Application(

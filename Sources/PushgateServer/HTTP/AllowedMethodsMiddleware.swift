@@ -8,6 +8,9 @@ import PushgateCore
 /// `Allow` (section 9.3.7); `HEAD` goes where `GET` goes (the router generates it), except where
 /// the `GET` changes state (`x-pushgate-head: false`: reading a secure message marks it read).
 /// Without it the router answers all of these with an empty 404, as if the resource did not exist.
+/// A method the gateway does not know at all (``ContractResource/knownMethods``: `PROPFIND`,
+/// `CONNECT` over HTTP/2) is `501` on every path (section 15.6.2), in NH's XML under a configured
+/// hub; one the HTTP/1 parser refuses never gets here (``UnsupportedMethodHandler``).
 ///
 /// The resources and their methods are the contract's (`openapi.json`, embedded), which
 /// `OpenAPIContractTests` holds equal to the routes the sources register: the table is not written
@@ -15,11 +18,14 @@ import PushgateCore
 /// NH's XML and only under a configured hub.
 struct AllowedMethodsMiddleware<Context: RequestContext>: RouterMiddleware {
     let resources: [ContractResource]
+    /// Whether a path's first segment names a configured hub (its refusals are NH's XML).
+    let isHub: @Sendable (Substring) -> Bool
 
     /// The contract's resources whose template `serves` (the gateway serves the console, the
     /// sandbox's routes and `/metrics` only as configured).
-    init(serves: (String) -> Bool) {
+    init(serves: (String) -> Bool, isHub: @escaping @Sendable (Substring) -> Bool = { _ in false }) {
         resources = ContractResource.documented.filter { serves($0.template) }
+        self.isHub = isHub
     }
 
     /// The resource a request's path names, if the contract documents it. Split as the router
@@ -30,6 +36,11 @@ struct AllowedMethodsMiddleware<Context: RequestContext>: RouterMiddleware {
     }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard ContractResource.knownMethods.contains(request.method) else {
+            let refusal = ContractResource.unknownMethod(request.method.rawValue)
+            return request.uri.path.split(separator: "/").first.map(isHub) == true
+                ? HubHTTP.errorResponse(refusal) : BasicAuthenticationMiddleware.refusal(refusal, challenge: false)
+        }
         // A route the router matched takes its method (HEAD aside: the router generates it for
         // every GET, and some GETs must not answer it).
         if context.endpointPath != nil, request.method != .head { return try await next(request, context) }
@@ -65,13 +76,36 @@ struct ContractResource: Sendable {
         return zip(segments, path).allSatisfy { segment, part in segment.map { $0 == part } ?? true }
     }
 
+    /// The methods resources take, in the order `Allow` names them.
+    static let order: [HTTPRequest.Method] = [.get, .head, .post, .put, .patch, .delete, .options]
+
+    /// The methods the gateway knows: those some resource of the contract (the hub's included)
+    /// takes, and the others it answers per resource (405): HTTP's `TRACE` and `QUERY`. Any
+    /// other method, `CONNECT` included (the gateway is no proxy), is 501 whatever the path.
+    static let knownMethods: Set<HTTPRequest.Method> = {
+        let paths = contractPaths().values.compactMap { $0 as? [String: Any] }
+        let taken = paths.flatMap { $0.keys.compactMap { HTTPRequest.Method($0.uppercased()) } }.filter(order.contains)
+        return Set(taken + [.head, .options, .trace, HTTPRequest.Method("QUERY")!])
+    }()
+
+    /// The refusal of a method the gateway does not know (`method` as the client wrote it, or
+    /// nil when the HTTP parser refused it unread).
+    static func unknownMethod(_ method: String?) -> GatewayError {
+        let served = order.filter(knownMethods.contains).map(\.rawValue).joined(separator: ", ")
+        let named = method.map { "\($0.prefix(20)) is" } ?? "the request's method is"
+        return GatewayError(.notImplemented, "\(named) not a method this server implements; it serves \(served) (see /openapi.json)")
+    }
+
+    /// The embedded contract's `paths`.
+    private static func contractPaths() -> [String: Any] {
+        let document = (try? JSONSerialization.jsonObject(with: Data(PackageResources.openapi_json))) as? [String: Any]
+        return document?["paths"] as? [String: Any] ?? [:]
+    }
+
     /// Every such path of the embedded contract, most specific first: read once per process, for
     /// every router built (one per listener, and many in the tests).
     static let documented: [ContractResource] = {
-        let document = (try? JSONSerialization.jsonObject(with: Data(PackageResources.openapi_json))) as? [String: Any]
-        let paths = document?["paths"] as? [String: Any] ?? [:]
-        let order: [HTTPRequest.Method] = [.get, .head, .post, .put, .patch, .delete, .options]
-        return paths.compactMap { template, item -> ContractResource? in
+        contractPaths().compactMap { template, item -> ContractResource? in
             guard !template.hasPrefix("/{hub}"), let item = item as? [String: Any] else { return nil }
             var methods = Set(item.keys.compactMap { HTTPRequest.Method($0.uppercased()) }.filter { order.contains($0) })
             guard !methods.isEmpty else { return nil }

@@ -30,7 +30,7 @@ extension GatewayHTTP {
         }
         api.get("registrations") { request, context in
             let user = try context.authenticatedUser()
-            let query = request.uri.queryParameters
+            let query = try QueryParameters(request.uri, accepting: ["tags", "limit"])
             let limit = try integer(query.get("limit"), named: "limit", default: 100)
             let found = try await gateway.registrations(user: user, tagExpression: query.get("tags"), limit: limit)
             return json(200, "[" + found.map(\.jsonLine).joined(separator: ",") + "]")
@@ -38,7 +38,8 @@ extension GatewayHTTP {
 
         api.post("register") { request, context in
             let user = try context.authenticatedUser()
-            let id = try await gateway.createRegistrationID(handle: request.uri.queryParameters.get("handle"), user: user)
+            let query = try QueryParameters(request.uri, accepting: ["handle"])
+            let id = try await gateway.createRegistrationID(handle: query.get("handle"), user: user)
             return encoded(200, id.rawValue)
         }
         api.put("register/:id") { request, context in
@@ -56,28 +57,28 @@ extension GatewayHTTP {
         api.post("notifications") { request, context in
             let user = try context.authenticatedUser()
             let body = try await collectJSON(request, limit: maximumBodyBytes)
-            let query = request.uri.queryParameters
-            let secure = ["true", "1"].contains(query.get("secure")?.lowercased() ?? "")
+            let query = try QueryParameters(request.uri, accepting: sendParameters)
+            let secure = try query.flag("secure")
             // Checked before anything is stored (a secure send stores its message while preparing).
             let deliverAt = try gateway.scheduleTime(query.get("deliverAt"))
             var sendRequest = Gateway.SendRequest(
                 pns: query.get("pns"), toTag: query.get("to_tag"), tagExpression: query.get("tags"), body: body,
                 timeToLive: try Gateway.SendRequest.timeToLive(query.get("ttl")), deliverAt: deliverAt)
-            sendRequest.validateOnly = try flag(query.get("validateOnly"), name: "validateOnly")
+            sendRequest.validateOnly = try query.flag("validateOnly")
             sendRequest.fcmTopic = query.get("topic")
             sendRequest.fcmCondition = query.get("condition")
             if sendRequest.validateOnly && secure {
                 throw GatewayError.badRequest("validateOnly cannot be combined with secure: a secure send stores its message")
             }
-            let respondAsync = try asyncRequested(request)
-            if deliverAt != nil, query.get("async").map({ ["false", "0"].contains($0.lowercased()) }) == true {
+            let respondAsync = try asyncRequested(request, query: query)
+            if deliverAt != nil, query.has("async"), try !query.flag("async") {
                 throw GatewayError.badRequest("async=false contradicts deliverAt: a scheduled send is always answered 202 at once")
             }
             if let toTag = query.get("to_tag"), !toTag.isEmpty, let tags = query.get("tags"), !tags.isEmpty {
                 throw GatewayError.badRequest("give to_tag (a user name) or tags (a tag expression), not both")
             }
             // A dry run: who it reaches and what each service would get; nothing stored or sent.
-            if try flag(query.get("dryRun"), name: "dryRun") {
+            if try query.flag("dryRun") {
                 let sample = try integer(query.get("sample"), named: "sample", default: 10)
                 return encoded(200, try await gateway.dryRun(sendRequest, secure: secure, user: user, sample: sample))
             }
@@ -101,17 +102,22 @@ extension GatewayHTTP {
                 let accepted = try await gateway.enqueue(prepared, deliverAt: deliverAt, idempotencyKey: idempotencyKey)
                 return self.accepted(accepted, respondAsync: respondAsync)
             }
+            // Whose devices the send reached is the caller's to see only if they are the caller's.
+            let disclosed = user.mayInspectDevices(ofAudience: prepared.audience.description)
             let accept = (request.headers[.accept] ?? "").lowercased()
             if accept.contains(progressMediaType) {
-                return streamed(prepared, gateway: gateway, metrics: metrics, logger: context.logger, idempotencyKey: idempotencyKey)
+                return streamed(
+                    prepared, gateway: gateway, metrics: metrics, logger: context.logger, idempotencyKey: idempotencyKey,
+                    disclosed: disclosed)
             }
-            let outcome = await deliverToCompletion(prepared, gateway: gateway, logger: context.logger, idempotencyKey: idempotencyKey)
+            var outcome = await deliverToCompletion(prepared, gateway: gateway, logger: context.logger, idempotencyKey: idempotencyKey)
             if !outcome.replayed { metrics.sent(outcome.result) }
+            if !disclosed { outcome.result = outcome.result.withoutDevices() }
             return try answer(outcome, request)
         }
         api.get("notifications") { request, context in
             let user = try context.authenticatedUser()
-            let query = request.uri.queryParameters
+            let query = try QueryParameters(request.uri, accepting: ["limit", "sender"])
             let limit = try integer(query.get("limit"), named: "limit", default: 50)
             let records = try await gateway.notificationRecords(user: user, sender: query.get("sender"), limit: limit)
             return encoded(200, records.map { NotificationRecordBody($0, failedTargets: nil, nextFailedAfter: nil) })
@@ -119,12 +125,22 @@ extension GatewayHTTP {
         api.get("notifications/:id/outcome") { request, context in
             let user = try context.authenticatedUser()
             let record = try await gateway.notificationRecord(id: decodedID(context), user: user)
-            let query = request.uri.queryParameters
+            let query = try QueryParameters(request.uri, accepting: ["failedLimit", "failedAfter"])
             let limit = try integer(query.get("failedLimit"), named: "failedLimit", default: 100)
-            let failed = try await gateway.failedTargets(of: record, after: query.get("failedAfter"), limit: limit)
-            let next = failed.count == limit ? failed.last?.registrationID.rawValue : nil
+            // The failed devices are listed to whoever may see whose devices the send reached;
+            // anyone else reads the counts (their cursor would name a device too).
+            let disclosed = user.mayInspectDevices(ofAudience: record.audience)
+            var after: String?
+            if let cursor = query.get("failedAfter") {
+                guard disclosed, let id = FailureCursor.registrationID(cursor) else {
+                    throw GatewayError.badRequest("failedAfter: '\(QueryParameters.quoted(cursor))' is not a cursor this gateway gave")
+                }
+                after = id
+            }
+            let failed = disclosed ? try await gateway.failedTargets(of: record, after: after, limit: limit) : []
+            let next = failed.count == limit ? failed.last.map { FailureCursor.token(after: $0.registrationID.rawValue) } : nil
             if (request.headers[.accept] ?? "").lowercased().contains("xml") {
-                let failures = record.failed
+                let failures = disclosed ? record.failed : 0
                 return Response(
                     status: .ok, headers: [.contentType: "application/xml; charset=utf-8"],
                     body: .init(
@@ -149,11 +165,16 @@ extension GatewayHTTP {
         // Anything else under /api: the API's own error shape, not the router's empty 404.
         for method in [HTTPRequest.Method.get, .post, .put, .patch, .delete] {
             api.on("**", method: method) { request, _ -> Response in
-                throw GatewayError.notFound("no \(request.method) \(request.uri.path) in the API (see /openapi.json)")
+                throw GatewayError.notFound("no \(request.method) \(request.uri.path.prefix(120)) in the API (see /openapi.json)")
             }
         }
         return api
     }
+
+    /// Every query parameter `POST /api/notifications` takes; any other is a 400 naming it.
+    static let sendParameters: Set<String> = [
+        "pns", "to_tag", "tags", "ttl", "deliverAt", "async", "secure", "validateOnly", "topic", "condition", "dryRun", "sample",
+    ]
 
     /// A send accepted for background delivery: `202` with its record and where to follow it.
     static func accepted(_ accepted: Gateway.Accepted, respondAsync: Bool) -> Response {

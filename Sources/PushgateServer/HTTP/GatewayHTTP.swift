@@ -34,23 +34,16 @@ public enum GatewayHTTP {
         if tracing.isEnabled { router.add(middleware: RequestTracingMiddleware(tracer: tracing.tracer)) }
         router.add(middleware: MetricsMiddleware(metrics: metrics))
         router.add(
-            middleware: AllowedMethodsMiddleware { template in
-                switch template {
-                case "/", "/console": console.enabled
-                case "/metrics": metricsAccess != nil
-                default: !template.hasPrefix("/api/sandbox/") || sandbox != nil
-                }
-            })
+            middleware: AllowedMethodsMiddleware(
+                serves: { template in
+                    switch template {
+                    case "/", "/console": console.enabled
+                    case "/metrics": metricsAccess != nil
+                    default: !template.hasPrefix("/api/sandbox/") || sandbox != nil
+                    }
+                }, isHub: { hubs?.hub(named: String($0)) != nil }))
         if let metricsAccess { addMetrics(to: router, metrics: metrics, access: metricsAccess) }
-        // 503 while the database is unavailable, so that a load balancer sends no traffic here.
-        router.get("healthz") { _, _ in
-            if let database = gateway.store as? any DatabaseStore, let problem = await database.checkHealth() {
-                return Response(
-                    status: .serviceUnavailable, headers: [.contentType: "text/plain", .retryAfter: "1"],
-                    body: .init(byteBuffer: ByteBuffer(string: "database unavailable: \(problem)\n")))
-            }
-            return Response(status: .ok, headers: [.contentType: "text/plain"], body: .init(byteBuffer: ByteBuffer(string: "ok\n")))
-        }
+        addHealth(to: router, health: (gateway.store as? any DatabaseStore)?.health)
 
         // The contract of both APIs (OpenAPI 3.1), as docs/openapi.json keeps it.
         router.get("openapi.json") { _, _ in
@@ -81,15 +74,6 @@ public enum GatewayHTTP {
         return router
     }
 
-    /// A boolean query parameter: `true`/`1` or `false`/`0` (absent: false), naming it when wrong.
-    static func flag(_ text: String?, name: String) throws(GatewayError) -> Bool {
-        switch text?.lowercased() {
-        case nil, "", "false", "0": return false
-        case "true", "1": return true
-        default: throw .badRequest("\(name): '\(text!.prefix(40))' must be true or false")
-        }
-    }
-
     /// A whole-number query parameter (absent or empty: `default`), naming it and at most 40
     /// characters of a wrong value; its range is the core's to check.
     static func integer(_ text: String?, named name: String, default value: Int) throws(GatewayError) -> Int {
@@ -104,7 +88,7 @@ public enum GatewayHTTP {
         guard !(200..<300).contains(answer.status) else { return json(answer.status, answer.body) }
         let message =
             (try? JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: Any])?["error"] as? String ?? answer.body
-        return encoded(answer.status, ErrorBody(error: message, status: answer.status))
+        return encoded(answer.status, ErrorBody(error: GatewayError(.invalid, message).message, status: answer.status))
     }
 
     /// The `:id` path parameter, percent-decoded.
@@ -125,16 +109,11 @@ public enum GatewayHTTP {
 
     /// Whether the client asked for a `202 Accepted` once the send is stored: `?async=true`, or
     /// `Prefer: respond-async` (RFC 7240) unless `?async=false` says otherwise.
-    static func asyncRequested(_ request: Request) throws(GatewayError) -> Bool {
+    static func asyncRequested(_ request: Request, query: QueryParameters) throws(GatewayError) -> Bool {
         let preferences = request.headers[values: preferHeader].flatMap { $0.split(separator: ",") }
             .map { $0.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? "" }
         // An explicit ?async= wins over the header.
-        switch request.uri.queryParameters.get("async")?.lowercased() {
-        case nil: return preferences.contains("respond-async")
-        case "false", "0": return false
-        case "true", "1": return true
-        case let other?: throw GatewayError.badRequest("async must be true or false, not '\(other.prefix(40))'")
-        }
+        return try query.flag("async", default: preferences.contains("respond-async"))
     }
 
     /// Runs a send to its end even when the client goes away (a disconnect does not cancel it);
@@ -156,7 +135,8 @@ public enum GatewayHTTP {
     /// A client that disconnects does not stop the send: it carries on to its end, and its
     /// outcomes go to the metrics and the log, as for a non-streamed send.
     static func streamed(
-        _ prepared: Gateway.PreparedSend, gateway: Gateway, metrics: GatewayMetrics, logger: Logger, idempotencyKey: IdempotencyKey? = nil
+        _ prepared: Gateway.PreparedSend, gateway: Gateway, metrics: GatewayMetrics, logger: Logger, idempotencyKey: IdempotencyKey? = nil,
+        disclosed: Bool = true
     ) -> Response {
         Response(
             status: .ok, headers: [.contentType: "\(progressMediaType); charset=utf-8", .cacheControl: "no-store"],
@@ -186,8 +166,9 @@ public enum GatewayHTTP {
                         ])
                     return
                 }
+                let result = disclosed ? outcome.result : outcome.result.withoutDevices()
                 try await writer.write(
-                    encodedLine(StreamedResultBody(result: outcome.result, status: outcome.httpStatus, secureId: outcome.secureID)))
+                    encodedLine(StreamedResultBody(result: result, status: outcome.httpStatus, secureId: outcome.secureID)))
                 try await writer.finish(nil)
             })
     }

@@ -58,7 +58,8 @@ enum SecureListener {
         let limits = registry.limits
         let configuration = HTTP2UpgradeChannel.Configuration(
             idleTimeout: .nanoseconds(idleTimeout.nanoseconds), gracefulCloseTimeout: .seconds(5),
-            streamConfiguration: .init(additionalChannelHandlers: [ConnectionGuard(registry: registry)], idleTimeout: idleTimeout))
+            streamConfiguration: .init(
+                additionalChannelHandlers: [ConnectionGuard(registry: registry), UnsupportedMethodHandler()], idleTimeout: idleTimeout))
         return HTTPServerBuilder { responder in
             HandshakeLimitedChannel(
                 base: try HTTP2UpgradeChannel(tlsConfiguration: tls, configuration: configuration, responder: responder),

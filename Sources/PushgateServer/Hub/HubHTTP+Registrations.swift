@@ -61,12 +61,14 @@ extension HubHTTP {
         return registration
     }
 
-    static func entry(_ registration: Registration, call: HubCall, status: Int) -> Response {
+    /// A registration as an Atom entry; `masked` for a read with a Listen key (``HubCall/readsMasked``).
+    static func entry(_ registration: Registration, call: HubCall, status: Int, masked: Bool = false) -> Response {
         var response = Response(
             status: .init(code: status), headers: [.contentType: "application/atom+xml;type=entry;charset=utf-8"],
             body: .init(
                 byteBuffer: ByteBuffer(
-                    bytes: HubRegistrationXML.entry(registration, base: call.base, apiVersion: call.apiVersion, now: call.gateway.now()))))
+                    bytes: HubRegistrationXML.entry(
+                        registration, base: call.base, apiVersion: call.apiVersion, now: call.gateway.now(), masked: masked))))
         response.headers[etagHeader] = "W/\"\(registrationETag(registration))\""
         return response
     }
@@ -74,7 +76,8 @@ extension HubHTTP {
     /// `GET /{hub}/registrations` (`$filter`, `$top`, continuation) and `GET /{hub}/tags/{tag}/registrations`.
     static func list(_ request: Request, call: HubCall, tag: String?) async throws(GatewayError) -> Response {
         let gateway = call.gateway
-        let query = request.uri.queryParameters
+        // Names decoded as values are: `%24filter` is `$filter`.
+        let query = try QueryParameters(request.uri)
         let topText = query.get("$top") ?? "100"
         guard let top = Int(topText), (1...100).contains(top) else { throw .badRequest("$top: '\(topText.prefix(20))' must be 1 to 100") }
         var after: RegistrationID?

@@ -11,10 +11,10 @@ extension HubHTTP {
     // MARK: Sends
 
     static func send(_ request: Request, call: HubCall, limit: Int, scheduled: Bool) async throws(GatewayError) -> Response {
-        let query = request.uri.queryParameters
-        let direct = query.has("direct")
+        let query = try QueryParameters(request.uri, accepting: ["api-version", "direct", "test"])
+        let direct = try query.flag("direct", bare: true)
         // `?test` (the REST reference, the .NET and Python SDKs) or the header some SDKs send.
-        let test = query.has("test") || request.headers[testSendHeader]?.lowercased() == "true"
+        let test = try query.flag("test", bare: true) || request.headers[testSendHeader]?.lowercased() == "true"
         var handles: [String]?
         if direct {
             guard let handle = request.headers[deviceHandleHeader], !handle.isEmpty else {
@@ -121,13 +121,17 @@ extension HubHTTP {
     /// `POST /{hub}/messages/$batch?direct`: a multipart/mixed body with the notification and a
     /// JSON array of device handles (up to 1,000).
     static func batchSend(_ request: Request, call: HubCall, limit: Int) async throws(GatewayError) -> Response {
-        guard request.uri.queryParameters.has("direct") else { throw .badRequest("$batch sends are direct: add ?direct to the URL") }
+        let query = try QueryParameters(request.uri, accepting: ["api-version", "direct"])
+        guard try query.flag("direct", bare: true) else { throw .badRequest("$batch sends are direct: add ?direct to the URL") }
         guard let boundary = MultipartBody.boundary(contentType: request.headers[.contentType] ?? "") else {
             throw GatewayError(.unsupportedMediaType, "Content-Type: a $batch send is multipart/mixed with a boundary")
         }
         let body = try await body(request, limit: max(limit, 1 << 20))
         let parts: MultipartBody
         do { parts = try MultipartBody(body, boundary: boundary) } catch { throw .badRequest(error.description) }
+        for name in ["notification", "devices"] where parts.parts.count(where: { $0.name == name }) > 1 {
+            throw .badRequest("a $batch body has one part named \"\(name)\", not \(parts.parts.count(where: { $0.name == name }))")
+        }
         guard let notification = parts.part(named: "notification"), let devices = parts.part(named: "devices") else {
             throw .badRequest("a $batch body has two parts: name=\"notification\" and name=\"devices\"")
         }
@@ -141,11 +145,12 @@ extension HubHTTP {
             handles.append(handle)
         }
         let gateway = call.gateway
-        let prepared = try gateway.prepareHub(
-            Gateway.HubSendRequest(
-                format: request.headers[formatHeader], body: notification.body,
-                headers: request.headers.map { ($0.name.rawName, $0.value) }, tags: nil, directHandles: handles,
-                sender: "$rule:" + call.grant.rule))
+        var batch = Gateway.HubSendRequest(
+            format: request.headers[formatHeader], body: notification.body,
+            headers: request.headers.map { ($0.name.rawName, $0.value) }, tags: nil, directHandles: handles,
+            sender: "$rule:" + call.grant.rule)
+        batch.directHandlesField = "devices"
+        let prepared = try gateway.prepareHub(batch)
         let record = try await gateway.enqueue(prepared, deliverAt: nil).record
         return created(record.id, replayed: false, collection: "messages", request: request, call: call)
     }

@@ -78,7 +78,7 @@ enum HubHTTP {
             return xml(200, record.xmlDocument(location: location, failedTargetsURI: nil, spelling: .notificationHubs))
         }
         route(.post, "registrationIDs", .listen) { _, call in
-            let id = try await call.gateway.reserveHubRegistrationID()
+            let id = try await call.gateway.reserveHubRegistrationID(rule: call.grant.rule)
             var response = Response(status: .created)
             // As Notification Hubs answers: the id is the Location path's last segment.
             response.headers[.location] = "\(call.base)/registrationids/\(id.rawValue)?api-version=\(call.apiVersion)"
@@ -103,7 +103,7 @@ enum HubHTTP {
             guard let registration = try await existing(id, call: call) else {
                 throw GatewayError.notFound("no registration \(id.rawValue)")
             }
-            return entry(registration, call: call, status: 200)
+            return entry(registration, call: call, status: 200, masked: call.readsMasked)
         }
         route(.delete, "registrations/:id", .listen) { request, call in
             let id = try registrationID(call.parameter("id"))
@@ -173,7 +173,7 @@ enum HubHTTP {
     ) throws(GatewayError) -> HubCall {
         let name = context.parameters.get("hub") ?? ""
         guard let hub = hubs.hub(named: name) else { throw .notFound("no hub '\(name.prefix(60))' is configured here") }
-        let version = request.uri.queryParameters.get("api-version") ?? "2020-06"
+        let version = try QueryParameters(request.uri).get("api-version") ?? "2020-06"
         guard apiVersions.contains(version) else {
             throw .badRequest("api-version '\(version.prefix(20))' is not supported; use one from 2013-04 to 2020-06")
         }
@@ -204,6 +204,10 @@ enum HubHTTP {
         var namespaceBase: String { scheme == "https" ? "sb://\(authority)" : base }
 
         var gateway: Gateway { hub.gateway }
+        /// A key with only the Listen right (what every copy of the app carries) reads a
+        /// registration or installation with its handle masked and a browser's keys left out:
+        /// knowing an id is not enough to read a device's handle. The device knows its own.
+        var readsMasked: Bool { writer == .device }
         /// Who writes, for the core's rules: the app's backend (Send or Manage) or a device (Listen only).
         var writer: Gateway.HubWriter { grant.allows(.manage) || grant.allows(.send) ? .backend : .device }
         /// The outbox's records are the hub's: a Send key sees every notification of its hub.

@@ -77,14 +77,12 @@ enum HubInstallations {
             guard let installation = try await read(id, call: call) else { throw GatewayError.notFound("no installation '\(id)'") }
             return Response(
                 status: .ok, headers: [.contentType: "application/json; charset=utf-8"],
-                body: .init(byteBuffer: ByteBuffer(bytes: encode(installation))))
+                body: .init(byteBuffer: ByteBuffer(bytes: encode(installation, masked: call.readsMasked))))
         }
         route(.delete, "installations/:id", .listen) { _, call in
             let id = try installationID(call.parameter("id"))
-            let gateway = call.gateway
             // 204 whether or not it existed, as NH answers (a delete is idempotent).
-            let ids = try await registrations(of: id, call: call).map(\.id)
-            try await gateway.replaceHubRegistrations([], removing: ids)
+            try await call.gateway.deleteHubInstallation(id, writer: call.writer)
             return Response(status: .noContent)
         }
     }
@@ -195,11 +193,22 @@ enum HubInstallations {
             expiry: value["expiry"]?.stringValue)
     }
 
-    static func encode(_ installation: Installation) -> [UInt8] {
+    /// The installation as NH's JSON; `masked`: its push channel's middle hidden and a browser's
+    /// keys left out (a Listen key's read).
+    static func encode(_ installation: Installation, masked: Bool = false) -> [UInt8] {
+        let channel: Any =
+            if masked {
+                DeviceHandle.mask(
+                    installation.platform == .browser
+                        ? WebPushSubscription(handleValue: installation.pushChannel)?.endpoint ?? "" : installation.pushChannel)
+            } else if installation.platform == .browser {
+                browserChannelObject(installation.pushChannel)
+            } else {
+                installation.pushChannel
+            }
         var object: [String: Any] = [
             "installationId": installation.id, "platform": installation.platform == .fcm ? "fcmV1" : installation.platform.rawValue,
-            "pushChannel": installation.platform == .browser
-                ? browserChannelObject(installation.pushChannel) as Any : installation.pushChannel as Any,
+            "pushChannel": channel,
             "pushChannelExpired": false, "tags": installation.tags,
             "expirationTime": installation.expiration.map(RFC3339.format) ?? HubRegistrationXML.never,
         ]

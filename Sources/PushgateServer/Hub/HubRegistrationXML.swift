@@ -147,7 +147,8 @@ enum HubRegistrationXML {
     }
 
     /// The description element of `registration`, with its ETag.
-    static func writeDescription(_ registration: Registration, writer: XMLTextWriter) {
+    /// `masked`: the handle's middle hidden and a browser's keys left out (what a Listen key reads).
+    static func writeDescription(_ registration: Registration, writer: XMLTextWriter, masked: Bool = false) {
         let type = types.first(where: { $0.platform == registration.platform })!
         let template = registration.template
         writer.startElement("\(type.name)\(template == nil ? "" : "Template")RegistrationDescription")
@@ -158,7 +159,9 @@ enum HubRegistrationXML {
         writer.element("RegistrationId", registration.id.rawValue)
         let tags = registration.tags.map(\.rawValue)
         if !tags.isEmpty { writer.element("Tags", tags.joined(separator: ",")) }
-        if registration.platform == .browser, let subscription = WebPushSubscription(handleValue: registration.handle.value) {
+        if masked {
+            writer.element(registration.platform == .browser ? "Endpoint" : type.handleElement, registration.handle.masked)
+        } else if registration.platform == .browser, let subscription = WebPushSubscription(handleValue: registration.handle.value) {
             writer.element("Endpoint", subscription.endpoint)
             writer.element("P256DH", Base64URL.encode(subscription.p256dh))
             writer.element("Auth", Base64URL.encode(subscription.auth))
@@ -185,7 +188,9 @@ enum HubRegistrationXML {
         writer.endElement()
     }
 
-    static func writeEntry(_ registration: Registration, base: String, apiVersion: String, updated: Timestamp, writer: XMLTextWriter) {
+    static func writeEntry(
+        _ registration: Registration, base: String, apiVersion: String, updated: Timestamp, writer: XMLTextWriter, masked: Bool = false
+    ) {
         let url = "\(base)/registrations/\(registration.id.rawValue)?api-version=\(apiVersion)"
         writer.startElement("entry")
         writer.attribute("xmlns", atomNamespace)
@@ -203,16 +208,16 @@ enum HubRegistrationXML {
         writer.endElement()
         writer.startElement("content")
         writer.attribute("type", "application/xml")
-        writeDescription(registration, writer: writer)
+        writeDescription(registration, writer: writer, masked: masked)
         writer.endElement()
         writer.endElement()
     }
 
     /// `<entry>` for one registration.
-    static func entry(_ registration: Registration, base: String, apiVersion: String, now: Timestamp) -> [UInt8] {
+    static func entry(_ registration: Registration, base: String, apiVersion: String, now: Timestamp, masked: Bool = false) -> [UInt8] {
         let writer = XMLTextWriter()
         writer.startDocument()
-        writeEntry(registration, base: base, apiVersion: apiVersion, updated: now, writer: writer)
+        writeEntry(registration, base: base, apiVersion: apiVersion, updated: now, writer: writer, masked: masked)
         return writer.finish()
     }
 

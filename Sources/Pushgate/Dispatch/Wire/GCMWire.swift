@@ -3,6 +3,10 @@
 public enum GCMWire {
     /// Most registration ids in one request.
     public static let maximumBatch = 1000
+    /// The answer's size limit: one result per registration id, each a message id and perhaps a
+    /// canonical registration id (today's are about 160 characters), about 250 bytes; 1 MiB holds
+    /// a full batch's with room to spare.
+    public static let maximumResponseBodyBytes = 1024 * 1024
 
     /// The request sending `notification` (rendered legacy message fields) to `tokens`.
     public static func request(endpoint: String, serverKey: String, tokens: [String], notification: RenderedNotification) -> PushHTTPRequest
@@ -16,12 +20,14 @@ public enum GCMWire {
         body.append(UInt8(ascii: "]"))
         JSONSplice.appendMembers(of: notification.body, to: &body)
         body.append(UInt8(ascii: "}"))
-        return PushHTTPRequest(
+        var request = PushHTTPRequest(
             url: endpoint,
             headers: [
                 HTTPHeader(name: "authorization", value: "key=\(serverKey)"), HTTPHeader(name: "content-type", value: "application/json"),
             ],
             body: body)
+        request.maximumResponseBodyBytes = maximumResponseBodyBytes
+        return request
     }
 
     /// One verdict per token, in the order of `tokens`.
@@ -42,6 +48,14 @@ public enum GCMWire {
                     outcome: .pnsUnavailable, statusCode: response.status, reason: "Unavailable",
                     retry: .afterBackoff(retryAfterSeconds: retryAfter)))
         default: return all(DeliveryVerdict(outcome: .pnsInterfaceError, statusCode: response.status))
+        }
+        if response.isBodyTruncated {
+            // Accepted (200), but the per-id results were cut off: sent again, it would reach
+            // every device twice.
+            return all(
+                DeliveryVerdict(
+                    outcome: .success, statusCode: 200,
+                    reason: "the answer was longer than \(maximumResponseBodyBytes) bytes; its per-device results were not read"))
         }
         guard let results = response.json?["results"]?.arrayElements, results.count == tokens.count else {
             return all(DeliveryVerdict(outcome: .pnsInterfaceError, statusCode: 200, reason: "results do not match the registration ids"))
