@@ -81,6 +81,13 @@ extension PostgresStore: RegistrationStore {
                 if let refusal = writer.refusal(id: registration.id, idOwner: exists.first, handleHeldByAnother: held) { throw refusal }
             }
             if exists.isEmpty {
+                if let writer, let cap = writer.maximumRegistrations {
+                    let count = try await connection.query(
+                        "SELECT count(*) FROM (SELECT 1 FROM registration_tags WHERE app = \(app) AND tag = \(writer.ownTag) LIMIT \(cap)) t",
+                        logger: logger
+                    ).all(Int.self)
+                    if let refusal = writer.refusal(registrationsTagged: count.first ?? 0) { throw refusal }
+                }
                 let reserver = try await connection.query(
                     "SELECT owner FROM reserved_ids WHERE app = \(app) AND id = \(id) AND expires_at > \(now.secondsSinceEpoch)",
                     logger: logger

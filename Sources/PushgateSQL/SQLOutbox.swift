@@ -86,6 +86,24 @@ package struct SQLOutbox<Database: SQLDatabase>: Sendable {
                         .real(idempotency.storedSince.secondsSinceEpoch),
                     ])
             }
+            if notification.initialState == .scheduled, let cap = notification.maximumScheduledPerSender {
+                // A repeat of a key is answered before the cap is counted.
+                if let idempotency,
+                    let holder = try await Self.keyHolder(idempotency, app: notification.app, sender: notification.sender, session)
+                {
+                    return .existing(holder)
+                }
+                let waiting = try await session.rows(
+                    """
+                    SELECT count(*) FROM (SELECT 1 FROM outbox_notifications
+                        WHERE app = ? AND sender = ? AND ended_at IS NULL AND state = ? LIMIT ?) waiting
+                    """,
+                    [
+                        .text(notification.app.rawValue), .text(notification.sender), .text(NotificationState.scheduled.rawValue),
+                        .integer(Int64(cap)),
+                    ])
+                if let refusal = notification.refusal(scheduledWaiting: waiting.first?.integer(0) ?? 0) { throw refusal }
+            }
             // With a key, a concurrent enqueue of the same key waits for this one (the unique
             // index) and then stores nothing.
             let inserted = try await session.rows(

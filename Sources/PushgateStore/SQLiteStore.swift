@@ -209,6 +209,13 @@ public final class SQLiteStore: RegistrationStore, DatabaseStore {
                 if let refusal = writer.refusal(id: registration.id, idOwner: idOwner, handleHeldByAnother: held) { throw refusal }
             }
             if !exists {
+                if let writer, let cap = writer.maximumRegistrations {
+                    let count = try connection.prepare(
+                        "SELECT count(*) FROM (SELECT 1 FROM registration_tags WHERE app = ? AND tag = ? LIMIT ?)"
+                    ).bind([app, .text(writer.ownTag), .integer(Int64(cap))])
+                    _ = try count.step()
+                    if let refusal = writer.refusal(registrationsTagged: Int(count.int64(0))) { throw refusal }
+                }
                 let reservation = try connection.prepare("SELECT owner FROM reserved_ids WHERE app = ? AND id = ? AND expires_at > ?")
                     .bind([app, id, .real(now.secondsSinceEpoch)])
                 guard try reservation.step() else { throw StoreError.gone(registration.id) }

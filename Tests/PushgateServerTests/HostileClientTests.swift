@@ -278,7 +278,7 @@ import Testing
             for _ in 0..<5 { #expect(try await local.call("POST", "/api/register", user: "mallory").status == 200) }
             let refused = try await local.call("POST", "/api/register", user: "mallory")
             #expect(refused.status == 429)
-            #expect(refused.bodyText.contains("at most 5 per user"))
+            #expect(refused.bodyText.contains("at most 5 held at once by one user or key"))
             #expect(try await local.call("POST", "/api/register", user: "alice").status == 200)
         }
     }

@@ -140,4 +140,49 @@ import Testing
             }
         }
     }
+
+    static func limits(_ values: [String: Int]) -> @Sendable (inout [String: Any]) -> Void {
+        { config in
+            var limits = config["limits"] as? [String: Any] ?? [:]
+            for (key, value) in values { limits[key] = value }
+            config["limits"] = limits
+            var auth = config["auth"] as? [String: Any] ?? [:]
+            auth["admins"] = ["carol"]
+            config["auth"] = auth
+        }
+    }
+
+    @Test func registrationsPerUserAreCapped() async throws {
+        try await GatewayFixture.inProcess(rewrite: Self.limits(["maxRegistrationsPerUser": 3])) { fixture in
+            for _ in 0..<3 { _ = try await fixture.register(await fixture.sandbox.createDevice(.apns), user: "mallory") }
+            let extra = await fixture.sandbox.createDevice(.apns)
+            let reserved = try await fixture.call("POST", "/api/register", user: "mallory")
+            let id = try #require(try JSONSerialization.jsonObject(with: Data(reserved.body), options: .fragmentsAllowed) as? String)
+            let refused = try await fixture.call(
+                "PUT", "/api/register/\(id)", user: "mallory", body: #"{"Platform":"apns","Handle":"\#(extra.handle)","Tags":[]}"#)
+            #expect(refused.status == 429 && refused.bodyText.contains("at most 3 per user"), "\(refused.bodyText)")
+            // Updating one of them is no new registration; another user has a count of their own.
+            let listed = try await fixture.call("GET", "/api/registrations", user: "mallory")
+            #expect((try JSONSerialization.jsonObject(with: Data(listed.body)) as? [Any])?.count == 3, "\(listed.bodyText)")
+            _ = try await fixture.register(extra, user: "alice")
+        }
+    }
+
+    @Test func scheduledNotificationsPerSenderAreCapped() async throws {
+        try await GatewayFixture.inProcess(rewrite: Self.limits(["maxScheduledPerSender": 2])) { fixture in
+            _ = try await fixture.register(await fixture.sandbox.createDevice(.apns), user: "alice")
+            let later = RFC3339.format(Timestamp(secondsSinceEpoch: (Date().timeIntervalSince1970 + 3600).rounded(.down)))
+            let path = "/api/notifications?pns=apns&to_tag=alice&deliverAt=\(later)"
+            for index in 0..<2 {
+                let accepted = try await fixture.call("POST", path, user: "mallory", body: #""x""#, headers: [("Idempotency-Key", "k\(index)")])
+                #expect(accepted.status == 202, "\(accepted.bodyText)")
+            }
+            let refused = try await fixture.call("POST", path, user: "mallory", body: #""x""#)
+            #expect(refused.status == 429 && refused.bodyText.contains("at most 2 waiting per sender"), "\(refused.bodyText)")
+            // A repeat of a stored key is answered, not refused; another sender has a count of its own.
+            let repeated = try await fixture.call("POST", path, user: "mallory", body: #""x""#, headers: [("Idempotency-Key", "k0")])
+            #expect(repeated.status == 202 && repeated.header("Idempotent-Replayed") == "true", "\(repeated.bodyText)")
+            #expect(try await fixture.call("POST", path, user: "bob", body: #""x""#).status == 202)
+        }
+    }
 }

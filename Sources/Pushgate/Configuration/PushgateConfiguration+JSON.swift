@@ -70,7 +70,14 @@ extension PushgateConfiguration {
                 try object.int("maxSecurePayloadBytes", in: 1...(1 << 20)) ?? limits.maximumSecurePayloadBytes
             limits.maximumHubReservationsPerKey =
                 try object.int("maxHubReservationsPerKey", in: 1...1_000_000) ?? limits.maximumHubReservationsPerKey
-            try object.finish(expected: ["maxReservationsPerUser", "maxSecurePayloadBytes", "maxHubReservationsPerKey"])
+            limits.maximumRegistrationsPerUser =
+                try object.int("maxRegistrationsPerUser", in: 1...1_000_000) ?? limits.maximumRegistrationsPerUser
+            limits.maximumScheduledPerSender =
+                try object.int("maxScheduledPerSender", in: 1...1_000_000) ?? limits.maximumScheduledPerSender
+            try object.finish(expected: [
+                "maxReservationsPerUser", "maxSecurePayloadBytes", "maxHubReservationsPerKey", "maxRegistrationsPerUser",
+                "maxScheduledPerSender",
+            ])
         }
 
         var outbox = OutboxConfiguration()

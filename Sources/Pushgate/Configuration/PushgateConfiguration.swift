@@ -141,11 +141,22 @@ public struct LimitsConfiguration: Sendable, Hashable {
     /// at once, per hub: reservations expire after a day, so this bounds what the Listen key an
     /// app ships can make the store keep. Default 10,000.
     public var maximumHubReservationsPerKey: Int
+    /// Registrations a user's own tag (`username:<user>`) may be on: a user (not an admin) adding
+    /// one more is refused. Default 1,000.
+    public var maximumRegistrationsPerUser: Int
+    /// Scheduled notifications one sender (a user, or a hub key) may have waiting for their time.
+    /// Default 1,000.
+    public var maximumScheduledPerSender: Int
 
-    public init(maximumReservationsPerUser: Int = 100, maximumSecurePayloadBytes: Int = 16384, maximumHubReservationsPerKey: Int = 10_000) {
+    public init(
+        maximumReservationsPerUser: Int = 100, maximumSecurePayloadBytes: Int = 16384, maximumHubReservationsPerKey: Int = 10_000,
+        maximumRegistrationsPerUser: Int = 1_000, maximumScheduledPerSender: Int = 1_000
+    ) {
         self.maximumReservationsPerUser = maximumReservationsPerUser
         self.maximumSecurePayloadBytes = maximumSecurePayloadBytes
         self.maximumHubReservationsPerKey = maximumHubReservationsPerKey
+        self.maximumRegistrationsPerUser = maximumRegistrationsPerUser
+        self.maximumScheduledPerSender = maximumScheduledPerSender
     }
 }
 

@@ -74,6 +74,13 @@ public struct InMemoryOutbox: Sendable {
         {
             return .existing(holder)
         }
+        if notification.initialState == .scheduled, notification.maximumScheduledPerSender != nil {
+            let waiting = entries.values.count {
+                $0.notification.app == notification.app && $0.notification.sender == notification.sender
+                    && $0.record.state == .scheduled && $0.record.endedAt == nil
+            }
+            if let refusal = notification.refusal(scheduledWaiting: waiting) { throw refusal }
+        }
         let record = NotificationRecord(
             id: notification.id, app: notification.app, sender: notification.sender,
             state: lease == nil ? notification.initialState : .processing, selection: notification.selection,

@@ -47,6 +47,10 @@ public actor InMemoryRegistrationStore: RegistrationStore {
             }
         }
         if registrations[app]?[registration.id] == nil {
+            if let writer, writer.maximumRegistrations != nil {
+                let tagged = (registrations[app] ?? [:]).values.count { $0.tags.contains { $0.rawValue == writer.ownTag } }
+                if let refusal = writer.refusal(registrationsTagged: tagged) { throw refusal }
+            }
             guard let reservation = reserved[app]?[registration.id], now < reservation.expiry else { throw .gone(registration.id) }
             if let refusal = writer?.refusal(id: registration.id, reservedBy: reservation.owner) { throw refusal }
             reserved[app]?[registration.id] = nil

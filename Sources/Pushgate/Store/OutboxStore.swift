@@ -105,6 +105,10 @@ public struct OutboxNotification: Sendable, Hashable {
     public var delivery: NotificationDelivery
     /// The sender's `Idempotency-Key`, kept with it: a repeat is answered this notification.
     public var idempotencyKey: IdempotencyKey?
+    /// For a scheduled notification: the most scheduled notifications its sender may have
+    /// waiting for their time; the enqueue is refused past it (nil: no cap). Checked in the
+    /// enqueue's transaction, after a repeated key is answered.
+    public var maximumScheduledPerSender: Int?
 
     public init(
         id: String, app: AppID, sender: String, selection: PlatformSelection, audience: Audience,
@@ -126,6 +130,15 @@ public struct OutboxNotification: Sendable, Hashable {
 
     /// The state it is stored in.
     public var initialState: NotificationState { deliverAt > enqueuedAt ? .scheduled : .enqueued }
+
+    /// The refusal of storing it when its sender has `waiting` scheduled notifications (counted
+    /// up to ``maximumScheduledPerSender``).
+    public func refusal(scheduledWaiting waiting: Int) -> StoreError? {
+        guard initialState == .scheduled, let maximum = maximumScheduledPerSender, waiting >= maximum else { return nil }
+        return StoreError(
+            .limitReached,
+            "too many scheduled notifications: at most \(maximum) waiting per sender (limits.maxScheduledPerSender); cancel one or wait")
+    }
 }
 
 /// A sender's `Idempotency-Key` for a send (the IETF idempotency-key draft): the key, and a

@@ -173,11 +173,27 @@ public struct WriterGuard: Sendable, Hashable {
     /// No other user's registration may hold a handle beginning with one of these (the
     /// subscriptions of a browser's endpoint, ``WebPushSubscription/handlePrefix(endpoint:)``).
     public var handlePrefixes: [String]
+    /// The most registrations the user's own tag (`username:<owner>`, which only they and admins
+    /// give) may be on when this write adds a registration; nil: no cap.
+    public var maximumRegistrations: Int?
 
-    public init(owner: String, handle: String, handlePrefixes: [String] = []) {
+    public init(owner: String, handle: String, handlePrefixes: [String] = [], maximumRegistrations: Int? = nil) {
         self.owner = owner
         self.handle = handle
         self.handlePrefixes = handlePrefixes
+        self.maximumRegistrations = maximumRegistrations
+    }
+
+    /// The user's own tag, whose registrations ``maximumRegistrations`` counts.
+    public var ownTag: String { "username:" + owner }
+
+    /// The refusal of adding a registration when `count` registrations (counted up to
+    /// ``maximumRegistrations``) carry the user's own tag.
+    public func refusal(registrationsTagged count: Int) -> StoreError? {
+        guard let maximumRegistrations, count >= maximumRegistrations else { return nil }
+        return StoreError(
+            .limitReached,
+            "too many registrations: at most \(maximumRegistrations) per user (limits.maxRegistrationsPerUser); delete one first")
     }
 
     /// The refusal of taking reserved id `id` that `reserver` reserved (empty for ids reserved

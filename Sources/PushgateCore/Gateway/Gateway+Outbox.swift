@@ -125,7 +125,8 @@ extension Gateway {
         _ prepared: PreparedSend, deliverAt: Timestamp?, idempotencyKey: IdempotencyKey? = nil
     ) async throws(GatewayError) -> Accepted {
         try outbox.require(for: "asynchronous, scheduled and hub sends")
-        let notification = outboxNotification(prepared, enqueuedAt: now(), deliverAt: deliverAt, idempotencyKey: idempotencyKey)
+        var notification = outboxNotification(prepared, enqueuedAt: now(), deliverAt: deliverAt, idempotencyKey: idempotencyKey)
+        notification.maximumScheduledPerSender = limits.maximumScheduledPerSender
         let enqueued = try await stored { () throws(StoreError) in try await store.enqueue(notification, lease: nil) }
         if case .existing(let holder) = enqueued, let key = idempotencyKey {
             return Accepted(record: try await record(holding: key, holder), replayed: true)

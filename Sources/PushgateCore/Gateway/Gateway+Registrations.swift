@@ -150,7 +150,8 @@ extension Gateway {
                 owner: user.name, handle: handle.value,
                 handlePrefixes: platform == .browser
                     ? WebPushSubscription(handleValue: handle.value).map { [WebPushSubscription.handlePrefix(endpoint: $0.endpoint)] } ?? []
-                    : [])
+                    : [],
+                maximumRegistrations: limits.maximumRegistrationsPerUser)
         let time = now()
         try await stored { () throws(StoreError) in try await store.upsert(registration, now: time, writer: writer) }
     }
