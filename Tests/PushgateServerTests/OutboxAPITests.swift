@@ -248,7 +248,7 @@ import Testing
             #expect(metrics.contains("pushgate_outbox_deferred_targets_total 2"), "\(metrics)")
 
             clock.advance(seconds: 61)
-            let outcome = try await waitForFinal(fixture, id)
+            let outcome = try await waitForFinal(fixture, id, user: "alice")
             #expect(outcome["state"] as? String == "Completed", "\(outcome)")
             #expect(outcome["processed"] as? Int == 3 && outcome["success"] as? Int == 2, "\(outcome)")
             #expect(await fixture.sandbox.state.inbox(deviceID: devices[1].id).count == 1)
