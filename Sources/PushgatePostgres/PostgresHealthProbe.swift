@@ -82,24 +82,47 @@ final class PostgresHealthProbe: Sendable {
     }
 
     /// `SELECT 1`, failing after `timeout` even when the server never answers (the connection is
-    /// closed then, which ends the query).
+    /// closed then). A closed connection is not asked: postgres-nio never answers a query written
+    /// to one; should it close in between, the probe still ends at the timeout, leaving that query
+    /// behind.
     private func ping(_ connection: PostgresConnection) async throws {
+        guard !connection.isClosed else {
+            throw StoreError(.unavailable, "the database is unavailable: the health connection is closed")
+        }
         let (timeout, logger) = (self.timeout, self.logger)
-        try await withThrowingTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                _ = try await connection.query("SELECT 1", logger: logger).collect()
-                return true
-            }
-            group.addTask {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let answer = FirstAnswer(continuation)
+            let deadline = Task {
                 try await Task.sleep(for: timeout)
-                return false
-            }
-            let answered = try await group.next() ?? false
-            group.cancelAll()
-            guard answered else {
+                guard answer.give(.failure(StoreError(.unavailable, "the database is unavailable: no answer within \(timeout)"))) else {
+                    return
+                }
                 try? await connection.close()
-                throw StoreError(.unavailable, "the database is unavailable: no answer to SELECT 1 within \(timeout)")
             }
+            Task {
+                do {
+                    _ = try await connection.query("SELECT 1", logger: logger).collect()
+                    answer.give(.success(()))
+                } catch {
+                    answer.give(.failure(error))
+                }
+                deadline.cancel()
+            }
+        }
+    }
+
+    /// Resumes a continuation with the first of the answers given.
+    private final class FirstAnswer: Sendable {
+        private let continuation: Mutex<CheckedContinuation<Void, any Error>?>
+
+        init(_ continuation: CheckedContinuation<Void, any Error>) { self.continuation = Mutex(continuation) }
+
+        /// Whether this was the first.
+        @discardableResult
+        func give(_ result: Result<Void, any Error>) -> Bool {
+            guard let continuation = continuation.withLock({ $0.take() }) else { return false }
+            continuation.resume(with: result)
+            return true
         }
     }
 

@@ -11,6 +11,7 @@ import Testing
 @Suite struct UnsupportedMethodTests {
     /// One HTTP/1.1 answer read off the wire.
     struct Answer: CustomStringConvertible {
+        var statusLine: String
         var status: Int
         var headers: [String: String]
         var body: String
@@ -42,7 +43,8 @@ import Testing
             let count = min(length ?? bytes.count, bytes.count)
             answers.append(
                 Answer(
-                    status: status, headers: headers, body: String(decoding: bytes[..<count], as: UTF8.self),
+                    statusLine: String(statusLine), status: status, headers: headers,
+                    body: String(decoding: bytes[..<count], as: UTF8.self),
                     framed: length.map { $0 <= bytes.count } ?? false))
             rest = Substring(String(decoding: bytes[count...], as: UTF8.self))
         }
@@ -77,6 +79,7 @@ import Testing
             return
         }
         #expect(answer.status == status, "\(name): \(answer)")
+        #expect(answer.statusLine == "HTTP/1.1 \(status) \(status == 501 ? "Not Implemented" : "Bad Request")", "\(name): \(answer)")
         #expect(answer.framed, "\(name): no Content-Length, or a body shorter than it: \(answer)")
         #expect(answer.headers["connection"] == "close", "\(name): \(answer)")
         #expect(answer.headers["content-type"]?.hasPrefix("application/json") == true, "\(name): \(answer)")

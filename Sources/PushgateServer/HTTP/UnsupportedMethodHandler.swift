@@ -89,7 +89,7 @@ final class UnsupportedMethodHandler: ChannelDuplexHandler, RemovableChannelHand
     /// `error` as a whole HTTP/1.1 answer that closes the connection.
     static func answer(_ error: GatewayError) -> ByteBuffer {
         let body = (try? GatewayHTTP.encoder.encode(ErrorBody(error: error.message, status: error.code))) ?? Data()
-        let status = HTTPResponse.Status(code: error.code)
+        let status = HTTPResponseStatus(statusCode: error.code)
         var buffer = ByteBuffer()
         buffer.writeString(
             "HTTP/1.1 \(status.code) \(status.reasonPhrase)\r\nContent-Type: application/json; charset=utf-8\r\n"
