@@ -174,7 +174,8 @@ import Testing
             let later = RFC3339.format(Timestamp(secondsSinceEpoch: (Date().timeIntervalSince1970 + 3600).rounded(.down)))
             let path = "/api/notifications?pns=apns&to_tag=alice&deliverAt=\(later)"
             for index in 0..<2 {
-                let accepted = try await fixture.call("POST", path, user: "mallory", body: #""x""#, headers: [("Idempotency-Key", "k\(index)")])
+                let accepted = try await fixture.call(
+                    "POST", path, user: "mallory", body: #""x""#, headers: [("Idempotency-Key", "k\(index)")])
                 #expect(accepted.status == 202, "\(accepted.bodyText)")
             }
             let refused = try await fixture.call("POST", path, user: "mallory", body: #""x""#)
