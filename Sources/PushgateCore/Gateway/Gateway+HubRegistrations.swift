@@ -163,6 +163,14 @@ extension Gateway {
         }
     }
 
+    /// Every registration of installation `id` (its native one and one per template), found by
+    /// the `$InstallationId:{id}` tag they all carry.
+    package func hubInstallationRegistrations(_ id: String) async throws(GatewayError) -> [Registration] {
+        let tag: Tag
+        do { tag = try Tag("$InstallationId:{\(id)}") } catch { throw .badRequest(error.description) }
+        return try await hubRegistrations(tagged: tag)
+    }
+
     /// Every registration carrying `tag` (an installation's: its native one and one per template).
     package func hubRegistrations(tagged tag: Tag) async throws(GatewayError) -> [Registration] {
         var found: [Registration] = []
@@ -188,9 +196,7 @@ extension Gateway {
         _ id: String, registrations: [Registration], userID: String?, writer: HubWriter
     ) async throws(GatewayError) {
         guard let native = registrations.first else { return }
-        let implicit: Tag
-        do { implicit = try Tag("$InstallationId:{\(id)}") } catch { throw .badRequest(error.description) }
-        let previous = try await hubRegistrations(tagged: implicit)
+        let previous = try await hubInstallationRegistrations(id)
         let previousNative = previous.first(where: { $0.id == native.id })
         if let previousNative {
             try Self.checkBinding(
@@ -209,9 +215,7 @@ extension Gateway {
     /// Deletes installation `id` (its native registration and its templates' ones); a no-op when
     /// it does not exist. A Listen key may not delete one bound to a user (``checkBinding``).
     package func deleteHubInstallation(_ id: String, writer: HubWriter) async throws(GatewayError) {
-        let implicit: Tag
-        do { implicit = try Tag("$InstallationId:{\(id)}") } catch { throw .badRequest(error.description) }
-        let registrations = try await hubRegistrations(tagged: implicit)
+        let registrations = try await hubInstallationRegistrations(id)
         for registration in registrations { try Self.checkBinding(of: registration, writer: writer, change: .installationDelete) }
         try await replaceHubRegistrations([], removing: registrations.map(\.id))
     }

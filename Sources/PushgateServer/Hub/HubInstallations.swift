@@ -228,17 +228,10 @@ enum HubInstallations {
 
     // MARK: Store
 
-    static func registrations(of id: String, call: HubHTTP.HubCall) async throws(GatewayError) -> [Registration] {
-        let tag: Tag
-        do { tag = try Tag("$InstallationId:{\(id)}") } catch { throw .badRequest(error.description) }
-        return try await call.gateway.hubRegistrations(tagged: tag)
-    }
-
     static func read(_ id: String, call: HubHTTP.HubCall) async throws(GatewayError) -> Installation? {
-        let found = try await registrations(of: id, call: call)
+        let found = try await call.gateway.hubInstallationRegistrations(id)
         guard let native = found.first(where: { $0.id == registrationID(of: id) }) else { return nil }
-        let implicit = Set(native.tags.map(\.rawValue).filter { $0.hasPrefix("$") })
-        let userID = implicit.first(where: { $0.hasPrefix("$UserId:{") }).map { String($0.dropFirst("$UserId:{".count).dropLast()) }
+        let userID = Gateway.boundUser(of: native)
         let own = native.tags.map(\.rawValue).filter { !$0.hasPrefix("$") }
         var templates: [String: InstallationTemplate] = [:]
         for registration in found where registration.id != native.id {
