@@ -1073,4 +1073,30 @@ import Testing
             #expect(try await client.call("POST", "registrationIDs").status == 201)
         }
     }
+
+    /// ... and reserves them at a bounded rate (finding 9): past the burst, 429 with `Retry-After`
+    /// until the key's bucket refills; another key has its own bucket.
+    @Test func hubReservationsAreRateLimitedPerKey() async throws {
+        let clock = ManualClock()
+        try await GatewayFixture.inProcess(
+            clock: clock,
+            rewrite: { config in
+                var limits = config["limits"] as? [String: Any] ?? [:]
+                limits["hubReservationsPerSecond"] = 1
+                limits["hubReservationBurst"] = 2
+                config["limits"] = limits
+            }
+        ) { fixture in
+            let client = try HubAPITests.Client(fixture)
+            let listen = client.token(rule: SharedAccessRule.defaultListenName)
+            for _ in 0..<2 { #expect(try await client.call("POST", "registrationIDs", authorization: listen).status == 201) }
+            let refused = try await client.call("POST", "registrationIDs", authorization: listen)
+            #expect(refused.status == 429, "\(refused.bodyText)")
+            #expect(refused.header("Retry-After") == "1")
+            #expect(refused.bodyText.contains("hubReservationsPerSecond"), "\(refused.bodyText)")
+            #expect(try await client.call("POST", "registrationIDs").status == 201)
+            clock.advance(seconds: 1)
+            #expect(try await client.call("POST", "registrationIDs", authorization: listen).status == 201)
+        }
+    }
 }

@@ -72,11 +72,14 @@ extension PushgateConfiguration {
                 try object.int("maxHubReservationsPerKey", in: 1...1_000_000) ?? limits.maximumHubReservationsPerKey
             limits.maximumRegistrationsPerUser =
                 try object.int("maxRegistrationsPerUser", in: 1...1_000_000) ?? limits.maximumRegistrationsPerUser
+            limits.hubReservationsPerSecond =
+                try object.int("hubReservationsPerSecond", in: 1...100_000) ?? limits.hubReservationsPerSecond
+            limits.hubReservationBurst = try object.int("hubReservationBurst", in: 1...1_000_000) ?? limits.hubReservationBurst
             limits.maximumScheduledPerSender =
                 try object.int("maxScheduledPerSender", in: 1...1_000_000) ?? limits.maximumScheduledPerSender
             try object.finish(expected: [
                 "maxReservationsPerUser", "maxSecurePayloadBytes", "maxHubReservationsPerKey", "maxRegistrationsPerUser",
-                "maxScheduledPerSender",
+                "maxScheduledPerSender", "hubReservationsPerSecond", "hubReservationBurst",
             ])
         }
 

@@ -141,6 +141,10 @@ public struct LimitsConfiguration: Sendable, Hashable {
     /// at once, per hub: reservations expire after a day, so this bounds what the Listen key an
     /// app ships can make the store keep. Default 10,000.
     public var maximumHubReservationsPerKey: Int
+    /// How fast one hub key (rule) may reserve registration ids, per hub: a token bucket that
+    /// refills at this rate per second and holds ``hubReservationBurst``. Default 50/s, burst 500.
+    public var hubReservationsPerSecond: Int
+    public var hubReservationBurst: Int
     /// Registrations a user's own tag (`username:<user>`) may be on: a user (not an admin) adding
     /// one more is refused. Default 1,000.
     public var maximumRegistrationsPerUser: Int
@@ -150,8 +154,11 @@ public struct LimitsConfiguration: Sendable, Hashable {
 
     public init(
         maximumReservationsPerUser: Int = 100, maximumSecurePayloadBytes: Int = 16384, maximumHubReservationsPerKey: Int = 10_000,
-        maximumRegistrationsPerUser: Int = 1_000, maximumScheduledPerSender: Int = 1_000
+        maximumRegistrationsPerUser: Int = 1_000, maximumScheduledPerSender: Int = 1_000, hubReservationsPerSecond: Int = 50,
+        hubReservationBurst: Int = 500
     ) {
+        self.hubReservationsPerSecond = hubReservationsPerSecond
+        self.hubReservationBurst = hubReservationBurst
         self.maximumReservationsPerUser = maximumReservationsPerUser
         self.maximumSecurePayloadBytes = maximumSecurePayloadBytes
         self.maximumHubReservationsPerKey = maximumHubReservationsPerKey

@@ -31,10 +31,18 @@ extension Gateway {
     }
 
     /// A fresh registration id (`POST /{hub}/registrationIDs`), reserved for the key `rule`: each
-    /// key of a hub holds at most `limits.maxHubReservationsPerKey` unused ids (they expire).
+    /// key of a hub holds at most `limits.maxHubReservationsPerKey` unused ids (they expire), and
+    /// reserves them at most at `limits.hubReservationsPerSecond` (429 with `Retry-After` past it).
     package func reserveHubRegistrationID(rule: String) async throws(GatewayError) -> RegistrationID {
         let time = now()
         let (owner, limit) = (Self.hubOwner + ":" + rule, limits.maximumHubReservationsPerKey)
+        if case .wait(let seconds) = reservationRate.withLock({ $0.take(owner, now: time.secondsSinceEpoch) }) {
+            throw GatewayError(
+                .tooManyRequests,
+                "the key '\(rule)' reserves registration ids at most \(limits.hubReservationsPerSecond)/s "
+                    + "(limits.hubReservationsPerSecond, burst \(limits.hubReservationBurst)); retry in \(seconds) s",
+                retryAfterSeconds: seconds)
+        }
         return try await stored { () throws(StoreError) in
             try await store.createRegistrationID(app: appID, owner: owner, maximumReserved: limit, now: time)
         }

@@ -43,6 +43,8 @@ public final class Gateway: Sendable {
         self.store = store
         self.secureMessageLifetime = secureMessageLifetime
         self.limits = limits
+        reservationRate = Mutex(
+            TokenBuckets(ratePerSecond: Double(limits.hubReservationsPerSecond), burst: Double(limits.hubReservationBurst)))
         self.dispatcher = dispatcher
         self.metrics = metrics
         self.logger = logger
@@ -56,6 +58,9 @@ public final class Gateway: Sendable {
                 Gateway.payloadGrouping(for: delivery, payloads: payloads, store: store, app: id)
             })
     }
+
+    /// How fast each hub key reserves registration ids (``reserveHubRegistrationID(rule:)``).
+    let reservationRate: Mutex<TokenBuckets>
 
     /// The app's id (a reload keeps it).
     public let appID: AppID
