@@ -94,13 +94,12 @@ let package = Package(
             ]
         ),
         // The core both APIs share, framework-free (no Hummingbird, no HTTP status): registrations,
-        // sends, secure push, telemetry and cancel with their rules and typed errors; the outbox
-        // driver and its delivery service; the gateway's metrics.
+        // sends, secure push, telemetry and cancel with their rules and typed errors, on the
+        // outbox (`PushgateOutbox` drives and delivers); the gateway's metrics.
         .target(
             name: "PushgateCore",
             dependencies: [
                 "Pushgate", "PushgateXML", "PushgateConfig", "PushgateDispatch", "PushgateOutbox",
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -111,7 +110,7 @@ let package = Package(
         .target(
             name: "PushgateServer",
             dependencies: [
-                "Pushgate", "PushgateCore", "PushgateOutbox", "PushgateXML", "PushgateConfig", "PushgateDispatch", "PushgateStore",
+                "Pushgate", "PushgateCore", "PushgateOutbox", "PushgateXML", "PushgateConfig", "PushgateDispatch",
                 "PushgateCurl",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -186,8 +185,7 @@ let package = Package(
         .executableTarget(
             name: "PushgateCLI",
             dependencies: [
-                "Pushgate", "PushgateXML", "PushgateConfig", "PushgateCore", "PushgateCurl", "PNSSandbox", "PushgateDispatch",
-                "PushgateServer",
+                "Pushgate", "PushgateXML", "PushgateConfig", "PushgateCurl", "PNSSandbox", "PushgateDispatch", "PushgateServer",
                 "PushgateStore", "PushgatePostgres", "PushgateLocal",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -64,7 +64,7 @@ public enum ConfigurationLoader {
             origin = path
         }
         do {
-            let compiled = try Template(format: template.resolvedFormat(for: platform), text: body)
+            let compiled = try Template(format: template.resolvedFormat(for: platform, body: body), text: body)
             return try PlatformTemplate(platform: platform, template: compiled, headers: template.headers.map { ($0.name, $0.value) })
         } catch {
             throw ConfigurationError(

@@ -318,12 +318,28 @@ import Testing
 
     @Test func templateFormatsAreInferred() {
         let file = TemplateConfiguration(source: .file("templates/a.XML"))
-        #expect(file.resolvedFormat(for: .apns) == .xml)
-        #expect(TemplateConfiguration(source: .inline("")).resolvedFormat(for: .fcm) == .json)
-        #expect(TemplateConfiguration(source: .inline("")).resolvedFormat(for: .wns) == .xml)
+        #expect(file.resolvedFormat(for: .apns, body: "") == .xml)
+        #expect(TemplateConfiguration(source: .inline("")).resolvedFormat(for: .fcm, body: "{}") == .json)
+        #expect(TemplateConfiguration(source: .inline("")).resolvedFormat(for: .wns, body: "<toast/>") == .xml)
         #expect(
             TemplateConfiguration(source: .inline(""), headers: [HTTPHeader(name: "X-WNS-Type", value: "wns/raw")]).resolvedFormat(
-                for: .wns) == .raw)
-        #expect(TemplateConfiguration(source: .inline(""), format: .raw).resolvedFormat(for: .apns) == .raw)
+                for: .wns, body: "") == .raw)
+        #expect(TemplateConfiguration(source: .inline(""), format: .raw).resolvedFormat(for: .apns, body: "{}") == .raw)
+    }
+
+    /// The configured templates, the hub's native sends and hub registrations' templates decide
+    /// their format in one place (they used to disagree: a configured browser template was always
+    /// JSON, and a configured `WNS/Raw` was XML where the hub said raw).
+    @Test func oneResolverDecidesEveryTemplatesFormat() throws {
+        #expect(Template.Format.resolved(for: .browser, headers: [], body: "Hello $(message)") == .raw)
+        #expect(Template.Format.resolved(for: .browser, headers: [], body: #" {"title":"$(message)"}"#) == .json)
+        #expect(Template.Format.resolved(for: .wns, headers: [("x-wns-type", "WNS/Raw")], body: "<toast/>") == .raw)
+        #expect(Template.Format.resolved(for: .wns, headers: [("X-WNS-Type", "wns/toast")], body: "<toast/>") == .xml)
+        // Configured so, both compile and the WNS type goes on the wire as Microsoft spells it.
+        let browser = TemplateConfiguration(source: .inline("Hello $(message)"))
+        #expect(browser.resolvedFormat(for: .browser, body: "Hello $(message)") == .raw)
+        let raw = try PlatformTemplate(platform: .wns, template: try Template(raw: "$(message)"), headers: [("X-WNS-Type", "WNS/Raw")])
+        #expect(raw.header("X-WNS-Type") == "wns/raw")
+        #expect(String(decoding: try raw.render(["message": "<b>"]).body, as: UTF8.self) == "<b>")
     }
 }

@@ -21,7 +21,7 @@ import Testing
             try PlatformSelection(parsing: "apns,mpns")
         } throws: { error in
             let error = error as! PlatformSelectionError
-            return error.description.contains("'mpns'") && error.httpStatusCode == 400
+            return error.description.contains("'mpns'") && !error.isOverLimit
         }
     }
 

@@ -95,7 +95,7 @@ import Testing
             try apns.render(["message": String(repeating: "x", count: 4097 - overhead)])
         } throws: { error in
             let error = error as! NotificationRenderError
-            return error.description == "APNs payload is 4097 bytes; the limit is 4096 bytes" && error.httpStatusCode == 413
+            return error.description == "APNs payload is 4097 bytes; the limit is 4096 bytes" && error.isOverLimit
         }
         // Escaping counts: 2000 quotes become 4000 bytes.
         #expect(throws: NotificationRenderError.self) { try apns.render(["message": String(repeating: "\"", count: 2100)]) }
@@ -135,7 +135,7 @@ import Testing
         #expect {
             try apns.render(["message": "hi", "id": "NOT-A-UUID"])
         } throws: { error in
-            (error as! NotificationRenderError).httpStatusCode == 400
+            !(error as! NotificationRenderError).isOverLimit
         }
         let raw = try PlatformTemplate(platform: .wns, template: try Template(raw: "$(message)"), headers: [("X-WNS-TTL", "$(ttl)")])
         #expect(try raw.render(["message": "m", "ttl": "90"]).headers.contains(HTTPHeader(name: "X-WNS-TTL", value: "90")))

@@ -52,7 +52,7 @@ import Testing
         #expect(error(line(["handel": #""x""#])).hasPrefix("unknown field 'handel'"))
         #expect(error(line(["id": "-"])) == "'id' is required")
         #expect(error(line(["id": #""xyz!""#])).hasPrefix("'id': "))
-        #expect(error(line(["platform": #""mpns""#])) == "'platform': 'mpns' is not one of apns, fcm, gcm, wns")
+        #expect(error(line(["platform": #""mpns""#])) == "'platform': 'mpns' is not one of apns, fcm, gcm, wns, browser")
         #expect(error(line(["handle": #""abcd""#])).hasPrefix("'handle': APNs device token has length 4"))
         #expect(
             error(line(["platform": #""wns""#, "handle": #""https://evil.example.com/x""#])).hasPrefix("'handle': ")
@@ -148,5 +148,25 @@ import Testing
         let errors = run([wns]).errors
         #expect(errors.count == 1)
         #expect(errors.first?.hasPrefix("backup.jsonl:1: 'handle': WNS channel URI host '169.254.169.254' is an IP address") == true)
+    }
+}
+
+extension RegistrationJSONLinesTests {
+    /// A browser's subscription is imported as the object its page gives (`PushSubscription.toJSON()`,
+    /// as the tutorial API takes it) or as its handle string; every platform is named in the error.
+    @Test func aBrowserSubscriptionImportsInEitherForm() throws {
+        let subscription =
+            #"{"endpoint":"https://fcm.googleapis.com/fcm/send/abc123","keys":{"p256dh":"BGsX0fLhLEJH-Lzm5WOkQPJ3A32BLeszoPShOUXYmMKWT-NC4v4af5uO5-tKfA-eFivOM1drMV7Oy7ZAaDe_UfU","auth":"AAECAwQFBgcICQoLDA0ODw"}}"#
+        let fromObject = try Registration(
+            jsonLine: line(["platform": #""browser""#, "handle": subscription]), app: .default, handles: policy)
+        #expect(fromObject.platform == .browser)
+        let asString =
+            "\"" + fromObject.handle.value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            + "\""
+        let fromString = try Registration(jsonLine: line(["platform": #""browser""#, "handle": asString]), app: .default, handles: policy)
+        #expect(fromString.handle == fromObject.handle)
+        #expect(try Registration(jsonLine: fromObject.jsonLine, app: .default, handles: policy).handle == fromObject.handle)
+        #expect(error(line(["platform": #""huawei""#])).contains("is not one of apns, fcm, gcm, wns, browser"))
+        #expect(error(line(["handle": "[1]"])).contains("'handle' must be a string (or a browser's subscription object), found an array"))
     }
 }

@@ -524,8 +524,9 @@ public struct TemplateConfiguration: Sendable, Hashable {
         self.path = path
     }
 
-    /// The format to compile with: explicit, else by file extension, else by platform and headers.
-    public func resolvedFormat(for platform: Platform) -> Template.Format {
+    /// The format to compile `body` with: explicit, else by file extension, else as every template
+    /// is (``Template/Format/resolved(for:headers:body:)``).
+    public func resolvedFormat(for platform: Platform, body: String) -> Template.Format {
         if let format { return format }
         if case .file(let path) = source {
             let lowered = path.lowercased()
@@ -533,11 +534,6 @@ public struct TemplateConfiguration: Sendable, Hashable {
             if lowered.hasSuffix(".xml") { return .xml }
             if lowered.hasSuffix(".txt") || lowered.hasSuffix(".raw") { return .raw }
         }
-        switch platform {
-        case .apns, .fcm, .gcm, .browser: return .json
-        case .wns:
-            let type = headers.first(where: { $0.name.lowercased() == "x-wns-type" })?.value
-            return type == "wns/raw" ? .raw : .xml
-        }
+        return .resolved(for: platform, headers: headers.map { ($0.name, $0.value) }, body: body)
     }
 }

@@ -18,6 +18,12 @@ public enum Platform: String, CaseIterable, Sendable, Hashable, Codable, Compara
 
     public var description: String { rawValue }
 
+    /// Every platform's name, for messages and help: `apns, fcm, gcm, wns, browser` (from the cases,
+    /// so that a new platform is named everywhere at once).
+    public static let names = allCases.map(\.rawValue).joined(separator: ", ")
+    /// The same, the last one joined by `or`: `apns, fcm, gcm, wns or browser`.
+    public static let alternatives = allCases.dropLast().map(\.rawValue).joined(separator: ", ") + " or " + allCases.last!.rawValue
+
     /// The human name of the service, for tables and logs.
     public var serviceName: String {
         switch self {

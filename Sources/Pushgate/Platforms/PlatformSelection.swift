@@ -8,7 +8,7 @@
 /// selection.platforms  // [.apns, .wns]
 /// ```
 public struct PlatformSelection: Sendable, Hashable, CustomStringConvertible {
-    /// The selected platforms in canonical order (apns, fcm, gcm, wns).
+    /// The selected platforms in canonical order (``Platform/allCases``).
     public let platforms: [Platform]
 
     public static let all = PlatformSelection(uncheckedPlatforms: Platform.allCases)
@@ -61,7 +61,7 @@ public struct PlatformSelectionError: PushgateInputError, Hashable {
     fileprivate init(_ code: Code) { self.code = code }
 
     public var description: String {
-        let accepted = "accepted: apns, fcm, gcm, wns, browser, all, or a comma-separated list"
+        let accepted = "accepted: \(Platform.names), all, or a comma-separated list"
         switch code {
         case .empty: return "pns is empty; \(accepted)"
         case .emptyItem(let text): return "pns '\(text)' has an empty item; \(accepted)"

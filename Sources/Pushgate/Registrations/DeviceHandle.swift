@@ -11,6 +11,14 @@ public struct DeviceHandle: Sendable, Hashable, CustomStringConvertible, Codable
         self.value = value
     }
 
+    /// The text of a handle given in JSON, for ``HandlePolicy/validate(_:for:)``: a string, or a
+    /// browser's subscription as the object `PushSubscription.toJSON()` gives (both APIs and the
+    /// JSON-lines import take both forms); nil for anything else.
+    public static func text(fromJSON value: JSONValue) -> String? {
+        if let text = value.stringValue { return text }
+        return value.objectMembers != nil ? String(decoding: value.serialized(), as: UTF8.self) : nil
+    }
+
     /// The handle with its middle hidden, safe for logs and results: `3f2a9c…b41e`.
     public var masked: String {
         // An FCM topic or condition target is no secret: shown whole.

@@ -85,9 +85,14 @@ extension Registration {
         do { id = try RegistrationID(idText) } catch { throw RegistrationLineError("'id': \(error)") }
         let platformText = try string("platform")
         guard let platform = Platform(rawValue: platformText) else {
-            throw RegistrationLineError("'platform': '\(platformText)' is not one of apns, fcm, gcm, wns")
+            throw RegistrationLineError("'platform': '\(platformText.prefix(40))' is not one of \(Platform.names)")
         }
-        let handleText = try string("handle")
+        // A browser's subscription may be its handle string or the object its page gives.
+        guard let handleValue = root["handle"] else { throw RegistrationLineError("'handle' is required") }
+        guard let handleText = DeviceHandle.text(fromJSON: handleValue) else {
+            throw RegistrationLineError(
+                "'handle' must be a string (or a browser's subscription object), found \(handleValue.typeDescription)")
+        }
         let handle: DeviceHandle
         do { handle = try handles.validate(handleText, for: platform) } catch { throw RegistrationLineError("'handle': \(error)") }
         let owner = try string("owner")

@@ -211,7 +211,7 @@ public struct WriterGuard: Sendable, Hashable {
         if handleHeldByAnother {
             return StoreError(
                 .conflict,
-                "Handle: this device is registered by another user; that registration must be deleted (DELETE /api/register/{id}) first")
+                "Handle: this device is registered by another user; that user must delete that registration first")
         }
         return nil
     }

@@ -96,7 +96,7 @@ public struct TagPolicyError: PushgateInputError, Hashable {
             return "tag '\(tag)' spells the username: prefix in another case; a user's tag is username:<name>, in lower case"
         case .deviceClaimsUser(let tag):
             return
-                "tag '\(tag)' is a user's (username:…); a Listen key may not claim it (the user's devices are registered through /api/register)"
+                "tag '\(tag)' is a user's (username:…); a Listen key may not claim it (a user's devices are registered by that user)"
         }
     }
 }

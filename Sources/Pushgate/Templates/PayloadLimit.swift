@@ -24,7 +24,7 @@ public struct PayloadSizeError: PushgateInputError, Hashable {
     public let size: Int
     public let limit: Int
 
-    public var httpStatusCode: Int { 413 }
+    public var isOverLimit: Bool { true }
 
     public var description: String {
         "\(platform.serviceName) payload is \(size) bytes; the limit is \(limit) bytes"

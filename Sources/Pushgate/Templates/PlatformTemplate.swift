@@ -164,8 +164,10 @@ public struct PlatformTemplate: Sendable {
                 result.append(HTTPHeader(name: lowered, value: value))
             case .wns:
                 let canonical: String
+                var value = value
                 switch lowered {
                 case "x-wns-type":
+                    value = value.lowercased()
                     try check(wnsTypes[value] != nil, "'\(value)' must be wns/toast, wns/tile, wns/badge or wns/raw")
                     canonical = "X-WNS-Type"
                 case "x-wns-cache-policy":
@@ -336,11 +338,11 @@ public enum NotificationRenderError: PushgateInputError, Hashable {
     /// A header's per-send value is not one the service accepts.
     case header(name: String, reason: String)
 
-    public var httpStatusCode: Int {
+    public var isOverLimit: Bool {
         switch self {
-        case .template(let error): error.httpStatusCode
-        case .size(let error): error.httpStatusCode
-        case .header: 400
+        case .template(let error): error.isOverLimit
+        case .size(let error): error.isOverLimit
+        case .header: false
         }
     }
 
@@ -357,4 +359,26 @@ public enum NotificationRenderError: PushgateInputError, Hashable {
 func isCanonicalUUID(_ text: String) -> Bool {
     let groups = text.split(separator: "-", omittingEmptySubsequences: false).map(\.count)
     return groups == [8, 4, 4, 4, 12] && text.allSatisfy { $0 == "-" || ($0.isHexDigit && !$0.isUppercase) }
+}
+
+extension Template.Format {
+    /// A template's syntax, decided here for every template: the app's configured ones, the hub's
+    /// native sends and each hub registration's own. It follows from the platform and the declared
+    /// headers (WNS: `X-WNS-Type: wns/raw` in any letter case is raw text, any other type XML), and
+    /// for Web Push from the body: JSON when it is a JSON object or array, plain text otherwise.
+    public static func resolved(for platform: Platform, headers: [(String, String)], body: String) -> Template.Format {
+        switch platform {
+        case .apns, .fcm, .gcm: .json
+        case .browser: Template.browserFormat(of: body)
+        case .wns: PlatformTemplate.wnsType(in: headers) == "wns/raw" ? .raw : .xml
+        }
+    }
+}
+
+extension PlatformTemplate {
+    /// The `X-WNS-Type` among `headers` in the spelling Microsoft documents (lower case; the value is
+    /// compared and sent that way whatever case it is given in), or nil.
+    public static func wnsType(in headers: [(String, String)]) -> String? {
+        headers.first { $0.0.lowercased() == "x-wns-type" }?.1.lowercased()
+    }
 }

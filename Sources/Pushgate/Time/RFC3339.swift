@@ -131,8 +131,6 @@ public struct RFC3339Error: PushgateInputError, Hashable {
     public let position: Int
     public let reason: String
 
-    public var httpStatusCode: Int { 400 }
-
     public var description: String {
         "'\(text.prefix(64))' is not an RFC 3339 date-time (such as 2026-11-23T14:05:00Z): \(reason) at position \(position)"
     }

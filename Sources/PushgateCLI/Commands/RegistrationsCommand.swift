@@ -21,7 +21,7 @@ struct RegistrationsCommand: AsyncParsableCommand {
         @Option(help: "Only registrations whose tags satisfy this expression, e.g. 'username:alice' or 'news && !lang:fr'.")
         var tags: String?
 
-        @Option(help: "Only these platforms: apns, fcm, gcm, wns, all, or a comma-separated list.")
+        @Option(help: ArgumentHelp("Only these platforms: \(Platform.names), all, or a comma-separated list."))
         var pns: String = "all"
 
         func validate() throws {

@@ -42,7 +42,7 @@ struct SendCommand: AsyncParsableCommand {
     @Flag(help: "With --hub: a template send (the message as the 'message' property, with any --property) instead of native sends.")
     var template = false
 
-    @Option(help: "Platforms: apns, fcm, gcm, wns, browser, all, or a comma-separated list.")
+    @Option(help: ArgumentHelp("Platforms: \(Platform.names), all, or a comma-separated list."))
     var pns: String = "all"
 
     @Option(name: .customLong("to-tag"), help: "The recipient's user name (targets username:<name>).")

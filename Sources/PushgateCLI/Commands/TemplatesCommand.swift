@@ -88,7 +88,7 @@ struct TemplatesCommand: ParsableCommand {
 
         @OptionGroup var options: ConfigOptions
 
-        @Option(name: .long, help: "Platforms: apns, fcm, gcm, wns, all, or a comma-separated list.")
+        @Option(name: .long, help: ArgumentHelp("Platforms: \(Platform.names), all, or a comma-separated list."))
         var pns: String = "all"
 
         @Option(name: .long, help: "The template set (purpose), such as notify or secure.")

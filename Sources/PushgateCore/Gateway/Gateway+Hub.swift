@@ -169,13 +169,7 @@ extension Gateway {
         case .browser:
             passed = headers.filter { passesThrough($0.name, to: .browser) }.map { ($0.name, $0.value) }
         }
-        let isRaw = platform == .wns && passed.contains { $0.0.lowercased() == "x-wns-type" && $0.1.lowercased() == "wns/raw" }
-        let format: Template.Format =
-            switch platform {
-            case .wns: isRaw ? .raw : .xml
-            case .browser: Template.browserFormat(of: bodyText)
-            case .apns, .fcm, .gcm: .json
-            }
+        let format = Template.Format.resolved(for: platform, headers: passed, body: bodyText)
         let checked: PlatformTemplate
         do {
             checked = try PlatformTemplate(platform: platform, template: try Template(format: format, text: bodyText), headers: passed)
@@ -189,23 +183,11 @@ extension Gateway {
         return RenderedNotification(platform: platform, body: bytes, headers: checked.headers, contentType: checked.contentType)
     }
 
-    /// A template send's body: a JSON object of string (or number, boolean) properties.
+    /// A template send's body: a JSON object of properties (``TemplateProperties/BodyRules/anyProperties``).
     package static func hubTemplateProperties(_ body: [UInt8]) throws(GatewayError) -> TemplateProperties {
-        let root: JSONValue
-        do { root = try JSONParser.parse(body) } catch { throw .badRequest("body: \(error.description)") }
-        guard let members = root.objectMembers else {
-            throw .badRequest("body: a template notification is a JSON object of properties, not \(root.typeDescription)")
+        do { return try TemplateProperties.parse(json: body, rules: .anyProperties) } catch {
+            throw .badRequest("body: \(error.description)")
         }
-        var values: [String: String] = [:]
-        for member in members {
-            switch member.value.kind {
-            case .string(let text): values[member.key] = text
-            case .number(let text): values[member.key] = text
-            case .bool(let flag): values[member.key] = flag ? "true" : "false"
-            default: throw .badRequest("body: $.\(member.key) must be a string, number or boolean")
-            }
-        }
-        return TemplateProperties(values)
     }
 
     /// How a hub send's pages split by payload: a native send skips template registrations; a
@@ -279,13 +261,7 @@ extension Gateway {
     /// A registration's template compiled for its platform (checked as an app template is).
     package static func compile(_ template: RegistrationTemplate, platform: Platform) throws(TemplateError) -> PlatformTemplate {
         let headers = template.headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
-        let format: Template.Format
-        switch platform {
-        case .apns, .fcm, .gcm: format = .json
-        case .browser: format = Template.browserFormat(of: template.body)
-        case .wns:
-            format = headers.contains { $0.0.lowercased() == "x-wns-type" && $0.1.lowercased() == "wns/raw" } ? .raw : .xml
-        }
+        let format = Template.Format.resolved(for: platform, headers: headers, body: template.body)
         return try PlatformTemplate(platform: platform, template: try Template(format: format, text: template.body), headers: headers)
     }
 }

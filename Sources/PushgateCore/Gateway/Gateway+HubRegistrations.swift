@@ -76,7 +76,7 @@ extension Gateway {
         guard registration.owner != hubOwner, writer == .device else { return }
         throw GatewayError(
             .forbidden,
-            "registration \(registration.id.rawValue) belongs to a user (made through /api/register); a Listen key may not change it")
+            "registration \(registration.id.rawValue) belongs to a user (registered by that user); a Listen key may not change it")
     }
 
     /// What a write does to a registration that may belong to an installation bound to a user.

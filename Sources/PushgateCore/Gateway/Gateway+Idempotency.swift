@@ -101,7 +101,7 @@ extension Gateway {
         result.state = record.state
         let ending: SendOutcome.Ending = record.state.isFinal ? .finished : .continuing
         if ending == .continuing {
-            result.error = "a repeat of a send still in progress (Idempotency-Key): GET /api/notifications/\(record.id)/outcome"
+            result.error = "a repeat of a send still in progress (Idempotency-Key): notification \(record.id) records its outcome"
         }
         return SendOutcome(result: result, ending: ending, secureID: record.secureID, replayed: true)
     }

@@ -60,7 +60,7 @@ extension Gateway {
             targets: run.targets)
         var ending: SendOutcome.Ending
         let reached = result.platforms.reduce(0) { $0 + $1.total }
-        let outcome = durable ? " (GET /api/notifications/\(notification.id)/outcome)" : ""
+        let outcome = durable ? " (notification \(notification.id) records its outcome)" : ""
         switch run.stop {
         case .storeFailed(let failure), .recordFailed(let failure):
             let what = if case .storeFailed = run.stop { "listing targets" } else { "recording outcomes" }

@@ -96,12 +96,10 @@ extension Gateway {
             guard let members = root.objectMembers else { throw .badRequest("body must be a JSON object with Platform, Handle and Tags") }
             func field(_ name: String) -> JSONValue? { members.first(where: { $0.key.lowercased() == name })?.value }
             guard let platform = field("platform")?.stringValue else {
-                throw .badRequest("\"Platform\" is required (apns, fcm, gcm, wns or browser)")
+                throw .badRequest("\"Platform\" is required (\(Platform.alternatives))")
             }
             // A browser's subscription may come as the object `PushSubscription.toJSON()` gives.
-            guard let value = field("handle"),
-                let handle = value.stringValue ?? (value.objectMembers != nil ? String(decoding: value.serialized(), as: UTF8.self) : nil)
-            else {
+            guard let value = field("handle"), let handle = DeviceHandle.text(fromJSON: value) else {
                 throw .badRequest("\"Handle\" is required (the device token, channel URI or browser subscription)")
             }
             var tags: [String] = []
@@ -123,7 +121,7 @@ extension Gateway {
     public func upsertRegistration(id text: String, _ input: DeviceRegistration, user: AuthenticatedUser) async throws(GatewayError) {
         let id = try Self.registrationID(text)
         guard let platform = Platform(rawValue: input.platform.lowercased()) else {
-            throw .badRequest("Platform '\(input.platform.prefix(40))' is not supported; use apns, fcm, gcm, wns or browser")
+            throw .badRequest("Platform '\(input.platform.prefix(40))' is not supported; use \(Platform.alternatives)")
         }
         let handle: DeviceHandle
         do { handle = try app.configuration.handles.validate(input.handle, for: platform) } catch {

@@ -164,7 +164,7 @@ extension Gateway {
     /// anything is sent.
     public func prepare(_ request: SendRequest, user: AuthenticatedUser, purpose: String = "notify") throws(GatewayError) -> PreparedSend {
         guard let pns = request.pns, !pns.isEmpty else {
-            throw .badRequest("pns is required: apns, fcm, gcm, wns, all or a comma-separated list")
+            throw .badRequest("pns is required: \(Platform.names), all or a comma-separated list")
         }
         let selection: PlatformSelection
         do { selection = try PlatformSelection(parsing: pns) } catch { throw .badRequest("pns: \(error.description)") }
@@ -247,31 +247,9 @@ extension Gateway {
         return SendOutcome(result: result, ending: ending, secureID: secureID)
     }
 
-    /// The template properties from a send body: a JSON string is the message; a JSON object gives
-    /// properties (string, number or boolean values) and must contain `message`.
+    /// The template properties from a tutorial send's body: a JSON string is the message; a JSON
+    /// object gives properties and must contain `message` (``TemplateProperties/BodyRules/message``).
     package static func properties(from body: [UInt8]) throws(GatewayError) -> TemplateProperties {
-        let value: JSONValue
-        do { value = try JSONParser.parse(body) } catch { throw .badRequest("body: \(error.description)") }
-        switch value.kind {
-        case .string(let message):
-            return ["message": message]
-        case .object(let members):
-            var properties = TemplateProperties()
-            for member in members {
-                guard member.key.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }), !member.key.isEmpty else {
-                    throw .badRequest("property name '\(member.key)' must be letters, digits and _")
-                }
-                switch member.value.kind {
-                case .string(let text): properties[member.key] = text
-                case .number(let text): properties[member.key] = text
-                case .bool(let flag): properties[member.key] = flag ? "true" : "false"
-                default: throw .badRequest("property '\(member.key)' must be a string, number or boolean")
-                }
-            }
-            guard properties["message"] != nil else { throw .badRequest("the body object must contain \"message\"") }
-            return properties
-        default:
-            throw .badRequest("body must be a JSON string (the message) or an object of properties")
-        }
+        do { return try TemplateProperties.parse(json: body, rules: .message) } catch { throw .badRequest("body: \(error.description)") }
     }
 }

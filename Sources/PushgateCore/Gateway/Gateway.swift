@@ -102,7 +102,8 @@ public final class Gateway: Sendable {
 }
 
 /// The deliveries running now. At the shutdown deadline ``cancelAll()`` cancels them: each then
-/// answers its caller 503 with what it reached, while its connection is still open.
+/// answers its caller while its connection is still open (stored in the outbox, 202: it resumes;
+/// with the outbox off, 503 with what it reached).
 public final class InFlightSends: Sendable {
     private let tasks = Mutex<[UInt64: Task<Gateway.SendOutcome, Never>]>([:])
     private let counter = Atomic<UInt64>(0)

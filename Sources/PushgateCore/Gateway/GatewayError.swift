@@ -76,6 +76,6 @@ public struct GatewayError: Error, Hashable, Sendable, CustomStringConvertible {
 
     /// The refusal a domain input error deserves: an over-limit payload is too large, the rest invalid.
     package static func input(_ error: some PushgateInputError, _ message: String) -> GatewayError {
-        GatewayError(error.httpStatusCode == 413 ? .tooLarge : .invalid, message)
+        GatewayError(error.isOverLimit ? .tooLarge : .invalid, message)
     }
 }

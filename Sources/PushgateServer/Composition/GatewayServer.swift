@@ -198,8 +198,9 @@ public struct GatewayServer: Sendable {
 }
 
 /// The HTTP listener. On shutdown it stops accepting at once and lets requests in flight
-/// finish; at `deadline` it cancels the sends still running, each of which then answers 503 with
-/// what it reached while its connection is still open.
+/// finish; at `deadline` it cancels the sends still running, each of which then answers while its
+/// connection is still open: 202 with the outbox on (the notification is stored and resumes), 503
+/// with what it reached with the outbox off.
 struct HTTPListenerService: Service {
     /// The plain and the HTTPS listener (one of them, or both on two ports).
     let applications: [Application<RouterResponder<GatewayContext>>]

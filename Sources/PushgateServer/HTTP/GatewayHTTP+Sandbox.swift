@@ -26,7 +26,8 @@ extension GatewayHTTP {
         api.post("sandbox/devices") { request, _ in
             let body = try await collectJSON(request, limit: 1024)
             guard let platform = (try? JSONParser.parse(body))?["platform"]?.stringValue, Platform(rawValue: platform) != nil else {
-                throw GatewayError.badRequest(#"body must be {"platform": "apns|fcm|gcm|wns|browser"}"#)
+                let platforms = Platform.allCases.map(\.rawValue).joined(separator: "|")
+                throw GatewayError.badRequest(#"body must be {"platform": "\#(platforms)"}"#)
             }
             return forwarded(await sandbox.forward("POST", "/devices", body: Array(#"{"platform":"\#(platform)"}"#.utf8)))
         }
