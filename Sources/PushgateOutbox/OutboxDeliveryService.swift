@@ -156,9 +156,6 @@ public struct OutboxDeliveryService: Service {
         } else {
             run = await driver.drive(notification, helping: helping, logger: logger)
         }
-        driver.metrics.sent(
-            NotificationResult(notificationID: notification.id, selection: notification.selection, counts: run.counts, targets: run.targets)
-        )
         switch run.stop {
         case nil:
             driver.metrics.sendFinished(duration: ContinuousClock.now - started)

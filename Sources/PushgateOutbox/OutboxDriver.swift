@@ -86,9 +86,22 @@ public struct OutboxDriver: Sendable {
     /// `helping`: the notification is another instance's (``OutboxStore/takeRunningNotification(app:owner:now:)``);
     /// this driver delivers the pages it can claim of it until none is left, and stops with
     /// ``OutboxDrive/Stop/helped`` (the holder finishes it).
+    ///
+    /// What the drive reached is counted in the send metrics here, once for every kind of send
+    /// (a request's own, the background's, a helper's pages).
     public func drive(
         _ notification: OutboxNotification, helping: Bool = false, progress: (@Sendable (DispatchProgress) -> Void)? = nil,
         logger: Logger
+    ) async -> OutboxDrive.Result {
+        let result = await driveUncounted(notification, helping: helping, progress: progress, logger: logger)
+        metrics.sent(
+            NotificationResult(
+                notificationID: notification.id, selection: notification.selection, counts: result.counts, targets: result.targets))
+        return result
+    }
+
+    private func driveUncounted(
+        _ notification: OutboxNotification, helping: Bool, progress: (@Sendable (DispatchProgress) -> Void)?, logger: Logger
     ) async -> OutboxDrive.Result {
         var machine = OutboxDrive(notification, settings: settings, helping: helping)
         let drive = drives.start(notification.id)

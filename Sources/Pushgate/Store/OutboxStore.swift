@@ -149,16 +149,23 @@ public struct IdempotencyKey: Sendable, Hashable {
     public static let maximumLength = 255
 
     public var key: String
-    /// A digest of the request (the same for a repeat of it).
+    /// A digest of the request (the same for a repeat of it), in the version this gateway writes.
     public var fingerprint: String
+    /// The same request's digests in the other versions this gateway reads: a key stored by an
+    /// instance that wrote another version still matches its repeat.
+    public var otherVersions: [String]
     /// A notification stored before this no longer holds the key (the window is over).
     public var storedSince: Timestamp
 
-    public init(key: String, fingerprint: String, storedSince: Timestamp) {
+    public init(key: String, fingerprint: String, otherVersions: [String] = [], storedSince: Timestamp) {
         self.key = key
         self.fingerprint = fingerprint
+        self.otherVersions = otherVersions
         self.storedSince = storedSince
     }
+
+    /// Whether a stored fingerprint, of any version, is this request's.
+    public func matches(_ stored: String) -> Bool { stored == fingerprint || otherVersions.contains(stored) }
 }
 
 /// The notification that holds an idempotency key.

@@ -1,35 +1,8 @@
-import Crypto
 import Foundation
 import Pushgate
 
 extension Gateway {
     // MARK: Idempotent sends (`Idempotency-Key`)
-
-    /// The `Idempotency-Key` a send came with, checked, and the fingerprint of its request:
-    /// `request` names what makes two requests the same send (the API, its parameters and
-    /// headers, in a fixed order), `body` is its body. nil without the header.
-    ///
-    /// The key is a Structured Field string as the IETF idempotency-key draft writes it
-    /// (`"…"`), or the same characters unquoted, as most clients send it: 1 to 255 visible ASCII
-    /// characters. Idempotent sends need the outbox, where the key is kept.
-    public func idempotencyKey(header: String?, request: [String?], body: [UInt8]) throws(GatewayError) -> IdempotencyKey? {
-        guard let header else { return nil }
-        let key = try Self.idempotencyKeyValue(header)
-        try outbox.require(for: "idempotent sends (Idempotency-Key)")
-        var digest = SHA256()
-        for part in request {
-            // Each part with its length (nil apart from empty), so that no two requests run together.
-            let bytes = part.map { Array($0.utf8) }
-            digest.update(data: Array("\(bytes.map { String($0.count) } ?? "-"):".utf8))
-            digest.update(data: bytes ?? [])
-        }
-        digest.update(data: Array("\(body.count):".utf8))
-        digest.update(data: body)
-        let fingerprint = digest.finalize().map { String(format: "%02x", $0) }.joined()
-        let window = Double(outbox.configuration.idempotencyWindowSeconds)
-        return IdempotencyKey(
-            key: key, fingerprint: fingerprint, storedSince: Timestamp(secondsSinceEpoch: now().secondsSinceEpoch - window))
-    }
 
     /// The key of an `Idempotency-Key` header, naming what is wrong with it.
     package static func idempotencyKeyValue(_ header: String) throws(GatewayError) -> String {
@@ -81,7 +54,7 @@ extension Gateway {
 
     /// The record of the notification that holds `key`, when it was stored for the same request.
     package func record(holding key: IdempotencyKey, _ holder: OutboxKeyHolder) async throws(GatewayError) -> NotificationRecord {
-        guard holder.fingerprint == key.fingerprint else {
+        guard key.matches(holder.fingerprint) else {
             throw GatewayError(
                 .unprocessable,
                 "Idempotency-Key '\(key.key.prefix(64))' was used for another request (notification \(holder.notificationID)); "

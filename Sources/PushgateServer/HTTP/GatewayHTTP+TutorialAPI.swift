@@ -55,65 +55,7 @@ extension GatewayHTTP {
             return Response(status: .ok)
         }
         api.post("notifications") { request, context in
-            let user = try context.authenticatedUser()
-            let body = try await collectJSON(request, limit: maximumBodyBytes)
-            let query = try QueryParameters(request.uri, accepting: sendParameters)
-            let secure = try query.flag("secure")
-            // Checked before anything is stored (a secure send stores its message while preparing).
-            let deliverAt = try gateway.scheduleTime(query.get("deliverAt"))
-            var sendRequest = Gateway.SendRequest(
-                pns: query.get("pns"), toTag: query.get("to_tag"), tagExpression: query.get("tags"), body: body,
-                timeToLive: try Gateway.SendRequest.timeToLive(query.get("ttl")), deliverAt: deliverAt)
-            sendRequest.validateOnly = try query.flag("validateOnly")
-            sendRequest.fcmTopic = query.get("topic")
-            sendRequest.fcmCondition = query.get("condition")
-            if sendRequest.validateOnly && secure {
-                throw GatewayError.badRequest("validateOnly cannot be combined with secure: a secure send stores its message")
-            }
-            let respondAsync = try asyncRequested(request, query: query)
-            if deliverAt != nil, query.has("async"), try !query.flag("async") {
-                throw GatewayError.badRequest("async=false contradicts deliverAt: a scheduled send is always answered 202 at once")
-            }
-            if let toTag = query.get("to_tag"), !toTag.isEmpty, let tags = query.get("tags"), !tags.isEmpty {
-                throw GatewayError.badRequest("give to_tag (a user name) or tags (a tag expression), not both")
-            }
-            // A dry run: who it reaches and what each service would get; nothing stored or sent.
-            if try query.flag("dryRun") {
-                let sample = try integer(query.get("sample"), named: "sample", default: 10)
-                return encoded(200, try await gateway.dryRun(sendRequest, secure: secure, user: user, sample: sample))
-            }
-            if respondAsync || deliverAt != nil { try gateway.outbox.require(for: "asynchronous and scheduled sends") }
-            let scheduledOrAsync = respondAsync || deliverAt != nil
-            let idempotencyKey = try gateway.idempotencyKey(
-                header: request.headers[idempotencyKeyHeader],
-                request: [
-                    "POST /api/notifications", query.get("pns"), query.get("to_tag"), query.get("tags"), query.get("ttl"),
-                    query.get("deliverAt"), secure ? "secure" : nil, respondAsync ? "async" : nil,
-                    sendRequest.validateOnly ? "validateOnly" : nil, query.get("topic"), query.get("condition"),
-                ], body: body)
-            if let record = try await gateway.repeatedSend(idempotencyKey, sender: user.name) {
-                guard scheduledOrAsync else { return try answer(gateway.replayed(record), request) }
-                return accepted(Gateway.Accepted(record: record, replayed: true), respondAsync: respondAsync)
-            }
-            let prepared =
-                try await secure
-                ? gateway.prepareSecure(sendRequest, user: user, deliverAt: deliverAt) : gateway.prepare(sendRequest, user: user)
-            if scheduledOrAsync {
-                let accepted = try await gateway.enqueue(prepared, deliverAt: deliverAt, idempotencyKey: idempotencyKey)
-                return self.accepted(accepted, respondAsync: respondAsync)
-            }
-            // Whose devices the send reached is the caller's to see only if they are the caller's.
-            let disclosed = user.mayInspectDevices(ofAudience: prepared.audience.description)
-            let accept = (request.headers[.accept] ?? "").lowercased()
-            if accept.contains(progressMediaType) {
-                return streamed(
-                    prepared, gateway: gateway, metrics: metrics, logger: context.logger, idempotencyKey: idempotencyKey,
-                    disclosed: disclosed)
-            }
-            var outcome = await deliverToCompletion(prepared, gateway: gateway, logger: context.logger, idempotencyKey: idempotencyKey)
-            if !outcome.replayed { metrics.sent(outcome.result) }
-            if !disclosed { outcome.result = outcome.result.withoutDevices() }
-            return try answer(outcome, request)
+            try await notify(request, context: context, gateway: gateway, maximumBodyBytes: maximumBodyBytes)
         }
         api.get("notifications") { request, context in
             let user = try context.authenticatedUser()
@@ -169,6 +111,49 @@ extension GatewayHTTP {
             }
         }
         return api
+    }
+
+    /// `POST /api/notifications`: parse → ``Sends/run(_:logger:)`` → answer.
+    static func notify(
+        _ request: Request, context: GatewayContext, gateway: Gateway, maximumBodyBytes: Int
+    ) async throws -> Response {
+        let command = try await sendCommand(
+            request, user: try context.authenticatedUser(), gateway: gateway, maximumBodyBytes: maximumBodyBytes)
+        switch try await gateway.sends.run(command, logger: context.logger) {
+        case .dryRun(let report): return encoded(200, report)
+        case .accepted(let accepted): return self.accepted(accepted, respondAsync: command.mode == .asynchronous)
+        case .delivered(let outcome): return try answer(outcome, request)
+        case .streamed(let send): return streamed(send, logger: context.logger)
+        }
+    }
+
+    /// The tutorial API's send request as a ``SendCommand``: its query parameters read strictly
+    /// (``sendParameters``), the body, `Prefer`, `Accept` and `Idempotency-Key`.
+    static func sendCommand(
+        _ request: Request, user: AuthenticatedUser, gateway: Gateway, maximumBodyBytes: Int
+    ) async throws(GatewayError) -> SendCommand {
+        let body = try await collectJSON(request, limit: maximumBodyBytes)
+        let query = try QueryParameters(request.uri, accepting: sendParameters)
+        let secure = try query.flag("secure")
+        let deliverAt = try gateway.scheduleTime(query.get("deliverAt")).map { SendCommand.Given($0, text: query.get("deliverAt") ?? "") }
+        let timeToLive = try Gateway.SendRequest.timeToLive(query.get("ttl")).map { SendCommand.Given($0, text: query.get("ttl") ?? "") }
+        let audience = try SendCommand.Audience.tutorial(
+            toTag: query.get("to_tag"), tags: query.get("tags"), topic: query.get("topic"), condition: query.get("condition"))
+        let streaming = (request.headers[.accept] ?? "").lowercased().contains(progressMediaType)
+        var mode: SendCommand.Mode?
+        if try query.flag("dryRun") {
+            mode = .dryRun(sample: try integer(query.get("sample"), named: "sample", default: 10))
+        } else if try asyncRequested(request, query: query) {
+            mode = .asynchronous
+        } else if query.has("async") && (deliverAt != nil || !streaming) {
+            mode = .synchronous  // async=false, said explicitly (which a delivery time contradicts)
+        } else if streaming {
+            mode = .streamed
+        }
+        return SendCommand(
+            route: .tutorialNotifications, sender: .user(user), audience: audience, content: .message(body: body, secure: secure),
+            platforms: query.get("pns"), mode: mode, deliverAt: deliverAt, timeToLive: timeToLive,
+            validateOnly: try query.flag("validateOnly"), idempotencyKey: request.headers[idempotencyKeyHeader])
     }
 
     /// Every query parameter `POST /api/notifications` takes; any other is a 400 naming it.

@@ -116,28 +116,13 @@ public enum GatewayHTTP {
         return try query.flag("async", default: preferences.contains("respond-async"))
     }
 
-    /// Runs a send to its end even when the client goes away (a disconnect does not cancel it);
-    /// cancelling the request itself (shutdown past its deadline) cancels the send, which then
-    /// reports what it reached.
-    static func deliverToCompletion(
-        _ prepared: Gateway.PreparedSend, gateway: Gateway, logger: Logger, idempotencyKey: IdempotencyKey? = nil,
-        progress: (@Sendable (DispatchProgress) -> Void)? = nil
-    ) async -> Gateway.SendOutcome {
-        await gateway.inFlight.run {
-            await gateway.deliver(prepared, progress: progress, logger: logger, idempotencyKey: idempotencyKey)
-        }
-    }
-
     /// A send answered as it goes: a `{"progress": {"processed", "succeeded"}}` line after each
     /// batch of targets, then `{"status", "result", "secureId"}`. The HTTP status is 200 once
     /// streaming starts; the last line carries the send's own status.
     ///
     /// A client that disconnects does not stop the send: it carries on to its end, and its
     /// outcomes go to the metrics and the log, as for a non-streamed send.
-    static func streamed(
-        _ prepared: Gateway.PreparedSend, gateway: Gateway, metrics: GatewayMetrics, logger: Logger, idempotencyKey: IdempotencyKey? = nil,
-        disclosed: Bool = true
-    ) -> Response {
+    static func streamed(_ send: Sends.StreamedSend, logger: Logger) -> Response {
         Response(
             status: .ok, headers: [.contentType: "\(progressMediaType); charset=utf-8", .cacheControl: "no-store"],
             body: ResponseBody { writer in
@@ -145,9 +130,7 @@ public enum GatewayHTTP {
                 let (lines, continuation) = AsyncStream.makeStream(of: DispatchProgressLine.self, bufferingPolicy: .bufferingNewest(8))
                 async let delivered: Gateway.SendOutcome = {
                     defer { continuation.finish() }
-                    return await deliverToCompletion(prepared, gateway: gateway, logger: logger, idempotencyKey: idempotencyKey) {
-                        continuation.yield(DispatchProgressLine(processed: $0.processed, succeeded: $0.succeeded))
-                    }
+                    return await send.run { continuation.yield(DispatchProgressLine(processed: $0.processed, succeeded: $0.succeeded)) }
                 }()
                 var connected = true
                 for await line in lines {
@@ -156,7 +139,6 @@ public enum GatewayHTTP {
                     if Task.isCancelled { break }
                 }
                 let outcome = await delivered
-                if !outcome.replayed { metrics.sent(outcome.result) }
                 guard connected else {
                     logger.notice(
                         "streamed send finished after its client disconnected",
@@ -166,9 +148,8 @@ public enum GatewayHTTP {
                         ])
                     return
                 }
-                let result = disclosed ? outcome.result : outcome.result.withoutDevices()
                 try await writer.write(
-                    encodedLine(StreamedResultBody(result: result, status: outcome.httpStatus, secureId: outcome.secureID)))
+                    encodedLine(StreamedResultBody(result: outcome.result, status: outcome.httpStatus, secureId: outcome.secureID)))
                 try await writer.finish(nil)
             })
     }

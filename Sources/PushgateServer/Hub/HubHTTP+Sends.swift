@@ -10,12 +10,28 @@ import PushgateXML
 extension HubHTTP {
     // MARK: Sends
 
+    /// `POST /{hub}/messages` and `/schedulednotifications`: parse → ``Sends/run(_:logger:)`` → answer.
     static func send(_ request: Request, call: HubCall, limit: Int, scheduled: Bool) async throws(GatewayError) -> Response {
+        let command = try await sendCommand(request, call: call, limit: limit, scheduled: scheduled)
+        let collection = scheduled ? "schedulednotifications" : "messages"
+        switch try await call.gateway.sends.run(command, logger: call.gateway.logger) {
+        case .accepted(let accepted):
+            return created(accepted.record.id, replayed: accepted.replayed, collection: collection, request: request, call: call)
+        case .delivered(let outcome):
+            return try testAnswer(outcome, request: request)
+        case .dryRun, .streamed:
+            throw GatewayError(.misconfigured, "internal error: a hub send is stored or a test send")
+        }
+    }
+
+    /// A hub send request as a ``SendCommand``: `?direct` and `?test`, the Notification Hubs
+    /// headers that address and shape it, its body.
+    static func sendCommand(_ request: Request, call: HubCall, limit: Int, scheduled: Bool) async throws(GatewayError) -> SendCommand {
         let query = try QueryParameters(request.uri, accepting: ["api-version", "direct", "test"])
         let direct = try query.flag("direct", bare: true)
         // `?test` (the REST reference, the .NET and Python SDKs) or the header some SDKs send.
         let test = try query.flag("test", bare: true) || request.headers[testSendHeader]?.lowercased() == "true"
-        var handles: [String]?
+        var audience = SendCommand.Audience.everyone
         if direct {
             guard let handle = request.headers[deviceHandleHeader], !handle.isEmpty else {
                 throw .badRequest("a direct send needs ServiceBusNotification-DeviceHandle")
@@ -24,62 +40,30 @@ extension HubHTTP {
             if request.headers[formatHeader]?.lowercased() == "browser", let p256dh = request.headers[p256dhHeader],
                 let auth = request.headers[authHeader]
             {
-                handles = [WebPushSubscription.json(endpoint: handle, p256dh: p256dh, auth: auth)]
+                audience = .devices(
+                    [WebPushSubscription.json(endpoint: handle, p256dh: p256dh, auth: auth)], field: deviceHandleHeader.rawName)
             } else {
-                handles = [handle]
+                audience = .devices([handle], field: deviceHandleHeader.rawName)
             }
         } else if request.headers[deviceHandleHeader] != nil {
             throw .badRequest("ServiceBusNotification-DeviceHandle is for direct sends: add ?direct to the URL")
+        } else if let tags = request.headers[tagsHeader] {
+            audience = .tags(tags)
         }
-        let gateway = call.gateway
-        var deliverAt: Timestamp?
+        var deliverAt: SendCommand.Given<Timestamp>?
         if scheduled {
             guard let text = request.headers[scheduleTimeHeader] else {
                 throw .badRequest("ServiceBusNotification-ScheduleTime is required (UTC, yyyy-MM-ddTHH:mm:ss)")
             }
-            deliverAt = try scheduleTime(text, gateway: gateway)
-            if test { throw .badRequest("a scheduled send cannot be a test send (?test)") }
+            deliverAt = SendCommand.Given(try scheduleTime(text, gateway: call.gateway), text: text)
         }
         let bytes = try await body(request, limit: limit)
-        let sender = "$rule:" + call.grant.rule
-        let collection = scheduled ? "schedulednotifications" : "messages"
-        let idempotencyKey = try idempotencyKey(request, collection: collection, direct: direct, test: test, body: bytes, gateway: gateway)
-        if let record = try await gateway.repeatedSend(idempotencyKey, sender: sender) {
-            guard test else { return created(record.id, replayed: true, collection: collection, request: request, call: call) }
-            return try testAnswer(gateway.replayed(record), request: request)
-        }
-        let prepared = try gateway.prepareHub(
-            Gateway.HubSendRequest(
-                format: request.headers[formatHeader], body: bytes, headers: request.headers.map { ($0.name.rawName, $0.value) },
-                tags: request.headers[tagsHeader], directHandles: handles, sender: sender))
-        if test {
-            // Notification Hubs' debug send: delivered now, answered with the outcome (10 results at most).
-            let outcome = await GatewayHTTP.deliverToCompletion(
-                prepared, gateway: gateway, logger: gateway.logger, idempotencyKey: idempotencyKey)
-            if !outcome.replayed { gateway.metrics.sent(outcome.result) }
-            return try testAnswer(outcome, request: request)
-        }
-        try gateway.outbox.require(for: "the hub API's sends")
-        let accepted = try await gateway.enqueue(prepared, deliverAt: deliverAt, idempotencyKey: idempotencyKey)
-        return created(accepted.record.id, replayed: accepted.replayed, collection: collection, request: request, call: call)
-    }
-
-    /// The fingerprint of a hub send: its route, the headers that shape it (those a native send
-    /// passes to some service, and the body's type), its body.
-    static func idempotencyKey(
-        _ request: Request, collection: String, direct: Bool, test: Bool, body: [UInt8], gateway: Gateway
-    ) throws(GatewayError) -> IdempotencyKey? {
-        let passed = request.headers.filter { field in
-            field.name == .contentType || Platform.allCases.contains { Gateway.passesThrough(field.name.canonicalName, to: $0) }
-        }.map { "\($0.name.canonicalName): \($0.value)" }.sorted()
-        return try gateway.idempotencyKey(
-            header: request.headers[GatewayHTTP.idempotencyKeyHeader],
-            request: [
-                "POST /{hub}/\(collection)", direct ? "direct" : nil, test ? "test" : nil, request.headers[formatHeader],
-                request.headers[tagsHeader], request.headers[deviceHandleHeader], request.headers[p256dhHeader],
-                request.headers[authHeader],
-                request.headers[scheduleTimeHeader],
-            ] + passed, body: body)
+        return SendCommand(
+            route: scheduled ? .hubScheduled : .hubMessages, sender: .hubKey(rule: call.grant.rule), audience: audience,
+            content: .notificationHubs(
+                format: request.headers[formatHeader], body: bytes,
+                headers: request.headers.map { SendCommand.Header(name: $0.name.rawName, value: $0.value) }),
+            mode: test ? .test : nil, deliverAt: deliverAt, idempotencyKey: request.headers[GatewayHTTP.idempotencyKeyHeader])
     }
 
     /// `201 Created` for a stored send, with where it is and its tracking id.
@@ -144,14 +128,14 @@ extension HubHTTP {
             guard let handle = element.stringValue else { throw .badRequest("devices[\(index)] must be a string (a device handle)") }
             handles.append(handle)
         }
-        let gateway = call.gateway
-        var batch = Gateway.HubSendRequest(
-            format: request.headers[formatHeader], body: notification.body,
-            headers: request.headers.map { ($0.name.rawName, $0.value) }, tags: nil, directHandles: handles,
-            sender: "$rule:" + call.grant.rule)
-        batch.directHandlesField = "devices"
-        let prepared = try gateway.prepareHub(batch)
-        let record = try await gateway.enqueue(prepared, deliverAt: nil).record
-        return created(record.id, replayed: false, collection: "messages", request: request, call: call)
+        let command = SendCommand(
+            route: .hubBatch, sender: .hubKey(rule: call.grant.rule), audience: .devices(handles, field: "devices"),
+            content: .notificationHubs(
+                format: request.headers[formatHeader], body: notification.body,
+                headers: request.headers.map { SendCommand.Header(name: $0.name.rawName, value: $0.value) }))
+        guard case .accepted(let accepted) = try await call.gateway.sends.run(command, logger: call.gateway.logger) else {
+            throw GatewayError(.misconfigured, "internal error: a $batch send is stored")
+        }
+        return created(accepted.record.id, replayed: false, collection: "messages", request: request, call: call)
     }
 }

@@ -1,0 +1,208 @@
+import Foundation
+import Logging
+import Pushgate
+import PushgateDispatch
+
+/// Every rule of a send, decided once for both APIs: an API parses a request into a
+/// ``SendCommand``, calls ``run(_:logger:)`` and answers the ``SendAnswer`` in its own terms.
+///
+/// The path of one send: ``check(_:)`` (the rules between its parts, and whether it needs the
+/// outbox) → a dry run answers here → the idempotency key (a repeat answers the first send's
+/// notification) → prepared (validated and rendered: ``Gateway/prepare(_:user:purpose:)``,
+/// ``Gateway/prepareSecure(_:user:deliverAt:)``, ``Gateway/prepareHub(_:)``) → stored and answered
+/// (asynchronous, scheduled, hub), or stored and driven by this request (synchronous, streamed,
+/// test). The outbox counts what a drive reached in the metrics (``OutboxDriver``), once.
+public struct Sends: Sendable {
+    let gateway: Gateway
+
+    init(gateway: Gateway) { self.gateway = gateway }
+
+    /// How a send is answered.
+    public enum SendAnswer: Sendable {
+        /// Delivered (or a repeat of a delivered send): the result, and how the run ended.
+        case delivered(Gateway.SendOutcome)
+        /// Stored for background delivery (or a repeat of a stored send).
+        case accepted(Gateway.Accepted)
+        /// A dry run's report.
+        case dryRun(Gateway.DryRun)
+        /// A streamed send, run by the API while it writes (``StreamedSend/run(progress:)``).
+        case streamed(StreamedSend)
+    }
+
+    /// A streamed send, prepared and not yet started: the API runs it while it writes progress.
+    public struct StreamedSend: Sendable {
+        let gateway: Gateway
+        let prepared: Gateway.PreparedSend
+        let idempotencyKey: IdempotencyKey?
+        let disclosed: Bool
+        let logger: Logger
+
+        /// Delivers it to its end, even when the client goes away; the outcome lists devices
+        /// only to whom may see them.
+        public func run(progress: @escaping @Sendable (DispatchProgress) -> Void) async -> Gateway.SendOutcome {
+            var outcome = await Sends.deliverToCompletion(
+                prepared, gateway: gateway, logger: logger, key: idempotencyKey, progress: progress)
+            if !disclosed { outcome.result = outcome.result.withoutDevices() }
+            return outcome
+        }
+    }
+
+    /// Runs a send: checks it, answers a dry run or a repeat, prepares it, and stores it or
+    /// delivers it as its mode says.
+    public func run(_ command: SendCommand, logger: Logger) async throws(GatewayError) -> SendAnswer {
+        try check(command)
+        if case .dryRun(let sample) = command.mode {
+            guard case .user(let user) = command.sender else { throw .badRequest("a dry run is the tutorial API's") }
+            return .dryRun(try await gateway.dryRun(try sendRequest(command), secure: command.isSecure, user: user, sample: sample))
+        }
+        let key = try idempotencyKey(command)
+        if let record = try await gateway.repeatedSend(key, sender: command.sender.name) {
+            return command.isAccepted || isHubStored(command)
+                ? .accepted(Gateway.Accepted(record: record, replayed: true)) : .delivered(gateway.replayed(record))
+        }
+        let prepared = try await prepare(command)
+        if command.isAccepted || isHubStored(command) {
+            return .accepted(try await gateway.enqueue(prepared, deliverAt: command.deliverAt?.value, idempotencyKey: key))
+        }
+        let disclosed = mayInspectDevices(command, audience: prepared.audience)
+        if command.mode == .streamed {
+            return .streamed(StreamedSend(gateway: gateway, prepared: prepared, idempotencyKey: key, disclosed: disclosed, logger: logger))
+        }
+        var outcome = await Self.deliverToCompletion(prepared, gateway: gateway, logger: logger, key: key)
+        if !disclosed { outcome.result = outcome.result.withoutDevices() }
+        return .delivered(outcome)
+    }
+
+    /// The rules between a send's parts, checked before anything is stored or sent.
+    public func check(_ command: SendCommand) throws(GatewayError) {
+        let outbox = gateway.outbox
+        if command.validateOnly && command.isSecure {
+            throw .badRequest("validateOnly cannot be combined with secure: a secure send stores its message")
+        }
+        if command.deliverAt != nil {
+            switch command.mode {
+            case .synchronous?:
+                throw .badRequest("async=false contradicts deliverAt: a scheduled send is always answered 202 at once")
+            case .test?:
+                throw .badRequest("a scheduled send cannot be a test send (?test)")
+            default: break
+            }
+        }
+        if case .dryRun = command.mode { return }
+        // What needs the outbox, refused by name before anything is stored.
+        if case .notificationHubs = command.content, command.mode != .test {
+            try outbox.require(for: "the hub API's sends")
+        } else if command.isAccepted {
+            try outbox.require(for: "asynchronous and scheduled sends")
+        }
+        if command.idempotencyKey != nil { try outbox.require(for: "idempotent sends (Idempotency-Key)") }
+    }
+
+    /// Whether a hub send is answered once stored (every hub send but a test send).
+    private func isHubStored(_ command: SendCommand) -> Bool {
+        if case .notificationHubs = command.content { return command.mode != .test }
+        return false
+    }
+
+    /// Who may see which devices a send reached: a hub key (the backend) always; a user when the
+    /// audience is theirs (``AuthenticatedUser/mayInspectDevices(ofAudience:)``).
+    private func mayInspectDevices(_ command: SendCommand, audience: Audience) -> Bool {
+        guard case .user(let user) = command.sender else { return true }
+        return user.mayInspectDevices(ofAudience: audience.description)
+    }
+
+    /// The key and fingerprint of an idempotent send (nil without a key).
+    func idempotencyKey(_ command: SendCommand) throws(GatewayError) -> IdempotencyKey? {
+        guard let header = command.idempotencyKey else { return nil }
+        let key = try Gateway.idempotencyKeyValue(header)
+        let window = Double(gateway.outbox.configuration.idempotencyWindowSeconds)
+        let fingerprint = command.fingerprint() ?? ""
+        let others = SendCommand.knownFingerprintVersions.filter { $0 != SendCommand.fingerprintVersion }.compactMap {
+            command.fingerprint(version: $0)
+        }
+        return IdempotencyKey(
+            key: key, fingerprint: fingerprint, otherVersions: others,
+            storedSince: Timestamp(secondsSinceEpoch: gateway.now().secondsSinceEpoch - window))
+    }
+
+    /// The command validated and rendered, by the API's rules.
+    private func prepare(_ command: SendCommand) async throws(GatewayError) -> Gateway.PreparedSend {
+        switch command.content {
+        case .message(_, let secure):
+            guard case .user(let user) = command.sender else { throw .badRequest("a message send is the tutorial API's") }
+            let request = try sendRequest(command)
+            return secure
+                ? try await gateway.prepareSecure(request, user: user, deliverAt: command.deliverAt?.value)
+                : try gateway.prepare(request, user: user)
+        case .notificationHubs(let format, let body, let headers):
+            var tags: String?
+            var handles: [String]?
+            var field = "ServiceBusNotification-DeviceHandle"
+            switch command.audience {
+            case .tags(let expression): tags = expression
+            case .devices(let given, let given_field):
+                handles = given
+                field = given_field
+            case .everyone: break
+            case .user, .fcmTopic, .fcmCondition:
+                throw .badRequest("a hub send names tags or device handles")
+            }
+            var request = Gateway.HubSendRequest(
+                format: format, body: body, headers: headers.map { ($0.name, $0.value) }, tags: tags, directHandles: handles,
+                sender: command.sender.name)
+            request.directHandlesField = field
+            return try gateway.prepareHub(request)
+        }
+    }
+
+    /// The tutorial API's send request of a command.
+    private func sendRequest(_ command: SendCommand) throws(GatewayError) -> Gateway.SendRequest {
+        var request = Gateway.SendRequest(
+            pns: command.platforms, toTag: nil, body: command.body, timeToLive: command.timeToLive?.value,
+            deliverAt: command.deliverAt?.value)
+        switch command.audience {
+        case .user(let name): request.toTag = name
+        case .tags(let expression): request.tagExpression = expression
+        case .fcmTopic(let topic): request.fcmTopic = topic
+        case .fcmCondition(let condition): request.fcmCondition = condition
+        case .devices, .everyone: throw .badRequest("a message send names to_tag, tags, topic or condition")
+        }
+        request.validateOnly = command.validateOnly
+        return request
+    }
+
+    /// Runs a send to its end even when the client goes away (a disconnect does not cancel it);
+    /// cancelling the request itself (shutdown past its deadline) cancels the send, which then
+    /// reports what it reached.
+    static func deliverToCompletion(
+        _ prepared: Gateway.PreparedSend, gateway: Gateway, logger: Logger, key: IdempotencyKey?,
+        progress: (@Sendable (DispatchProgress) -> Void)? = nil
+    ) async -> Gateway.SendOutcome {
+        await gateway.inFlight.run { await gateway.deliver(prepared, progress: progress, logger: logger, idempotencyKey: key) }
+    }
+}
+
+extension SendCommand.Audience {
+    /// The tutorial API's audience from its parameters as given (`to_tag`, `tags`, `topic`,
+    /// `condition`; empty ones are not given): exactly one of them.
+    public static func tutorial(toTag: String?, tags: String?, topic: String?, condition: String?) throws(GatewayError) -> Self {
+        func given(_ text: String?) -> String? { text.flatMap { $0.isEmpty ? nil : $0 } }
+        let (toTag, tags, topic, condition) = (given(toTag), given(tags), given(topic), given(condition))
+        if topic != nil || condition != nil {
+            if topic != nil && condition != nil { throw .badRequest("give topic or condition, not both (an FCM message has one target)") }
+            if toTag != nil || tags != nil {
+                throw .badRequest("topic and condition replace to_tag and tags: Firebase picks the devices; give one of them")
+            }
+            return topic.map { .fcmTopic($0) } ?? .fcmCondition(condition ?? "")
+        }
+        if toTag != nil && tags != nil { throw .badRequest("give to_tag (a user name) or tags (a tag expression), not both") }
+        if let tags { return .tags(tags) }
+        if let toTag { return .user(toTag) }
+        throw .badRequest("to_tag is required (the recipient's user name), or tags= with a tag expression, or topic= / condition= (FCM)")
+    }
+}
+
+extension Gateway {
+    /// The send service of this gateway (``Sends``).
+    public var sends: Sends { Sends(gateway: self) }
+}
