@@ -198,7 +198,7 @@ let package = Package(
         .testTarget(name: "PushgateTests", dependencies: ["Pushgate"]),
         .testTarget(name: "PushgateXMLTests", dependencies: ["Pushgate", "PushgateXML"]),
         .testTarget(name: "PushgateCurlTests", dependencies: ["PushgateCurl"]),
-        .testTarget(name: "PushgateStoreTests", dependencies: ["PushgateStore", "PushgatePostgres", "Pushgate"]),
+        .testTarget(name: "PushgateStoreTests", dependencies: ["PushgateStore", "PushgatePostgres", "PushgateSQL", "Pushgate"]),
         .testTarget(
             name: "PushgateServerTests",
             dependencies: [

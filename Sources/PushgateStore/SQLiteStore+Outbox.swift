@@ -2,9 +2,9 @@ import Pushgate
 import PushgateSQL
 
 /// The outbox in the same SQLite file as the registrations: the SQL stores' one outbox
-/// (``SQLOutbox``) on this connection. A transaction holds the store's gate from its `BEGIN` to
-/// its end, so that its statements, each a turn on the connection's queue, take turns with no
-/// other operation's.
+/// (``SQLOutbox``) on this connection. A transaction (or a group of them, ``TransactionGroup``)
+/// holds the store's gate from its `BEGIN` to its end, so that its statements, each a turn on the
+/// connection's queue, take turns with no other operation's.
 extension SQLiteStore: SQLOutboxStore {
     package var outbox: SQLOutbox<SQLiteOutboxDatabase> { SQLOutbox(SQLiteOutboxDatabase(store: self)) }
 }
@@ -15,9 +15,10 @@ package struct SQLiteOutboxDatabase: SQLDatabase {
 
     package var dialect: SQLDialect { .sqlite }
 
+    /// Concurrent transactions share one commit and one fsync (``TransactionGroup``).
     package func transaction<T: Sendable>(_ body: @escaping @Sendable (SQLiteOutboxSession) async throws -> T) async throws(StoreError) -> T
     {
-        try await run(writing: true, body)
+        try await store.transactionGroup.perform(on: store, body)
     }
 
     package func read<T: Sendable>(_ body: @escaping @Sendable (SQLiteOutboxSession) async throws -> T) async throws(StoreError) -> T {

@@ -26,9 +26,13 @@ public final class SQLiteStore: RegistrationStore, DatabaseStore {
     let gate = AsyncGate()
     /// Registration writes share transactions and fsyncs (``GroupCommit``).
     let groupCommit = GroupCommit()
+    /// The outbox's write transactions, committed in groups.
+    let transactionGroup = TransactionGroup()
 
     /// Transactions the group commit made, and the writes they carried.
     package var groupCommitCounts: (commits: Int, writes: Int) { groupCommit.committed }
+    /// The outbox's transaction groups committed, and the transactions they carried.
+    package var transactionGroupCounts: (commits: Int, transactions: Int) { transactionGroup.committed }
     /// `SELECT 1` in turn with the other operations, at most once per interval.
     public let health: HealthMonitor
 
@@ -62,12 +66,6 @@ public final class SQLiteStore: RegistrationStore, DatabaseStore {
             }
         }
     }
-
-    /// One instance per file: nothing else enqueues.
-    public func listenForOutboxWork(_ wake: @escaping @Sendable () -> Void) async {}
-
-    /// One gateway per file.
-    public var servesSeveralInstances: Bool { false }
 
     /// The connection closes with the store.
     public func close() async {}

@@ -1,6 +1,7 @@
 import Foundation
 import Pushgate
 import PushgatePostgres
+import PushgateSQL
 import PushgateStore
 import Testing
 
@@ -54,5 +55,46 @@ import Testing
             let reopened = try await SQLiteStore.open(path: path)
             for id in ids { #expect(try await reopened.registration(id: id, app: .default) != nil) }
         }
+    }
+
+    /// The outbox's transactions (a send's enqueue, page claims, records, finish) from concurrent
+    /// sends share commits: each answered its own value after the commit that covers it, one that
+    /// fails rolled back alone, everything acknowledged on disk for a second connection.
+    @Test func concurrentOutboxTransactionsShareCommitsAndOneFailureTouchesNoOther() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("group-\(UUID().uuidString).sqlite").path
+        defer { cleanUp(path) }
+        let store = try await SQLiteStore.open(path: path)
+        let database = store.outbox.database
+        _ = try await database.transaction { session in try await session.rows("CREATE TABLE probe (n INTEGER PRIMARY KEY)", []) }
+        struct Refused: Error {}
+        let count = 200
+        let outcomes = await withTaskGroup(of: (Int, Int?).self) { group in
+            for index in 0..<count {
+                group.addTask {
+                    do {
+                        let read = try await database.transaction { session -> Int in
+                            _ = try await session.rows("INSERT INTO probe (n) VALUES (?)", [.integer(Int64(index))])
+                            // Every 7th writes and then fails: its insert must not survive.
+                            if index % 7 == 3 { throw Refused() }
+                            let rows = try await session.rows("SELECT n FROM probe WHERE n = ?", [.integer(Int64(index))])
+                            return Int(rows.first?.integer(0) ?? -1)
+                        }
+                        return (index, read)
+                    } catch {
+                        return (index, nil)
+                    }
+                }
+            }
+            return await group.reduce(into: [Int: Int?]()) { $0[$1.0] = $1.1 }
+        }
+        for index in 0..<count {
+            #expect(outcomes[index] == (index % 7 == 3 ? .some(nil) : .some(index)), "transaction \(index)")
+        }
+        let counts = store.transactionGroupCounts
+        #expect(counts.transactions == count + 1)
+        #expect(counts.commits < counts.transactions, "\(counts)")
+        let reopened = try await SQLiteStore.open(path: path)
+        let stored = try await reopened.outbox.database.read { session in try await session.rows("SELECT n FROM probe ORDER BY n", []) }
+        #expect(stored.map { Int($0.integer(0) ?? -1) } == (0..<count).filter { $0 % 7 != 3 })
     }
 }

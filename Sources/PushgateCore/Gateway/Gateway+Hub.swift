@@ -4,6 +4,7 @@ import Logging
 import Pushgate
 import PushgateDispatch
 import PushgateXML
+import Synchronization
 
 extension Gateway {
     /// A send through the Notification Hubs API (`POST /{hub}/messages`).
@@ -258,11 +259,52 @@ extension Gateway {
         }
     }
 
-    /// A registration's template compiled for its platform (checked as an app template is).
+    /// A registration's template compiled for its platform (checked as an app template is),
+    /// compiled once per text: a template send renders the same few templates for every page of
+    /// every send (``CompiledTemplates``).
     package static func compile(_ template: RegistrationTemplate, platform: Platform) throws(TemplateError) -> PlatformTemplate {
+        let key = CompiledTemplates.Key(platform: platform, body: template.body, headers: template.headers)
+        if let compiled = compiledTemplates.get(key) { return compiled }
         let headers = template.headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
         let format = Template.Format.resolved(for: platform, headers: headers, body: template.body)
-        return try PlatformTemplate(platform: platform, template: try Template(format: format, text: template.body), headers: headers)
+        let compiled = try PlatformTemplate(
+            platform: platform, template: try Template(format: format, text: template.body), headers: headers)
+        compiledTemplates.put(key, compiled)
+        return compiled
+    }
+
+    /// The registrations' templates compiled so far (compiling is a pure function of the text).
+    package static let compiledTemplates = CompiledTemplates(capacity: 4096)
+}
+
+/// Compiled registration templates by their text, at most `capacity` of them (when full, the
+/// table starts over: templates are few and shared by many registrations, so it refills with
+/// the ones in use).
+package final class CompiledTemplates: Sendable {
+    package struct Key: Hashable, Sendable {
+        var platform: Platform
+        var body: String
+        var headers: [String: String]
+    }
+
+    private let table = Mutex<[Key: PlatformTemplate]>([:])
+    let capacity: Int
+
+    init(capacity: Int) { self.capacity = max(1, capacity) }
+
+    package func get(_ key: Key) -> PlatformTemplate? { table.withLock { $0[key] } }
+
+    package func put(_ key: Key, _ compiled: PlatformTemplate) {
+        table.withLock { table in
+            if table.count >= capacity { table.removeAll(keepingCapacity: true) }
+            table[key] = compiled
+        }
+    }
+
+    package var count: Int { table.withLock { $0.count } }
+
+    package func contains(platform: Platform, body: String, headers: [String: String]) -> Bool {
+        get(Key(platform: platform, body: body, headers: headers)) != nil
     }
 }
 
