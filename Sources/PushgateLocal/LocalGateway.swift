@@ -59,7 +59,7 @@ public struct LocalGateway: Sendable {
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
         let (securePorts, securePortContinuation) = AsyncStream.makeStream(of: Int.self)
         let server = try await GatewayServer.assemble(
-            configuration: loaded, app: loaded.defaultApp, store: store, policy: retryPolicy, port: 0, securePort: 0,
+            configuration: loaded, app: loaded.defaultApp, store: store, health: store.health, policy: retryPolicy, port: 0, securePort: 0,
             logger: Logger(label: "pushgate.local"), clock: clock, onListening: { portContinuation.yield($0) },
             onListeningSecurely: { securePortContinuation.yield($0) })
         let services = server.serviceGroup(listening: listening)

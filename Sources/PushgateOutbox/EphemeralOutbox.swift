@@ -8,7 +8,7 @@ import Pushgate
 /// The audience is walked page by page from the registration store, as a durable store walks it.
 /// One is made per send. A page's failures are not kept (the send's answer lists them): memory follows the pages (a
 /// range and a lease each), not the audience's targets. Leases never expire: only this process drives these notifications.
-public actor EphemeralOutbox: OutboxStore {
+public actor EphemeralOutbox: OutboxQueue {
     private let registrations: any RegistrationStore
     private var outbox = InMemoryOutbox()
     /// The audience's pages as the store reads them (one notification per ephemeral outbox).
@@ -103,19 +103,6 @@ public actor EphemeralOutbox: OutboxStore {
         outbox.releaseLeases(owner: owner, notificationID: notificationID)
     }
 
-    public func requestCancel(notificationID: String, app: AppID, now: Timestamp) -> NotificationRecord? {
-        outbox.requestCancel(notificationID: notificationID, app: app, now: now)
-    }
-
+    /// The record of a send still running here (nil once it ended: nothing is kept).
     public func notificationRecord(id: String, app: AppID) -> NotificationRecord? { outbox.record(id: id, app: app) }
-
-    public func failedTargets(notificationID: String, app: AppID, after: RegistrationID?, limit: Int) -> [TargetResult] { [] }
-
-    public func notificationRecords(app: AppID, sender: String?, limit: Int) -> [NotificationRecord] {
-        outbox.records(app: app, sender: sender, limit: limit)
-    }
-
-    public func pruneNotifications(endedBefore: Timestamp) -> Int { outbox.prune(endedBefore: endedBefore) }
-
-    public func outboxDepth(now: Timestamp) -> OutboxDepth { outbox.depth(now: now) }
 }

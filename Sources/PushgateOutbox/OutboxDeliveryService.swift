@@ -14,11 +14,14 @@ import Tracing
 /// so that the next start resumes the rest at once.
 public struct OutboxDeliveryService: Service {
     public let driver: OutboxDriver
+    /// The store's housekeeping (the driver's queue is the same store, seen as a queue).
+    public let maintenance: any OutboxMaintenance
     public let deadline: Duration
     public let logger: Logger
 
-    public init(driver: OutboxDriver, deadline: Duration, logger: Logger) {
+    public init(driver: OutboxDriver, maintenance: any OutboxMaintenance, deadline: Duration, logger: Logger) {
         self.driver = driver
+        self.maintenance = maintenance
         self.deadline = deadline
         self.logger = logger
     }
@@ -39,7 +42,7 @@ public struct OutboxDeliveryService: Service {
         let drivers = Task { await self.deliverDue() }
         let housekeeping = Task { await self.keepHouse() }
         // Other instances' enqueues, releases and cancels wake this one (PostgreSQL's NOTIFY).
-        let listener = Task { await (store as? any DatabaseStore)?.listenForOutboxWork { control.wake() } }
+        let listener = Task { await store.listenForOutboxWork { control.wake() } }
         await withTaskCancellationHandler {
             await withGracefulShutdownHandler {
                 await drivers.value
@@ -73,7 +76,7 @@ public struct OutboxDeliveryService: Service {
         let control = driver.control
         let limit = control.configuration.concurrentNotifications
         // Another instance's broadcast to help with exists only where several instances run.
-        let helps = (driver.queue as? any DatabaseStore)?.servesSeveralInstances ?? false
+        let helps = driver.queue.servesSeveralInstances
         await withTaskGroup(of: Void.self) { group in
             var running = 0
             while !control.isDraining, !Task.isCancelled {
@@ -192,12 +195,12 @@ public struct OutboxDeliveryService: Service {
             let time = driver.clock.now
             do {
                 try await driver.queue.renewLeases(owner: control.owner, until: control.lease(from: time).until)
-                driver.metrics.outboxDepth(try await driver.queue.outboxDepth(now: time), now: time)
+                driver.metrics.outboxDepth(try await maintenance.outboxDepth(now: time), now: time)
                 if ContinuousClock.now - lastPrune >= Self.pruneInterval {
                     lastPrune = ContinuousClock.now
                     var pruned = 0
                     while !Task.isCancelled {
-                        let batch = try await driver.queue.pruneNotifications(
+                        let batch = try await maintenance.pruneNotifications(
                             endedBefore: time.adding(seconds: -Double(control.configuration.retentionSeconds)))
                         pruned += batch
                         if batch < 100 { break }

@@ -29,7 +29,7 @@ public protocol OutboxMetrics: Sendable {
 public struct OutboxDriver: Sendable {
     public let app: AppID
     /// Where the notification's pages and counts are kept.
-    public let queue: any OutboxStore
+    public let queue: any OutboxQueue
     /// Where handle changes go.
     public let registrations: any RegistrationStore
     public let dispatcher: Dispatcher
@@ -44,7 +44,7 @@ public struct OutboxDriver: Sendable {
     public var handleUpdateChunk = 500
 
     public init(
-        app: AppID, queue: any OutboxStore, registrations: any RegistrationStore, dispatcher: Dispatcher, control: OutboxControl,
+        app: AppID, queue: any OutboxQueue, registrations: any RegistrationStore, dispatcher: Dispatcher, control: OutboxControl,
         clock: any PushgateClock, drives: ActiveDrives, metrics: any OutboxMetrics, settings: OutboxDrive.Settings,
         grouping: @escaping @Sendable (NotificationDelivery, [Platform: RenderedNotification]) -> PayloadGrouping?
     ) {

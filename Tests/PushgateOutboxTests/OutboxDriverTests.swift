@@ -146,7 +146,8 @@ import Testing
         #expect(result.record?.counts == [.gcm: [.success: 250]])
         #expect(provider.delivered.count == 250)
         #expect(await store.notificationRecord(id: "n1", app: .default) == nil)
-        #expect(try await ephemeral.queue.notificationRecord(id: "n1", app: .default) == nil, "forgotten once finished")
+        let queue = try #require(ephemeral.queue as? EphemeralOutbox)
+        #expect(await queue.notificationRecord(id: "n1", app: .default) == nil, "forgotten once finished")
         #expect(metrics.pagesClaimed == 0, "an ephemeral outbox counts no outbox metrics")
     }
 

@@ -49,7 +49,7 @@ struct ServeCommand: AsyncParsableCommand {
         // One port speaks HTTPS when listener.tls has no port of its own.
         let scheme = listener.tls != nil && listener.tls?.port == nil ? "https" : "http"
         let server = try await GatewayServer.assemble(
-            configuration: loaded, app: app, store: store, port: port, securePort: tlsPort, logger: logger,
+            configuration: loaded, app: app, store: store, health: store.health, port: port, securePort: tlsPort, logger: logger,
             onListening: { port in logger.info("listening on \(scheme)://\(listener.host):\(port)") },
             onListeningSecurely: { port in logger.info("listening on https://\(listener.host):\(port) (HTTP/2 and HTTP/1.1)") },
             onMetricsListening: { port in logger.info("metrics: http://\(configuration.metrics.host):\(port)/metrics") })

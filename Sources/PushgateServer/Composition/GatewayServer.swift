@@ -53,7 +53,7 @@ public struct GatewayServer: Sendable {
     /// bound port of `listener.port`, `onListeningSecurely` that of `listener.tls.port` (`port`
     /// and `securePort` override them).
     public static func assemble(
-        configuration loaded: LoadedConfiguration, app: LoadedApp, store: any GatewayStore,
+        configuration loaded: LoadedConfiguration, app: LoadedApp, store: any GatewayStore, health: HealthMonitor? = nil,
         policy: RetryPolicy = RetryPolicy(), port: Int? = nil, securePort: Int? = nil, logger: Logger = Logger(label: "pushgate"),
         clock: any PushgateClock = SystemClock(), onListening: @escaping @Sendable (Int) -> Void = { _ in },
         onListeningSecurely: @escaping @Sendable (Int) -> Void = { _ in },
@@ -108,7 +108,7 @@ public struct GatewayServer: Sendable {
                 GatewayHTTP.router(
                     gateway: gateway, authenticator: authenticator, maximumBodyBytes: listener.maximumBodyBytes, metrics: metrics,
                     console: configuration.console, sandbox: sandboxBridge, hubs: hubs, scheme: scheme,
-                    metricsAccess: ownMetricsListener ? nil : metricsAccess, tracing: tracing)
+                    metricsAccess: ownMetricsListener ? nil : metricsAccess, tracing: tracing, health: health)
             }
             let connections = ConnectionRegistry(
                 limits: ConnectionLimits(
@@ -168,7 +168,9 @@ public struct GatewayServer: Sendable {
             var logger = self.logger
             if gateways.count > 1 { logger[metadataKey: "hub"] = "\(gateway.app.id)" }
             services.append(
-                OutboxDeliveryService(driver: gateway.driver, deadline: .seconds(listener.shutdownDeadlineSeconds), logger: logger))
+                OutboxDeliveryService(
+                    driver: gateway.driver, maintenance: gateway.store, deadline: .seconds(listener.shutdownDeadlineSeconds),
+                    logger: logger))
         }
         services.append(
             HTTPListenerService(

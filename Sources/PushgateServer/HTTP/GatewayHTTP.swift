@@ -22,11 +22,12 @@ public enum GatewayHTTP {
     /// The router with every route; `maximumBodyBytes` bounds request bodies. The web console is
     /// served when `console.enabled`; its sandbox routes only with a `sandbox` bridge. `/metrics`
     /// is served for those `metricsAccess` permits, or not at all (nil: on a listener of its own).
-    /// With `tracing` on, every request gets a span (``RequestTracingMiddleware``).
+    /// With `tracing` on, every request gets a span (``RequestTracingMiddleware``). `/healthz`
+    /// answers from the database's `health` monitor (nil: a store with no database to watch).
     public static func router(
         gateway: Gateway, authenticator: Authenticator, maximumBodyBytes: Int, metrics: GatewayMetrics? = nil,
         console: ConsoleConfiguration = ConsoleConfiguration(enabled: false), sandbox: SandboxBridge? = nil, hubs: HubDirectory? = nil,
-        scheme: String = "http", metricsAccess: MetricsAccess? = .open, tracing: PushgateTracing = .off
+        scheme: String = "http", metricsAccess: MetricsAccess? = .open, tracing: PushgateTracing = .off, health: HealthMonitor? = nil
     ) -> Router<GatewayContext> {
         let metrics = metrics ?? gateway.metrics
         // HEAD answers as GET does, without the body (RFC 9110 section 9.3.2).
@@ -43,7 +44,7 @@ public enum GatewayHTTP {
                     }
                 }, isHub: { hubs?.hub(named: String($0)) != nil }))
         if let metricsAccess { addMetrics(to: router, metrics: metrics, access: metricsAccess) }
-        addHealth(to: router, health: (gateway.store as? any DatabaseStore)?.health)
+        addHealth(to: router, health: health)
 
         // The contract of both APIs (OpenAPI 3.1), as docs/openapi.json keeps it.
         router.get("openapi.json") { _, _ in
