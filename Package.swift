@@ -221,7 +221,7 @@ let package = Package(
         .testTarget(
             name: "PNSSandboxTests",
             dependencies: [
-                "PNSSandbox", "PushgateCurl", "Pushgate", .product(name: "JWTKit", package: "jwt-kit"),
+                "PNSSandbox", "PushgateCurl", "Pushgate", "PushgateTesting", .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Logging", package: "swift-log"), .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),

@@ -56,12 +56,12 @@ public final class RunningProcess: Sendable {
 
     /// Waits until the output contains `needle`; the output so far when it does.
     public func waitFor(_ needle: String, seconds: Double = 30) async throws -> String {
-        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-        while ContinuousClock.now < deadline {
-            let text = self.text
-            if text.contains(needle) { return text }
-            try await Task.sleep(for: .milliseconds(50))
+        let text = try await eventually(timeout: .milliseconds(Int(seconds * 1000)), every: .milliseconds(50)) {
+            self.text
+        } until: {
+            $0.contains(needle)
         }
+        if text.contains(needle) { return text }
         Issue.record("timed out waiting for '\(needle)'; output so far:\n\(text)")
         throw CancellationError()
     }
@@ -70,8 +70,7 @@ public final class RunningProcess: Sendable {
 
     /// Waits for the process to exit by itself; its status.
     public func waitForExit(seconds: Double) async throws -> Int32 {
-        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-        while child.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        _ = try await eventually(timeout: .milliseconds(Int(seconds * 1000)), every: .milliseconds(50)) { !child.isRunning }
         if child.isRunning {
             Issue.record("the process did not exit within \(seconds) s; killed. Output so far:\n\(text.suffix(3000))")
             child.signal(SIGKILL)
@@ -82,13 +81,14 @@ public final class RunningProcess: Sendable {
     /// The exit status once the process has been reaped and its output read to the end (or, if
     /// something else still holds its pipes, 5 s after it was reaped).
     private func reaped() async throws -> Int32 {
-        while child.isRunning { try await Task.sleep(for: .milliseconds(20)) }
-        let deadline = ContinuousClock.now + .seconds(5)
-        while ContinuousClock.now < deadline {
-            if let status = child.finishedStatus { return status }
-            try await Task.sleep(for: .milliseconds(20))
+        // It has exited or was killed: reaped at once, its output read within 5 s.
+        _ = try await eventually(timeout: .seconds(60), every: .milliseconds(20)) { !child.isRunning }
+        let status = try await eventually(timeout: .seconds(5), every: .milliseconds(20)) {
+            child.finishedStatus
+        } until: {
+            $0 != nil
         }
-        return child.exitStatus ?? -1
+        return status ?? child.exitStatus ?? -1
     }
 
     /// `pushgate serve --config config --port 0`, once it listens; with its base URL.
@@ -103,8 +103,7 @@ public final class RunningProcess: Sendable {
     /// SIGTERM, then the exit status (after at most `seconds`).
     public func terminate(seconds: Double = 20) async throws -> Int32 {
         child.signal(SIGTERM)
-        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-        while child.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        _ = try await eventually(timeout: .milliseconds(Int(seconds * 1000)), every: .milliseconds(50)) { !child.isRunning }
         if child.isRunning { child.signal(SIGKILL) }
         return try await reaped()
     }

@@ -76,15 +76,33 @@ import Testing
         #expect(try await client.execute(fixture.apnsRequest(token: device.handle, jwt: jwt)).status == 200)
 
         // Run as a ServiceLifecycle service and trigger graceful shutdown.
-        let group = ServiceGroup(services: [fixture.sandbox], gracefulShutdownSignals: [], logger: .init(label: "test"))
+        let (started, marker) = StartedMarker.make()
+        let group = ServiceGroup(services: [fixture.sandbox, marker], gracefulShutdownSignals: [], logger: .init(label: "test"))
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }
-            try await Task.sleep(for: .milliseconds(100))
+            // The group runs its services in order: once the marker runs, the sandbox's run has begun.
+            for await _ in started { break }
             await group.triggerGracefulShutdown()
             try await tasks.waitForAll()
         }
         await #expect(throws: CurlError.self) { try await client.execute(fixture.apnsRequest(token: device.handle, jwt: jwt)) }
         await client.shutdown()
         try? FileManager.default.removeItem(atPath: fixture.directory)
+    }
+}
+
+/// A service that says when the group has started it, then waits for the shutdown.
+struct StartedMarker: Service {
+    let continuation: AsyncStream<Void>.Continuation
+
+    static func make() -> (AsyncStream<Void>, StartedMarker) {
+        let (stream, continuation) = AsyncStream.makeStream(of: Void.self)
+        return (stream, StartedMarker(continuation: continuation))
+    }
+
+    func run() async throws {
+        continuation.yield()
+        try? await gracefulShutdown()
+        continuation.finish()
     }
 }

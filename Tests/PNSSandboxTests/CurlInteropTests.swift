@@ -1,6 +1,7 @@
 import Foundation
 import Pushgate
 import PushgateCurl
+import PushgateTesting
 import Testing
 
 @testable import PNSSandbox
@@ -97,7 +98,10 @@ import Testing
         await fixture.sandbox.state.addFault(SandboxFault(service: .apns, action: .delay(milliseconds: 200), count: 1000))
         let requests = (0..<200).map { _ in fixture.apnsRequest(token: device.handle, jwt: jwt) }
         let task = Task { await client.execute(batch: requests) }
-        try await Task.sleep(for: .milliseconds(100))
+        // Cancelled once requests are on the wire (each takes its delay from the sandbox as it arrives).
+        #expect(
+            try await eventually(timeout: .seconds(10), every: .milliseconds(5)) { await fixture.sandbox.state.remainingFaultUses() < 1000 }
+        )
         task.cancel()
         let cancelled = await task.value
         #expect(cancelled.count == 200)
@@ -107,8 +111,12 @@ import Testing
         }
         #expect(failures.count >= 190 && failures.allSatisfy { $0 == CurlError.cancelled })
 
+        let before = await fixture.sandbox.state.remainingFaultUses()
         let waiting = Task { await client.execute(batch: requests) }
-        try await Task.sleep(for: .milliseconds(100))
+        #expect(
+            try await eventually(timeout: .seconds(10), every: .milliseconds(5)) {
+                await fixture.sandbox.state.remainingFaultUses() < before
+            })
         await client.shutdown()
         let shutDown = await waiting.value
         #expect(shutDown.count == 200)

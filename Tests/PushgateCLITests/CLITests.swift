@@ -422,7 +422,13 @@ import Testing
             "send", "--server", server, "--user", "bob:bob", "--pns", "apns", "--to-tag", "carol", "--json",
             "hello",
         ])
-        try await Task.sleep(for: .seconds(2))
+        // SIGTERM once the send is on the wire: the sandbox has answered some of its pushes.
+        let answered = try await eventually(timeout: .seconds(30)) {
+            await OutboxRecoveryTests.sandboxAnswered(control: sandbox.control)
+        } until: {
+            $0 > 0
+        }
+        #expect(answered > 0, "the send never reached the sandbox: \(send.text.prefix(300))")
         #expect(serve.isRunning, "the send finished before SIGTERM: \(send.text.prefix(300))")
         let started = ContinuousClock.now
         let status = try await serve.terminate(seconds: 30)
@@ -457,6 +463,19 @@ import Testing
 
 /// `kill -9` in the middle of a broadcast, then a restart: the outbox resumes it.
 @Suite struct OutboxRecoveryTests {
+    /// How many APNs requests a standing sandbox has answered, whatever the status (its control
+    /// API's `/stats`: `{"apns 200": N, "apns 410": M, …}`).
+    static func sandboxAnswered(control: String) async -> Int {
+        guard let client = try? CurlHTTPClient(configuration: .init(httpVersion: .http1)) else { return 0 }
+        let response = try? await client.execute(CurlRequest(method: "GET", url: control + "/stats"))
+        await client.shutdown()
+        let text = response.map { String(decoding: $0.body, as: UTF8.self) } ?? ""
+        return text.components(separatedBy: #""apns "#).dropFirst().reduce(0) { total, entry in
+            let count = entry.drop { $0 != ":" }.dropFirst().prefix { $0.isNumber }
+            return total + (Int(count) ?? 0)
+        }
+    }
+
     /// Polls a notification's telemetry (as bob) until it is final; the last answer.
     static func waitForFinal(
         server: String, id: String, seconds: Double, until: (([String: Any]) -> Bool)? = nil
