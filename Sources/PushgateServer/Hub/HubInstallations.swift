@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -10,22 +9,8 @@ import PushgateCore
 /// registrations: a native one, and one per template, all carrying `$InstallationId:{id}` (and
 /// `$UserId:{userId}`), so that sends to those tags reach it.
 enum HubInstallations {
-    struct Installation: Sendable, Equatable {
-        var id: String
-        var platform: Platform
-        var pushChannel: String
-        var userID: String?
-        var tags: [String]
-        var templates: [String: InstallationTemplate]
-        var expiration: Timestamp?
-    }
-
-    struct InstallationTemplate: Sendable, Equatable {
-        var body: String
-        var headers: [String: String]
-        var tags: [String]
-        var expiry: String?
-    }
+    typealias Installation = PushgateCore.Installation
+    typealias InstallationTemplate = PushgateCore.InstallationTemplate
 
     static let platforms: [String: Platform] = ["apns": .apns, "gcm": .gcm, "fcmv1": .fcm, "wns": .wns, "browser": .browser]
 
@@ -94,18 +79,9 @@ enum HubInstallations {
         return text
     }
 
-    static func hex(_ text: String, bytes: Int) -> String {
-        SHA256.hash(data: Data(text.utf8)).prefix(bytes).map { String(format: "%02x", $0) }.joined()
-    }
-
-    /// The native registration's id, and each template's.
+    /// The native registration's id, and each template's (``Installations/registrationID(of:template:)``).
     static func registrationID(of installation: String, template: String? = nil) -> RegistrationID {
-        let base = "inst-" + hex(installation, bytes: 16)
-        return try! RegistrationID(template.map { base + "-" + hex($0, bytes: 6) } ?? base)
-    }
-
-    static func implicitTags(_ installation: Installation) -> [String] {
-        ["$InstallationId:{\(installation.id)}"] + (installation.userID.map { ["$UserId:{\($0)}"] } ?? [])
+        Installations.registrationID(of: installation, template: template)
     }
 
     // MARK: JSON
@@ -229,71 +205,11 @@ enum HubInstallations {
     // MARK: Store
 
     static func read(_ id: String, call: HubHTTP.HubCall) async throws(GatewayError) -> Installation? {
-        let found = try await call.gateway.hubInstallationRegistrations(id)
-        guard let native = found.first(where: { $0.id == registrationID(of: id) }) else { return nil }
-        let userID = Gateway.boundUser(of: native)
-        let own = native.tags.map(\.rawValue).filter { !$0.hasPrefix("$") }
-        var templates: [String: InstallationTemplate] = [:]
-        for registration in found where registration.id != native.id {
-            guard let template = registration.template, let name = template.name else { continue }
-            var headers = template.headers
-            let expiry = headers.removeValue(forKey: "apns-expiration")
-            templates[name] = InstallationTemplate(
-                body: native.platform == .fcm ? Gateway.wrappedFCMTemplate(template.body) : template.body, headers: headers,
-                tags: registration.tags.map(\.rawValue).filter { !$0.hasPrefix("$") && !own.contains($0) }, expiry: expiry)
-        }
-        return Installation(
-            id: id, platform: native.platform, pushChannel: native.handle.value, userID: userID, tags: own, templates: templates,
-            expiration: native.expiresAt)
+        try await call.gateway.installations.read(id)
     }
 
-    /// Validates everything, then writes the native and template registrations at once and
-    /// removes templates the installation no longer has.
     static func write(_ installation: Installation, call: HubHTTP.HubCall) async throws(GatewayError) {
-        let gateway = call.gateway
-        let handle: DeviceHandle
-        do { handle = try gateway.app.configuration.handles.validate(installation.pushChannel, for: installation.platform) } catch {
-            throw .badRequest("pushChannel: \(error.description)")
-        }
-        let implicit = implicitTags(installation)
-        let tags = try Gateway.hubTags(installation.tags, writer: call.writer, field: "tags")
-        var implicitTags: [Tag] = []
-        for text in implicit {
-            do { implicitTags.append(try Tag(text)) } catch { throw .badRequest(error.description) }
-        }
-        var registrations: [Registration] = []
-        do {
-            registrations.append(
-                try Registration(
-                    app: gateway.appID, id: registrationID(of: installation.id), handle: handle, tags: tags + implicitTags,
-                    expiresAt: installation.expiration, owner: Gateway.hubOwner))
-        } catch {
-            throw .badRequest("tags: \(error.description)")
-        }
-        for (name, template) in installation.templates.sorted(by: { $0.key < $1.key }) {
-            let own = try Gateway.hubTags(template.tags, writer: call.writer, field: "templates.\(name).tags")
-            var headers = template.headers
-            if let expiry = template.expiry { headers["apns-expiration"] = expiry }
-            let body = installation.platform == .fcm ? Gateway.unwrappedFCMTemplate(template.body) : template.body
-            let candidate = RegistrationTemplate(name: name, body: body, headers: headers)
-            // The body alone first, so that an error names the field at fault.
-            do { _ = try Gateway.compile(RegistrationTemplate(name: name, body: body), platform: installation.platform) } catch {
-                throw .badRequest("templates.\(name).body: \(error.description)")
-            }
-            do { _ = try Gateway.compile(candidate, platform: installation.platform) } catch {
-                throw .badRequest("templates.\(name).\(template.expiry == nil ? "headers" : "headers or expiry"): \(error.description)")
-            }
-            do {
-                registrations.append(
-                    try Registration(
-                        app: gateway.appID, id: registrationID(of: installation.id, template: name), handle: handle,
-                        tags: tags + own + implicitTags, template: candidate, expiresAt: installation.expiration, owner: Gateway.hubOwner))
-            } catch {
-                throw .badRequest("templates.\(name).tags: \(error.description)")
-            }
-        }
-        try await gateway.writeHubInstallation(
-            installation.id, registrations: registrations, userID: installation.userID, writer: call.writer)
+        try await call.gateway.installations.write(installation, writer: call.writer)
     }
 }
 

@@ -1,0 +1,140 @@
+import Crypto
+import Foundation
+import Pushgate
+
+/// A Notification Hubs installation: one device with its tags and named templates.
+public struct Installation: Sendable, Equatable {
+    public var id: String
+    public var platform: Platform
+    public var pushChannel: String
+    public var userID: String?
+    public var tags: [String]
+    public var templates: [String: InstallationTemplate]
+    public var expiration: Timestamp?
+
+    public init(
+        id: String, platform: Platform, pushChannel: String, userID: String? = nil, tags: [String] = [],
+        templates: [String: InstallationTemplate] = [:], expiration: Timestamp? = nil
+    ) {
+        self.id = id
+        self.platform = platform
+        self.pushChannel = pushChannel
+        self.userID = userID
+        self.tags = tags
+        self.templates = templates
+        self.expiration = expiration
+    }
+}
+
+/// One of an installation's named templates.
+public struct InstallationTemplate: Sendable, Equatable {
+    public var body: String
+    public var headers: [String: String]
+    public var tags: [String]
+    public var expiry: String?
+
+    public init(body: String, headers: [String: String] = [:], tags: [String] = [], expiry: String? = nil) {
+        self.body = body
+        self.headers = headers
+        self.tags = tags
+        self.expiry = expiry
+    }
+}
+
+/// The hub API's installations, kept as registrations (the core's rules, outside HTTP): a native
+/// registration and one per template, all carrying `$InstallationId:{id}` (and
+/// `$UserId:{userId}`), so that sends to those tags reach it. Reading one gathers them back;
+/// writing one validates everything, then writes them at once and removes templates it no
+/// longer has, by the binding rules of ``Gateway/writeHubInstallation(_:registrations:userID:writer:)``.
+public struct Installations: Sendable {
+    let gateway: Gateway
+
+    init(gateway: Gateway) { self.gateway = gateway }
+
+    /// The native registration's id, and each template's: derived from the installation id.
+    public static func registrationID(of installation: String, template: String? = nil) -> RegistrationID {
+        let base = "inst-" + hex(installation, bytes: 16)
+        return try! RegistrationID(template.map { base + "-" + hex($0, bytes: 6) } ?? base)
+    }
+
+    static func hex(_ text: String, bytes: Int) -> String {
+        SHA256.hash(data: Data(text.utf8)).prefix(bytes).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// The tags every registration of `installation` carries.
+    static func implicitTags(_ installation: Installation) -> [String] {
+        ["$InstallationId:{\(installation.id)}"] + (installation.userID.map { ["$UserId:{\($0)}"] } ?? [])
+    }
+
+    /// The installation `id`, gathered from its registrations; nil when it has none.
+    public func read(_ id: String) async throws(GatewayError) -> Installation? {
+        let found = try await gateway.hubInstallationRegistrations(id)
+        guard let native = found.first(where: { $0.id == Self.registrationID(of: id) }) else { return nil }
+        let userID = Gateway.boundUser(of: native)
+        let own = native.tags.map(\.rawValue).filter { !$0.hasPrefix("$") }
+        var templates: [String: InstallationTemplate] = [:]
+        for registration in found where registration.id != native.id {
+            guard let template = registration.template, let name = template.name else { continue }
+            var headers = template.headers
+            let expiry = headers.removeValue(forKey: "apns-expiration")
+            templates[name] = InstallationTemplate(
+                body: native.platform == .fcm ? Gateway.wrappedFCMTemplate(template.body) : template.body, headers: headers,
+                tags: registration.tags.map(\.rawValue).filter { !$0.hasPrefix("$") && !own.contains($0) }, expiry: expiry)
+        }
+        return Installation(
+            id: id, platform: native.platform, pushChannel: native.handle.value, userID: userID, tags: own, templates: templates,
+            expiration: native.expiresAt)
+    }
+
+    /// Validates everything (errors name the field: `pushChannel`, `tags`, `templates.<name>.body`
+    /// …), then writes the native and template registrations at once and removes templates the
+    /// installation no longer has.
+    public func write(_ installation: Installation, writer: Gateway.HubWriter) async throws(GatewayError) {
+        let handle: DeviceHandle
+        do { handle = try gateway.app.configuration.handles.validate(installation.pushChannel, for: installation.platform) } catch {
+            throw .badRequest("pushChannel: \(error.description)")
+        }
+        let tags = try Gateway.hubTags(installation.tags, writer: writer, field: "tags")
+        var implicitTags: [Tag] = []
+        for text in Self.implicitTags(installation) {
+            do { implicitTags.append(try Tag(text)) } catch { throw .badRequest(error.description) }
+        }
+        var registrations: [Registration] = []
+        do {
+            registrations.append(
+                try Registration(
+                    app: gateway.appID, id: Self.registrationID(of: installation.id), handle: handle, tags: tags + implicitTags,
+                    expiresAt: installation.expiration, owner: Gateway.hubOwner))
+        } catch {
+            throw .badRequest("tags: \(error.description)")
+        }
+        for (name, template) in installation.templates.sorted(by: { $0.key < $1.key }) {
+            let own = try Gateway.hubTags(template.tags, writer: writer, field: "templates.\(name).tags")
+            var headers = template.headers
+            if let expiry = template.expiry { headers["apns-expiration"] = expiry }
+            let body = installation.platform == .fcm ? Gateway.unwrappedFCMTemplate(template.body) : template.body
+            let candidate = RegistrationTemplate(name: name, body: body, headers: headers)
+            // The body alone first, so that an error names the field at fault.
+            do { _ = try Gateway.compile(RegistrationTemplate(name: name, body: body), platform: installation.platform) } catch {
+                throw .badRequest("templates.\(name).body: \(error.description)")
+            }
+            do { _ = try Gateway.compile(candidate, platform: installation.platform) } catch {
+                throw .badRequest("templates.\(name).\(template.expiry == nil ? "headers" : "headers or expiry"): \(error.description)")
+            }
+            do {
+                registrations.append(
+                    try Registration(
+                        app: gateway.appID, id: Self.registrationID(of: installation.id, template: name), handle: handle,
+                        tags: tags + own + implicitTags, template: candidate, expiresAt: installation.expiration, owner: Gateway.hubOwner))
+            } catch {
+                throw .badRequest("templates.\(name).tags: \(error.description)")
+            }
+        }
+        try await gateway.writeHubInstallation(installation.id, registrations: registrations, userID: installation.userID, writer: writer)
+    }
+}
+
+extension Gateway {
+    /// The hub API's installations (``Installations``).
+    public var installations: Installations { Installations(gateway: self) }
+}
