@@ -150,16 +150,6 @@ extension Gateway {
         }
     }
 
-    /// `GET /api/notifications/{id}`: the payload, only for its recipient and before it expires.
-    public func readSecure(id: String, user: AuthenticatedUser) async throws(GatewayError) -> SecureMessage {
-        let time = now()
-        let message = try await stored { () throws(StoreError) in
-            try await store.readSecureMessage(id: id, app: appID, recipient: user.name, now: time)
-        }
-        guard let message else { throw .notFound("no notification \(id) for \(user.name)") }
-        return message
-    }
-
     /// Validates a send and renders its payloads; throws the error the caller deserves before
     /// anything is sent.
     public func prepare(_ request: SendRequest, user: AuthenticatedUser, purpose: String = "notify") throws(GatewayError) -> PreparedSend {

@@ -51,9 +51,11 @@ public final class Gateway: Sendable {
         self.clock = clock
         let control = OutboxControl(configuration: outbox)
         self.outbox = control
+        let drives = ActiveDrives()
+        notifications = Notifications(store: store, app: app.id, clock: clock, logger: logger, outbox: control, drives: drives)
         driver = OutboxDriver(
             app: app.id, queue: store, registrations: store, dispatcher: dispatcher, control: control, clock: clock,
-            drives: ActiveDrives(), metrics: metrics, settings: OutboxDriver.settings(outbox),
+            drives: drives, metrics: metrics, settings: OutboxDriver.settings(outbox),
             grouping: { [store, id = app.id] delivery, payloads in
                 Gateway.payloadGrouping(for: delivery, payloads: payloads, store: store, app: id)
             })
@@ -61,6 +63,9 @@ public final class Gateway: Sendable {
 
     /// How fast each hub key reserves registration ids (``reserveHubRegistrationID(rule:)``).
     let reservationRate: Mutex<TokenBuckets>
+
+    /// Telemetry, cancelling and secure messages (``Notifications``).
+    public let notifications: Notifications
 
     /// The app's id (a reload keeps it).
     public let appID: AppID

@@ -61,12 +61,12 @@ extension GatewayHTTP {
             let user = try context.authenticatedUser()
             let query = try QueryParameters(request.uri, accepting: ["limit", "sender"])
             let limit = try integer(query.get("limit"), named: "limit", default: 50)
-            let records = try await gateway.notificationRecords(user: user, sender: query.get("sender"), limit: limit)
+            let records = try await gateway.notifications.records(user: user, sender: query.get("sender"), limit: limit)
             return encoded(200, records.map { NotificationRecordBody($0, failedTargets: nil, nextFailedAfter: nil) })
         }
         api.get("notifications/:id/outcome") { request, context in
             let user = try context.authenticatedUser()
-            let record = try await gateway.notificationRecord(id: decodedID(context), user: user)
+            let record = try await gateway.notifications.record(id: decodedID(context), user: user)
             let query = try QueryParameters(request.uri, accepting: ["failedLimit", "failedAfter"])
             let limit = try integer(query.get("failedLimit"), named: "failedLimit", default: 100)
             // The failed devices are listed to whoever may see whose devices the send reached;
@@ -79,7 +79,7 @@ extension GatewayHTTP {
                 }
                 after = id
             }
-            let failed = disclosed ? try await gateway.failedTargets(of: record, after: after, limit: limit) : []
+            let failed = disclosed ? try await gateway.notifications.failedTargets(of: record, after: after, limit: limit) : []
             let next = failed.count == limit ? failed.last.map { FailureCursor.token(after: $0.registrationID.rawValue) } : nil
             if (request.headers[.accept] ?? "").lowercased().contains("xml") {
                 let failures = disclosed ? record.failed : 0
@@ -95,12 +95,12 @@ extension GatewayHTTP {
         }
         api.delete("notifications/:id") { _, context in
             let user = try context.authenticatedUser()
-            let record = try await gateway.cancelNotification(id: decodedID(context), user: user)
+            let record = try await gateway.notifications.cancel(id: decodedID(context), user: user)
             return encoded(record.state.isFinal ? 200 : 202, NotificationRecordBody(record, failedTargets: nil, nextFailedAfter: nil))
         }
         api.get("notifications/:id") { _, context in
             let user = try context.authenticatedUser()
-            let message = try await gateway.readSecure(id: decodedID(context), user: user)
+            let message = try await gateway.notifications.readSecure(id: decodedID(context), user: user)
             return encoded(200, SecureMessageBody(id: message.id, payload: message.payload, read: message.read))
         }
         if let sandbox { addSandboxRoutes(to: api, sandbox, gateway: gateway) }

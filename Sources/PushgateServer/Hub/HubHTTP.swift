@@ -62,15 +62,15 @@ enum HubHTTP {
         route(.delete, "schedulednotifications/:id", .send) { _, call in
             // Only a notification still waiting for its time is a scheduled one (NH: 404 otherwise).
             let id = call.parameter("id")
-            let existing = try? await call.gateway.notificationRecord(id: id, user: call.user)
+            let existing = try? await call.gateway.notifications.record(id: id, user: call.user)
             guard let existing, existing.state == .scheduled, !existing.cancelRequested else {
                 throw GatewayError.notFound("no scheduled notification '\(id.prefix(64))' is waiting to be sent")
             }
-            _ = try await call.gateway.cancelNotification(id: id, user: call.user)
+            _ = try await call.gateway.notifications.cancel(id: id, user: call.user)
             return Response(status: .ok, headers: [.contentLength: "0"])
         }
         route(.get, "messages/:id", .send) { _, call in
-            var record = try await call.gateway.notificationRecord(id: call.parameter("id"), user: call.user)
+            var record = try await call.gateway.notifications.record(id: call.parameter("id"), user: call.user)
             // NH counts only the registrations a send targets: those it passed over (a template
             // registration under a native send, a handle another registration holds) are left out.
             for platform in record.counts.keys { record.counts[platform]?[.skipped] = nil }
