@@ -2,14 +2,15 @@
 # Pushgate's benchmark suite: every figure beside a reference measured in the same run, on the
 # same sink, on this machine. Writes JSON and prints a table.
 #
-#   scripts/bench-all.sh                 # the full suite (about 10 minutes on 2 cores)
+#   scripts/bench-all.sh                 # the full suite (about 10 minutes on 2 cores, and 3–4 for "everyday")
 #   PUSHGATE_BENCH_BROADCAST=100000 PUSHGATE_BENCH_ROUNDS=1 scripts/bench-all.sh   # a quick look
 #
 # Environment: PUSHGATE_BIN (a release pushgate; default: build one), PUSHGATE_BENCH_OUT (JSON,
 # default .build/bench/bench-all.json), PUSHGATE_BENCH_BROADCAST (registrations, 1,000,000),
 # PUSHGATE_BENCH_DISPATCH (requests per dispatch round, 100,000), PUSHGATE_BENCH_ROUNDS (3),
-# PUSHGATE_BENCH_SECTIONS (default "dispatch broadcast platforms hubs postgres latency upserts idle"; the broadcast's
-# store is always built: the later sections use it; "sandbox" adds the broadcast against
+# PUSHGATE_BENCH_SECTIONS (default "dispatch everyday broadcast platforms hubs postgres latency upserts idle"; the
+# broadcast's store is built when a section that uses it runs (broadcast, platforms, hubs,
+# sandbox, postgres, latency, upserts); "sandbox" adds the broadcast against
 # `pushgate sandbox` beside nginx, scripts/bench-sandbox-sink.sh), PUSHGATE_BENCH_PERF=1
 # (profile the gateway during the broadcast with perf; the report lands beside the JSON).
 #
@@ -17,6 +18,12 @@
 #    libcurl floors (curl_multi_poll; curl_multi_socket_action + epoll), `pushgate bench
 #    dispatch`, and aioapns (PyPI, in a virtual environment this script makes); against nginx,
 #    APNs beside WNS (HTTP/1.1, 32 connections per pool) with each one's CPU per notification.
+# 1b. everyday (scripts/bench-everyday.sh): the tutorials' everyday call, one message to one
+#    user's 3 APNs devices, wrk with a random user of PUSHGATE_BENCH_USERS (20,000) per request:
+#    sends/s at 64 connections, p50/p99 at 4, gateway CPU per send, for outbox on + SQLite,
+#    outbox off + SQLite and outbox on + PostgreSQL, each beside the gateway's /healthz rate and
+#    the C libcurl client on the same (counting) nginx sink; every answer and the sink's count
+#    checked; idle RSS of the default gateway.
 # 2. broadcast: BROADCAST registrations in SQLite (65% APNs, 25% FCM v1, 5% WNS, 5% browsers (Web Push:
 #    PUSHGATE_BENCH_BROWSER_SHARE=0 puts them back to APNs, as before Web Push); one APNs device
 #    in 256 answers 410 Unregistered and is pruned), one POST /api/notifications from request to
@@ -45,8 +52,10 @@ rounds=${PUSHGATE_BENCH_ROUNDS:-3}
 out=${PUSHGATE_BENCH_OUT:-.build/bench/bench-all.json}
 streams=100
 pools=2
-sections=" ${PUSHGATE_BENCH_SECTIONS:-dispatch broadcast platforms hubs postgres latency upserts idle} "
+sections=" ${PUSHGATE_BENCH_SECTIONS:-dispatch everyday broadcast platforms hubs postgres latency upserts idle} "
 want() { [[ "$sections" == *" $1 "* ]]; }
+# The sections that use the broadcast's store (seeded after section 1b).
+needs_store() { local s; for s in broadcast platforms hubs sandbox postgres latency upserts; do want "$s" && return 0; done; return 1; }
 
 scripts/setup.sh --postgres >&2
 need=()
@@ -75,6 +84,10 @@ pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null || true
+  # Throwaway PostgreSQL clusters a section left behind when the run stopped early.
+  for dir in "${pg_dir:-}" "${ev_pg_dir:-}"; do
+    [ -n "$dir" ] && [ -d "$dir" ] && "$root/scripts/postgres.sh" stop "$dir" >/dev/null 2>&1 || true
+  done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -96,8 +109,8 @@ cc -O2 -o "$work/fixed_rate" Benchmarks/FixedRate/fixed_rate.c -lcurl -lm
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$work/key.pem" -out "$work/cert.pem" \
   -days 1 -subj "/CN=localhost" -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" 2>/dev/null
 
-echo "== python virtual environment with aioapns" >&2
 if want dispatch; then
+echo "== python virtual environment with aioapns" >&2
 python3 -m venv "$work/venv" >&2
 "$work/venv/bin/pip" install -q aioapns >&2
 fi
@@ -166,7 +179,7 @@ sink="https://127.0.0.1:$nginx_port"
 wait_http "$sink/3/device/$token"
 
 # ---------------------------------------------------------------------------------------------
-echo "== 1. dispatch: $dispatch requests per round, $rounds round(s), nghttpd sink" >&2
+want dispatch && echo "== 1. dispatch: $dispatch requests per round, $rounds round(s), nghttpd sink" >&2
 mkdir -p "$work/docroot/3/device"
 # One file per token that `pushgate bench dispatch` sends to (nghttpd answers 404 for any other path).
 bench_tokens "$work/docroot/3/device" "$dispatch"
@@ -268,7 +281,7 @@ for round in $(seq 1 "${rounds_run:-$rounds}"); do
 done
 
 # ---------------------------------------------------------------------------------------------
-echo "== 2. broadcast to $broadcast registrations, nginx sink" >&2
+needs_store && echo "== 2. broadcast to $broadcast registrations, nginx sink" >&2
 
 # Credentials and a configuration: what `pushgate sandbox` writes, pointed at nginx.
 "$bin" sandbox --dir "$work/sandbox" > "$work/sandbox.out" 2>/dev/null &
@@ -303,6 +316,10 @@ json.dump(config, open(path, "w"), indent=2)
 PY
 config=$work/sandbox/config.json
 
+# The everyday send (a store and a sink of its own).
+if want everyday; then source scripts/bench-everyday.sh; fi
+
+if needs_store; then
 echo "-- seeding $broadcast registrations" >&2
 python3 - "$broadcast" "$nginx_port" "${PUSHGATE_BENCH_BROWSER_SHARE:-5}" "${PUSHGATE_BENCH_MIX:-}" > "$work/registrations.jsonl" <<'PY'
 import base64, json, sys
@@ -343,6 +360,7 @@ record "broadcast.seed_seconds" "$(awk -v a="$seed_start" -v b="$(date +%s.%N)" 
 # The reference: the dispatch engine alone against the same nginx, just before.
 rate=$(bench_dispatch "$sink")
 record "broadcast.reference_dispatch_rate" "$rate"
+fi
 
 # One broadcast through a freshly started gateway: `prefix` names the figures, `config` the
 # configuration (the outbox on, or off for the reference), `profile` whether perf records it.
@@ -457,6 +475,7 @@ if want postgres; then source scripts/bench-postgres.sh; fi
 
 # The later sections use a gateway on the full store (the outbox on, as shipped).
 base="http://127.0.0.1:$gateway_port"  # also when no broadcast ran before (a latency-only run)
+if want latency || want upserts; then
 (cd "$work/sandbox" && exec "$bin" serve --config "$config" > "$work/gateway.log" 2>&1) &
 gateway=$!
 pids+=($gateway)
@@ -498,6 +517,7 @@ record "upserts.gateway.p99" "$(echo "$upserts" | awk '$1 == "99%" { print $2 }'
 record "upserts.nginx.per_second" "$(wrk -t 2 -c 32 -d 5s -s "$work/upsert.lua" "http://127.0.0.1:$plain_port/" | awk '/Requests\/sec/ { printf "%.0f", $2 }')"
 fi
 kill "$gateway_pid"; wait "$gateway" 2>/dev/null || true
+fi
 
 # ---------------------------------------------------------------------------------------------
 if want idle; then
@@ -555,6 +575,15 @@ summary = {
     "platforms": {k.split(".", 1)[1]: v for k, v in raw.items() if k.startswith("platforms.")},
     "idle": {"rss_mib": num("idle.rss_mib"), "rss_anon_mib": num("idle.rss_anon_mib"), "rss_file_mib": num("idle.rss_file_mib")},
 }
+# The everyday send: everyday.<config>.<run>.<figure> nested, numbers as numbers.
+everyday = {}
+for key, value in raw.items():
+    if not key.startswith("everyday."): continue
+    node, parts = everyday, key.split(".")[1:]
+    for part in parts[:-1]: node = node.setdefault(part, {})
+    try: node[parts[-1]] = int(value) if value.lstrip("-").isdigit() else float(value)
+    except ValueError: node[parts[-1]] = value
+if everyday: summary["everyday"] = everyday
 json.dump(summary, open(out, "w"), indent=2)
 def fmt(v, unit=""):
     return "n/a" if v is None else (f"{v:,.0f}{unit}" if v >= 100 else f"{v:.2f}{unit}")
@@ -626,11 +655,47 @@ rows.append(("registration upserts (per s, wrk 32 conn.)", u.get("gateway.per_se
 rows.append(("idle RSS (MiB): all / private / file-backed code", f"{fmt(summary['idle']['rss_mib'])} / {fmt(summary['idle']['rss_anon_mib'])} / {fmt(summary['idle']['rss_file_mib'])}", "", "", "< 30"))
 widths = [max(len(r[i]) for r in rows + [("figure", "Pushgate", "reference (same run)", "ratio", "target")]) for i in range(5)]
 header = ("figure", "Pushgate", "reference (same run)", "ratio", "target")
-print("| " + " | ".join(h.ljust(w) for h, w in zip(header, widths)) + " |")
-print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-for r in rows:
-    print("| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |")
+if any(not key.startswith("everyday.") for key in raw):  # not when the everyday section ran alone
+    print("| " + " | ".join(h.ljust(w) for h, w in zip(header, widths)) + " |")
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for r in rows:
+        print("| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |")
 print(f"\n{summary['machine']['cpus']} cores, {cpu}, {summary['machine']['date']}; JSON: {out}")
+
+# The everyday send, one column per configuration.
+def e(c, *path):
+    node = everyday.get(c, {})
+    for part in path: node = node.get(part, {}) if isinstance(node, dict) else {}
+    return node
+everyday_configs = [(k, label) for k, label in [("sqlite_outbox", "outbox on, SQLite"), ("sqlite_direct", "outbox off, SQLite"),
+                                                 ("postgres_outbox", "outbox on, PostgreSQL")] if isinstance(everyday.get(k), dict)]
+if everyday_configs:
+    def cell(value, digits=0):
+        return "n/a" if value in ({}, None) or isinstance(value, (dict, str)) else f"{value:,.{digits}f}"
+    rows = [
+        ("sends/s, 64 connections", lambda c: cell(e(c, "c64", "sends_per_second"))),
+        (f"notifications/s ({everyday.get('devices_per_user', 3)} per send)", lambda c: cell(e(c, "c64", "notifications_per_second"))),
+        ("p50 / p99 at 64 connections (ms)", lambda c: f"{cell(e(c, 'c64', 'p50_ms'), 1)} / {cell(e(c, 'c64', 'p99_ms'), 1)}"),
+        ("p50 / p99 at 4 connections (ms)", lambda c: f"{cell(e(c, 'c4', 'p50_ms'), 1)} / {cell(e(c, 'c4', 'p99_ms'), 1)}"),
+        ("sends/s, 4 connections", lambda c: cell(e(c, "c4", "sends_per_second"))),
+        ("gateway CPU per send (µs), 64 conn.", lambda c: cell(e(c, "c64", "cpu_us_per_send"))),
+        ("PostgreSQL server CPU per send (µs)", lambda c: cell(e(c, "c64", "postgres_cpu_us_per_send")) if c.startswith("postgres") else "–"),
+        ("reference: the gateway's /healthz, 64 conn. (req/s)", lambda c: cell(e(c, "healthz_per_second"))),
+        ("sends/s ÷ healthz/s", lambda c: cell(e(c, "sends_over_healthz"), 4)),
+        ("reference: C libcurl client, same sink (req/s)", lambda c: cell(e(c, "curl_per_second"))),
+        ("notifications/s ÷ C client", lambda c: cell(e(c, "notifications_over_curl"), 4)),
+        ("machine idle (healthz, 64, 4, curl)", lambda c: " ".join(str(e(c, step, "idle")) if e(c, step, "idle") != {} else "?" for step in ("healthz", "sends64", "sends4", "curl"))),
+    ]
+    header = [f"everyday send, {everyday.get('users', 0):,} users × {everyday.get('devices_per_user', 3)} APNs devices"] + [label for _, label in everyday_configs]
+    table = [header] + [[name] + [f(c) for c, _ in everyday_configs] for name, f in rows]
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+    print()
+    print("| " + " | ".join(h.ljust(w) for h, w in zip(header, widths)) + " |")
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for r in table[1:]:
+        print("| " + " | ".join(v.ljust(w) for v, w in zip(r, widths)) + " |")
+    print(f"idle RSS of the default gateway before load: VmRSS {everyday.get('idle_rss_mib', 'n/a')} MiB, RssAnon {everyday.get('idle_rss_anon_mib', 'n/a')} MiB; "
+          f"{everyday.get('seconds_per_run', '?')} s per wrk run")
 
 # A figure that cannot be right voids the run: fail loudly instead of writing it down.
 problems = []
@@ -662,6 +727,12 @@ def check_broadcast(prefix, expected):
     reference = num("broadcast.reference_dispatch_rate")
     if reference and num(prefix + ".rate") > reference * 1.2:
         problems.append(f"{prefix}: {num(prefix + '.rate'):,.0f}/s above the bare dispatch engine's {reference:,.0f}/s on the same sink")
+for c, _ in everyday_configs:
+    sends, healthz = e(c, "c64", "sends_per_second"), e(c, "healthz_per_second")
+    if not isinstance(sends, (int, float)) or sends <= 0:
+        problems.append(f"everyday {c}: no sends/s recorded")
+    elif isinstance(healthz, (int, float)) and sends >= healthz:
+        problems.append(f"everyday {c}: {sends:,.0f} sends/s at or above the gateway's own /healthz {healthz:,.0f}/s")
 broadcast_total = int(os.environ.get("PUSHGATE_BENCH_BROADCAST_TOTAL", "0"))
 for key in raw:
     m = re.fullmatch(r"(broadcast(?:_direct)?\.r\d+)\.rate", key)

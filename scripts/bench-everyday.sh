@@ -1,0 +1,368 @@
+# shellcheck shell=bash
+# Section "everyday" of scripts/bench-all.sh: the tutorials' everyday call, one message to one
+# user's devices (`POST /api/notifications?pns=apns&to_tag=uN`, body "hello"), under load, beside
+# the gateway's own /healthz and the C libcurl client on the same sink, in the same run.
+#
+#   PUSHGATE_BENCH_SECTIONS=everyday scripts/bench-all.sh
+#
+# Sourced by bench-all.sh once the nginx-sink configuration exists (before the broadcast's store
+# is seeded); uses its variables and helpers: bin, root, work, results, config, streams, pools,
+# pids, record, free_port, wait_http, cpu_seconds, rss_kib, rate_of, cpu_of, and the C client
+# ($work/curl_floor) and certificate ($work/cert.pem, key.pem) it built.
+#
+# Setup: USERS users (u0 … u<USERS-1>) with 3 APNs devices each, tagged username:uN, imported as
+# JSON lines (`pushgate registrations import`) into an SQLite store of their own, and into a
+# throwaway PostgreSQL cluster (scripts/postgres.sh, fsync on, ANALYZE after the import). APNs goes
+# to an nginx of this section's own (HTTP/2 + TLS, 200 with apns-id for every token) that writes
+# one line per answered request, so the devices it was sent to can be counted. bob (a configured
+# user) sends; any signed-in user may send to another user's tag.
+#
+# For each configuration: outbox on + SQLite (the default), outbox off + SQLite
+# (`"outbox": {"enabled": false}`), outbox on + PostgreSQL:
+#   1. a 3 s warm-up (the sink's connections, the verified-credentials cache);
+#   2. wrk on GET /healthz, 64 connections: the gateway's HTTP floor;
+#   3. wrk, 64 connections, a random user per request: sends/s (notifications/s = 3 ×), and the
+#      gateway's CPU per send (/proc/PID/stat utime + stime over the run, divided by the sends
+#      the sink saw: its count / 3);
+#   4. wrk, 4 connections: p50 / p99 latency (closed loop: wrk's own percentiles);
+#   5. the C libcurl client (Benchmarks/CurlFloor, socket mode, 2 pools × 100 streams) against
+#      the same sink: the wire's reference.
+# Idle RSS (VmRSS, RssAnon) of the default gateway is taken before its warm-up.
+#
+# Every answer is checked (the wrk Lua script's `response`): HTTP 200 with "success":3. The run
+# stops with a message and exit 1 on a wrong answer, a socket error or timeout, a sink count
+# outside [3 × sends, 3 × (sends + connections)] (wrk stops with up to one request per connection
+# in flight, which the gateway still delivers), a sink answer other than 200, or an implausible
+# figure (0; sends/s above /healthz/s; notifications/s above 1.5 × the C client's; more gateway CPU
+# than the machine has).
+#
+# Environment: PUSHGATE_BENCH_USERS (20000), PUSHGATE_BENCH_EVERYDAY_SECONDS (15 per wrk run),
+# PUSHGATE_BENCH_EVERYDAY_CURL (50000 requests of the C client), PUSHGATE_BENCH_EVERYDAY_CONFIGS
+# (default "sqlite_outbox sqlite_direct postgres_outbox"), PUSHGATE_BENCH_IDLE_WAIT (seconds to wait
+# before each measurement while someone else's swift-frontend, swift-build/swift-test/xctest or wrk
+# runs, polling every 10 s; default 900, 0: do not wait). Whether the machine was idle is printed
+# and recorded (everyday.<config>.<step>.idle).
+#
+# Figures: everyday.* in the results (JSON: "everyday"), and a table at the end of bench-all.
+echo "== everyday: one message to one user's 3 APNs devices (wrk, a random user per request)" >&2
+ev_users=${PUSHGATE_BENCH_USERS:-20000}
+ev_seconds=${PUSHGATE_BENCH_EVERYDAY_SECONDS:-15}
+ev_curl_count=${PUSHGATE_BENCH_EVERYDAY_CURL:-50000}
+ev_configs=${PUSHGATE_BENCH_EVERYDAY_CONFIGS:-sqlite_outbox sqlite_direct postgres_outbox}
+ev_idle_wait=${PUSHGATE_BENCH_IDLE_WAIT:-900}
+ev_devices=3
+ev_cores=$(nproc)
+record "everyday.users" "$ev_users"
+record "everyday.devices_per_user" "$ev_devices"
+record "everyday.seconds_per_run" "$ev_seconds"
+
+ev_fail() { echo "bench-everyday: $*; stopping (the figures of this run are void)" >&2; exit 1; }
+# awk as a calculator: ev_calc 'a / b' a=1 b=2
+ev_calc() { local expr=$1; shift; local args=(); for kv in "$@"; do args+=(-v "$kv"); done; awk "${args[@]}" "BEGIN { OFMT = \"%.6f\"; print $expr }"; }
+ev_true() { local expr=$1; shift; local args=(); for kv in "$@"; do args+=(-v "$kv"); done; awk "${args[@]}" "BEGIN { exit !($expr) }"; }
+
+# Someone else's build, test or load generator on this machine (our own wrk runs only inside the
+# steps below, never while this looks). The brackets keep pgrep from finding its own caller.
+ev_others() {
+  { pgrep -f '[s]wift-frontend'; pgrep -f '[s]wift-test|[s]wift-build|[x]ctest|[P]ushgatePackageTests'; pgrep -x wrk; } 2>/dev/null \
+    | grep -v -x -e "$$" -e "$BASHPID" | sort -u | tr '\n' ' ' || true  # nothing found is no failure
+}
+# Waits (up to PUSHGATE_BENCH_IDLE_WAIT s) while ev_others finds anything; records whether the
+# machine was idle at the start of step $1.
+ev_wait_idle() {
+  local label=$1 waited=0 others
+  others=$(ev_others)
+  while [ -n "$others" ] && [ "$waited" -lt "$ev_idle_wait" ]; do
+    [ "$waited" -eq 0 ] && echo "-- $label: waiting while others run: $(ps -o comm= -p "$(tr ' ' ',' <<<"${others% }")" 2>/dev/null | sort | uniq -c | tr -s ' \n' ' ')" >&2
+    sleep 10; waited=$((waited + 10))
+    others=$(ev_others)
+  done
+  local idle=yes
+  [ -n "$others" ] && idle=no
+  echo "-- $label: machine idle: $idle (waited ${waited} s; load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
+  echo "everyday.$label.idle=$idle" >> "$results"
+  echo "everyday.$label.waited_seconds=$waited" >> "$results"
+}
+
+# ---------------------------------------------------------------------------------------------
+# The sink: nginx, HTTP/2 + TLS, 200 and an apns-id for every APNs token; one log line ($status)
+# per request, buffered (flushed every second), so that the delivered notifications can be counted.
+ev_sink_port=$(free_port)
+ev_dir=$work/everyday
+mkdir -p "$ev_dir/nginx"
+ev_log=$ev_dir/nginx/apns.log
+: > "$ev_log"
+cat > "$ev_dir/nginx/nginx.conf" <<NGINX
+daemon off;
+worker_processes 1;
+pid $ev_dir/nginx.pid;
+error_log $ev_dir/nginx/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $ev_dir/nginx/body;
+  proxy_temp_path $ev_dir/nginx/proxy;
+  fastcgi_temp_path $ev_dir/nginx/fastcgi;
+  uwsgi_temp_path $ev_dir/nginx/uwsgi;
+  scgi_temp_path $ev_dir/nginx/scgi;
+  keepalive_requests 100000000;
+  keepalive_timeout 300s;
+  http2_max_concurrent_streams 1000;
+  map \$http_apns_id \$apns_id { "" \$request_id; default \$http_apns_id; }
+  client_body_buffer_size 64k;
+  log_format status_only '\$status';
+  server {
+    listen 127.0.0.1:$ev_sink_port ssl http2;
+    ssl_certificate $work/cert.pem;
+    ssl_certificate_key $work/key.pem;
+    location /3/device/ {
+      access_log $ev_log status_only buffer=64k flush=1s;
+      add_header apns-id \$apns_id always;
+      return 200;
+    }
+  }
+}
+NGINX
+nginx -c "$ev_dir/nginx/nginx.conf" -p "$ev_dir/nginx" &
+ev_nginx=$!
+pids+=($ev_nginx)
+ev_sink="https://127.0.0.1:$ev_sink_port"
+ev_token=$(printf 'ab%.0s' $(seq 1 32))
+wait_http "$ev_sink/3/device/$ev_token"
+# Requests the sink has answered (and logged) so far; the count once it stops changing (the log
+# is flushed every second: two equal reads 1.5 s apart).
+ev_count() { wc -l < "$ev_log"; }
+ev_settle() {
+  local a b
+  a=$(ev_count)
+  while :; do sleep 1.5; b=$(ev_count); [ "$a" = "$b" ] && break; a=$b; done
+  echo "$a"
+}
+
+# ---------------------------------------------------------------------------------------------
+# Configurations: bench-all's (sandbox credentials, nginx sink) with APNs on this sink, a store of
+# their own and a port of their own, beside it in the sandbox's folder (relative paths resolve
+# against the configuration's folder).
+ev_port=$(free_port)
+ev_base="http://127.0.0.1:$ev_port"
+ev_conf=$work/sandbox/config-everyday
+python3 - "$config" "$ev_conf" "$ev_port" "$ev_sink" "$work/cert.pem" <<'PY'
+import json, sys
+source, prefix, port, sink, ca = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+config = json.load(open(source))
+config["listener"]["port"] = port
+config["store"] = {"sqlite": {"path": "everyday.sqlite"}}
+apns = config["apps"]["default"]["services"]["apns"]
+apns["endpoint"] = sink
+apns["caFile"] = ca
+config.pop("outbox", None)  # the default: on
+json.dump(config, open(prefix + "-sqlite_outbox.json", "w"), indent=2)
+config["outbox"] = {"enabled": False}
+json.dump(config, open(prefix + "-sqlite_direct.json", "w"), indent=2)
+PY
+
+echo "-- $ev_users users × $ev_devices APNs devices as JSON lines" >&2
+python3 - "$ev_users" "$ev_devices" > "$ev_dir/registrations.jsonl" <<'PY'
+import sys
+users, devices = int(sys.argv[1]), int(sys.argv[2])
+out = sys.stdout
+for u in range(users):
+    for d in range(devices):
+        k = u * devices + d
+        rid = "%016x" % ((k * 0x9E3779B97F4A7C15 + 0x5851F42D4C957F2D) % (1 << 64))  # ids in no user order
+        out.write('{"id":"%s","platform":"apns","handle":"%064x","tags":["username:u%d"],"owner":"u%d"}\n'
+                  % (rid, 0xE0000000 + k, u, u))
+PY
+ev_import() {  # name config
+  local started
+  started=$(date +%s.%N)
+  (cd "$work/sandbox" && "$bin" registrations import --config "$2" "$ev_dir/registrations.jsonl" >&2)
+  record "everyday.$1.import_seconds" "$(ev_calc 'sprintf("%.1f", b - a)' a="$started" b="$(date +%s.%N)")"
+}
+ev_import sqlite "$ev_conf-sqlite_outbox.json"
+
+# The wrk script: a random user per request, every answer checked, totals over all threads.
+cat > "$ev_dir/everyday.lua" <<LUA
+-- The everyday send: one message to one random user's $ev_devices APNs devices; every answer checked.
+local users = $ev_users
+local devices = "$ev_devices"
+local headers = { ["Authorization"] = "Basic $(printf 'bob:bob' | base64)", ["Content-Type"] = "application/json" }
+local body = '"hello"'
+local threads = {}
+local counter = 0
+function setup(thread)
+  thread:set("id", counter)
+  counter = counter + 1
+  table.insert(threads, thread)
+end
+function init(args)
+  math.randomseed(os.time() + 7919 * id)
+  ok, bad_status, bad_body, sample = 0, 0, 0, ""
+end
+function request()
+  return wrk.format("POST", "/api/notifications?pns=apns&to_tag=u" .. math.random(0, users - 1), headers, body)
+end
+function response(status, headers, body)
+  if status ~= 200 then
+    bad_status = bad_status + 1
+    if sample == "" then sample = "HTTP " .. status .. ": " .. string.sub(body or "", 1, 300) end
+  elseif string.match(body or "", '"success":(%d+)') ~= devices then
+    bad_body = bad_body + 1
+    if sample == "" then sample = "HTTP 200: " .. string.sub(body or "", 1, 300) end
+  else
+    ok = ok + 1
+  end
+end
+function done(summary, latency, requests)
+  local o, s, b, example = 0, 0, 0, ""
+  for _, thread in ipairs(threads) do
+    o = o + thread:get("ok")
+    s = s + thread:get("bad_status")
+    b = b + thread:get("bad_body")
+    local e = thread:get("sample")
+    if example == "" and e ~= "" then example = e end
+  end
+  local e = summary.errors
+  io.write(string.format("everyday ok=%d bad_status=%d bad_body=%d requests=%d duration_us=%d socket_errors=%d timeouts=%d p50_us=%d p99_us=%d\n",
+    o, s, b, summary.requests, summary.duration, e.connect + e.read + e.write, e.timeout,
+    math.floor(latency:percentile(50)), math.floor(latency:percentile(99))))
+  if example ~= "" then io.write("everyday first wrong answer: " .. string.gsub(example, "%s+", " ") .. "\n") end
+end
+LUA
+
+# ---------------------------------------------------------------------------------------------
+ev_gateway=""
+ev_start() {  # name config
+  (cd "$work/sandbox" && exec "$bin" serve --config "$2" > "$ev_dir/gateway-$1.log" 2>&1) &
+  ev_gateway=$!
+  pids+=($ev_gateway)
+  wait_http "$ev_base/healthz" || ev_fail "the $1 gateway did not start (log: $(tail -n 5 "$ev_dir/gateway-$1.log"))"
+}
+ev_stop() { kill -TERM "$ev_gateway" 2>/dev/null; wait "$ev_gateway" 2>/dev/null || true; ev_gateway=""; }
+# CPU seconds of this section's PostgreSQL server: its postmaster and every process it started.
+ev_pg_cpu() {
+  local total=0 pid postmaster
+  postmaster=$(head -n 1 "$ev_pg_dir/data/postmaster.pid")
+  for pid in "$postmaster" $(pgrep -P "$postmaster"); do
+    total=$(ev_calc 't + c' t="$total" c="$(cpu_seconds "$pid" 2>/dev/null || echo 0)")
+  done
+  echo "$total"
+}
+
+# One wrk run of sends: $1 figure prefix, $2 connections, $3 seconds. Checks every answer and the
+# sink's count; sets ev_rate (sends/s), ev_sends, ev_delivered, ev_cpu_us (gateway CPU per send),
+# ev_pg_us (PostgreSQL server CPU per send, when $ev_pg is set), ev_p50_ms, ev_p99_ms.
+ev_sends() {
+  local prefix=$1 connections=$2 seconds=$3 output line kv before cpu_before cpu_after pg_before=0 pg_after=0 delivered low high
+  before=$(ev_count)
+  cpu_before=$(cpu_seconds "$ev_gateway")
+  [ -n "${ev_pg:-}" ] && pg_before=$(ev_pg_cpu)
+  output=$(wrk -t 2 -c "$connections" -d "${seconds}s" --timeout 10s -s "$ev_dir/everyday.lua" "$ev_base") \
+    || ev_fail "$prefix: wrk failed: $output"
+  delivered=$(( $(ev_settle) - before ))
+  cpu_after=$(cpu_seconds "$ev_gateway")
+  [ -n "${ev_pg:-}" ] && pg_after=$(ev_pg_cpu)
+  line=$(grep '^everyday ok=' <<<"$output") || ev_fail "$prefix: wrk printed no totals: $output"
+  for kv in ${line#everyday }; do printf -v "ev_w_${kv%%=*}" '%s' "${kv#*=}"; done
+  if [ "$ev_w_bad_status" -ne 0 ] || [ "$ev_w_bad_body" -ne 0 ] || [ "$ev_w_socket_errors" -ne 0 ] || [ "$ev_w_timeouts" -ne 0 ] \
+     || [ "$ev_w_ok" -ne "$ev_w_requests" ] || [ "$ev_w_ok" -le 0 ]; then
+    echo "$output" >&2
+    ev_fail "$prefix: wrong answers: $ev_w_ok right of $ev_w_requests, $ev_w_bad_status not 200, $ev_w_bad_body without \"success\":$ev_devices, $ev_w_socket_errors socket errors, $ev_w_timeouts timeouts"
+  fi
+  # Every answered send reached its 3 devices; the requests still in flight when wrk stopped (at
+  # most one per connection) may have reached theirs too.
+  low=$((ev_devices * ev_w_ok)); high=$((ev_devices * (ev_w_ok + connections)))
+  if [ "$delivered" -lt "$low" ] || [ "$delivered" -gt "$high" ]; then
+    ev_fail "$prefix: the sink answered $delivered APNs requests for $ev_w_ok sends (expected $low to $high)"
+  fi
+  if grep -qv '^200$' "$ev_log"; then ev_fail "$prefix: the sink answered other than 200: $(grep -v '^200$' "$ev_log" | sort | uniq -c | head -3)"; fi
+  ev_sends=$ev_w_ok
+  ev_delivered=$delivered
+  ev_rate=$(ev_calc 'n / (us / 1e6)' n="$ev_w_ok" us="$ev_w_duration_us")
+  ev_cpu_us=$(ev_calc '(b - a) * 1e6 / (d / k)' a="$cpu_before" b="$cpu_after" d="$delivered" k="$ev_devices")
+  ev_pg_us=$(ev_calc '(b - a) * 1e6 / (d / k)' a="$pg_before" b="$pg_after" d="$delivered" k="$ev_devices")
+  ev_p50_ms=$(ev_calc 'sprintf("%.2f", p / 1000)' p="$ev_w_p50_us")
+  ev_p99_ms=$(ev_calc 'sprintf("%.2f", p / 1000)' p="$ev_w_p99_us")
+  record "$prefix.sends" "$ev_w_ok"
+  record "$prefix.delivered" "$delivered"
+  record "$prefix.sends_per_second" "$(printf '%.1f' "$ev_rate")"
+  record "$prefix.notifications_per_second" "$(ev_calc 'sprintf("%.1f", r * k)' r="$ev_rate" k="$ev_devices")"
+  record "$prefix.p50_ms" "$ev_p50_ms"
+  record "$prefix.p99_ms" "$ev_p99_ms"
+  record "$prefix.cpu_us_per_send" "$(printf '%.0f' "$ev_cpu_us")"
+  [ -n "${ev_pg:-}" ] && record "$prefix.postgres_cpu_us_per_send" "$(printf '%.0f' "$ev_pg_us")"
+  if ! ev_true 'c > 0 && c * r <= cores * 1.1e6' c="$ev_cpu_us" r="$ev_rate" cores="$ev_cores"; then
+    ev_fail "$prefix: implausible gateway CPU: $ev_cpu_us µs per send at $ev_rate sends/s on $ev_cores cores"
+  fi
+  ev_true 'p > 0 && p <= q' p="$ev_w_p50_us" q="$ev_w_p99_us" || ev_fail "$prefix: implausible latency: p50 $ev_w_p50_us µs, p99 $ev_w_p99_us µs"
+}
+
+ev_run() {  # name config
+  local name=$1 conf=$2 healthz output non2xx errors floor floor_failed warm
+  ev_start "$name" "$conf"
+  if [ "$name" = sqlite_outbox ]; then
+    sleep 2
+    record "everyday.idle_rss_mib" "$(ev_calc 'sprintf("%.1f", k / 1024)' k="$(rss_kib "$ev_gateway")")"
+    record "everyday.idle_rss_anon_mib" "$(awk '/^RssAnon/ { printf "%.1f", $2 / 1024 }' "/proc/$ev_gateway/status")"
+  fi
+  echo "-- $name: warm-up (3 s)" >&2
+  ev_sends "everyday.$name.warmup" 64 3
+  ev_wait_idle "$name.healthz"
+  output=$(wrk -t 2 -c 64 -d "${ev_seconds}s" --timeout 10s "$ev_base/healthz") || ev_fail "$name: wrk on /healthz failed: $output"
+  healthz=$(awk '/Requests\/sec/ { printf "%.0f", $2 }' <<<"$output")
+  non2xx=$(awk '/Non-2xx/ { n = $5 } END { print n + 0 }' <<<"$output")
+  errors=$(awk '/Socket errors/ { gsub(/,/, ""); n = $4 + $6 + $8 + $10 } END { print n + 0 }' <<<"$output")
+  [ "$non2xx" -eq 0 ] && [ "$errors" -eq 0 ] || { echo "$output" >&2; ev_fail "$name: /healthz answered $non2xx non-2xx, $errors socket errors"; }
+  ev_true 'h > 0 && h < 1e6' h="${healthz:-0}" || ev_fail "$name: implausible /healthz rate: ${healthz:-none}/s"
+  record "everyday.$name.healthz_per_second" "$healthz"
+
+  ev_wait_idle "$name.sends64"
+  ev_sends "everyday.$name.c64" 64 "$ev_seconds"
+  ev_true 'r < h' r="$ev_rate" h="$healthz" || ev_fail "$name: $ev_rate sends/s is above the gateway's own /healthz rate ($healthz/s)"
+  record "everyday.$name.sends_over_healthz" "$(ev_calc 'sprintf("%.4f", r / h)' r="$ev_rate" h="$healthz")"
+  local rate64=$ev_rate
+
+  ev_wait_idle "$name.sends4"
+  ev_sends "everyday.$name.c4" 4 "$ev_seconds"
+  ev_stop
+
+  # The wire's reference: the C libcurl client against the same sink, gateway stopped.
+  ev_wait_idle "$name.curl"
+  floor=$("$work/curl_floor" socket "$ev_sink/3/device/$ev_token" "$work/cert.pem" "$ev_curl_count" "$streams" "$pools") \
+    || ev_fail "$name: the C client failed: $floor"
+  floor_failed=$(sed -nE 's/.*\(([0-9]+) failed\).*/\1/p' <<<"$floor")
+  [ "${floor_failed:-1}" -eq 0 ] || ev_fail "$name: the C client's requests failed: $floor"
+  ev_settle > /dev/null
+  record "everyday.$name.curl_per_second" "$(rate_of <<<"$floor")"
+  record "everyday.$name.curl_cpu_us" "$(cpu_of <<<"$floor")"
+  ev_true 'r * k <= c * 1.5' r="$rate64" k="$ev_devices" c="$(rate_of <<<"$floor")" \
+    || ev_fail "$name: $rate64 sends/s × $ev_devices is above 1.5 × the C client's $(rate_of <<<"$floor") requests/s on the same sink"
+  record "everyday.$name.notifications_over_curl" "$(ev_calc 'sprintf("%.4f", r * k / c)' r="$rate64" k="$ev_devices" c="$(rate_of <<<"$floor")")"
+}
+
+for ev_name in $ev_configs; do
+  case "$ev_name" in
+  sqlite_outbox|sqlite_direct)
+    ev_pg=""
+    ev_run "$ev_name" "$ev_conf-$ev_name.json"
+    ;;
+  postgres_outbox)
+    ev_pg_dir=$(mktemp -d /tmp/pushgate-bench-everyday-pg.XXXXXX)  # outside $work: the postgres user must reach it
+    ev_pg_url=$("$root/scripts/postgres.sh" start "$ev_pg_dir" --durable)
+    python3 - "$ev_conf-sqlite_outbox.json" "$ev_conf-postgres_outbox.json" "$ev_pg_url" <<'PY'
+import json, sys
+config = json.load(open(sys.argv[1]))
+config["store"] = {"postgres": {"url": sys.argv[3], "poolSize": 8}}
+json.dump(config, open(sys.argv[2], "w"), indent=2)
+PY
+    ev_import postgres "$ev_conf-postgres_outbox.json"
+    psql -q "$ev_pg_url" -c "ANALYZE;" >&2
+    ev_pg=1
+    ev_run "$ev_name" "$ev_conf-postgres_outbox.json"
+    ev_pg=""
+    "$root/scripts/postgres.sh" stop "$ev_pg_dir"
+    ;;
+  *) ev_fail "unknown configuration '$ev_name' in PUSHGATE_BENCH_EVERYDAY_CONFIGS (sqlite_outbox sqlite_direct postgres_outbox)" ;;
+  esac
+done
+kill -TERM "$ev_nginx" 2>/dev/null; wait "$ev_nginx" 2>/dev/null || true
