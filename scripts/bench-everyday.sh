@@ -257,8 +257,20 @@ ev_sends() {
   before=$(ev_count)
   cpu_before=$(cpu_seconds "$ev_gateway")
   [ -n "${ev_pg:-}" ] && pg_before=$(ev_pg_cpu)
+  # PUSHGATE_BENCH_PERF=1: the gateway profiled during the 64-connection runs (perf, call graphs),
+  # the report beside the JSON (`<out>.<prefix>.perf.txt`); the figures of a profiled run are slower.
+  local perf_pid=""
+  if [ -n "${PUSHGATE_BENCH_PERF:-}" ] && [ "$connections" -ge 64 ] && command -v perf >/dev/null; then
+    perf record -F 499 -g -p "$ev_gateway" -o "$ev_dir/$prefix.perf.data" -- sleep "$seconds" >/dev/null 2>&1 &
+    perf_pid=$!
+  fi
   output=$(wrk -t 2 -c "$connections" -d "${seconds}s" --timeout 10s -s "$ev_dir/everyday.lua" "$ev_base") \
     || ev_fail "$prefix: wrk failed: $output"
+  if [ -n "$perf_pid" ]; then
+    wait "$perf_pid" || true
+    perf report -i "$ev_dir/$prefix.perf.data" --no-children --percent-limit 1.5 --stdio --sort dso,symbol 2>/dev/null \
+      | grep -v '^$' | head -120 > "${out%.json}.$prefix.perf.txt" || true
+  fi
   delivered=$(( $(ev_settle) - before ))
   cpu_after=$(cpu_seconds "$ev_gateway")
   [ -n "${ev_pg:-}" ] && pg_after=$(ev_pg_cpu)
