@@ -57,6 +57,13 @@ extension PostgresStore: RegistrationStore {
         let logger = self.logger
         try await transaction { connection in
             let (app, id) = (registration.app.rawValue, registration.id.rawValue)
+            // Writers of one id take turns (a lock held to the commit): `FOR UPDATE` locks nothing
+            // while the row does not exist, so two first writes of a freshly reserved id raced, and
+            // the second, finding the reservation used and (read before the first committed) no
+            // registration, answered 410. Now it waits, then sees the registration and updates it.
+            _ = try await connection.query(
+                "SELECT pg_advisory_xact_lock(\(Self.registrationLockClass), hashtext(\(app) || '/' || \(id)))", logger: logger
+            ).collect()
             let exists = try await connection.query(
                 "SELECT owner FROM registrations WHERE app = \(app) AND id = \(id) FOR UPDATE", logger: logger
             ).all(String.self)
@@ -98,6 +105,10 @@ extension PostgresStore: RegistrationStore {
             try await Self.write([registration], templates: [template], now: now, connection: connection, logger: logger)
         }
     }
+
+    /// The first key of the advisory locks that serialize writers of one registration id
+    /// (`pg_advisory_xact_lock(class, hash)`), apart from any other advisory lock.
+    static let registrationLockClass: Int32 = 0x5047_5201
 
     public func restore(_ registrations: [Registration], now: Timestamp) async throws(StoreError) {
         guard !registrations.isEmpty else { return }
