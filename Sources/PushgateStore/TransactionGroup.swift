@@ -15,82 +15,46 @@ import Synchronization
 /// (alone, it runs without a savepoint: one fsync, as before).
 final class TransactionGroup: Sendable {
     /// A transaction's body, type-erased: runs it and keeps its value for its caller.
-    private struct Member: Sendable {
+    struct Member: Sendable {
         let run: @Sendable (SQLiteOutboxSession) async -> Result<Void, StoreError>
-        let answer: CheckedContinuation<Result<Void, StoreError>, Never>
-    }
-
-    private struct State {
-        var pending: [Member] = []
-        var committing = false
     }
 
     /// Most transactions in one group (a bound on how long the store is held).
     static let maximumGroup = 64
 
-    private let state = Mutex(State())
-    /// Groups committed, and transactions they carried (diagnostics and the benchmark).
-    private let counts = Mutex((commits: 0, transactions: 0))
+    private let queue = CommitQueue<Member>(maximum: maximumGroup, commit: TransactionGroup.commit)
 
     init() {}
 
-    var committed: (commits: Int, transactions: Int) { counts.withLock { $0 } }
+    var committed: (commits: Int, transactions: Int) {
+        let counts = queue.committed
+        return (counts.commits, counts.items)
+    }
 
     /// Runs `body` in the next group's transaction; returns its value once that transaction committed.
     func perform<T: Sendable>(
         on store: SQLiteStore, _ body: @escaping @Sendable (SQLiteOutboxSession) async throws -> T
     ) async throws(StoreError) -> T {
         let value = ValueBox<T>()
-        let result: Result<Void, StoreError> = await withCheckedContinuation { continuation in
-            let member = Member(
-                run: { session in
-                    do {
-                        let answer = try await body(session)
-                        value.slot.withLock { $0 = answer }
-                        return .success(())
-                    } catch let error as StoreError {
-                        return .failure(error)
-                    } catch {
-                        return .failure(StoreError(.storage, String(describing: error)))
-                    }
-                }, answer: continuation)
-            let leads = state.withLock { state -> Bool in
-                state.pending.append(member)
-                guard !state.committing else { return false }
-                state.committing = true
-                return true
+        let member = Member { session in
+            do {
+                let answer = try await body(session)
+                value.slot.withLock { $0 = answer }
+                return .success(())
+            } catch let error as StoreError {
+                return .failure(error)
+            } catch {
+                return .failure(StoreError(.storage, String(describing: error)))
             }
-            // The leader commits groups until none is waiting, then ends: the task is ended by
-            // `commitUntilIdle` itself, and every member's caller waits for its answer.
-            if leads { Task { await self.commitUntilIdle(store) } }
         }
-        try result.get()
+        try await queue.submit(member, on: store).get()
         guard let answer = value.slot.withLock({ $0.take() }) else { throw StoreError(.storage, "a transaction's value was lost") }
         return answer
     }
 
-    /// Commits groups until no transaction is waiting.
-    private func commitUntilIdle(_ store: SQLiteStore) async {
-        while true {
-            let group = state.withLock { state -> [Member] in
-                let group = Array(state.pending.prefix(Self.maximumGroup))
-                state.pending.removeFirst(group.count)
-                if group.isEmpty { state.committing = false }
-                return group
-            }
-            guard !group.isEmpty else { return }
-            let results = await commit(group, on: store)
-            counts.withLock {
-                $0.commits += 1
-                $0.transactions += group.count
-            }
-            for (member, result) in zip(group, results) { member.answer.resume(returning: result) }
-        }
-    }
-
     /// One transaction for the group; each member's result in order. A failed COMMIT fails every
     /// member (none of them is on disk).
-    private func commit(_ group: [Member], on store: SQLiteStore) async -> [Result<Void, StoreError>] {
+    private static func commit(_ group: [Member], on store: SQLiteStore) async -> [Result<Void, StoreError>] {
         await store.gate.acquire()
         defer { store.gate.release() }
         let shared = group.count > 1
