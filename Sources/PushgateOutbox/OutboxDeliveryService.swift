@@ -39,6 +39,9 @@ public struct OutboxDeliveryService: Service {
         }
         let store = driver.queue
         let (deadline, logger) = (self.deadline, self.logger)
+        // Three tasks of this service, ended here: `drivers` by draining (or at the deadline, by the
+        // timer below), `housekeeping` and `listener` by the cancels after the drivers ended (or
+        // all three by this service's cancellation).
         let drivers = Task { await self.deliverDue() }
         let housekeeping = Task { await self.keepHouse() }
         // Other instances' enqueues, releases and cancels wake this one (PostgreSQL's NOTIFY).
@@ -50,6 +53,8 @@ public struct OutboxDeliveryService: Service {
                 try? await gracefulShutdown()
             } onGracefulShutdown: {
                 control.beginDraining()
+                // The deadline's timer: ends by itself after the deadline (a cancel of drivers that
+                // already ended does nothing); nothing waits for it.
                 Task {
                     try? await Task.sleep(for: control.remaining(of: deadline))
                     drivers.cancel()

@@ -108,7 +108,8 @@ public struct OutboxDriver: Sendable {
         defer { drives.end(notification.id, drive) }
         while true {
             let payloads = machine.startRound(now: clock.now)
-            // Its own task, so that a user's cancel stops the pages on the wire without cancelling the caller.
+            // Its own task, so that a user's cancel stops the pages on the wire without cancelling the
+            // caller; awaited just below (the round ends it), cancelled with the caller.
             let round = Task { [machine] in
                 await self.round(machine, payloads: payloads, drive: drive, progress: progress, logger: logger)
             }

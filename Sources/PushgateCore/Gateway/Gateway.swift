@@ -119,6 +119,8 @@ public final class InFlightSends: Sendable {
     /// it); cancelling the caller, or ``cancelAll()``, cancels it.
     package func run(_ delivery: @escaping @Sendable () async -> Gateway.SendOutcome) async -> Gateway.SendOutcome {
         let id = counter.add(1, ordering: .relaxed).newValue
+        // Unstructured so that a client that goes away does not cancel the send; awaited below
+        // (the delivery ends it), cancelled with the caller or by ``cancelAll()``.
         let task = Task { await delivery() }
         tasks.withLock { $0[id] = task }
         defer { _ = tasks.withLock { $0.removeValue(forKey: id) } }
