@@ -120,11 +120,11 @@ extension Gateway {
 
     /// Accepts a send for background delivery (`Prefer: respond-async`, `?async=true`, or a
     /// `deliverAt`): answers once it is stored. With an idempotency key, a repeat is answered the
-    /// first send's notification as it is now.
-    public func enqueue(
+    /// first send's notification as it is now. Whether the outbox is on was decided by
+    /// ``Sends/check(_:)``, the one place that says what needs it.
+    package func enqueue(
         _ prepared: PreparedSend, deliverAt: Timestamp?, idempotencyKey: IdempotencyKey? = nil
     ) async throws(GatewayError) -> Accepted {
-        try outbox.require(for: "asynchronous, scheduled and hub sends")
         var notification = outboxNotification(prepared, enqueuedAt: now(), deliverAt: deliverAt, idempotencyKey: idempotencyKey)
         notification.maximumScheduledPerSender = limits.maximumScheduledPerSender
         let enqueued = try await stored { () throws(StoreError) in try await store.enqueue(notification, lease: nil) }
