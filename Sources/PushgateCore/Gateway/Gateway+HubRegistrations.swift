@@ -141,7 +141,7 @@ extension Gateway {
     /// The hub's registrations holding `handle` (an upper-case hex token found as stored, lower-case),
     /// after `after`, at most `limit`, by id.
     package func hubRegistrations(handle: String, after: RegistrationID?, limit: Int) async throws(GatewayError) -> [Registration] {
-        var ids = try await registrationIDs(holding: handle)
+        var ids = try await registrations.ids(holding: handle)
         if ids.isEmpty, handle.allSatisfy(\.isHexDigit) {
             let lowered = handle.lowercased()
             ids = try await stored { () throws(StoreError) in try await store.registrationIDs(handle: lowered, app: appID) }

@@ -12,8 +12,8 @@ import Synchronization
 public final class Gateway: Sendable {
     /// The app's configuration and templates as they are now (a reload replaces them): a send
     /// is rendered with the templates of the moment it is accepted.
-    public var app: LoadedApp { current.withLock { $0 } }
-    private let current: Mutex<LoadedApp>
+    public var app: LoadedApp { current.value }
+    private let current: CurrentApp
     public let store: any GatewayStore
     /// How long a secure-push payload can be fetched, in seconds. Default one day.
     public let secureMessageLifetime: Double
@@ -38,7 +38,8 @@ public final class Gateway: Sendable {
         inFlight: InFlightSends = InFlightSends()
     ) {
         self.inFlight = inFlight
-        self.current = Mutex(app)
+        let current = CurrentApp(app)
+        self.current = current
         self.appID = app.id
         self.store = store
         self.secureMessageLifetime = secureMessageLifetime
@@ -53,6 +54,7 @@ public final class Gateway: Sendable {
         self.outbox = control
         let drives = ActiveDrives()
         notifications = Notifications(store: store, app: app.id, clock: clock, logger: logger, outbox: control, drives: drives)
+        registrations = Registrations(store: store, app: app.id, current: { current.value }, limits: limits, clock: clock)
         driver = OutboxDriver(
             app: app.id, queue: store, registrations: store, dispatcher: dispatcher, control: control, clock: clock,
             drives: drives, metrics: metrics, settings: OutboxDriver.settings(outbox),
@@ -66,6 +68,8 @@ public final class Gateway: Sendable {
 
     /// Telemetry, cancelling and secure messages (``Notifications``).
     public let notifications: Notifications
+    /// The tutorial API's registrations (``Registrations``).
+    public let registrations: Registrations
 
     /// The app's id (a reload keeps it).
     public let appID: AppID
@@ -75,7 +79,7 @@ public final class Gateway: Sendable {
     /// finish with the providers they started with.
     public func reload(_ app: LoadedApp, providers: [any PushProvider]) async {
         precondition(app.id == appID, "a reload keeps the app's id")
-        current.withLock { $0 = app }
+        current.replace(app)
         await dispatcher.replace(providers: providers)
     }
 
@@ -85,12 +89,7 @@ public final class Gateway: Sendable {
     /// through here, refusals are thrown outside any `do`/`catch`: Swift 6.3.1's optimizer crashes
     /// on an async typed-throws `do` that throws and whose `catch` maps the error again.)
     package func stored<T: Sendable>(_ body: () async throws(StoreError) -> T) async throws(GatewayError) -> T {
-        let result: Result<T, StoreError>
-        do { result = .success(try await body()) } catch { result = .failure(error) }
-        switch result {
-        case .success(let value): return value
-        case .failure(let error): throw Self.storeFailure(error)
-        }
+        try await storeCall(body)
     }
 
     package static func storeFailure(_ error: StoreError) -> GatewayError {
@@ -136,4 +135,29 @@ public final class InFlightSends: Sendable {
     public func cancelAll() {
         for task in tasks.withLock({ Array($0.values) }) { task.cancel() }
     }
+}
+
+/// Runs a store operation, turning its failure into the answer it deserves (``Gateway/storeFailure(_:)``).
+/// Every service's store calls go through here; refusals are thrown outside any `do`/`catch`
+/// (Swift 6.3.1's optimizer crashes on an async typed-throws `do` that throws and whose `catch`
+/// maps the error again).
+package func storeCall<T: Sendable>(_ body: () async throws(StoreError) -> T) async throws(GatewayError) -> T {
+    let result: Result<T, StoreError>
+    do { result = .success(try await body()) } catch { result = .failure(error) }
+    switch result {
+    case .success(let value): return value
+    case .failure(let error): throw Gateway.storeFailure(error)
+    }
+}
+
+/// The app's configuration and templates as they are now, shared by the gateway and its services
+/// (a reload replaces it for all of them at once).
+final class CurrentApp: Sendable {
+    private let app: Mutex<LoadedApp>
+
+    init(_ app: LoadedApp) { self.app = Mutex(app) }
+
+    var value: LoadedApp { app.withLock { $0 } }
+
+    func replace(_ app: LoadedApp) { self.app.withLock { $0 = app } }
 }

@@ -29,14 +29,9 @@ public struct Notifications: Sendable {
 
     func now() -> Timestamp { clock.now }
 
-    /// A store call, its failure answered as the core answers it (``Gateway/storeFailure(_:)``).
+    /// A store call, its failure answered as the core answers it (``storeCall(_:)``).
     func stored<T: Sendable>(_ body: () async throws(StoreError) -> T) async throws(GatewayError) -> T {
-        let result: Result<T, StoreError>
-        do { result = .success(try await body()) } catch { result = .failure(error) }
-        switch result {
-        case .success(let value): return value
-        case .failure(let error): throw Gateway.storeFailure(error)
-        }
+        try await storeCall(body)
     }
 
     /// A notification the user may see: their own, or any for an admin. A stranger's is "not

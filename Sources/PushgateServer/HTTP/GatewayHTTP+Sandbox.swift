@@ -51,7 +51,7 @@ extension GatewayHTTP {
 
     /// The handles `user`'s registrations hold (at most the 1000 a listing returns).
     static func ownHandles(_ gateway: Gateway, user: AuthenticatedUser) async throws(GatewayError) -> Set<String> {
-        Set(try await gateway.registrations(user: user, tagExpression: nil, limit: 1000).map(\.handle.value))
+        Set(try await gateway.registrations.list(user: user, tagExpression: nil, limit: 1000).map(\.handle.value))
     }
 
     /// Throws 404 unless the sandbox device `id` is one of `user`'s (an admin's: any).

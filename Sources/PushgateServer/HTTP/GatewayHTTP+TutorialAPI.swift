@@ -32,26 +32,26 @@ extension GatewayHTTP {
             let user = try context.authenticatedUser()
             let query = try QueryParameters(request.uri, accepting: ["tags", "limit"])
             let limit = try integer(query.get("limit"), named: "limit", default: 100)
-            let found = try await gateway.registrations(user: user, tagExpression: query.get("tags"), limit: limit)
+            let found = try await gateway.registrations.list(user: user, tagExpression: query.get("tags"), limit: limit)
             return json(200, "[" + found.map(\.jsonLine).joined(separator: ",") + "]")
         }
 
         api.post("register") { request, context in
             let user = try context.authenticatedUser()
             let query = try QueryParameters(request.uri, accepting: ["handle"])
-            let id = try await gateway.createRegistrationID(handle: query.get("handle"), user: user)
+            let id = try await gateway.registrations.reserveID(handle: query.get("handle"), user: user)
             return encoded(200, id.rawValue)
         }
         api.put("register/:id") { request, context in
             let user = try context.authenticatedUser()
             let id = decodedID(context)
             let body = try await collectJSON(request, limit: maximumBodyBytes)
-            try await gateway.upsertRegistration(id: id, try Gateway.DeviceRegistration(json: body), user: user)
+            try await gateway.registrations.upsert(id: id, try Gateway.DeviceRegistration(json: body), user: user)
             return Response(status: .ok)
         }
         api.delete("register/:id") { _, context in
             let user = try context.authenticatedUser()
-            try await gateway.deleteRegistration(id: decodedID(context), user: user)
+            try await gateway.registrations.delete(id: decodedID(context), user: user)
             return Response(status: .ok)
         }
         api.post("notifications") { request, context in

@@ -1,12 +1,43 @@
 import Pushgate
+import PushgateConfig
 
-extension Gateway {
+/// The tutorial API's registrations, with its semantics: an id reserved per user, a user's own
+/// registrations written and deleted by that user (an admin may touch any), the device no other
+/// user's. It takes only the registration store, the app's handle rules as they are now (a reload
+/// changes them) and the limits.
+public struct Registrations: Sendable {
+    let store: any RegistrationStore
+    let appID: AppID
+    let current: @Sendable () -> LoadedApp
+    let limits: LimitsConfiguration
+    let clock: any PushgateClock
+
+    package init(
+        store: any RegistrationStore, app: AppID, current: @escaping @Sendable () -> LoadedApp, limits: LimitsConfiguration,
+        clock: any PushgateClock
+    ) {
+        self.store = store
+        self.appID = app
+        self.current = current
+        self.limits = limits
+        self.clock = clock
+    }
+
+    /// The app's handle rules as they are now.
+    var handles: HandlePolicy { current().configuration.handles }
+
+    func now() -> Timestamp { clock.now }
+
+    func stored<T: Sendable>(_ body: () async throws(StoreError) -> T) async throws(GatewayError) -> T {
+        try await storeCall(body)
+    }
+
     /// `POST /api/register?handle=H`: the id of the caller's own registration with handle H (the
     /// caller's other registrations of H are deleted), or a fresh id reserved for the caller.
     ///
     /// Another user's registration of H is neither disclosed nor deleted: the caller gets a fresh
     /// id, and its `PUT` with H is then refused with 409 while the other registration exists.
-    public func createRegistrationID(handle: String?, user: AuthenticatedUser) async throws(GatewayError) -> RegistrationID {
+    public func reserveID(handle: String?, user: AuthenticatedUser) async throws(GatewayError) -> RegistrationID {
         if let handle, !handle.isEmpty {
             guard handle.utf8.count <= Self.maximumHandleQueryBytes else {
                 throw .badRequest("handle is longer than \(Self.maximumHandleQueryBytes) bytes")
@@ -37,7 +68,7 @@ extension Gateway {
     /// canonical form; or, for an `https` URL, also every browser subscription of that endpoint
     /// (a browser re-subscribing keeps its endpoint and gets new keys).
     package func holders(of handle: String) async throws(GatewayError) -> [Registration] {
-        let ids = try await registrationIDs(holding: handle)
+        let ids = try await self.ids(holding: handle)
         var holders: [Registration] = []
         for id in ids {
             if let registration = try await stored({ () throws(StoreError) in try await store.registration(id: id, app: appID) }) {
@@ -49,13 +80,13 @@ extension Gateway {
 
     /// Ids of the registrations holding `handle` (see ``holders(of:)``), in id order. An endpoint
     /// is compared in canonical form (the host in lower case, no `:443`), as it is stored.
-    package func registrationIDs(holding handle: String) async throws(GatewayError) -> [RegistrationID] {
+    package func ids(holding handle: String) async throws(GatewayError) -> [RegistrationID] {
         var ids = try await stored { () throws(StoreError) in try await store.registrationIDs(handle: handle, app: appID) }
         let prefix: String? =
             if handle.prefix(8).lowercased() == "https://" {
                 WebPushSubscription.handlePrefix(
-                    endpoint: (try? app.configuration.handles.canonicalWebPushEndpoint(handle)) ?? handle)
-            } else if handle.hasPrefix("{"), let canonical = try? app.configuration.handles.validate(handle, for: .browser),
+                    endpoint: (try? handles.canonicalWebPushEndpoint(handle)) ?? handle)
+            } else if handle.hasPrefix("{"), let canonical = try? handles.validate(handle, for: .browser),
                 let subscription = WebPushSubscription(handleValue: canonical.value)
             {
                 WebPushSubscription.handlePrefix(endpoint: subscription.endpoint)
@@ -118,13 +149,13 @@ extension Gateway {
     }
 
     /// `PUT /api/register/{id}`: creates or updates the registration, adding `username:<user>`.
-    public func upsertRegistration(id text: String, _ input: DeviceRegistration, user: AuthenticatedUser) async throws(GatewayError) {
+    public func upsert(id text: String, _ input: DeviceRegistration, user: AuthenticatedUser) async throws(GatewayError) {
         let id = try Self.registrationID(text)
         guard let platform = Platform(rawValue: input.platform.lowercased()) else {
             throw .badRequest("Platform '\(input.platform.prefix(40))' is not supported; use \(Platform.alternatives)")
         }
         let handle: DeviceHandle
-        do { handle = try app.configuration.handles.validate(input.handle, for: platform) } catch {
+        do { handle = try handles.validate(input.handle, for: platform) } catch {
             throw .badRequest("Handle: \(error.description)")
         }
         var tags: [Tag]
@@ -155,7 +186,7 @@ extension Gateway {
     }
 
     /// `DELETE /api/register/{id}`: only the owner or an admin.
-    public func deleteRegistration(id text: String, user: AuthenticatedUser) async throws(GatewayError) {
+    public func delete(id text: String, user: AuthenticatedUser) async throws(GatewayError) {
         let id = try Self.registrationID(text)
         let existing = try await stored { () throws(StoreError) in try await store.registration(id: id, app: appID) }
         guard let existing else { throw .notFound("registration \(id) not found") }
@@ -165,7 +196,7 @@ extension Gateway {
 
     /// `GET /api/registrations`: the user's own registrations (an admin's: everyone's), optionally
     /// only those matching a tag expression, ordered by id, at most `limit`.
-    public func registrations(user: AuthenticatedUser, tagExpression: String?, limit: Int) async throws(GatewayError) -> [Registration] {
+    public func list(user: AuthenticatedUser, tagExpression: String?, limit: Int) async throws(GatewayError) -> [Registration] {
         var expression: TagExpression?
         if let text = tagExpression, !text.isEmpty {
             do { expression = try TagExpression(parsing: text) } catch { throw .badRequest("tags: \(error.description)") }
@@ -193,4 +224,9 @@ extension Gateway {
     package static func registrationID(_ text: String) throws(GatewayError) -> RegistrationID {
         do { return try RegistrationID(text) } catch { throw .badRequest(error.description) }
     }
+}
+
+extension Gateway {
+    /// The body of `PUT /api/register/{id}` (``Registrations/DeviceRegistration``).
+    public typealias DeviceRegistration = Registrations.DeviceRegistration
 }
