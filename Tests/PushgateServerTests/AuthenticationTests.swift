@@ -254,7 +254,10 @@ import Testing
     /// Over a real socket (the peer is loopback): X-Forwarded-For counts only from a trusted proxy.
     @Test(arguments: [false, true]) func loginThrottlingCountsByTheForwardedClientOnlyBehindATrustedProxy(trusted: Bool) async throws {
         let proxies = trusted ? [try IPAddressRange(parsing: "127.0.0.1"), try IPAddressRange(parsing: "::1")] : []
-        let authenticator = Authenticator(configuration: AuthConfiguration(demoPasswordEqualsName: true), trustedProxies: proxies)
+        // A clock that stands still: the backoff (1 s after the fifth failure) never runs out
+        // between the requests, however slowly a loaded machine serves them.
+        let authenticator = Authenticator(
+            configuration: AuthConfiguration(demoPasswordEqualsName: true), trustedProxies: proxies, clock: ManualClock())
         let application = Application(
             router: Self.router(authenticator), configuration: .init(address: .hostname("127.0.0.1", port: 0), serverName: nil))
         try await application.test(.live) { client in

@@ -1,0 +1,214 @@
+/// The apps' part of `config.json`: each app's services, templates, handle rules and keys.
+extension PushgateConfiguration {
+    static func decodeApp(id: AppID, _ app: inout JSONObjectReader) throws(ConfigurationError) -> AppConfiguration {
+        var configuration = AppConfiguration(id: id)
+        if var handles = try app.object("handles") {
+            for key in ["wnsChannelHosts", "webPushHosts"] {
+                guard let hosts = try handles.stringArray(key) else { continue }
+                // Each entry is checked here: one that matches nothing must not pass for allowed.
+                for (index, host) in hosts.enumerated() {
+                    if let problem = HandlePolicy.wnsChannelHostProblem(host) {
+                        let element = handles.members.first(where: { $0.key == key })?.value.arrayElements?[index]
+                        throw handles.error(
+                            "entry \(index): \(problem) (entries: *.domain, host, or host:port for an IP address or a port other than 443)",
+                            key: key, at: element?.offset)
+                    }
+                }
+                if key == "wnsChannelHosts" {
+                    configuration.handles.wnsChannelHosts = hosts
+                } else {
+                    configuration.handles.webPushHosts = hosts
+                }
+            }
+            try handles.finish(expected: ["wnsChannelHosts", "webPushHosts"])
+        }
+        if var services = try app.object("services") {
+            configuration.services = try decodeServices(&services)
+        }
+        guard var templates = try app.object("templates") else {
+            throw app.error("missing required key 'templates' (template sets by purpose, at least \"notify\")")
+        }
+        for member in templates.members {
+            guard var set = try templates.object(member.key) else { continue }
+            configuration.templates[member.key] = try decodeTemplateSet(&set)
+        }
+        if configuration.templates["notify"] == nil {
+            throw templates.error("missing the \"notify\" template set (the templates the notifications API sends)")
+        }
+        if var rules = try app.object("accessRules") {
+            for member in rules.members {
+                guard SharedAccessRule.isValidName(member.key) else {
+                    throw rules.error(
+                        "rule name '\(member.key.prefix(60))' must be 1 to 256 letters, digits, '-', '.' or '_'", key: member.key)
+                }
+                guard var rule = try rules.object(member.key) else { continue }
+                let key = try rule.requiredSecret("key")
+                guard let names = try rule.stringArray("rights"), !names.isEmpty else {
+                    throw rule.error("missing required key 'rights' (a non-empty array of \"Listen\", \"Send\", \"Manage\")")
+                }
+                var rights = Set<AccessRight>()
+                for name in names {
+                    guard let right = AccessRight.allCases.first(where: { $0.rawValue.lowercased() == name.lowercased() }) else {
+                        throw rule.error("unknown right '\(name.prefix(40))'; expected Listen, Send or Manage", key: "rights")
+                    }
+                    rights.insert(right)
+                }
+                try rule.finish(expected: ["key", "rights"])
+                configuration.accessRules.append(SharedAccessRule(name: member.key, key: key, rights: rights))
+            }
+        }
+        try app.finish(expected: ["handles", "services", "templates", "accessRules"])
+        return configuration
+    }
+
+    private static func decodeServices(_ services: inout JSONObjectReader) throws(ConfigurationError) -> ServicesConfiguration {
+        var result = ServicesConfiguration()
+        if var apns = try services.object("apns") {
+            let endpoint = try apns.string("endpoint") ?? APNSConfiguration.productionEndpoint
+            try checkEndpoint(endpoint, key: "endpoint", in: apns)
+            let topic = try apns.requiredString("topic")
+            let token = try apns.object("token")
+            let certificate = try apns.object("certificate")
+            let authentication: APNSConfiguration.Authentication
+            switch (token, certificate) {
+            case (var token?, nil):
+                let keyID = try token.requiredString("keyId")
+                let teamID = try token.requiredString("teamId")
+                for (key, value) in [("keyId", keyID), ("teamId", teamID)]
+                where value.count != 10 || !value.allSatisfy({ $0.isASCII && ($0.isUppercase || $0.isNumber) }) {
+                    throw token.error("'\(value)' must be 10 upper-case letters or digits, as Apple issues it", key: key)
+                }
+                authentication = .token(keyID: keyID, teamID: teamID, privateKey: try token.requiredSecret("privateKey"))
+                try token.finish(expected: ["keyId", "teamId", "privateKey"])
+            case (nil, var certificate?):
+                authentication = .certificate(
+                    certificate: try certificate.requiredSecret("certificate"), privateKey: try certificate.requiredSecret("privateKey"))
+                try certificate.finish(expected: ["certificate", "privateKey"])
+            case (nil, nil):
+                throw apns.error("configure exactly one of \"token\" (a .p8 key) or \"certificate\"")
+            case (_?, _?):
+                throw apns.error("configure only one of \"token\" or \"certificate\", not both")
+            }
+            let caFile = try apns.string("caFile")
+            try apns.finish(expected: ["endpoint", "topic", "token", "certificate", "caFile"])
+            result.apns = APNSConfiguration(endpoint: endpoint, topic: topic, authentication: authentication, caFile: caFile)
+        }
+        if var fcm = try services.object("fcm") {
+            let endpoint = try fcm.string("endpoint") ?? FCMConfiguration.productionEndpoint
+            try checkEndpoint(endpoint, key: "endpoint", in: fcm)
+            let account = try fcm.requiredSecret("serviceAccount")
+            let caFile = try fcm.string("caFile")
+            try fcm.finish(expected: ["endpoint", "serviceAccount", "caFile"])
+            result.fcm = FCMConfiguration(endpoint: endpoint, serviceAccount: account, caFile: caFile)
+        }
+        if var gcm = try services.object("gcm") {
+            let deliveryText = try gcm.string("delivery")
+            var delivery: GCMConfiguration.Delivery = result.fcm == nil ? .legacy : .fcmV1
+            if let deliveryText {
+                guard let chosen = GCMConfiguration.Delivery(rawValue: deliveryText) else {
+                    throw gcm.error("'\(deliveryText.prefix(40))' must be \"fcmV1\" or \"legacy\"", key: "delivery")
+                }
+                delivery = chosen
+            }
+            if delivery == .fcmV1, result.fcm == nil {
+                throw gcm.error("\"fcmV1\" delivers through services.fcm's service account: configure services.fcm", key: "delivery")
+            }
+            let endpoint = try gcm.string("endpoint") ?? GCMConfiguration.productionEndpoint
+            try checkEndpoint(endpoint, key: "endpoint", in: gcm)
+            let key = delivery == .legacy ? try gcm.requiredSecret("serverKey") : try gcm.secret("serverKey")
+            let caFile = try gcm.string("caFile")
+            try gcm.finish(expected: ["delivery", "endpoint", "serverKey", "caFile"])
+            result.gcm = GCMConfiguration(endpoint: endpoint, serverKey: key, caFile: caFile, delivery: delivery)
+        }
+        if var wns = try services.object("wns") {
+            // Entra ID (a tenant) or the classic package credentials.
+            let tenantID = try wns.string("tenantId")
+            if let tenantID {
+                guard (1...256).contains(tenantID.count),
+                    tenantID.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == ".") })
+                else {
+                    throw wns.error(
+                        "'\(tenantID.prefix(40))' must be the Entra ID tenant: its id (a GUID) or a domain name", key: "tenantId")
+                }
+            }
+            let tokenEndpoint =
+                try wns.string("tokenEndpoint")
+                ?? (tenantID.map { WNSConfiguration.entraTokenEndpoint(tenantID: $0) } ?? WNSConfiguration.productionTokenEndpoint)
+            try checkEndpoint(tokenEndpoint, key: "tokenEndpoint", in: wns)
+            let clientID = try wns.requiredString("clientId")
+            let secret = try wns.requiredSecret("clientSecret")
+            let scope = try wns.string("scope") ?? (tenantID == nil ? WNSConfiguration.classicScope : WNSConfiguration.entraScope)
+            if tenantID != nil, scope != WNSConfiguration.entraScope {
+                throw wns.error("an Entra ID application asks for \(WNSConfiguration.entraScope), not '\(scope.prefix(60))'", key: "scope")
+            }
+            let caFile = try wns.string("caFile")
+            try wns.finish(expected: ["tokenEndpoint", "tenantId", "clientId", "clientSecret", "scope", "caFile"])
+            result.wns = WNSConfiguration(
+                tokenEndpoint: tokenEndpoint, clientID: clientID, clientSecret: secret, scope: scope, caFile: caFile, tenantID: tenantID)
+        }
+        if var browser = try services.object("browser") {
+            let subject = try browser.requiredString("subject")
+            let lowered = subject.lowercased()
+            guard (lowered.hasPrefix("mailto:") && subject.count > "mailto:".count) || (lowered.hasPrefix("https://") && subject.count > 8)
+            else {
+                throw browser.error("'\(subject.prefix(40))' must be a mailto: or https: contact (RFC 8292's sub)", key: "subject")
+            }
+            let publicKey = try browser.requiredString("vapidPublicKey")
+            guard let point = Base64URL.decode(publicKey), point.count == WebPushLimits.publicKeyBytes, point.first == 0x04 else {
+                throw browser.error(
+                    "must be the application server key: an uncompressed P-256 public key (65 bytes, starting 0x04) in base64url; `pushgate vapid generate` makes a pair",
+                    key: "vapidPublicKey")
+            }
+            let privateKey = try browser.requiredSecret("vapidPrivateKey")
+            let caFile = try browser.string("caFile")
+            try browser.finish(expected: ["subject", "vapidPublicKey", "vapidPrivateKey", "caFile"])
+            result.browser = WebPushConfiguration(
+                subject: subject, vapidPublicKey: Base64URL.encode(point), vapidPrivateKey: privateKey, caFile: caFile)
+        }
+        try services.finish(expected: Platform.allCases.map(\.rawValue))
+        return result
+    }
+
+    private static func checkEndpoint(_ url: String, key: String, in reader: JSONObjectReader) throws(ConfigurationError) {
+        let lowered = url.lowercased()
+        guard lowered.hasPrefix("https://"), lowered.count > "https://".count, !url.contains(" ") else {
+            throw reader.error("'\(url)' must be an https:// URL (push services are reached over TLS only)", key: key)
+        }
+    }
+
+    private static func decodeTemplateSet(_ set: inout JSONObjectReader) throws(ConfigurationError) -> TemplateSetConfiguration {
+        var result = TemplateSetConfiguration()
+        for platform in Platform.allCases {
+            guard var template = try set.object(platform.rawValue) else { continue }
+            let file = try template.string("file")
+            let body = try template.string("body")
+            let source: TemplateConfiguration.Source
+            switch (file, body) {
+            case (let file?, nil): source = .file(file)
+            case (nil, let body?): source = .inline(body)
+            case (nil, nil): throw template.error("give the template as \"file\" (a path in templates/) or inline as \"body\"")
+            case (_?, _?): throw template.error("give only one of \"file\" or \"body\"")
+            }
+            var format: Template.Format?
+            if let text = try template.string("format") {
+                guard let parsed = Template.Format(rawValue: text) else {
+                    throw template.error("'\(text)' is not a template format (json, xml, raw)", key: "format")
+                }
+                format = parsed
+            }
+            var headers: [HTTPHeader] = []
+            if let headersObject = try template.object("headers") {
+                for member in headersObject.members {
+                    guard let value = member.value.stringValue else {
+                        throw headersObject.error("header values are strings, found \(member.value.typeDescription)", key: member.key)
+                    }
+                    headers.append(HTTPHeader(name: member.key, value: value))
+                }
+            }
+            try template.finish(expected: ["file", "body", "format", "headers"])
+            result.templates[platform] = TemplateConfiguration(source: source, format: format, headers: headers, path: template.path)
+        }
+        try set.finish(expected: Platform.allCases.map(\.rawValue))
+        return result
+    }
+}
