@@ -29,16 +29,11 @@ public struct Notifications: Sendable {
 
     func now() -> Timestamp { clock.now }
 
-    /// A store call, its failure answered as the core answers it (``storeCall(_:)``).
-    func stored<T: Sendable>(_ body: () async throws(StoreError) -> T) async throws(GatewayError) -> T {
-        try await storeCall(body)
-    }
-
     /// A notification the user may see: their own, or any for an admin. A stranger's is "not
     /// found", as an unknown id.
     public func record(id: String, user: AuthenticatedUser) async throws(GatewayError) -> NotificationRecord {
         guard !id.isEmpty, id.utf8.count <= 64 else { throw .notFound("no notification '\(id.prefix(64))'") }
-        let record = try await stored { () throws(StoreError) in try await store.notificationRecord(id: id, app: app) }
+        let record = try await storeCall { () throws(StoreError) in try await store.notificationRecord(id: id, app: app) }
         guard let record, record.sender == user.name || user.isAdmin else { throw .notFound("no notification \(id)") }
         return record
     }
@@ -52,7 +47,7 @@ public struct Notifications: Sendable {
             do { cursor = try RegistrationID(after) } catch { throw .badRequest("failedAfter: \(error.description)") }
         }
         guard (1...1000).contains(limit) else { throw .badRequest("failedLimit must be 1…1000, not \(limit)") }
-        return try await stored { () throws(StoreError) in
+        return try await storeCall { () throws(StoreError) in
             try await store.failedTargets(notificationID: record.id, app: app, after: cursor, limit: limit)
         }
     }
@@ -65,7 +60,7 @@ public struct Notifications: Sendable {
             throw GatewayError(.forbidden, "sender: only admins may list another sender's notifications")
         }
         let filter = user.isAdmin ? sender : user.name
-        return try await stored { () throws(StoreError) in try await store.notificationRecords(app: app, sender: filter, limit: limit) }
+        return try await storeCall { () throws(StoreError) in try await store.notificationRecords(app: app, sender: filter, limit: limit) }
     }
 
     /// `DELETE /api/notifications/{id}`: stops a scheduled or running send; its targets not yet
@@ -80,7 +75,7 @@ public struct Notifications: Sendable {
             throw GatewayError(.conflict, "notification \(id) has already finished (\(record.state)); there is nothing to cancel")
         }
         let time = now()
-        let before = try await stored { () throws(StoreError) in try await store.requestCancel(notificationID: id, app: app, now: time) }
+        let before = try await storeCall { () throws(StoreError) in try await store.requestCancel(notificationID: id, app: app, now: time) }
         if let before, before.cancelRequested || before.state.isFinal {
             throw GatewayError(
                 .conflict, "notification \(id) is already \(before.state.isFinal ? "finished (\(before.state))" : "being cancelled")")
@@ -92,7 +87,7 @@ public struct Notifications: Sendable {
         let deadline = ContinuousClock.now + wait
         while let current = latest, !current.state.isFinal, ContinuousClock.now < deadline {
             guard (try? await Task.sleep(for: .milliseconds(50))) != nil else { break }
-            latest = try await stored { () throws(StoreError) in try await store.notificationRecord(id: id, app: app) }
+            latest = try await storeCall { () throws(StoreError) in try await store.notificationRecord(id: id, app: app) }
         }
         guard let latest else { throw .notFound("no notification \(id)") }
         return latest
@@ -101,7 +96,7 @@ public struct Notifications: Sendable {
     /// `GET /api/notifications/{id}`: the payload, only for its recipient and before it expires.
     public func readSecure(id: String, user: AuthenticatedUser) async throws(GatewayError) -> SecureMessage {
         let time = now()
-        let message = try await stored { () throws(StoreError) in
+        let message = try await storeCall { () throws(StoreError) in
             try await store.readSecureMessage(id: id, app: app, recipient: user.name, now: time)
         }
         guard let message else { throw .notFound("no notification \(id) for \(user.name)") }

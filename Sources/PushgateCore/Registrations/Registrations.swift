@@ -28,10 +28,6 @@ public struct Registrations: Sendable {
 
     func now() -> Timestamp { clock.now }
 
-    func stored<T: Sendable>(_ body: () async throws(StoreError) -> T) async throws(GatewayError) -> T {
-        try await storeCall(body)
-    }
-
     /// `POST /api/register?handle=H`: the id of the caller's own registration with handle H (the
     /// caller's other registrations of H are deleted), or a fresh id reserved for the caller.
     ///
@@ -48,7 +44,7 @@ public struct Registrations: Sendable {
             }
             if let first = own.first {
                 for duplicate in own.dropFirst() {
-                    _ = try await stored { () throws(StoreError) in try await store.delete(id: duplicate, app: appID) }
+                    _ = try await storeCall { () throws(StoreError) in try await store.delete(id: duplicate, app: appID) }
                 }
                 return first
             }
@@ -56,7 +52,7 @@ public struct Registrations: Sendable {
         let owner = user.name
         let limit = limits.maximumReservationsPerUser
         let time = now()
-        return try await stored { () throws(StoreError) in
+        return try await storeCall { () throws(StoreError) in
             try await store.createRegistrationID(app: appID, owner: owner, maximumReserved: limit, now: time)
         }
     }
@@ -71,7 +67,7 @@ public struct Registrations: Sendable {
         let ids = try await self.ids(holding: handle)
         var holders: [Registration] = []
         for id in ids {
-            if let registration = try await stored({ () throws(StoreError) in try await store.registration(id: id, app: appID) }) {
+            if let registration = try await storeCall({ () throws(StoreError) in try await store.registration(id: id, app: appID) }) {
                 holders.append(registration)
             }
         }
@@ -81,7 +77,7 @@ public struct Registrations: Sendable {
     /// Ids of the registrations holding `handle` (see ``holders(of:)``), in id order. An endpoint
     /// is compared in canonical form (the host in lower case, no `:443`), as it is stored.
     package func ids(holding handle: String) async throws(GatewayError) -> [RegistrationID] {
-        var ids = try await stored { () throws(StoreError) in try await store.registrationIDs(handle: handle, app: appID) }
+        var ids = try await storeCall { () throws(StoreError) in try await store.registrationIDs(handle: handle, app: appID) }
         let prefix: String? =
             if handle.prefix(8).lowercased() == "https://" {
                 WebPushSubscription.handlePrefix(
@@ -94,7 +90,7 @@ public struct Registrations: Sendable {
                 nil
             }
         if let prefix {
-            let more = try await stored { () throws(StoreError) in try await store.registrationIDs(handlePrefix: prefix, app: appID) }
+            let more = try await storeCall { () throws(StoreError) in try await store.registrationIDs(handlePrefix: prefix, app: appID) }
             ids = Array(Set(ids + more)).sorted()
         }
         return ids
@@ -182,16 +178,16 @@ public struct Registrations: Sendable {
                     : [],
                 maximumRegistrations: limits.maximumRegistrationsPerUser)
         let time = now()
-        try await stored { () throws(StoreError) in try await store.upsert(registration, now: time, writer: writer) }
+        try await storeCall { () throws(StoreError) in try await store.upsert(registration, now: time, writer: writer) }
     }
 
     /// `DELETE /api/register/{id}`: only the owner or an admin.
     public func delete(id text: String, user: AuthenticatedUser) async throws(GatewayError) {
         let id = try Self.registrationID(text)
-        let existing = try await stored { () throws(StoreError) in try await store.registration(id: id, app: appID) }
+        let existing = try await storeCall { () throws(StoreError) in try await store.registration(id: id, app: appID) }
         guard let existing else { throw .notFound("registration \(id) not found") }
         guard existing.owner == user.name || user.isAdmin else { throw .forbidden("registration \(id) belongs to another user") }
-        _ = try await stored { () throws(StoreError) in try await store.delete(id: id, app: appID) }
+        _ = try await storeCall { () throws(StoreError) in try await store.delete(id: id, app: appID) }
     }
 
     /// `GET /api/registrations`: the user's own registrations (an admin's: everyone's), optionally

@@ -126,8 +126,12 @@ public struct SendCommand: Sendable {
         self.idempotencyKey = idempotencyKey
     }
 
-    /// Whether the caller is answered once the send is stored: asked for, or scheduled.
-    public var isAccepted: Bool { mode == .asynchronous || deliverAt != nil }
+    /// Whether the caller is answered once the send is stored (delivered in the background):
+    /// asked for, scheduled, or any hub send but a test send.
+    public var isAccepted: Bool {
+        if case .notificationHubs = content, mode != .test { return true }
+        return mode == .asynchronous || deliverAt != nil
+    }
 
     /// Whether the message is stored for its recipient (secure push).
     public var isSecure: Bool {

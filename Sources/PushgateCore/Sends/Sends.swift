@@ -38,8 +38,8 @@ public struct Sends: Sendable {
         let logger: Logger
 
         /// Delivers it to its end, even when the client goes away; the outcome lists devices
-        /// only to whom may see them.
-        public func run(progress: @escaping @Sendable (DispatchProgress) -> Void) async -> Gateway.SendOutcome {
+        /// only to whom may see them. (A synchronous send runs the same way, without progress.)
+        public func run(progress: (@Sendable (DispatchProgress) -> Void)? = nil) async -> Gateway.SendOutcome {
             var outcome = await Sends.deliverToCompletion(
                 prepared, gateway: gateway, logger: logger, key: idempotencyKey, progress: progress)
             if !disclosed { outcome.result = outcome.result.withoutDevices() }
@@ -57,20 +57,18 @@ public struct Sends: Sendable {
         }
         let key = try idempotencyKey(command)
         if let record = try await gateway.repeatedSend(key, sender: command.sender.name) {
-            return command.isAccepted || isHubStored(command)
+            return command.isAccepted
                 ? .accepted(Gateway.Accepted(record: record, replayed: true)) : .delivered(gateway.replayed(record))
         }
         let prepared = try await prepare(command)
-        if command.isAccepted || isHubStored(command) {
+        if command.isAccepted {
             return .accepted(try await gateway.enqueue(prepared, deliverAt: command.deliverAt?.value, idempotencyKey: key))
         }
-        let disclosed = mayInspectDevices(command, audience: prepared.audience)
-        if command.mode == .streamed {
-            return .streamed(StreamedSend(gateway: gateway, prepared: prepared, idempotencyKey: key, disclosed: disclosed, logger: logger))
-        }
-        var outcome = await Self.deliverToCompletion(prepared, gateway: gateway, logger: logger, key: key)
-        if !disclosed { outcome.result = outcome.result.withoutDevices() }
-        return .delivered(outcome)
+        let send = StreamedSend(
+            gateway: gateway, prepared: prepared, idempotencyKey: key,
+            disclosed: mayInspectDevices(command, audience: prepared.audience), logger: logger)
+        if command.mode == .streamed { return .streamed(send) }
+        return .delivered(await send.run())
     }
 
     /// The rules between a send's parts, checked before anything is stored or sent.
@@ -90,18 +88,14 @@ public struct Sends: Sendable {
         }
         if case .dryRun = command.mode { return }
         // What needs the outbox, refused by name before anything is stored.
-        if case .notificationHubs = command.content, command.mode != .test {
-            try outbox.require(for: "the hub API's sends")
-        } else if command.isAccepted {
-            try outbox.require(for: "asynchronous and scheduled sends")
+        if command.isAccepted {
+            if case .notificationHubs = command.content {
+                try outbox.require(for: "the hub API's sends")
+            } else {
+                try outbox.require(for: "asynchronous and scheduled sends")
+            }
         }
         if command.idempotencyKey != nil { try outbox.require(for: "idempotent sends (Idempotency-Key)") }
-    }
-
-    /// Whether a hub send is answered once stored (every hub send but a test send).
-    private func isHubStored(_ command: SendCommand) -> Bool {
-        if case .notificationHubs = command.content { return command.mode != .test }
-        return false
     }
 
     /// Who may see which devices a send reached: a hub key (the backend) always; a user when the
