@@ -126,13 +126,13 @@ extension SendsTests {
     @Test func registrationTemplatesAreCompiledOncePerText() throws {
         let body = #"{"aps":{"alert":"$(title)"},"k":"\#(UUID().uuidString)"}"#
         let template = RegistrationTemplate(name: "a", body: body, headers: ["apns-push-type": "alert"])
-        #expect(!Gateway.compiledTemplates.contains(platform: .apns, body: body, headers: template.headers))
-        let first = try Gateway.compile(template, platform: .apns)
-        #expect(Gateway.compiledTemplates.contains(platform: .apns, body: body, headers: template.headers))
+        #expect(!HubTemplates.compiledTemplates.contains(platform: .apns, body: body, headers: template.headers))
+        let first = try HubTemplates.compile(template, platform: .apns)
+        #expect(HubTemplates.compiledTemplates.contains(platform: .apns, body: body, headers: template.headers))
         // The same text under another name is the same compiled template; another header is not.
-        let again = try Gateway.compile(RegistrationTemplate(name: "b", body: body, headers: template.headers), platform: .apns)
+        let again = try HubTemplates.compile(RegistrationTemplate(name: "b", body: body, headers: template.headers), platform: .apns)
         #expect(again.headers == first.headers)
         #expect(String(decoding: try again.render(["title": "Hi"]).body, as: UTF8.self).contains("Hi"))
-        #expect(!Gateway.compiledTemplates.contains(platform: .apns, body: body, headers: ["apns-push-type": "background"]))
+        #expect(!HubTemplates.compiledTemplates.contains(platform: .apns, body: body, headers: ["apns-push-type": "background"]))
     }
 }

@@ -168,11 +168,12 @@ final class FailingStore: RegistrationStore, SecureMessageStore, OutboxStore {
             endpoint: "https://apns.example", topic: "com.example.app", tokens: nil, transport: transport, policy: RetryPolicy(),
             clock: SystemClock())
         let metrics = GatewayMetrics()
-        let gateway = Gateway(app: loaded.defaultApp, store: store, dispatcher: Dispatcher(providers: [provider]), metrics: metrics)
-        let prepared = try gateway.prepare(
-            Gateway.SendRequest(pns: "apns", toTag: "carol", body: Array(#""hi""#.utf8)),
+        let gateway = Gateway(
+            app: loaded.defaultApp, store: store, dispatcher: Dispatcher(providers: [provider]), shared: Gateway.Shared(metrics: metrics))
+        let prepared = try gateway.sends.prepare(
+            Sends.SendRequest(pns: "apns", toTag: "carol", body: Array(#""hi""#.utf8)),
             user: AuthenticatedUser(name: "bob", isAdmin: false))
-        let outcome = await gateway.deliver(prepared)
+        let outcome = await gateway.sends.deliver(prepared)
 
         #expect(outcome.ending == .interrupted)
         #expect(outcome.result.error?.contains("500 targets were reached") == true, "\(outcome.result.error ?? "no error")")

@@ -109,6 +109,10 @@ public protocol OutboxMaintenance: Sendable {
 /// The outbox as a store keeps it: the queue drivers work, the senders' telemetry, the housekeeping.
 public typealias OutboxStore = OutboxQueue & NotificationLog & OutboxMaintenance
 
+/// What a send uses: its audience (registrations), secure messages, the outbox's queue and its
+/// log; not the outbox's housekeeping.
+public typealias SendStore = RegistrationStore & SecureMessageStore & OutboxQueue & NotificationLog
+
 /// Everything a gateway keeps: registrations, secure messages and the outbox.
 public typealias GatewayStore = RegistrationStore & SecureMessageStore & OutboxStore
 

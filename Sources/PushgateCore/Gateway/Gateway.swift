@@ -6,73 +6,103 @@ import PushgateDispatch
 import PushgateOutbox
 import Synchronization
 
-/// The app backend of the Notification Hubs tutorials, independent of HTTP: registrations with the
-/// tutorial's semantics (`Gateway+Registrations.swift`), and sends rendered per platform,
-/// dispatched, and reported as one result (`Gateway+Sends.swift`).
+/// One app's gateway (the tutorial API's default app, or a hub), independent of HTTP: the
+/// services each API calls, built here over the store, the app's dispatcher and its outbox
+/// driver.
+///
+/// - ``sends``: every rule of a send (``Sends``);
+/// - ``registrations``: the tutorial API's registrations (``Registrations``);
+/// - ``installations``: the hub API's registrations and installations (``Installations``);
+/// - ``notifications``: telemetry, cancelling, secure messages (``Notifications``).
 public final class Gateway: Sendable {
+    /// The settings of one app's gateway.
+    public struct Settings: Sendable {
+        public var limits: LimitsConfiguration
+        public var outbox: OutboxConfiguration
+        /// How long a secure-push payload can be fetched, in seconds. Default one day.
+        public var secureMessageLifetime: Double
+
+        public init(limits: LimitsConfiguration = .init(), outbox: OutboxConfiguration = .init(), secureMessageLifetime: Double = 86400) {
+            self.limits = limits
+            self.outbox = outbox
+            self.secureMessageLifetime = secureMessageLifetime
+        }
+    }
+
+    /// What the gateways of every hub share.
+    public struct Shared: Sendable {
+        public var metrics: GatewayMetrics
+        public var logger: Logger
+        /// The time registrations, reservations and secure messages expire by.
+        public var clock: any PushgateClock
+        /// Sends being delivered, so that shutdown can cancel them at its deadline.
+        public var inFlight: InFlightSends
+
+        public init(
+            metrics: GatewayMetrics = GatewayMetrics(), logger: Logger = Logger(label: "pushgate.gateway"),
+            clock: any PushgateClock = SystemClock(), inFlight: InFlightSends = InFlightSends()
+        ) {
+            self.metrics = metrics
+            self.logger = logger
+            self.clock = clock
+            self.inFlight = inFlight
+        }
+    }
+
     /// The app's configuration and templates as they are now (a reload replaces them): a send
     /// is rendered with the templates of the moment it is accepted.
     public var app: LoadedApp { current.value }
     private let current: CurrentApp
+    /// The app's id (a reload keeps it).
+    public let appID: AppID
     public let store: any GatewayStore
-    /// How long a secure-push payload can be fetched, in seconds. Default one day.
-    public let secureMessageLifetime: Double
-    public let limits: LimitsConfiguration
     public let dispatcher: Dispatcher
-    package let metrics: GatewayMetrics
-    package let logger: Logger
-    /// The time registrations, reservations and secure messages expire by.
-    package let clock: any PushgateClock
-    /// Sends being delivered, so that shutdown can cancel them at its deadline.
-    public let inFlight: InFlightSends
     /// The outbox's settings and this instance's lease owner.
-    public let outbox: OutboxControl
+    public var outbox: OutboxControl { driver.control }
     /// Drives notifications through the outbox (the durable store's; with the outbox off, each
-    /// send's ephemeral one): the one send path.
+    /// send's ephemeral one): the one send path. The delivery service drives with it too.
     public let driver: OutboxDriver
+    public let shared: Shared
 
-    public init(
-        app: LoadedApp, store: any GatewayStore, dispatcher: Dispatcher, secureMessageLifetime: Double = 86400,
-        limits: LimitsConfiguration = .init(), outbox: OutboxConfiguration = .init(), metrics: GatewayMetrics = GatewayMetrics(),
-        logger: Logger = Logger(label: "pushgate.gateway"), clock: any PushgateClock = SystemClock(),
-        inFlight: InFlightSends = InFlightSends()
-    ) {
-        self.inFlight = inFlight
+    /// Every rule of a send (``Sends``).
+    public let sends: Sends
+    /// The tutorial API's registrations (``Registrations``).
+    public let registrations: Registrations
+    /// The hub API's registrations and installations (``Installations``).
+    public let installations: Installations
+    /// Telemetry, cancelling and secure messages (``Notifications``).
+    public let notifications: Notifications
+
+    public init(app: LoadedApp, store: any GatewayStore, dispatcher: Dispatcher, settings: Settings = .init(), shared: Shared = .init()) {
         let current = CurrentApp(app)
         self.current = current
         self.appID = app.id
         self.store = store
-        self.secureMessageLifetime = secureMessageLifetime
-        self.limits = limits
-        reservationRate = Mutex(
-            TokenBuckets(ratePerSecond: Double(limits.hubReservationsPerSecond), burst: Double(limits.hubReservationBurst)))
         self.dispatcher = dispatcher
-        self.metrics = metrics
-        self.logger = logger
-        self.clock = clock
-        let control = OutboxControl(configuration: outbox)
-        self.outbox = control
+        self.shared = shared
+        let (clock, logger) = (shared.clock, shared.logger)
+        let control = OutboxControl(configuration: settings.outbox)
         let drives = ActiveDrives()
-        notifications = Notifications(store: store, app: app.id, clock: clock, logger: logger, outbox: control, drives: drives)
-        registrations = Registrations(store: store, app: app.id, current: { current.value }, limits: limits, clock: clock)
         driver = OutboxDriver(
             app: app.id, queue: store, registrations: store, dispatcher: dispatcher, control: control, clock: clock,
-            drives: drives, metrics: metrics, settings: OutboxDriver.settings(outbox),
+            drives: drives, metrics: shared.metrics, settings: OutboxDriver.settings(settings.outbox),
             grouping: { [store, id = app.id] delivery, payloads in
-                Gateway.payloadGrouping(for: delivery, payloads: payloads, store: store, app: id)
+                HubTemplates.payloadGrouping(for: delivery, payloads: payloads, store: store, app: id)
             })
+        sends = Sends(
+            store: store, app: current, driver: driver, inFlight: shared.inFlight,
+            settings: Sends.Settings(limits: settings.limits, secureMessageLifetime: settings.secureMessageLifetime), logger: logger)
+        let registrations = Registrations(
+            store: store, app: app.id, current: { current.value }, limits: settings.limits, clock: clock)
+        self.registrations = registrations
+        installations = Installations(store: store, app: current, registrations: registrations, limits: settings.limits, clock: clock)
+        notifications = Notifications(store: store, app: app.id, clock: clock, logger: logger, outbox: control, drives: drives)
     }
 
-    /// How fast each hub key reserves registration ids (``reserveHubRegistrationID(rule:)``).
-    let reservationRate: Mutex<TokenBuckets>
-
-    /// Telemetry, cancelling and secure messages (``Notifications``).
-    public let notifications: Notifications
-    /// The tutorial API's registrations (``Registrations``).
-    public let registrations: Registrations
-
-    /// The app's id (a reload keeps it).
-    public let appID: AppID
+    /// Sends being delivered (shared by every hub's gateway).
+    public var inFlight: InFlightSends { shared.inFlight }
+    package var metrics: GatewayMetrics { shared.metrics }
+    package var logger: Logger { shared.logger }
 
     /// Takes a reloaded configuration of this app: templates and settings for what is accepted
     /// from now on, `providers` (new credentials) for what is sent from now on. Pages on the wire
@@ -81,15 +111,6 @@ public final class Gateway: Sendable {
         precondition(app.id == appID, "a reload keeps the app's id")
         current.replace(app)
         await dispatcher.replace(providers: providers)
-    }
-
-    package func now() -> Timestamp { clock.now }
-
-    /// Runs a store operation, turning its failure into the answer it deserves. (Store calls go
-    /// through here, refusals are thrown outside any `do`/`catch`: Swift 6.3.1's optimizer crashes
-    /// on an async typed-throws `do` that throws and whose `catch` maps the error again.)
-    package func stored<T: Sendable>(_ body: () async throws(StoreError) -> T) async throws(GatewayError) -> T {
-        try await storeCall(body)
     }
 
     package static func storeFailure(_ error: StoreError) -> GatewayError {
@@ -109,14 +130,14 @@ public final class Gateway: Sendable {
 /// answers its caller while its connection is still open (stored in the outbox, 202: it resumes;
 /// with the outbox off, 503 with what it reached).
 public final class InFlightSends: Sendable {
-    private let tasks = Mutex<[UInt64: Task<Gateway.SendOutcome, Never>]>([:])
+    private let tasks = Mutex<[UInt64: Task<Sends.SendOutcome, Never>]>([:])
     private let counter = Atomic<UInt64>(0)
 
     public init() {}
 
     /// Runs `delivery` to its end even when the caller goes away (a disconnect does not cancel
     /// it); cancelling the caller, or ``cancelAll()``, cancels it.
-    package func run(_ delivery: @escaping @Sendable () async -> Gateway.SendOutcome) async -> Gateway.SendOutcome {
+    package func run(_ delivery: @escaping @Sendable () async -> Sends.SendOutcome) async -> Sends.SendOutcome {
         let id = counter.add(1, ordering: .relaxed).newValue
         // Unstructured so that a client that goes away does not cancel the send; awaited below
         // (the delivery ends it), cancelled with the caller or by ``cancelAll()``.

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Pushgate
+import Synchronization
 
 /// A Notification Hubs installation: one device with its tags and named templates.
 public struct Installation: Sendable, Equatable {
@@ -45,11 +46,33 @@ public struct InstallationTemplate: Sendable, Equatable {
 /// registration and one per template, all carrying `$InstallationId:{id}` (and
 /// `$UserId:{userId}`), so that sends to those tags reach it. Reading one gathers them back;
 /// writing one validates everything, then writes them at once and removes templates it no
-/// longer has, by the binding rules of ``Gateway/writeHubInstallation(_:registrations:userID:writer:)``.
-public struct Installations: Sendable {
-    let gateway: Gateway
+/// longer has, by the binding rules of ``Gateway/writeInstallation(_:registrations:userID:writer:)``.
+public final class Installations: Sendable {
+    let store: any RegistrationStore
+    private let current: CurrentApp
+    /// The tutorial API's registrations: the hub finds a handle's registrations as it does
+    /// (``Registrations/ids(holding:)``).
+    let tutorialRegistrations: Registrations
+    let limits: LimitsConfiguration
+    let clock: any PushgateClock
+    /// How fast each hub key reserves registration ids (``reserveRegistrationID(rule:)``).
+    let reservationRate: Mutex<TokenBuckets>
 
-    init(gateway: Gateway) { self.gateway = gateway }
+    init(
+        store: any RegistrationStore, app: CurrentApp, registrations: Registrations, limits: LimitsConfiguration,
+        clock: any PushgateClock
+    ) {
+        self.store = store
+        self.current = app
+        self.tutorialRegistrations = registrations
+        self.limits = limits
+        self.clock = clock
+        reservationRate = Mutex(
+            TokenBuckets(ratePerSecond: Double(limits.hubReservationsPerSecond), burst: Double(limits.hubReservationBurst)))
+    }
+
+    var appID: AppID { tutorialRegistrations.appID }
+    package func now() -> Timestamp { clock.now }
 
     /// The native registration's id, and each template's: derived from the installation id.
     public static func registrationID(of installation: String, template: String? = nil) -> RegistrationID {
@@ -68,9 +91,9 @@ public struct Installations: Sendable {
 
     /// The installation `id`, gathered from its registrations; nil when it has none.
     public func read(_ id: String) async throws(GatewayError) -> Installation? {
-        let found = try await gateway.hubInstallationRegistrations(id)
+        let found = try await registrations(ofInstallation: id)
         guard let native = found.first(where: { $0.id == Self.registrationID(of: id) }) else { return nil }
-        let userID = Gateway.boundUser(of: native)
+        let userID = Self.boundUser(of: native)
         let own = native.tags.map(\.rawValue).filter { !$0.hasPrefix("$") }
         var templates: [String: InstallationTemplate] = [:]
         for registration in found where registration.id != native.id {
@@ -78,7 +101,7 @@ public struct Installations: Sendable {
             var headers = template.headers
             let expiry = headers.removeValue(forKey: "apns-expiration")
             templates[name] = InstallationTemplate(
-                body: native.platform == .fcm ? Gateway.wrappedFCMTemplate(template.body) : template.body, headers: headers,
+                body: native.platform == .fcm ? HubTemplates.wrappedFCMTemplate(template.body) : template.body, headers: headers,
                 tags: registration.tags.map(\.rawValue).filter { !$0.hasPrefix("$") && !own.contains($0) }, expiry: expiry)
         }
         return Installation(
@@ -89,12 +112,12 @@ public struct Installations: Sendable {
     /// Validates everything (errors name the field: `pushChannel`, `tags`, `templates.<name>.body`
     /// …), then writes the native and template registrations at once and removes templates the
     /// installation no longer has.
-    public func write(_ installation: Installation, writer: Gateway.HubWriter) async throws(GatewayError) {
+    public func write(_ installation: Installation, writer: HubWriter) async throws(GatewayError) {
         let handle: DeviceHandle
-        do { handle = try gateway.app.configuration.handles.validate(installation.pushChannel, for: installation.platform) } catch {
+        do { handle = try current.value.configuration.handles.validate(installation.pushChannel, for: installation.platform) } catch {
             throw .badRequest("pushChannel: \(error.description)")
         }
-        let tags = try Gateway.hubTags(installation.tags, writer: writer, field: "tags")
+        let tags = try Self.hubTags(installation.tags, writer: writer, field: "tags")
         var implicitTags: [Tag] = []
         for text in Self.implicitTags(installation) {
             do { implicitTags.append(try Tag(text)) } catch { throw .badRequest(error.description) }
@@ -103,38 +126,33 @@ public struct Installations: Sendable {
         do {
             registrations.append(
                 try Registration(
-                    app: gateway.appID, id: Self.registrationID(of: installation.id), handle: handle, tags: tags + implicitTags,
-                    expiresAt: installation.expiration, owner: Gateway.hubOwner))
+                    app: appID, id: Self.registrationID(of: installation.id), handle: handle, tags: tags + implicitTags,
+                    expiresAt: installation.expiration, owner: Self.hubOwner))
         } catch {
             throw .badRequest("tags: \(error.description)")
         }
         for (name, template) in installation.templates.sorted(by: { $0.key < $1.key }) {
-            let own = try Gateway.hubTags(template.tags, writer: writer, field: "templates.\(name).tags")
+            let own = try Self.hubTags(template.tags, writer: writer, field: "templates.\(name).tags")
             var headers = template.headers
             if let expiry = template.expiry { headers["apns-expiration"] = expiry }
-            let body = installation.platform == .fcm ? Gateway.unwrappedFCMTemplate(template.body) : template.body
+            let body = installation.platform == .fcm ? HubTemplates.unwrappedFCMTemplate(template.body) : template.body
             let candidate = RegistrationTemplate(name: name, body: body, headers: headers)
             // The body alone first, so that an error names the field at fault.
-            do { _ = try Gateway.compile(RegistrationTemplate(name: name, body: body), platform: installation.platform) } catch {
+            do { _ = try HubTemplates.compile(RegistrationTemplate(name: name, body: body), platform: installation.platform) } catch {
                 throw .badRequest("templates.\(name).body: \(error.description)")
             }
-            do { _ = try Gateway.compile(candidate, platform: installation.platform) } catch {
+            do { _ = try HubTemplates.compile(candidate, platform: installation.platform) } catch {
                 throw .badRequest("templates.\(name).\(template.expiry == nil ? "headers" : "headers or expiry"): \(error.description)")
             }
             do {
                 registrations.append(
                     try Registration(
-                        app: gateway.appID, id: Self.registrationID(of: installation.id, template: name), handle: handle,
-                        tags: tags + own + implicitTags, template: candidate, expiresAt: installation.expiration, owner: Gateway.hubOwner))
+                        app: appID, id: Self.registrationID(of: installation.id, template: name), handle: handle,
+                        tags: tags + own + implicitTags, template: candidate, expiresAt: installation.expiration, owner: Self.hubOwner))
             } catch {
                 throw .badRequest("templates.\(name).tags: \(error.description)")
             }
         }
-        try await gateway.writeHubInstallation(installation.id, registrations: registrations, userID: installation.userID, writer: writer)
+        try await writeInstallation(installation.id, registrations: registrations, userID: installation.userID, writer: writer)
     }
-}
-
-extension Gateway {
-    /// The hub API's installations (``Installations``).
-    public var installations: Installations { Installations(gateway: self) }
 }

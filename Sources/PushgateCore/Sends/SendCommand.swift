@@ -200,7 +200,7 @@ extension SendCommand {
             func header(_ name: String) -> String? { headers.first { $0.name.lowercased() == name }?.value }
             let passed = headers.filter { header in
                 let name = header.name.lowercased()
-                return name == "content-type" || Platform.allCases.contains { Gateway.passesThrough(name, to: $0) }
+                return name == "content-type" || Platform.allCases.contains { Sends.passesThrough(name, to: $0) }
             }.map { "\($0.name.lowercased()): \($0.value)" }.sorted()
             let collection = route == .hubScheduled ? "schedulednotifications" : "messages"
             var direct = false

@@ -1,47 +1,86 @@
 import Foundation
 import Logging
 import Pushgate
+import PushgateConfig
 import PushgateDispatch
+import PushgateOutbox
 
 /// Every rule of a send, decided once for both APIs: an API parses a request into a
 /// ``SendCommand``, calls ``run(_:logger:)`` and answers the ``SendAnswer`` in its own terms.
 ///
 /// The path of one send: ``check(_:)`` (the rules between its parts, and whether it needs the
 /// outbox) → a dry run answers here → the idempotency key (a repeat answers the first send's
-/// notification) → prepared (validated and rendered: ``Gateway/prepare(_:user:purpose:)``,
-/// ``Gateway/prepareSecure(_:user:deliverAt:)``, ``Gateway/prepareHub(_:)``) → stored and answered
+/// notification) → prepared (validated and rendered: ``prepare(_:user:purpose:)``,
+/// ``prepareSecure(_:user:deliverAt:)``, ``prepareHub(_:)``) → stored and answered
 /// (asynchronous, scheduled, hub), or stored and driven by this request (synchronous, streamed,
 /// test). The outbox counts what a drive reached in the metrics (``OutboxDriver``), once.
-public struct Sends: Sendable {
-    let gateway: Gateway
+public final class Sends: Sendable {
+    /// What a send is checked against, beside the outbox's settings.
+    public struct Settings: Sendable {
+        public var limits: LimitsConfiguration
+        /// How long a secure-push payload can be fetched, in seconds. Default one day.
+        public var secureMessageLifetime: Double
 
-    init(gateway: Gateway) { self.gateway = gateway }
+        public init(limits: LimitsConfiguration = .init(), secureMessageLifetime: Double = 86400) {
+            self.limits = limits
+            self.secureMessageLifetime = secureMessageLifetime
+        }
+    }
+
+    /// Registrations (a send's audience), secure messages, the outbox's queue and its log: not
+    /// its maintenance (``OutboxMaintenance``), which the delivery service does.
+    let store: any SendStore
+    private let current: CurrentApp
+    /// Drives a notification through the outbox (the durable store's, or a send's own ephemeral
+    /// one with the outbox off); its dispatcher, outbox control, clock and metrics are the sends'.
+    let driver: OutboxDriver
+    /// Sends being delivered, so that shutdown can cancel them at its deadline.
+    let inFlight: InFlightSends
+    let settings: Settings
+    let logger: Logger
+
+    init(store: any SendStore, app: CurrentApp, driver: OutboxDriver, inFlight: InFlightSends, settings: Settings, logger: Logger) {
+        self.store = store
+        self.current = app
+        self.driver = driver
+        self.inFlight = inFlight
+        self.settings = settings
+        self.logger = logger
+    }
+
+    /// The app's configuration and templates as they are now (a reload replaces them).
+    var app: LoadedApp { current.value }
+    var appID: AppID { driver.app }
+    var outbox: OutboxControl { driver.control }
+    var dispatcher: Dispatcher { driver.dispatcher }
+    var metrics: any OutboxMetrics { driver.metrics }
+    var limits: LimitsConfiguration { settings.limits }
+    func now() -> Timestamp { driver.clock.now }
 
     /// How a send is answered.
     public enum SendAnswer: Sendable {
         /// Delivered (or a repeat of a delivered send): the result, and how the run ended.
-        case delivered(Gateway.SendOutcome)
+        case delivered(SendOutcome)
         /// Stored for background delivery (or a repeat of a stored send).
-        case accepted(Gateway.Accepted)
+        case accepted(Accepted)
         /// A dry run's report.
-        case dryRun(Gateway.DryRun)
+        case dryRun(DryRun)
         /// A streamed send, run by the API while it writes (``StreamedSend/run(progress:)``).
         case streamed(StreamedSend)
     }
 
     /// A streamed send, prepared and not yet started: the API runs it while it writes progress.
     public struct StreamedSend: Sendable {
-        let gateway: Gateway
-        let prepared: Gateway.PreparedSend
+        let sends: Sends
+        let prepared: PreparedSend
         let idempotencyKey: IdempotencyKey?
         let disclosed: Bool
         let logger: Logger
 
         /// Delivers it to its end, even when the client goes away; the outcome lists devices
         /// only to whom may see them. (A synchronous send runs the same way, without progress.)
-        public func run(progress: (@Sendable (DispatchProgress) -> Void)? = nil) async -> Gateway.SendOutcome {
-            var outcome = await Sends.deliverToCompletion(
-                prepared, gateway: gateway, logger: logger, key: idempotencyKey, progress: progress)
+        public func run(progress: (@Sendable (DispatchProgress) -> Void)? = nil) async -> SendOutcome {
+            var outcome = await sends.deliverToCompletion(prepared, logger: logger, key: idempotencyKey, progress: progress)
             if !disclosed { outcome.result = outcome.result.withoutDevices() }
             return outcome
         }
@@ -53,19 +92,19 @@ public struct Sends: Sendable {
         try check(command)
         if case .dryRun(let sample) = command.mode {
             guard case .user(let user) = command.sender else { throw .badRequest("a dry run is the tutorial API's") }
-            return .dryRun(try await gateway.dryRun(try sendRequest(command), secure: command.isSecure, user: user, sample: sample))
+            return .dryRun(try await dryRun(try sendRequest(command), secure: command.isSecure, user: user, sample: sample))
         }
         let key = try idempotencyKey(command)
-        if let record = try await gateway.repeatedSend(key, sender: command.sender.name) {
+        if let record = try await repeatedSend(key, sender: command.sender.name) {
             return command.isAccepted
-                ? .accepted(Gateway.Accepted(record: record, replayed: true)) : .delivered(gateway.replayed(record))
+                ? .accepted(Accepted(record: record, replayed: true)) : .delivered(replayed(record))
         }
         let prepared = try await prepare(command)
         if command.isAccepted {
-            return .accepted(try await gateway.enqueue(prepared, deliverAt: command.deliverAt?.value, idempotencyKey: key))
+            return .accepted(try await enqueue(prepared, deliverAt: command.deliverAt?.value, idempotencyKey: key))
         }
         let send = StreamedSend(
-            gateway: gateway, prepared: prepared, idempotencyKey: key,
+            sends: self, prepared: prepared, idempotencyKey: key,
             disclosed: mayInspectDevices(command, audience: prepared.audience), logger: logger)
         if command.mode == .streamed { return .streamed(send) }
         return .delivered(await send.run())
@@ -73,7 +112,6 @@ public struct Sends: Sendable {
 
     /// The rules between a send's parts, checked before anything is stored or sent.
     public func check(_ command: SendCommand) throws(GatewayError) {
-        let outbox = gateway.outbox
         if command.validateOnly && command.isSecure {
             throw .badRequest("validateOnly cannot be combined with secure: a secure send stores its message")
         }
@@ -108,26 +146,26 @@ public struct Sends: Sendable {
     /// The key and fingerprint of an idempotent send (nil without a key).
     func idempotencyKey(_ command: SendCommand) throws(GatewayError) -> IdempotencyKey? {
         guard let header = command.idempotencyKey else { return nil }
-        let key = try Gateway.idempotencyKeyValue(header)
-        let window = Double(gateway.outbox.configuration.idempotencyWindowSeconds)
+        let key = try Self.idempotencyKeyValue(header)
+        let window = Double(outbox.configuration.idempotencyWindowSeconds)
         let fingerprint = command.fingerprint() ?? ""
         let others = SendCommand.knownFingerprintVersions.filter { $0 != SendCommand.fingerprintVersion }.compactMap {
             command.fingerprint(version: $0)
         }
         return IdempotencyKey(
             key: key, fingerprint: fingerprint, otherVersions: others,
-            storedSince: Timestamp(secondsSinceEpoch: gateway.now().secondsSinceEpoch - window))
+            storedSince: Timestamp(secondsSinceEpoch: now().secondsSinceEpoch - window))
     }
 
     /// The command validated and rendered, by the API's rules.
-    private func prepare(_ command: SendCommand) async throws(GatewayError) -> Gateway.PreparedSend {
+    private func prepare(_ command: SendCommand) async throws(GatewayError) -> PreparedSend {
         switch command.content {
         case .message(_, let secure):
             guard case .user(let user) = command.sender else { throw .badRequest("a message send is the tutorial API's") }
             let request = try sendRequest(command)
             return secure
-                ? try await gateway.prepareSecure(request, user: user, deliverAt: command.deliverAt?.value)
-                : try gateway.prepare(request, user: user)
+                ? try await prepareSecure(request, user: user, deliverAt: command.deliverAt?.value)
+                : try prepare(request, user: user)
         case .notificationHubs(let format, let body, let headers):
             var tags: String?
             var handles: [String]?
@@ -141,17 +179,17 @@ public struct Sends: Sendable {
             case .user, .fcmTopic, .fcmCondition:
                 throw .badRequest("a hub send names tags or device handles")
             }
-            var request = Gateway.HubSendRequest(
+            var request = HubSendRequest(
                 format: format, body: body, headers: headers.map { ($0.name, $0.value) }, tags: tags, directHandles: handles,
                 sender: command.sender.name)
             request.directHandlesField = field
-            return try gateway.prepareHub(request)
+            return try prepareHub(request)
         }
     }
 
     /// The tutorial API's send request of a command.
-    private func sendRequest(_ command: SendCommand) throws(GatewayError) -> Gateway.SendRequest {
-        var request = Gateway.SendRequest(
+    private func sendRequest(_ command: SendCommand) throws(GatewayError) -> SendRequest {
+        var request = SendRequest(
             pns: command.platforms, toTag: nil, body: command.body, timeToLive: command.timeToLive?.value,
             deliverAt: command.deliverAt?.value)
         switch command.audience {
@@ -168,11 +206,10 @@ public struct Sends: Sendable {
     /// Runs a send to its end even when the client goes away (a disconnect does not cancel it);
     /// cancelling the request itself (shutdown past its deadline) cancels the send, which then
     /// reports what it reached.
-    static func deliverToCompletion(
-        _ prepared: Gateway.PreparedSend, gateway: Gateway, logger: Logger, key: IdempotencyKey?,
-        progress: (@Sendable (DispatchProgress) -> Void)? = nil
-    ) async -> Gateway.SendOutcome {
-        await gateway.inFlight.run { await gateway.deliver(prepared, progress: progress, logger: logger, idempotencyKey: key) }
+    func deliverToCompletion(
+        _ prepared: PreparedSend, logger: Logger, key: IdempotencyKey?, progress: (@Sendable (DispatchProgress) -> Void)? = nil
+    ) async -> SendOutcome {
+        await inFlight.run { await self.deliver(prepared, progress: progress, logger: logger, idempotencyKey: key) }
     }
 }
 
@@ -194,9 +231,4 @@ extension SendCommand.Audience {
         if let toTag { return .user(toTag) }
         throw .badRequest("to_tag is required (the recipient's user name), or tags= with a tag expression, or topic= / condition= (FCM)")
     }
-}
-
-extension Gateway {
-    /// The send service of this gateway (``Sends``).
-    public var sends: Sends { Sends(gateway: self) }
 }

@@ -66,7 +66,7 @@ public struct GatewayServer: Sendable {
         let tls = try listener.tls.map { try SecureListener.tlsConfiguration($0, secrets: secrets) }
         let metrics = GatewayMetrics()
         let (tracing, tracingService) = try makeTracing(configuration.tracing, logger: logger)
-        let inFlight = InFlightSends()
+        let shared = Gateway.Shared(metrics: metrics, logger: Logger(label: "pushgate.gateway"), clock: clock)
         // One gateway per hub (its own providers and outbox driver), sharing the store, metrics and
         // sends in flight; the tutorial API `/api` is the default app's.
         var gateways: [Gateway] = []
@@ -77,9 +77,7 @@ public struct GatewayServer: Sendable {
                 gateways.append(
                     Gateway(
                         app: hubApp, store: store, dispatcher: Dispatcher(providers: providers, tracing: tracing),
-                        limits: configuration.limits,
-                        outbox: configuration.outbox, metrics: metrics, logger: Logger(label: "pushgate.gateway"), clock: clock,
-                        inFlight: inFlight))
+                        settings: Gateway.Settings(limits: configuration.limits, outbox: configuration.outbox), shared: shared))
             }
             let gateway = gateways[0]
             let dispatcher = gateway.dispatcher

@@ -36,7 +36,7 @@ extension GatewayError: HTTPResponseError {
     }
 }
 
-extension Gateway.SendOutcome {
+extension Sends.SendOutcome {
     /// The tutorial API's status for a send: 200 processed (partial failures are in the body),
     /// 404 nothing matched, 503 nothing reachable or cut short, 202 accepted and continuing.
     var httpStatus: Int {

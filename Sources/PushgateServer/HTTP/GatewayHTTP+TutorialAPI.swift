@@ -135,8 +135,10 @@ extension GatewayHTTP {
         let body = try await collectJSON(request, limit: maximumBodyBytes)
         let query = try QueryParameters(request.uri, accepting: sendParameters)
         let secure = try query.flag("secure")
-        let deliverAt = try gateway.scheduleTime(query.get("deliverAt")).map { SendCommand.Given($0, text: query.get("deliverAt") ?? "") }
-        let timeToLive = try Gateway.SendRequest.timeToLive(query.get("ttl")).map { SendCommand.Given($0, text: query.get("ttl") ?? "") }
+        let deliverAt = try gateway.sends.scheduleTime(query.get("deliverAt")).map {
+            SendCommand.Given($0, text: query.get("deliverAt") ?? "")
+        }
+        let timeToLive = try Sends.SendRequest.timeToLive(query.get("ttl")).map { SendCommand.Given($0, text: query.get("ttl") ?? "") }
         let audience = try SendCommand.Audience.tutorial(
             toTag: query.get("to_tag"), tags: query.get("tags"), topic: query.get("topic"), condition: query.get("condition"))
         let streaming = (request.headers[.accept] ?? "").lowercased().contains(progressMediaType)
@@ -162,7 +164,7 @@ extension GatewayHTTP {
     ]
 
     /// A send accepted for background delivery: `202` with its record and where to follow it.
-    static func accepted(_ accepted: Gateway.Accepted, respondAsync: Bool) -> Response {
+    static func accepted(_ accepted: Sends.Accepted, respondAsync: Bool) -> Response {
         let record = accepted.record
         var response = encoded(202, NotificationRecordBody(record, failedTargets: nil, nextFailedAfter: nil))
         response.headers[.location] = outcomePath(record.id)
@@ -173,7 +175,7 @@ extension GatewayHTTP {
     }
 
     /// A synchronous send's answer: its result as JSON, or as NH's XML when the client accepts XML.
-    static func answer(_ outcome: Gateway.SendOutcome, _ request: Request) throws(GatewayError) -> Response {
+    static func answer(_ outcome: Sends.SendOutcome, _ request: Request) throws(GatewayError) -> Response {
         if let refusal = outcome.refusal { throw refusal }
         var response: Response
         if (request.headers[.accept] ?? "").lowercased().contains("xml") {

@@ -129,7 +129,7 @@ public enum GatewayHTTP {
             body: ResponseBody { writer in
                 // Progress is cumulative: a slow reader skips lines rather than buffering them all.
                 let (lines, continuation) = AsyncStream.makeStream(of: DispatchProgressLine.self, bufferingPolicy: .bufferingNewest(8))
-                async let delivered: Gateway.SendOutcome = {
+                async let delivered: Sends.SendOutcome = {
                     defer { continuation.finish() }
                     return await send.run { continuation.yield(DispatchProgressLine(processed: $0.processed, succeeded: $0.succeeded)) }
                 }()

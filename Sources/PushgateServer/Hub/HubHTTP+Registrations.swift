@@ -15,7 +15,7 @@ extension HubHTTP {
     }
 
     static func existing(_ id: RegistrationID, call: HubCall) async throws(GatewayError) -> Registration? {
-        try await call.gateway.hubRegistration(id)
+        try await call.gateway.installations.registration(id)
     }
 
     /// Validates a description and writes it: tags as Notification Hubs checks them (a Listen
@@ -30,7 +30,7 @@ extension HubHTTP {
             throw .badRequest(
                 "\(HubRegistrationXML.types.first { $0.platform == description.platform }!.handleElement): \(error.description)")
         }
-        let tags = try Gateway.hubTags(description.tags, writer: call.writer, field: "Tags")
+        let tags = try Installations.hubTags(description.tags, writer: call.writer, field: "Tags")
         var template: RegistrationTemplate?
         if description.isTemplate, let body = description.bodyTemplate {
             var headers = description.wnsHeaders
@@ -42,9 +42,9 @@ extension HubHTTP {
                 headers["apns-expiration"] = expiry
             }
             let candidate = RegistrationTemplate(
-                name: description.templateName, body: description.platform == .fcm ? Gateway.unwrappedFCMTemplate(body) : body,
+                name: description.templateName, body: description.platform == .fcm ? HubTemplates.unwrappedFCMTemplate(body) : body,
                 headers: headers)
-            do { _ = try Gateway.compile(candidate, platform: description.platform) } catch {
+            do { _ = try HubTemplates.compile(candidate, platform: description.platform) } catch {
                 throw .badRequest("BodyTemplate: \(error.description)")
             }
             template = candidate
@@ -53,11 +53,11 @@ extension HubHTTP {
         do {
             registration = try Registration(
                 app: gateway.appID, id: id, handle: handle, tags: tags, template: template, expiresAt: description.expiration,
-                owner: Gateway.hubOwner)
+                owner: Installations.hubOwner)
         } catch {
             throw .badRequest("Tags: \(error.description)")
         }
-        try await gateway.writeHubRegistration(registration, writer: call.writer, ifMatch: expected)
+        try await gateway.installations.writeRegistration(registration, writer: call.writer, ifMatch: expected)
         return registration
     }
 
@@ -68,7 +68,8 @@ extension HubHTTP {
             body: .init(
                 byteBuffer: ByteBuffer(
                     bytes: HubRegistrationXML.entry(
-                        registration, base: call.base, apiVersion: call.apiVersion, now: call.gateway.now(), masked: masked))))
+                        registration, base: call.base, apiVersion: call.apiVersion, now: call.gateway.installations.now(), masked: masked)))
+        )
         response.headers[etagHeader] = "W/\"\(registrationETag(registration))\""
         return response
     }
@@ -109,9 +110,9 @@ extension HubHTTP {
         }
         let found =
             if let handle = handleFilter {
-                try await gateway.hubRegistrations(handle: handle, after: after, limit: top)
+                try await gateway.installations.registrations(handle: handle, after: after, limit: top)
             } else {
-                try await gateway.hubRegistrationPage(matching: expression, after: after, limit: top)
+                try await gateway.installations.registrationPage(matching: expression, after: after, limit: top)
             }
         var response = Response(
             status: .ok, headers: [.contentType: "application/atom+xml;type=feed;charset=utf-8"],
@@ -120,7 +121,7 @@ extension HubHTTP {
                     bytes: HubRegistrationXML.feed(
                         found, base: call.base,
                         collection: tag.map { "tags/\(SharedAccessSignature.formEncode($0))/registrations" } ?? "registrations",
-                        apiVersion: call.apiVersion, now: gateway.now()))))
+                        apiVersion: call.apiVersion, now: gateway.installations.now()))))
         if found.count == top, let last = found.last { response.headers[continuationHeader] = ContinuationToken.token(after: last.id) }
         return response
     }

@@ -76,7 +76,7 @@ extension HubHTTP {
     }
 
     /// A test send's answer: `201 Created`, as for any send (clients raise on anything else), with the outcome.
-    static func testAnswer(_ outcome: Gateway.SendOutcome, request: Request) throws(GatewayError) -> Response {
+    static func testAnswer(_ outcome: Sends.SendOutcome, request: Request) throws(GatewayError) -> Response {
         if let refusal = outcome.refusal { throw refusal }
         var result = outcome.result
         // NH counts the registrations a send targets: template registrations a native send
@@ -93,7 +93,7 @@ extension HubHTTP {
     /// against the outbox's scheduling window.
     static func scheduleTime(_ text: String, gateway: Gateway) throws(GatewayError) -> Timestamp {
         do {
-            guard let time = try gateway.scheduleTime(ScheduleTime.rfc3339(text)) else { throw GatewayError.badRequest("is empty") }
+            guard let time = try gateway.sends.scheduleTime(ScheduleTime.rfc3339(text)) else { throw GatewayError.badRequest("is empty") }
             return time
         } catch let error as GatewayError {
             throw .badRequest("ServiceBusNotification-ScheduleTime: '\(text.prefix(40))': \(error.message)")

@@ -78,7 +78,7 @@ enum HubHTTP {
             return xml(200, record.xmlDocument(location: location, failedTargetsURI: nil, spelling: .notificationHubs))
         }
         route(.post, "registrationIDs", .listen) { _, call in
-            let id = try await call.gateway.reserveHubRegistrationID(rule: call.grant.rule)
+            let id = try await call.gateway.installations.reserveRegistrationID(rule: call.grant.rule)
             var response = Response(status: .created)
             // As Notification Hubs answers: the id is the Location path's last segment.
             response.headers[.location] = "\(call.base)/registrationids/\(id.rawValue)?api-version=\(call.apiVersion)"
@@ -107,7 +107,7 @@ enum HubHTTP {
         }
         route(.delete, "registrations/:id", .listen) { request, call in
             let id = try registrationID(call.parameter("id"))
-            try await call.gateway.deleteHubRegistration(id, writer: call.writer, ifMatch: request.headers[ifMatchHeader])
+            try await call.gateway.installations.deleteRegistration(id, writer: call.writer, ifMatch: request.headers[ifMatchHeader])
             return Response(status: .ok, headers: [.contentLength: "0"])
         }
         route(.get, "registrations", .manage) { request, call in
@@ -209,7 +209,7 @@ enum HubHTTP {
         /// knowing an id is not enough to read a device's handle. The device knows its own.
         var readsMasked: Bool { writer == .device }
         /// Who writes, for the core's rules: the app's backend (Send or Manage) or a device (Listen only).
-        var writer: Gateway.HubWriter { grant.allows(.manage) || grant.allows(.send) ? .backend : .device }
+        var writer: Installations.HubWriter { grant.allows(.manage) || grant.allows(.send) ? .backend : .device }
         /// The outbox's records are the hub's: a Send key sees every notification of its hub.
         var user: AuthenticatedUser { AuthenticatedUser(name: "$rule:" + grant.rule, isAdmin: true) }
 

@@ -67,7 +67,7 @@ enum HubInstallations {
         route(.delete, "installations/:id", .listen) { _, call in
             let id = try installationID(call.parameter("id"))
             // 204 whether or not it existed, as NH answers (a delete is idempotent).
-            try await call.gateway.deleteHubInstallation(id, writer: call.writer)
+            try await call.gateway.installations.deleteInstallation(id, writer: call.writer)
             return Response(status: .noContent)
         }
     }

@@ -170,7 +170,8 @@ enum HubRegistrationXML {
         }
         if let template {
             // NH's FCM v1 templates read back in its send shape, {"message": {…}}.
-            writer.cdataElement("BodyTemplate", registration.platform == .fcm ? Gateway.wrappedFCMTemplate(template.body) : template.body)
+            writer.cdataElement(
+                "BodyTemplate", registration.platform == .fcm ? HubTemplates.wrappedFCMTemplate(template.body) : template.body)
             let headers = template.headers.filter { $0.key != "apns-expiration" }.sorted { $0.key < $1.key }
             if registration.platform == .wns, !headers.isEmpty {
                 writer.startElement("WnsHeaders")

@@ -12,7 +12,7 @@ extension OutboxControl {
     }
 }
 
-extension Gateway {
+extension Sends {
     // MARK: Sends through the outbox
 
     /// Sends synchronously: the notification is stored first (so that a crash resumes it), then
@@ -127,7 +127,7 @@ extension Gateway {
     ) async throws(GatewayError) -> Accepted {
         var notification = outboxNotification(prepared, enqueuedAt: now(), deliverAt: deliverAt, idempotencyKey: idempotencyKey)
         notification.maximumScheduledPerSender = limits.maximumScheduledPerSender
-        let enqueued = try await stored { () throws(StoreError) in try await store.enqueue(notification, lease: nil) }
+        let enqueued = try await storeCall { () throws(StoreError) in try await store.enqueue(notification, lease: nil) }
         if case .existing(let holder) = enqueued, let key = idempotencyKey {
             return Accepted(record: try await record(holding: key, holder), replayed: true)
         }

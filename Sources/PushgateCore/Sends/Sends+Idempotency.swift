@@ -1,7 +1,7 @@
 import Foundation
 import Pushgate
 
-extension Gateway {
+extension Sends {
     // MARK: Idempotent sends (`Idempotency-Key`)
 
     /// The key of an `Idempotency-Key` header, naming what is wrong with it.
@@ -45,7 +45,7 @@ extension Gateway {
     /// first send. The same key with another request is refused (422), naming the key.
     public func repeatedSend(_ key: IdempotencyKey?, sender: String) async throws(GatewayError) -> NotificationRecord? {
         guard let key else { return nil }
-        let holder = try await stored { () throws(StoreError) in
+        let holder = try await storeCall { () throws(StoreError) in
             try await store.idempotentNotification(key: key, app: appID, sender: sender)
         }
         guard let holder else { return nil }
@@ -61,7 +61,7 @@ extension Gateway {
                     + "a key names one request for \(outbox.configuration.idempotencyWindowSeconds) s")
         }
         let id = holder.notificationID
-        guard let record = try await stored({ () throws(StoreError) in try await store.notificationRecord(id: id, app: appID) }) else {
+        guard let record = try await storeCall({ () throws(StoreError) in try await store.notificationRecord(id: id, app: appID) }) else {
             throw GatewayError(.conflict, "Idempotency-Key '\(key.key.prefix(64))': its notification \(id) was just deleted; retry")
         }
         return record

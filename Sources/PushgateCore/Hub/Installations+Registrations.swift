@@ -1,10 +1,11 @@
+import Crypto
 import Foundation
 import Pushgate
 
 /// The hub API's registration rules, in the core beside the tutorial API's: who may write what,
 /// `If-Match`, the writes themselves. The hub's HTTP layer parses Atom and JSON and answers;
 /// it does not reach the store.
-extension Gateway {
+extension Installations {
     /// Who writes through the hub API, as the key's rights say.
     public enum HubWriter: Sendable, Hashable {
         /// A key with only the Listen right: what every copy of an app carries.
@@ -26,14 +27,14 @@ extension Gateway {
     }
 
     /// A registration of this hub, if it exists.
-    package func hubRegistration(_ id: RegistrationID) async throws(GatewayError) -> Registration? {
-        try await stored { () throws(StoreError) in try await store.registration(id: id, app: appID) }
+    package func registration(_ id: RegistrationID) async throws(GatewayError) -> Registration? {
+        try await storeCall { () throws(StoreError) in try await store.registration(id: id, app: appID) }
     }
 
     /// A fresh registration id (`POST /{hub}/registrationIDs`), reserved for the key `rule`: each
     /// key of a hub holds at most `limits.maxHubReservationsPerKey` unused ids (they expire), and
     /// reserves them at most at `limits.hubReservationsPerSecond` (429 with `Retry-After` past it).
-    package func reserveHubRegistrationID(rule: String) async throws(GatewayError) -> RegistrationID {
+    package func reserveRegistrationID(rule: String) async throws(GatewayError) -> RegistrationID {
         let time = now()
         let (owner, limit) = (Self.hubOwner + ":" + rule, limits.maximumHubReservationsPerKey)
         if case .wait(let seconds) = reservationRate.withLock({ $0.take(owner, now: time.secondsSinceEpoch) }) {
@@ -43,7 +44,7 @@ extension Gateway {
                     + "(limits.hubReservationsPerSecond, burst \(limits.hubReservationBurst)); retry in \(seconds) s",
                 retryAfterSeconds: seconds)
         }
-        return try await stored { () throws(StoreError) in
+        return try await storeCall { () throws(StoreError) in
             try await store.createRegistrationID(app: appID, owner: owner, maximumReserved: limit, now: time)
         }
     }
@@ -51,24 +52,24 @@ extension Gateway {
     /// Writes `registration` (made by the hub API, owned by the hub): a user's registration
     /// (made through the authenticated `/api/register`) is out of a device key's reach, and
     /// `ifMatch`, when given, must name the current ETag.
-    package func writeHubRegistration(_ registration: Registration, writer: HubWriter, ifMatch: String?) async throws(GatewayError) {
-        let current = try await hubRegistration(registration.id)
+    package func writeRegistration(_ registration: Registration, writer: HubWriter, ifMatch: String?) async throws(GatewayError) {
+        let current = try await self.registration(registration.id)
         if let current {
             try Self.checkHubOwner(current, writer: writer)
             try Self.checkBinding(of: current, writer: writer, change: .registrationWrite)
         }
         if ifMatch != nil { try Self.checkIfMatch(ifMatch, current) }
         let time = now()
-        try await stored { () throws(StoreError) in try await store.restore([registration], now: time) }
+        try await storeCall { () throws(StoreError) in try await store.restore([registration], now: time) }
     }
 
-    /// Deletes a registration by the same rules as ``writeHubRegistration(_:writer:ifMatch:)``.
-    package func deleteHubRegistration(_ id: RegistrationID, writer: HubWriter, ifMatch: String?) async throws(GatewayError) {
-        guard let registration = try await hubRegistration(id) else { throw .notFound("no registration \(id.rawValue)") }
+    /// Deletes a registration by the same rules as ``writeRegistration(_:writer:ifMatch:)``.
+    package func deleteRegistration(_ id: RegistrationID, writer: HubWriter, ifMatch: String?) async throws(GatewayError) {
+        guard let registration = try await registration(id) else { throw .notFound("no registration \(id.rawValue)") }
         try Self.checkIfMatch(ifMatch, registration)
         try Self.checkHubOwner(registration, writer: writer)
         try Self.checkBinding(of: registration, writer: writer, change: .registrationDelete)
-        _ = try await stored { () throws(StoreError) in try await store.delete(id: id, app: appID) }
+        _ = try await storeCall { () throws(StoreError) in try await store.delete(id: id, app: appID) }
     }
 
     /// A user's registration is theirs: a device key may not replace or delete it.
@@ -140,22 +141,22 @@ extension Gateway {
 
     /// The hub's registrations holding `handle` (an upper-case hex token found as stored, lower-case),
     /// after `after`, at most `limit`, by id.
-    package func hubRegistrations(handle: String, after: RegistrationID?, limit: Int) async throws(GatewayError) -> [Registration] {
-        var ids = try await registrations.ids(holding: handle)
+    package func registrations(handle: String, after: RegistrationID?, limit: Int) async throws(GatewayError) -> [Registration] {
+        var ids = try await tutorialRegistrations.ids(holding: handle)
         if ids.isEmpty, handle.allSatisfy(\.isHexDigit) {
             let lowered = handle.lowercased()
-            ids = try await stored { () throws(StoreError) in try await store.registrationIDs(handle: lowered, app: appID) }
+            ids = try await storeCall { () throws(StoreError) in try await store.registrationIDs(handle: lowered, app: appID) }
         }
         var found: [Registration] = []
         for id in ids.sorted().filter({ after == nil || $0 > after! }).prefix(limit) {
-            if let registration = try await hubRegistration(id) { found.append(registration) }
+            if let registration = try await registration(id) { found.append(registration) }
         }
         return found
     }
 
     /// The hub's registrations matching `expression` (every one when nil) after `after`, at most
     /// `limit`, by id: one page of a listing.
-    package func hubRegistrationPage(
+    package func registrationPage(
         matching expression: TagExpression?, after: RegistrationID?, limit: Int
     ) async throws(GatewayError) -> [Registration] {
         do {
@@ -173,14 +174,14 @@ extension Gateway {
 
     /// Every registration of installation `id` (its native one and one per template), found by
     /// the `$InstallationId:{id}` tag they all carry.
-    package func hubInstallationRegistrations(_ id: String) async throws(GatewayError) -> [Registration] {
+    package func registrations(ofInstallation id: String) async throws(GatewayError) -> [Registration] {
         let tag: Tag
         do { tag = try Tag("$InstallationId:{\(id)}") } catch { throw .badRequest(error.description) }
-        return try await hubRegistrations(tagged: tag)
+        return try await registrations(tagged: tag)
     }
 
     /// Every registration carrying `tag` (an installation's: its native one and one per template).
-    package func hubRegistrations(tagged tag: Tag) async throws(GatewayError) -> [Registration] {
+    package func registrations(tagged tag: Tag) async throws(GatewayError) -> [Registration] {
         var found: [Registration] = []
         do {
             for try await batch in store.registrations(
@@ -200,11 +201,11 @@ extension Gateway {
     ///   receives: a device key may keep the `userId` a backend set, not choose one;
     /// - and once bound, a device key may neither drop nor change it, nor point the installation
     ///   at another push channel (``checkBinding(of:writer:change:)``).
-    package func writeHubInstallation(
+    package func writeInstallation(
         _ id: String, registrations: [Registration], userID: String?, writer: HubWriter
     ) async throws(GatewayError) {
         guard let native = registrations.first else { return }
-        let previous = try await hubInstallationRegistrations(id)
+        let previous = try await self.registrations(ofInstallation: id)
         let previousNative = previous.first(where: { $0.id == native.id })
         if let previousNative {
             try Self.checkBinding(
@@ -217,21 +218,37 @@ extension Gateway {
             )
         }
         let kept = Set(registrations.map(\.id))
-        try await replaceHubRegistrations(registrations, removing: previous.map(\.id).filter { !kept.contains($0) })
+        try await replaceRegistrations(registrations, removing: previous.map(\.id).filter { !kept.contains($0) })
     }
 
     /// Deletes installation `id` (its native registration and its templates' ones); a no-op when
     /// it does not exist. A Listen key may not delete one bound to a user (``checkBinding``).
-    package func deleteHubInstallation(_ id: String, writer: HubWriter) async throws(GatewayError) {
-        let registrations = try await hubInstallationRegistrations(id)
+    package func deleteInstallation(_ id: String, writer: HubWriter) async throws(GatewayError) {
+        let registrations = try await registrations(ofInstallation: id)
         for registration in registrations { try Self.checkBinding(of: registration, writer: writer, change: .installationDelete) }
-        try await replaceHubRegistrations([], removing: registrations.map(\.id))
+        try await replaceRegistrations([], removing: registrations.map(\.id))
     }
 
     /// Writes an installation's registrations and drops the ones it no longer has, in one
     /// transaction: a crash leaves the old installation or the new one, never a mix.
-    package func replaceHubRegistrations(_ written: [Registration], removing stale: [RegistrationID]) async throws(GatewayError) {
+    package func replaceRegistrations(_ written: [Registration], removing stale: [RegistrationID]) async throws(GatewayError) {
         let time = now()
-        try await stored { () throws(StoreError) in try await store.replace(written, removing: stale, app: appID, now: time) }
+        try await storeCall { () throws(StoreError) in try await store.replace(written, removing: stale, app: appID, now: time) }
     }
+}
+
+/// The ETag of a registration: an integer, as Notification Hubs writes it, taken from a digest of
+/// what the registration holds, so that it changes with every update that changes something
+/// (NH counts updates from 1; clients only compare ETags for equality, in `If-Match`).
+public func registrationETag(_ registration: Registration) -> String {
+    var text =
+        "\(registration.platform.rawValue)\n\(registration.handle.value)\n\(registration.tags.map(\.rawValue).joined(separator: ","))\n"
+    text += "\(registration.expiresAt?.secondsSinceEpoch ?? 0)\n"
+    if let template = registration.template {
+        text += "\(template.name ?? "")\n\(template.body)\n"
+        for (name, value) in template.headers.sorted(by: { $0.key < $1.key }) { text += "\(name):\(value)\n" }
+    }
+    let digest = SHA256.hash(data: Data(text.utf8))
+    // 6 bytes: at most 2^48, exact in a JSON number or a double.
+    return String(digest.prefix(6).reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
 }

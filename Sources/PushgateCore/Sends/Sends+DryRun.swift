@@ -2,7 +2,7 @@ import Foundation
 import Pushgate
 import PushgateDispatch
 
-extension Gateway {
+extension Sends {
     // MARK: Dry runs
 
     /// What a send would do, found without doing it (`dryRun=true`): nothing is stored, sent or

@@ -3,7 +3,7 @@ import Logging
 import Pushgate
 import PushgateDispatch
 
-extension Gateway {
+extension Sends {
     /// What a send request asks for.
     public struct SendRequest: Sendable {
         public var pns: String?
@@ -102,8 +102,8 @@ extension Gateway {
         }
         let message = SecureMessage(
             id: id, app: appID, recipient: recipient, sender: user.name, payload: payload, createdAt: created,
-            expiresAt: max(created, deliverAt ?? created).adding(seconds: secureMessageLifetime))
-        try await stored { () throws(StoreError) in try await store.storeSecureMessage(message) }
+            expiresAt: max(created, deliverAt ?? created).adding(seconds: settings.secureMessageLifetime))
+        try await storeCall { () throws(StoreError) in try await store.storeSecureMessage(message) }
         prepared.secureID = id
         return prepared
     }
