@@ -1,3 +1,4 @@
+import Foundation
 import Hummingbird
 import Logging
 import NIOCore
@@ -12,6 +13,9 @@ public struct GatewayContext: RequestContext {
     var hubCall: HubHTTP.HubCall?
     /// The peer's IP address (throttling of failed logins is per address and user).
     public let remoteAddress: String
+
+    /// Answers are written by the API's one encoder (sorted keys, slashes unescaped).
+    public var responseEncoder: JSONEncoder { GatewayHTTP.encoder }
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)

@@ -11,7 +11,8 @@ import PushgateXML
 /// Builds the Hummingbird router serving the tutorials' app-backend API.
 ///
 /// Handlers throw ``GatewayError`` for every refusal (it is an `HTTPResponseError`); answers are
-/// `Codable` values encoded by ``encoded(_:_:)``.
+/// values the request context's encoder writes (``JSONAnswer``); ``encoded(_:_:)`` writes the
+/// answers no route gives (errors, the sandbox's forwarded ones) with the same encoder.
 public enum GatewayHTTP {
     /// The header carrying a secure send's id in the response.
     public static let secureIDHeader = HTTPField.Name("X-Pushgate-Secure-Id")!
@@ -67,9 +68,8 @@ public enum GatewayHTTP {
         }
 
         router.addRoutes(
-            tutorialAPI(
-                gateway: gateway, authenticator: authenticator, maximumBodyBytes: maximumBodyBytes, metrics: metrics, sandbox: sandbox,
-                hubs: hubs),
+            TutorialAPI(gateway: gateway, maximumBodyBytes: maximumBodyBytes, sandbox: sandbox, hubs: hubs)
+                .routes(authenticator: authenticator),
             atPath: "api")
         if let hubs { router.addRoutes(HubHTTP.routes(hubs: hubs, maximumBodyBytes: maximumBodyBytes, scheme: scheme)) }
         return router

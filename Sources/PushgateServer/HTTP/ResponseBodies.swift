@@ -7,6 +7,53 @@ import Pushgate
 import PushgateDispatch
 import PushgateXML
 
+/// An answer the request context's encoder writes as JSON: the value itself, with no wrapper
+/// (any `Encodable`, a string or an array included).
+struct JSONAnswer<Value: Encodable & Sendable>: ResponseEncodable, Sendable {
+    let value: Value
+
+    init(_ value: Value) { self.value = value }
+
+    func encode(to encoder: any Encoder) throws { try value.encode(to: encoder) }
+}
+
+/// An answer already written as JSON text (registrations as their exported JSON lines).
+struct JSONText: ResponseGenerator, Sendable {
+    let text: String
+
+    init(_ text: String) { self.text = text }
+
+    func response(from request: Request, context: some RequestContext) -> Response {
+        Response(
+            status: .ok, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+}
+
+/// An XML answer (Notification Hubs' `NotificationOutcome` documents).
+struct XMLAnswer: ResponseGenerator, Sendable {
+    let document: [UInt8]
+
+    init(_ document: [UInt8]) { self.document = document }
+
+    func response(from request: Request, context: some RequestContext) -> Response {
+        Response(
+            status: .ok, headers: [.contentType: "application/xml; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(bytes: document)))
+    }
+}
+
+/// A send's result in the format the client accepts.
+enum ResultAnswer: ResponseGenerator, Sendable {
+    case json(JSONAnswer<NotificationResult>)
+    case xml(XMLAnswer)
+
+    func response(from request: Request, context: some RequestContext) throws -> Response {
+        switch self {
+        case .json(let answer): try answer.response(from: request, context: context)
+        case .xml(let answer): answer.response(from: request, context: context)
+        }
+    }
+}
+
 /// `GET /api/me`.
 struct MeBody: Codable, Sendable {
     var admin: Bool
