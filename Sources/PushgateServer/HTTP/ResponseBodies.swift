@@ -29,15 +29,35 @@ struct JSONText: ResponseGenerator, Sendable {
     }
 }
 
-/// An XML answer (Notification Hubs' `NotificationOutcome` documents).
+/// An XML answer (Notification Hubs' documents: `NotificationOutcome`, Atom entries and feeds).
 struct XMLAnswer: ResponseGenerator, Sendable {
     let document: [UInt8]
+    let contentType: String
 
-    init(_ document: [UInt8]) { self.document = document }
+    init(_ document: [UInt8], contentType: String = "application/xml; charset=utf-8") {
+        self.document = document
+        self.contentType = contentType
+    }
 
     func response(from request: Request, context: some RequestContext) -> Response {
-        Response(
-            status: .ok, headers: [.contentType: "application/xml; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(bytes: document)))
+        Response(status: .ok, headers: [.contentType: contentType], body: .init(byteBuffer: ByteBuffer(bytes: document)))
+    }
+}
+
+/// An answer with no body (`Content-Length: 0`, as Notification Hubs sends it), its status and headers.
+struct EmptyAnswer: ResponseGenerator, Sendable {
+    let status: HTTPResponse.Status
+    let headers: HTTPFields
+
+    init(_ status: HTTPResponse.Status, headers: HTTPFields = [:]) {
+        self.status = status
+        self.headers = headers
+    }
+
+    func response(from request: Request, context: some RequestContext) -> Response {
+        var headers = headers
+        if status != .noContent { headers[.contentLength] = "0" }
+        return Response(status: status, headers: headers)
     }
 }
 

@@ -62,20 +62,16 @@ extension HubHTTP {
     }
 
     /// A registration as an Atom entry; `masked` for a read with a Listen key (``HubCall/readsMasked``).
-    static func entry(_ registration: Registration, call: HubCall, status: Int, masked: Bool = false) -> Response {
-        var response = Response(
-            status: .init(code: status), headers: [.contentType: "application/atom+xml;type=entry;charset=utf-8"],
-            body: .init(
-                byteBuffer: ByteBuffer(
-                    bytes: HubRegistrationXML.entry(
-                        registration, base: call.base, apiVersion: call.apiVersion, now: call.gateway.installations.now(), masked: masked)))
-        )
-        response.headers[etagHeader] = "W/\"\(registrationETag(registration))\""
-        return response
+    static func entry(_ registration: Registration, call: HubCall, masked: Bool = false) -> EditedResponse<XMLAnswer> {
+        let document = HubRegistrationXML.entry(
+            registration, base: call.base, apiVersion: call.apiVersion, now: call.gateway.installations.now(), masked: masked)
+        return EditedResponse(
+            headers: [etagHeader: "W/\"\(registrationETag(registration))\""],
+            response: XMLAnswer(document, contentType: "application/atom+xml;type=entry;charset=utf-8"))
     }
 
     /// `GET /{hub}/registrations` (`$filter`, `$top`, continuation) and `GET /{hub}/tags/{tag}/registrations`.
-    static func list(_ request: Request, call: HubCall, tag: String?) async throws(GatewayError) -> Response {
+    static func list(_ request: Request, call: HubCall, tag: String?) async throws(GatewayError) -> EditedResponse<XMLAnswer> {
         let gateway = call.gateway
         // Names decoded as values are: `%24filter` is `$filter`.
         let query = try QueryParameters(request.uri)
@@ -114,15 +110,11 @@ extension HubHTTP {
             } else {
                 try await gateway.installations.registrationPage(matching: expression, after: after, limit: top)
             }
-        var response = Response(
-            status: .ok, headers: [.contentType: "application/atom+xml;type=feed;charset=utf-8"],
-            body: .init(
-                byteBuffer: ByteBuffer(
-                    bytes: HubRegistrationXML.feed(
-                        found, base: call.base,
-                        collection: tag.map { "tags/\(SharedAccessSignature.formEncode($0))/registrations" } ?? "registrations",
-                        apiVersion: call.apiVersion, now: gateway.installations.now()))))
-        if found.count == top, let last = found.last { response.headers[continuationHeader] = ContinuationToken.token(after: last.id) }
-        return response
+        let document = HubRegistrationXML.feed(
+            found, base: call.base, collection: tag.map { "tags/\(SharedAccessSignature.formEncode($0))/registrations" } ?? "registrations",
+            apiVersion: call.apiVersion, now: gateway.installations.now())
+        var headers = HTTPFields()
+        if found.count == top, let last = found.last { headers[continuationHeader] = ContinuationToken.token(after: last.id) }
+        return EditedResponse(headers: headers, response: XMLAnswer(document, contentType: "application/atom+xml;type=feed;charset=utf-8"))
     }
 }

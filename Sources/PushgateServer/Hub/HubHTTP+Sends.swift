@@ -11,7 +11,9 @@ extension HubHTTP {
     // MARK: Sends
 
     /// `POST /{hub}/messages` and `/schedulednotifications`: parse → ``Sends/run(_:logger:)`` → answer.
-    static func send(_ request: Request, call: HubCall, limit: Int, scheduled: Bool) async throws(GatewayError) -> Response {
+    static func send(
+        _ request: Request, call: HubCall, limit: Int, scheduled: Bool
+    ) async throws(GatewayError) -> any ResponseGenerator {
         let command = try await sendCommand(request, call: call, limit: limit, scheduled: scheduled)
         let collection = scheduled ? "schedulednotifications" : "messages"
         switch try await call.gateway.sends.run(command, logger: call.gateway.logger) {
@@ -67,26 +69,24 @@ extension HubHTTP {
     }
 
     /// `201 Created` for a stored send, with where it is and its tracking id.
-    static func created(_ id: String, replayed: Bool, collection: String, request: Request, call: HubCall) -> Response {
-        var response = Response(status: .created, headers: [.contentLength: "0"])
-        response.headers[.location] = "\(call.base)/\(collection)/\(id)?api-version=\(call.apiVersion)"
-        response.headers[trackingIDHeader] = request.headers[trackingIDHeader] ?? id
-        if replayed { response.headers[GatewayHTTP.idempotentReplayedHeader] = "true" }
-        return response
+    static func created(_ id: String, replayed: Bool, collection: String, request: Request, call: HubCall) -> EmptyAnswer {
+        var headers: HTTPFields = [.location: "\(call.base)/\(collection)/\(id)?api-version=\(call.apiVersion)"]
+        headers[trackingIDHeader] = request.headers[trackingIDHeader] ?? id
+        if replayed { headers[GatewayHTTP.idempotentReplayedHeader] = "true" }
+        return EmptyAnswer(.created, headers: headers)
     }
 
     /// A test send's answer: `201 Created`, as for any send (clients raise on anything else), with the outcome.
-    static func testAnswer(_ outcome: Sends.SendOutcome, request: Request) throws(GatewayError) -> Response {
+    static func testAnswer(_ outcome: Sends.SendOutcome, request: Request) throws(GatewayError) -> EditedResponse<XMLAnswer> {
         if let refusal = outcome.refusal { throw refusal }
         var result = outcome.result
         // NH counts the registrations a send targets: template registrations a native send
         // passes over (and duplicate handles sent once), Skipped here, are not among them.
         result.targets = Array(result.targets.filter { $0.outcome != .skipped }.prefix(10))
         for index in result.platforms.indices { result.platforms[index].counts[.skipped] = nil }
-        var response = xml(201, result.xmlDocument())
-        response.headers[trackingIDHeader] = request.headers[trackingIDHeader] ?? result.notificationID
-        if outcome.replayed { response.headers[GatewayHTTP.idempotentReplayedHeader] = "true" }
-        return response
+        var headers: HTTPFields = [trackingIDHeader: request.headers[trackingIDHeader] ?? result.notificationID]
+        if outcome.replayed { headers[GatewayHTTP.idempotentReplayedHeader] = "true" }
+        return EditedResponse(status: .created, headers: headers, response: XMLAnswer(result.xmlDocument()))
     }
 
     /// `ServiceBusNotification-ScheduleTime` as the SDKs write it (``ScheduleTime``), checked
@@ -104,7 +104,7 @@ extension HubHTTP {
 
     /// `POST /{hub}/messages/$batch?direct`: a multipart/mixed body with the notification and a
     /// JSON array of device handles (up to 1,000).
-    static func batchSend(_ request: Request, call: HubCall, limit: Int) async throws(GatewayError) -> Response {
+    static func batchSend(_ request: Request, call: HubCall, limit: Int) async throws(GatewayError) -> EmptyAnswer {
         let query = try QueryParameters(request.uri, accepting: ["api-version", "direct"])
         guard try query.flag("direct", bare: true) else { throw .badRequest("$batch sends are direct: add ?direct to the URL") }
         guard let boundary = MultipartBody.boundary(contentType: request.headers[.contentType] ?? "") else {

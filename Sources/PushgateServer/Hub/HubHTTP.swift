@@ -40,83 +40,30 @@ enum HubHTTP {
             .group(context: HubRequestContext.self)
         func route(
             _ method: HTTPRequest.Method, _ path: RouterPath, _ right: AccessRight,
-            _ handler: @escaping @Sendable (Request, HubCall) async throws -> Response
+            _ handler: @escaping @Sendable (Request, HubCall) async throws -> any ResponseGenerator
         ) {
             authorized.on(path, method: method) { request, context in
                 try context.call.require(right)
-                return try await handler(request, context.call)
+                return try await handler(request, context.call).response(from: request, context: context)
             }
         }
         // Unauthenticated answers under a configured hub (405, 404), as NH gives them.
         let group = router.group(":hub")
 
-        route(.post, "messages", .send) { request, call in
-            try await send(request, call: call, limit: maximumBodyBytes, scheduled: false)
-        }
-        route(.post, "messages/$batch", .send) { request, call in
-            try await batchSend(request, call: call, limit: maximumBodyBytes)
-        }
-        route(.post, "schedulednotifications", .send) { request, call in
-            try await send(request, call: call, limit: maximumBodyBytes, scheduled: true)
-        }
-        route(.delete, "schedulednotifications/:id", .send) { _, call in
-            // Only a notification still waiting for its time is a scheduled one (NH: 404 otherwise).
-            let id = call.parameter("id")
-            let existing = try? await call.gateway.notifications.record(id: id, user: call.user)
-            guard let existing, existing.state == .scheduled, !existing.cancelRequested else {
-                throw GatewayError.notFound("no scheduled notification '\(id.prefix(64))' is waiting to be sent")
-            }
-            _ = try await call.gateway.notifications.cancel(id: id, user: call.user)
-            return Response(status: .ok, headers: [.contentLength: "0"])
-        }
-        route(.get, "messages/:id", .send) { _, call in
-            var record = try await call.gateway.notifications.record(id: call.parameter("id"), user: call.user)
-            // NH counts only the registrations a send targets: those it passed over (a template
-            // registration under a native send, a handle another registration holds) are left out.
-            for platform in record.counts.keys { record.counts[platform]?[.skipped] = nil }
-            let location = "\(call.namespaceBase)/messages/\(record.id)?api-version=\(call.apiVersion)"
-            return xml(200, record.xmlDocument(location: location, failedTargetsURI: nil, spelling: .notificationHubs))
-        }
-        route(.post, "registrationIDs", .listen) { _, call in
-            let id = try await call.gateway.installations.reserveRegistrationID(rule: call.grant.rule)
-            var response = Response(status: .created)
-            // As Notification Hubs answers: the id is the Location path's last segment.
-            response.headers[.location] = "\(call.base)/registrationids/\(id.rawValue)?api-version=\(call.apiVersion)"
-            response.headers[.contentLength] = "0"
-            return response
-        }
-        route(.post, "registrations", .listen) { request, call in
-            try requireContentType(request, "xml", "an Atom entry (application/atom+xml;type=entry)")
-            let description = try HubRegistrationXML.parse(try await body(request, limit: maximumBodyBytes))
-            let registration = try await upsert(description, id: RegistrationID.random(), call: call, expected: nil)
-            return entry(registration, call: call, status: 200)
-        }
-        route(.put, "registrations/:id", .listen) { request, call in
-            try requireContentType(request, "xml", "an Atom entry (application/atom+xml;type=entry)")
-            let id = try registrationID(call.parameter("id"))
-            let description = try HubRegistrationXML.parse(try await body(request, limit: maximumBodyBytes))
-            let registration = try await upsert(description, id: id, call: call, expected: request.headers[ifMatchHeader])
-            return entry(registration, call: call, status: 200)
-        }
-        route(.get, "registrations/:id", .listen) { _, call in
-            let id = try registrationID(call.parameter("id"))
-            guard let registration = try await existing(id, call: call) else {
-                throw GatewayError.notFound("no registration \(id.rawValue)")
-            }
-            return entry(registration, call: call, status: 200, masked: call.readsMasked)
-        }
-        route(.delete, "registrations/:id", .listen) { request, call in
-            let id = try registrationID(call.parameter("id"))
-            try await call.gateway.installations.deleteRegistration(id, writer: call.writer, ifMatch: request.headers[ifMatchHeader])
-            return Response(status: .ok, headers: [.contentLength: "0"])
-        }
-        route(.get, "registrations", .manage) { request, call in
-            try await list(request, call: call, tag: nil)
-        }
-        route(.get, "tags/:tag/registrations", .manage) { request, call in
-            try await list(request, call: call, tag: call.parameter("tag"))
-        }
-        HubInstallations.addRoutes(route: route, maximumBodyBytes: maximumBodyBytes)
+        let limit = maximumBodyBytes
+        route(.post, "messages", .send) { try await send($0, call: $1, limit: limit, scheduled: false) }
+        route(.post, "messages/$batch", .send) { try await batchSend($0, call: $1, limit: limit) }
+        route(.post, "schedulednotifications", .send) { try await send($0, call: $1, limit: limit, scheduled: true) }
+        route(.delete, "schedulednotifications/:id", .send) { try await cancelScheduled($0, call: $1) }
+        route(.get, "messages/:id", .send) { try await message($0, call: $1) }
+        route(.post, "registrationIDs", .listen) { try await reserveRegistrationID($0, call: $1) }
+        route(.post, "registrations", .listen) { try await createRegistration($0, call: $1, limit: limit) }
+        route(.put, "registrations/:id", .listen) { try await replaceRegistration($0, call: $1, limit: limit) }
+        route(.get, "registrations/:id", .listen) { try await readRegistration($0, call: $1) }
+        route(.delete, "registrations/:id", .listen) { try await deleteRegistration($0, call: $1) }
+        route(.get, "registrations", .manage) { try await list($0, call: $1, tag: nil) }
+        route(.get, "tags/:tag/registrations", .manage) { try await list($0, call: $1, tag: $1.parameter("tag")) }
+        HubInstallations.addRoutes(route: route, maximumBodyBytes: limit)
         // Anything else under a configured hub: NH's XML error; 405 naming the methods a known
         // resource takes (any method a client may try, QUERY included: RFC 9110's registry).
         let methods: [HTTPRequest.Method] = [.get, .post, .put, .delete, .patch, .trace, HTTPRequest.Method("QUERY")!]
@@ -153,6 +100,65 @@ enum HubHTTP {
             }
         }
         return router
+    }
+
+    // MARK: Routes (each: parse → one service call → answer)
+
+    /// `DELETE /{hub}/schedulednotifications/{id}`: only a notification still waiting for its
+    /// time is a scheduled one (NH: 404 otherwise).
+    static func cancelScheduled(_ request: Request, call: HubCall) async throws(GatewayError) -> EmptyAnswer {
+        let id = call.parameter("id")
+        let existing = try? await call.gateway.notifications.record(id: id, user: call.user)
+        guard let existing, existing.state == .scheduled, !existing.cancelRequested else {
+            throw GatewayError.notFound("no scheduled notification '\(id.prefix(64))' is waiting to be sent")
+        }
+        _ = try await call.gateway.notifications.cancel(id: id, user: call.user)
+        return EmptyAnswer(.ok)
+    }
+
+    /// `GET /{hub}/messages/{id}`: a send's NotificationDetails.
+    static func message(_ request: Request, call: HubCall) async throws(GatewayError) -> XMLAnswer {
+        var record = try await call.gateway.notifications.record(id: call.parameter("id"), user: call.user)
+        // NH counts only the registrations a send targets: those it passed over (a template
+        // registration under a native send, a handle another registration holds) are left out.
+        for platform in record.counts.keys { record.counts[platform]?[.skipped] = nil }
+        let location = "\(call.namespaceBase)/messages/\(record.id)?api-version=\(call.apiVersion)"
+        return XMLAnswer(record.xmlDocument(location: location, failedTargetsURI: nil, spelling: .notificationHubs))
+    }
+
+    /// `POST /{hub}/registrationIDs`: `201` whose Location's last segment is the id, as NH answers.
+    static func reserveRegistrationID(_ request: Request, call: HubCall) async throws(GatewayError) -> EmptyAnswer {
+        let id = try await call.gateway.installations.reserveRegistrationID(rule: call.grant.rule)
+        return EmptyAnswer(.created, headers: [.location: "\(call.base)/registrationids/\(id.rawValue)?api-version=\(call.apiVersion)"])
+    }
+
+    /// `POST /{hub}/registrations`: an Atom entry, stored under a new id.
+    static func createRegistration(_ request: Request, call: HubCall, limit: Int) async throws(GatewayError) -> EditedResponse<XMLAnswer> {
+        try requireContentType(request, "xml", "an Atom entry (application/atom+xml;type=entry)")
+        let description = try HubRegistrationXML.parse(try await body(request, limit: limit))
+        return entry(try await upsert(description, id: RegistrationID.random(), call: call, expected: nil), call: call)
+    }
+
+    /// `PUT /{hub}/registrations/{id}` (`If-Match` honoured).
+    static func replaceRegistration(_ request: Request, call: HubCall, limit: Int) async throws(GatewayError) -> EditedResponse<XMLAnswer> {
+        try requireContentType(request, "xml", "an Atom entry (application/atom+xml;type=entry)")
+        let id = try registrationID(call.parameter("id"))
+        let description = try HubRegistrationXML.parse(try await body(request, limit: limit))
+        return entry(try await upsert(description, id: id, call: call, expected: request.headers[ifMatchHeader]), call: call)
+    }
+
+    /// `GET /{hub}/registrations/{id}` (masked for a Listen key).
+    static func readRegistration(_ request: Request, call: HubCall) async throws(GatewayError) -> EditedResponse<XMLAnswer> {
+        let id = try registrationID(call.parameter("id"))
+        guard let registration = try await existing(id, call: call) else { throw GatewayError.notFound("no registration \(id.rawValue)") }
+        return entry(registration, call: call, masked: call.readsMasked)
+    }
+
+    /// `DELETE /{hub}/registrations/{id}` (`If-Match` honoured).
+    static func deleteRegistration(_ request: Request, call: HubCall) async throws(GatewayError) -> EmptyAnswer {
+        let id = try registrationID(call.parameter("id"))
+        try await call.gateway.installations.deleteRegistration(id, writer: call.writer, ifMatch: request.headers[ifMatchHeader])
+        return EmptyAnswer(.ok)
     }
 
     /// A body's declared type must be the one the route reads (none declared is taken as it).
@@ -235,18 +241,14 @@ enum HubHTTP {
         try await request.collectedBytes(limit: limit)
     }
 
-    static func xml(_ status: Int, _ bytes: [UInt8]) -> Response {
-        Response(
-            status: .init(code: status), headers: [.contentType: "application/xml; charset=utf-8"],
-            body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
-    }
-
     /// NH's error body; like NH, the detail ends with the tracking id and time that support asks for.
     static func errorResponse(_ error: GatewayError) -> Response {
         let trackingID = UUID().uuidString.lowercased()
         let stamp = RFC3339.format(Timestamp(secondsSinceEpoch: Date().timeIntervalSince1970.rounded(.down)))
         let detail = "\(error.message).TrackingId:\(trackingID),TimeStamp:\(stamp)"
-        var response = xml(error.code, HubRegistrationXML.error(code: error.code, detail: detail))
+        var response = Response(
+            status: .init(code: error.code), headers: [.contentType: "application/xml; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(bytes: HubRegistrationXML.error(code: error.code, detail: detail))))
         response.headers[trackingIDHeader] = trackingID
         if let seconds = error.retryAfterSeconds { response.headers[.retryAfter] = String(seconds) }
         return response

@@ -36,40 +36,55 @@ enum HubInstallations {
     static let maximumTemplates = 100
 
     static func addRoutes(
-        route: (HTTPRequest.Method, RouterPath, AccessRight, @escaping @Sendable (Request, HubHTTP.HubCall) async throws -> Response) ->
-            Void,
-        maximumBodyBytes: Int
+        route: (
+            HTTPRequest.Method, RouterPath, AccessRight,
+            @escaping @Sendable (Request, HubHTTP.HubCall) async throws -> any ResponseGenerator
+        )
+            -> Void,
+        maximumBodyBytes limit: Int
     ) {
-        route(.put, "installations/:id", .listen) { request, call in
-            try HubHTTP.requireContentType(request, "json", "an installation as JSON (application/json)")
-            let id = try installationID(call.parameter("id"))
-            let json = try await HubHTTP.body(request, limit: maximumBodyBytes)
-            let installation = try parse(json, id: id)
-            try await write(installation, call: call)
-            return Response(status: .ok, headers: [.contentLength: "0"])
+        route(.put, "installations/:id", .listen) { try await put($0, call: $1, limit: limit) }
+        route(.patch, "installations/:id", .listen) { try await patch($0, call: $1, limit: limit) }
+        route(.get, "installations/:id", .listen) { try await get($0, call: $1) }
+        route(.delete, "installations/:id", .listen) { try await delete($0, call: $1) }
+    }
+
+    /// `PUT /{hub}/installations/{id}`: the whole installation.
+    static func put(_ request: Request, call: HubHTTP.HubCall, limit: Int) async throws(GatewayError) -> EmptyAnswer {
+        try HubHTTP.requireContentType(request, "json", "an installation as JSON (application/json)")
+        let id = try installationID(call.parameter("id"))
+        let installation = try parse(try await HubHTTP.body(request, limit: limit), id: id)
+        try await call.gateway.installations.write(installation, writer: call.writer)
+        return EmptyAnswer(.ok)
+    }
+
+    /// `PATCH /{hub}/installations/{id}`: a JSON Patch of it.
+    static func patch(_ request: Request, call: HubHTTP.HubCall, limit: Int) async throws(GatewayError) -> EmptyAnswer {
+        try HubHTTP.requireContentType(request, "json", "a JSON Patch (application/json-patch+json)")
+        let id = try installationID(call.parameter("id"))
+        guard var installation = try await call.gateway.installations.read(id) else {
+            throw GatewayError.notFound("no installation '\(id)'")
         }
-        route(.patch, "installations/:id", .listen) { request, call in
-            try HubHTTP.requireContentType(request, "json", "a JSON Patch (application/json-patch+json)")
-            let id = try installationID(call.parameter("id"))
-            guard var installation = try await read(id, call: call) else { throw GatewayError.notFound("no installation '\(id)'") }
-            let json = try await HubHTTP.body(request, limit: maximumBodyBytes)
-            try patch(&installation, json)
-            try await write(installation, call: call)
-            return Response(status: .ok, headers: [.contentLength: "0"])
+        try patch(&installation, try await HubHTTP.body(request, limit: limit))
+        try await call.gateway.installations.write(installation, writer: call.writer)
+        return EmptyAnswer(.ok)
+    }
+
+    /// `GET /{hub}/installations/{id}` (masked for a Listen key).
+    static func get(_ request: Request, call: HubHTTP.HubCall) async throws(GatewayError) -> JSONText {
+        let id = try installationID(call.parameter("id"))
+        guard let installation = try await call.gateway.installations.read(id) else {
+            throw GatewayError.notFound("no installation '\(id)'")
         }
-        route(.get, "installations/:id", .listen) { _, call in
-            let id = try installationID(call.parameter("id"))
-            guard let installation = try await read(id, call: call) else { throw GatewayError.notFound("no installation '\(id)'") }
-            return Response(
-                status: .ok, headers: [.contentType: "application/json; charset=utf-8"],
-                body: .init(byteBuffer: ByteBuffer(bytes: encode(installation, masked: call.readsMasked))))
-        }
-        route(.delete, "installations/:id", .listen) { _, call in
-            let id = try installationID(call.parameter("id"))
-            // 204 whether or not it existed, as NH answers (a delete is idempotent).
-            try await call.gateway.installations.deleteInstallation(id, writer: call.writer)
-            return Response(status: .noContent)
-        }
+        return JSONText(String(decoding: encode(installation, masked: call.readsMasked), as: UTF8.self))
+    }
+
+    /// `DELETE /{hub}/installations/{id}`: 204 whether or not it existed, as NH answers (a delete
+    /// is idempotent).
+    static func delete(_ request: Request, call: HubHTTP.HubCall) async throws(GatewayError) -> EmptyAnswer {
+        let id = try installationID(call.parameter("id"))
+        try await call.gateway.installations.deleteInstallation(id, writer: call.writer)
+        return EmptyAnswer(.noContent)
     }
 
     static func installationID(_ text: String) throws(GatewayError) -> String {
@@ -200,16 +215,6 @@ enum HubInstallations {
         let data =
             (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
         return Array(data)
-    }
-
-    // MARK: Store
-
-    static func read(_ id: String, call: HubHTTP.HubCall) async throws(GatewayError) -> Installation? {
-        try await call.gateway.installations.read(id)
-    }
-
-    static func write(_ installation: Installation, call: HubHTTP.HubCall) async throws(GatewayError) {
-        try await call.gateway.installations.write(installation, writer: call.writer)
     }
 }
 
