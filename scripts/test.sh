@@ -6,6 +6,34 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Each phase's wall time, printed as it ends and together at the end (CI's budget is 35 minutes).
+phase_names=()
+phase_seconds=()
+phase_name=""
+phase_started=$SECONDS
+phase() {
+  if [ -n "$phase_name" ]; then
+    local took=$((SECONDS - phase_started))
+    phase_names+=("$phase_name")
+    phase_seconds+=("$took")
+    echo "== $phase_name: ${took} s"
+  fi
+  phase_name=$1
+  phase_started=$SECONDS
+  if [ -n "$phase_name" ]; then echo "== $phase_name"; fi
+}
+phase_summary() {
+  phase ""
+  echo "== time per phase"
+  local i total=0
+  for i in "${!phase_names[@]}"; do
+    printf '%6d s  %s\n' "${phase_seconds[$i]}" "${phase_names[$i]}"
+    total=$((total + phase_seconds[i]))
+  done
+  printf '%6d s  total\n' "$total"
+}
+
+phase "setup: system packages"
 scripts/setup.sh --browser --postgres
 
 # A throwaway PostgreSQL cluster (initdb in a temporary folder, the server on a free loopback
@@ -16,9 +44,9 @@ PUSHGATE_TEST_POSTGRES=$(scripts/postgres.sh start "$pg_dir")
 export PUSHGATE_TEST_POSTGRES PUSHGATE_REQUIRE_POSTGRES=1
 echo "== PostgreSQL: $PUSHGATE_TEST_POSTGRES"
 
-echo "== build"
 log=$(mktemp)
-trap 'rm -f "$log"; scripts/postgres.sh stop "$pg_dir"' EXIT
+trap 'rm -f "$log"; scripts/postgres.sh stop "$pg_dir"; phase_summary' EXIT
+phase "build: debug, with the tests"
 if ! swift build --build-tests 2>&1 | tee "$log"; then
   echo "build failed" >&2
   exit 1
@@ -31,7 +59,7 @@ fi
 
 # What ships is the release build, and Swift 6.3.1's optimizer has crashed on code the debug
 # build compiles (see Gateway.stored): build it here so that cannot land again.
-echo "== release build"
+phase "release build"
 if ! swift build -c release --product pushgate 2>&1 | tee "$log"; then
   echo "release build failed" >&2
   exit 1
@@ -41,22 +69,22 @@ if grep -E "^$(pwd)/(Sources|Tests)/.*: warning:" "$log" | sort -u | grep .; the
   exit 1
 fi
 
-echo "== interop: independent client libraries (aioapns, google-auth, requests) against pushgate sandbox"
+phase "interop: independent client libraries (aioapns, google-auth, requests) against pushgate sandbox"
 PUSHGATE_BIN=.build/release/pushgate scripts/interop.sh -q
 
-echo "== contract: schemathesis against a live gateway and docs/openapi.json"
+phase "contract: schemathesis against a live gateway and docs/openapi.json"
 PUSHGATE_BIN=.build/release/pushgate scripts/schemathesis.sh
 
-echo "== Debian package: build, dpkg -i, systemd-analyze verify, serve as the unit runs it, reload, purge"
+phase "Debian package: build, dpkg -i, systemd-analyze verify, serve as the unit runs it, reload, purge"
 PUSHGATE_BIN=.build/release/pushgate scripts/test-package.sh
 
-echo "== format"
+phase "format"
 if ! swift format lint --strict --recursive Package.swift Sources Tests Benchmarks; then
   echo "swift format found problems; run: swift format --in-place --recursive Package.swift Sources Tests Benchmarks" >&2
   exit 1
 fi
 
-echo "== test"
+phase "test: the suite, in parallel"
 # Two tests run on their own afterwards: the kill -9 recovery test (100,000 sandbox devices, two
 # gateway processes, about 4 minutes), whose load skews the suite's timeouts, and the slowloris
 # flood (200 half-open connections against a cap of 32), which in 2 of 5 full parallel runs on the
@@ -69,9 +97,9 @@ echo "== test"
 # in the same wall time (150 s).
 export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=${SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH:-12}
 PUSHGATE_REQUIRE_BROWSER=1 swift test --skip-build --parallel --skip "OutboxRecoveryTests|MultiInstanceTests|slowClientsAreClosed|idleTrickledAndStalled"
-echo "== test: slowloris flood and connection timeouts"
+phase "test: slowloris flood and connection timeouts"
 swift test --skip-build --filter "slowClientsAreClosed|idleTrickledAndStalled"
-echo "== test: crash recovery"
+phase "test: crash recovery"
 swift test --skip-build --filter OutboxRecoveryTests
-echo "== test: three instances on PostgreSQL (kill -9 mid-broadcast), database outage"
+phase "test: three instances on PostgreSQL (kill -9 mid-broadcast), database outage"
 swift test --skip-build --filter MultiInstanceTests
