@@ -150,7 +150,8 @@ let package = Package(
         .target(
             name: "PushgateTesting",
             dependencies: [
-                "Pushgate", "PushgateCore", "PushgateCurl", "PushgateDispatch", "PushgateLocal", "PushgateServer", "PushgateStore",
+                "Pushgate", "PushgateConfig", "PushgateCore", "PushgateCurl", "PushgateDispatch", "PushgateLocal", "PushgateServer",
+                "PushgateStore",
                 "PNSSandbox", "CSpawn",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

@@ -13,7 +13,7 @@ import PushgateStore
 /// unless told otherwise, few retries. ``inProcess(clock:rewrite:adjust:_:)`` calls the router
 /// in process instead (HummingbirdTesting's router mode): no listener, no socket, no HTTP parsing
 /// on the way in; the sandbox still answers the pushes.
-public struct GatewayFixture: Sendable {
+public struct GatewayFixture: GatewayCaller {
     public let local: LocalGateway
     /// The router's test client, in process mode.
     let router: (any TestClientProtocol)?
@@ -94,5 +94,24 @@ public struct GatewayFixture: Sendable {
             throw error
         }
         await local.stop()
+    }
+}
+
+/// What a test calls a gateway through: ``GatewayFixture`` (the sandbox, over HTTP or in process)
+/// or ``InMemoryGatewayFixture`` (nothing outside the process). Helpers take `some GatewayCaller`.
+public protocol GatewayCaller: Sendable {
+    func call(
+        _ method: String, _ path: String, user: String?, password: String?, body: String, contentType: String, accept: String?,
+        headers: [(name: String, value: String)]
+    ) async throws -> CurlResponse
+}
+
+extension GatewayCaller {
+    /// ``call(_:_:user:password:body:contentType:accept:headers:)`` with the fixtures' defaults: alice calls.
+    public func call(
+        _ method: String, _ path: String, user: String? = "alice", password: String? = nil, body: String = "",
+        contentType: String = "application/json", accept: String? = nil, headers: [(name: String, value: String)] = []
+    ) async throws -> CurlResponse {
+        try await call(method, path, user: user, password: password, body: body, contentType: contentType, accept: accept, headers: headers)
     }
 }

@@ -15,6 +15,7 @@ public final class InMemoryPushProvider: PushProvider {
 
     private struct State {
         var delivered: [String: Int] = [:]
+        var received: [String: [RenderedNotification]] = [:]
         var deliveries = 0
         var held = false
         var answeredWhileHeld = 0
@@ -41,7 +42,7 @@ public final class InMemoryPushProvider: PushProvider {
         }
         // Answered before the hold: delivered, and handed out at once.
         let first = targets.prefix(early).map { DeliveryReport(target: $0, verdict: answer($0), attempts: 1, latencyMilliseconds: 0) }
-        count(first)
+        count(first, notification)
         for report in first { answers?.record(report) }
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
@@ -63,15 +64,21 @@ public final class InMemoryPushProvider: PushProvider {
                 }
         }
         let rest = targets.dropFirst(early).map { DeliveryReport(target: $0, verdict: answer($0), attempts: 1, latencyMilliseconds: 0) }
-        count(rest)
+        count(rest, notification)
         return first + rest
     }
 
-    private func count(_ reports: [DeliveryReport]) {
+    private func count(_ reports: [DeliveryReport], _ notification: RenderedNotification) {
         state.withLock { state in
-            for report in reports where report.verdict.outcome.isSuccess { state.delivered[report.target.handle.value, default: 0] += 1 }
+            for report in reports where report.verdict.outcome.isSuccess {
+                state.delivered[report.target.handle.value, default: 0] += 1
+                state.received[report.target.handle.value, default: []].append(notification)
+            }
         }
     }
+
+    /// What `handle` received, in order (kept for tests: every notification delivered).
+    public func received(by handle: String) -> [RenderedNotification] { state.withLock { $0.received[handle] ?? [] } }
 
     /// How often each handle was delivered to (successfully).
     public var delivered: [String: Int] { state.withLock { $0.delivered } }

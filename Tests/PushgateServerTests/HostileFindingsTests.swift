@@ -1,12 +1,11 @@
 import Foundation
-import PNSSandbox
 import Pushgate
 import PushgateCurl
 import PushgateTesting
 import Testing
 
 /// What a hostile client found in the tutorial API, each attack made again through the router
-/// (in process, the sandbox answering the pushes) and now doing no harm: another account's
+/// (in process, on the in-memory gateway: no socket, no sandbox) and now doing no harm: another account's
 /// devices not disclosed, flags that fail closed, reserved ids tied to their reserver, errors
 /// that do not echo large inputs.
 @Suite struct HostileFindingsTests {
@@ -22,12 +21,12 @@ import Testing
     }
 
     @Test func anotherAccountsDevicesAreCountedNotDisclosed() async throws {
-        try await GatewayFixture.inProcess(rewrite: Self.carolIsAdmin) { fixture in
-            let phone = await fixture.sandbox.createDevice(.apns)
-            let gone = await fixture.sandbox.createDevice(.apns)
+        try await InMemoryGatewayFixture.with(rewrite: Self.carolIsAdmin) { fixture in
+            let phone = fixture.device(.apns)
+            let gone = fixture.device(.apns)
             let phoneID = try await fixture.register(phone, user: "alice", tags: ["private-club"])
             let goneID = try await fixture.register(gone, user: "alice")
-            _ = await fixture.sandbox.state.setStatus(.uninstalled, deviceID: gone.id)
+            fixture.uninstall(gone)
 
             // bob's send to alice: counts per platform and outcome, no ids, handles or tags.
             let sent = try await fixture.call("POST", "/api/notifications?pns=apns&to_tag=alice", user: "bob", body: #""hi""#)
@@ -69,8 +68,8 @@ import Testing
     }
 
     @Test func aDryRunListsOnlyTheCallersOwnRegistrations() async throws {
-        try await GatewayFixture.inProcess(rewrite: Self.carolIsAdmin) { fixture in
-            let phone = await fixture.sandbox.createDevice(.apns)
+        try await InMemoryGatewayFixture.with(rewrite: Self.carolIsAdmin) { fixture in
+            let phone = fixture.device(.apns)
             let phoneID = try await fixture.register(phone, user: "alice", tags: ["private-club"])
             let probe = "/api/notifications?pns=apns&tags=private-club&dryRun=true&sample=100"
             let bobs = try await fixture.call("POST", probe, user: "bob", body: #""hi""#)
@@ -88,8 +87,8 @@ import Testing
     }
 
     @Test func flagsFailClosedAndNothingIsSent() async throws {
-        try await GatewayFixture.inProcess { fixture in
-            let phone = await fixture.sandbox.createDevice(.apns)
+        try await InMemoryGatewayFixture.with { fixture in
+            let phone = fixture.device(.apns)
             _ = try await fixture.register(phone, user: "alice")
             let refused: [(query: String, names: String)] = [
                 ("secure=yes", "secure"), ("secure", "secure"), ("secure=", "secure"), ("dryRun", "dryRun"), ("dryRun=", "dryRun"),
@@ -100,13 +99,13 @@ import Testing
                 let answer = try await fixture.call("POST", "/api/notifications?pns=apns&to_tag=alice&\(query)", user: "bob", body: #""x""#)
                 #expect(answer.status == 400 && answer.bodyText.contains(name), "\(query): \(answer.status) \(answer.bodyText)")
             }
-            #expect(await fixture.sandbox.state.inbox(deviceID: phone.id).isEmpty)
+            #expect(fixture.delivered(to: phone) == 0)
             #expect(try await fixture.call("GET", "/api/notifications", user: "bob").bodyText == "[]")
             // Names are percent-decoded: %64ryRun is dryRun, and the dry run sends nothing.
             let encoded = try await fixture.call(
                 "POST", "/api/notifications?pns=apns&to_tag=alice&%64ryRun=true", user: "bob", body: #""x""#)
             #expect(encoded.status == 200 && encoded.bodyText.contains(#""dryRun":true"#), "\(encoded.bodyText)")
-            #expect(await fixture.sandbox.state.inbox(deviceID: phone.id).isEmpty)
+            #expect(fixture.delivered(to: phone) == 0)
             // The documented spellings still work.
             let secure = try await fixture.call("POST", "/api/notifications?pns=apns&to_tag=alice&secure=1", user: "bob", body: #""x""#)
             #expect(secure.status == 200 && secure.header("X-Pushgate-Secure-Id") != nil, "\(secure.bodyText)")
@@ -114,8 +113,8 @@ import Testing
     }
 
     @Test func anIDReservedByOneUserIsNotAnothersToWrite() async throws {
-        try await GatewayFixture.inProcess(rewrite: Self.carolIsAdmin) { fixture in
-            let phone = await fixture.sandbox.createDevice(.apns)
+        try await InMemoryGatewayFixture.with(rewrite: Self.carolIsAdmin) { fixture in
+            let phone = fixture.device(.apns)
             let reserved = try await fixture.call("POST", "/api/register", user: "alice")
             let id = try #require(try JSONSerialization.jsonObject(with: Data(reserved.body), options: .fragmentsAllowed) as? String)
             let body = #"{"Platform":"apns","Handle":"\#(phone.handle)","Tags":[]}"#
@@ -126,7 +125,7 @@ import Testing
     }
 
     @Test func errorsDoNotEchoLargeInputs() async throws {
-        try await GatewayFixture.inProcess { fixture in
+        try await InMemoryGatewayFixture.with { fixture in
             let large = String(repeating: "A", count: 30_000)
             for (method, path, body) in [
                 ("POST", "/api/notifications?pns=\(large)&to_tag=alice", #""x""#),
@@ -153,9 +152,9 @@ import Testing
     }
 
     @Test func registrationsPerUserAreCapped() async throws {
-        try await GatewayFixture.inProcess(rewrite: Self.limits(["maxRegistrationsPerUser": 3])) { fixture in
-            for _ in 0..<3 { _ = try await fixture.register(await fixture.sandbox.createDevice(.apns), user: "mallory") }
-            let extra = await fixture.sandbox.createDevice(.apns)
+        try await InMemoryGatewayFixture.with(rewrite: Self.limits(["maxRegistrationsPerUser": 3])) { fixture in
+            for _ in 0..<3 { _ = try await fixture.register(fixture.device(.apns), user: "mallory") }
+            let extra = fixture.device(.apns)
             let reserved = try await fixture.call("POST", "/api/register", user: "mallory")
             let id = try #require(try JSONSerialization.jsonObject(with: Data(reserved.body), options: .fragmentsAllowed) as? String)
             let refused = try await fixture.call(
@@ -169,8 +168,8 @@ import Testing
     }
 
     @Test func scheduledNotificationsPerSenderAreCapped() async throws {
-        try await GatewayFixture.inProcess(rewrite: Self.limits(["maxScheduledPerSender": 2])) { fixture in
-            _ = try await fixture.register(await fixture.sandbox.createDevice(.apns), user: "alice")
+        try await InMemoryGatewayFixture.with(rewrite: Self.limits(["maxScheduledPerSender": 2])) { fixture in
+            _ = try await fixture.register(fixture.device(.apns), user: "alice")
             let later = RFC3339.format(Timestamp(secondsSinceEpoch: (Date().timeIntervalSince1970 + 3600).rounded(.down)))
             let path = "/api/notifications?pns=apns&to_tag=alice&deliverAt=\(later)"
             for index in 0..<2 {

@@ -13,14 +13,14 @@ import Testing
         try #require(try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any], "\(response.bodyText)")
     }
 
-    func notificationCount(_ fixture: GatewayFixture, user: String = "bob") async throws -> Int {
+    func notificationCount(_ fixture: some GatewayCaller, user: String = "bob") async throws -> Int {
         let listed = try JSONSerialization.jsonObject(with: Data(try await fixture.call("GET", "/api/notifications", user: user).body))
         return (listed as? [Any])?.count ?? -1
     }
 
     @Test func aRepeatedSynchronousSendIsAnsweredTheFirstAndDeliveredOnce() async throws {
-        try await GatewayFixture.inProcess { fixture in
-            let device = await fixture.sandbox.createDevice(.apns)
+        try await InMemoryGatewayFixture.with { fixture in
+            let device = fixture.device(.apns)
             _ = try await fixture.register(device, user: "alice")
             let key: [(name: String, value: String)] = [("Idempotency-Key", "\"order-4711\"")]
             let first = try await fixture.call(
@@ -37,7 +37,7 @@ import Testing
             let replayed = try json(again)
             #expect(replayed["notificationId"] as? String == id)
             #expect(replayed["state"] as? String == "Completed")
-            #expect(await fixture.sandbox.state.inbox(deviceID: device.id).count == 1)
+            #expect(fixture.inbox(device).count == 1)
             #expect(try await notificationCount(fixture) == 1)
 
             // The same key with another request: 422, naming the key; nothing stored or sent.
@@ -52,7 +52,7 @@ import Testing
                 "POST", "/api/notifications?pns=apns&to_tag=alice", user: "carol", body: #""hi""#, headers: key)
             let carolID = try json(carol)["notificationId"] as? String
             #expect(carol.status == 200 && carolID != id)
-            #expect(await fixture.sandbox.state.inbox(deviceID: device.id).count == 2)
+            #expect(fixture.inbox(device).count == 2)
             #expect(try await notificationCount(fixture) == 1)
 
             // Malformed keys are refused before anything is stored.
@@ -64,14 +64,14 @@ import Testing
                     "POST", "/api/notifications?pns=apns&to_tag=alice", user: "bob", body: #""x""#, headers: [("Idempotency-Key", value)])
                 #expect(bad.status == 400 && bad.bodyText.contains(problem), "\(value): \(bad.bodyText)")
             }
-            #expect(await fixture.sandbox.state.inbox(deviceID: device.id).count == 2)
+            #expect(fixture.inbox(device).count == 2)
         }
     }
 
     @Test func aRepeatedScheduledSendIsAnsweredWhileItWaitsAndTheKeyExpiresWithTheWindow() async throws {
         let clock = ManualClock()
-        try await GatewayFixture.inProcess(clock: clock, adjust: { $0.outbox.idempotencyWindowSeconds = 600 }) { fixture in
-            let device = await fixture.sandbox.createDevice(.fcm)
+        try await InMemoryGatewayFixture.with(clock: clock, adjust: { $0.outbox.idempotencyWindowSeconds = 600 }) { fixture in
+            let device = fixture.device(.fcm)
             _ = try await fixture.register(device, user: "alice")
             let at = RFC3339.format(clock.now.adding(seconds: 300))
             let path = "/api/notifications?pns=fcm&to_tag=alice&deliverAt=\(at)"
@@ -103,13 +103,13 @@ import Testing
                 "POST", "/api/notifications?pns=fcm&to_tag=alice&deliverAt=\(soon)", user: "bob", body: #""later""#, headers: key)
             #expect(fresh.status == 202 && fresh.header("Idempotent-Replayed") == nil)
             #expect((try json(fresh)["notificationId"] as? String) != id)
-            #expect(await fixture.sandbox.state.inbox(deviceID: device.id).count == 1)
+            #expect(fixture.inbox(device).count == 1)
         }
     }
 
     @Test func concurrentRepeatsStoreOneNotification() async throws {
-        try await GatewayFixture.inProcess { fixture in
-            let device = await fixture.sandbox.createDevice(.apns)
+        try await InMemoryGatewayFixture.with { fixture in
+            let device = fixture.device(.apns)
             _ = try await fixture.register(device, user: "alice")
             let ids = try await withThrowingTaskGroup(of: (Int, String?).self) { group in
                 for index in 0..<12 {
@@ -126,7 +126,7 @@ import Testing
             #expect(Set(ids.compactMap(\.1)).count == 2, "\(ids)")
             #expect(ids.allSatisfy { [200, 202].contains($0.0) }, "\(ids)")
             _ = try await eventually {
-                await fixture.sandbox.state.inbox(deviceID: device.id).count
+                fixture.inbox(device).count
             } until: {
                 $0 >= 2
             }
@@ -135,7 +135,7 @@ import Testing
     }
 
     @Test func withoutTheOutboxAKeyIsRefused() async throws {
-        try await GatewayFixture.inProcess(adjust: { $0.outbox.enabled = false }) { fixture in
+        try await InMemoryGatewayFixture.with(adjust: { $0.outbox.enabled = false }) { fixture in
             let refused = try await fixture.call(
                 "POST", "/api/notifications?pns=apns&to_tag=alice", user: "bob", body: #""x""#, headers: [("Idempotency-Key", "k")])
             #expect(refused.status == 501 && refused.bodyText.contains("Idempotency-Key"), "\(refused.bodyText)")

@@ -15,7 +15,7 @@ import Testing
     }
 
     /// Polls the outcome until the state is final (or `seconds` pass); returns the last answer.
-    func waitForFinal(_ fixture: GatewayFixture, _ id: String, user: String = "bob") async throws -> [String: Any] {
+    func waitForFinal(_ fixture: some GatewayCaller, _ id: String, user: String = "bob") async throws -> [String: Any] {
         try await eventually {
             try json(try await fixture.call("GET", "/api/notifications/\(id)/outcome", user: user))
         } until: {
@@ -24,8 +24,8 @@ import Testing
     }
 
     @Test func anAsynchronousSendAnswers202AndItsTelemetryFollowsIt() async throws {
-        try await GatewayFixture.inProcess(adjust: Self.admins) { fixture in
-            let devices = [await fixture.sandbox.createDevice(.apns), await fixture.sandbox.createDevice(.fcm)]
+        try await InMemoryGatewayFixture.with(adjust: Self.admins) { fixture in
+            let devices = [fixture.device(.apns), fixture.device(.fcm)]
             for device in devices { _ = try await fixture.register(device, user: "alice") }
             let accepted = try await fixture.call(
                 "POST", "/api/notifications?pns=all&to_tag=alice", user: "bob", body: #""hello later""#,
@@ -42,7 +42,7 @@ import Testing
             #expect(outcome["success"] as? Int == 2 && outcome["processed"] as? Int == 2 && outcome["targets"] as? Int == 2)
             #expect(outcome["audienceComplete"] as? Bool == true)
             #expect(outcome["startTime"] is String && outcome["endTime"] is String)
-            for device in devices { #expect(await fixture.sandbox.state.inbox(deviceID: device.id).count == 1) }
+            for device in devices { #expect(fixture.inbox(device).count == 1) }
 
             let xml = try await fixture.call("GET", "/api/notifications/\(id)/outcome", user: "bob", accept: "application/xml")
             #expect(xml.status == 200)
@@ -131,13 +131,13 @@ import Testing
     /// the result; what needs the outbox (answering at once, a delivery time, the hub API's sends)
     /// is refused by name with 501, and nothing is stored.
     @Test func withTheOutboxOffSendsAreSynchronousAndWhatNeedsItIsRefused() async throws {
-        try await GatewayFixture.inProcess(adjust: { $0.outbox.enabled = false }) { fixture in
-            let device = await fixture.sandbox.createDevice(.apns)
+        try await InMemoryGatewayFixture.with(adjust: { $0.outbox.enabled = false }) { fixture in
+            let device = fixture.device(.apns)
             _ = try await fixture.register(device, user: "alice")
             let sent = try await fixture.call("POST", "/api/notifications?pns=apns&to_tag=alice", user: "bob", body: #""now""#)
             #expect(sent.status == 200, "\(sent.bodyText)")
             #expect(try json(sent)["success"] as? Int == 1, "\(sent.bodyText)")
-            #expect(await fixture.sandbox.state.inbox(deviceID: device.id).count == 1)
+            #expect(fixture.inbox(device).count == 1)
             for path in [
                 "/api/notifications?pns=apns&to_tag=alice&async=true",
                 "/api/notifications?pns=apns&to_tag=alice&deliverAt="
@@ -151,8 +151,8 @@ import Testing
     }
 
     @Test func badDeliveryTimesAreRefusedAndNothingIsStored() async throws {
-        try await GatewayFixture.inProcess { fixture in
-            _ = try await fixture.register(await fixture.sandbox.createDevice(.apns), user: "alice")
+        try await InMemoryGatewayFixture.with { fixture in
+            _ = try await fixture.register(fixture.device(.apns), user: "alice")
             let now = Date().timeIntervalSince1970
             let cases: [(String, String)] = [
                 ("tomorrow", "not an RFC 3339 date-time"),

@@ -97,8 +97,8 @@ import Testing
     }
 
     @Test func anUnknownRegistrationIsGoneAndTheClientReRegisters() async throws {
-        try await GatewayFixture.with { fixture in
-            let device = await fixture.sandbox.createDevice(.apns)
+        try await InMemoryGatewayFixture.with { fixture in
+            let device = fixture.device(.apns)
             let stale = try await fixture.call(
                 "PUT", "/api/register/0123456789abcdef0123456789abcdef",
                 body: #"{"Platform":"apns","Handle":"\#(device.handle)","Tags":[]}"#)
@@ -111,13 +111,13 @@ import Testing
     }
 
     @Test func authenticationAndAuthorizationFailures() async throws {
-        try await GatewayFixture.with { fixture in
+        try await InMemoryGatewayFixture.with { fixture in
             let missing = try await fixture.call("POST", "/api/register", user: nil)
             #expect(missing.status == 401)
             #expect(missing.header("WWW-Authenticate")?.hasPrefix("Basic") == true)
             #expect(try await fixture.call("POST", "/api/register", user: "alice", password: "wrong").status == 401)
 
-            let device = await fixture.sandbox.createDevice(.apns)
+            let device = fixture.device(.apns)
             let id = try await fixture.register(device, user: "alice")
             let takeover = try await fixture.call(
                 "PUT", "/api/register/\(id)", user: "mallory", body: #"{"Platform":"apns","Handle":"\#(device.handle)","Tags":[]}"#)
@@ -177,10 +177,10 @@ import Testing
     }
 
     @Test func aHandleTheServiceReportsGoneIsPruned() async throws {
-        try await GatewayFixture.with { fixture in
-            let device = await fixture.sandbox.createDevice(.apns)
+        try await InMemoryGatewayFixture.with { fixture in
+            let device = fixture.device(.apns)
             let id = try await fixture.register(device, user: "alice")
-            await fixture.sandbox.state.setStatus(.uninstalled, deviceID: device.id)
+            fixture.uninstall(device)
             let response = try await fixture.call(
                 "POST", "/api/notifications?pns=apns&to_tag=alice", user: "alice", body: #"{"message":"hi","extra":"1"}"#)
             #expect(response.status == 200)
@@ -197,11 +197,11 @@ import Testing
     }
 
     @Test func metricsCountRequestsDeliveriesAndPrunedHandles() async throws {
-        try await GatewayFixture.with { fixture in
-            let device = await fixture.sandbox.createDevice(.apns)
+        try await InMemoryGatewayFixture.with { fixture in
+            let device = fixture.device(.apns)
             _ = try await fixture.register(device, user: "alice")
             #expect(try await fixture.call("POST", "/api/notifications?pns=apns&to_tag=alice", user: "bob", body: "\"one\"").status == 200)
-            await fixture.sandbox.state.setStatus(.uninstalled, deviceID: device.id)
+            fixture.uninstall(device)
             #expect(try await fixture.call("POST", "/api/notifications?pns=apns&to_tag=alice", user: "bob", body: "\"two\"").status == 200)
             _ = try await fixture.call("POST", "/api/register", user: nil)
             let metrics = try await fixture.call("GET", "/metrics", user: nil)

@@ -51,13 +51,18 @@ public struct GatewayServer: Sendable {
 
     /// Builds every part; nothing listens until the service group runs. `onListening` gets the
     /// bound port of `listener.port`, `onListeningSecurely` that of `listener.tls.port` (`port`
-    /// and `securePort` override them).
+    /// and `securePort` override them). `providers` gives each app's push services instead of
+    /// building them from the configuration (the in-memory test gateway's).
+    ///
+    /// (Its parameters are the composition root's inputs, each defaulted; callers name the few
+    /// they set.)
     public static func assemble(
         configuration loaded: LoadedConfiguration, app: LoadedApp, store: any GatewayStore, health: HealthMonitor? = nil,
         policy: RetryPolicy = RetryPolicy(), port: Int? = nil, securePort: Int? = nil, logger: Logger = Logger(label: "pushgate"),
         clock: any PushgateClock = SystemClock(), onListening: @escaping @Sendable (Int) -> Void = { _ in },
         onListeningSecurely: @escaping @Sendable (Int) -> Void = { _ in },
-        onMetricsListening: @escaping @Sendable (Int) -> Void = { _ in }
+        onMetricsListening: @escaping @Sendable (Int) -> Void = { _ in },
+        providers makeProviders: (@Sendable (LoadedApp) async throws -> [any PushProvider])? = nil
     ) async throws -> GatewayServer {
         let configuration = loaded.configuration
         let listener = configuration.listener
@@ -72,8 +77,12 @@ public struct GatewayServer: Sendable {
         var gateways: [Gateway] = []
         do {
             for hubApp in [app] + loaded.apps.filter({ $0.id != app.id }) {
-                let providers = try await GatewayAssembly.providers(
-                    for: hubApp, secrets: secrets, policy: policy, clock: clock, tracing: tracing)
+                let providers =
+                    if let makeProviders {
+                        try await makeProviders(hubApp)
+                    } else {
+                        try await GatewayAssembly.providers(for: hubApp, secrets: secrets, policy: policy, clock: clock, tracing: tracing)
+                    }
                 gateways.append(
                     Gateway(
                         app: hubApp, store: store, dispatcher: Dispatcher(providers: providers, tracing: tracing),
