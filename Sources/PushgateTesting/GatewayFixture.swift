@@ -25,6 +25,8 @@ public struct GatewayFixture: GatewayCaller {
 
     public var sandbox: PushSandbox { local.sandbox }
     public var store: SQLiteStore { local.store }
+    public var baseURL: String { local.baseURL }
+    public var directory: String { local.directory }
 
     public func call(
         _ method: String, _ path: String, user: String? = "alice", password: String? = nil, body: String = "",
@@ -100,6 +102,10 @@ public struct GatewayFixture: GatewayCaller {
 /// What a test calls a gateway through: ``GatewayFixture`` (the sandbox, over HTTP or in process)
 /// or ``InMemoryGatewayFixture`` (nothing outside the process). Helpers take `some GatewayCaller`.
 public protocol GatewayCaller: Sendable {
+    /// How clients reach it (`http://localhost` in process): the resource URI hub tokens sign.
+    var baseURL: String { get }
+    /// Where its configuration is (hub keys under `hub-keys/`).
+    var directory: String { get }
     func call(
         _ method: String, _ path: String, user: String?, password: String?, body: String, contentType: String, accept: String?,
         headers: [(name: String, value: String)]

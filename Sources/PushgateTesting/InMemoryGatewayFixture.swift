@@ -36,6 +36,8 @@ public struct InMemoryGatewayFixture: GatewayCaller {
     let client: any TestClientProtocol
 
     public var gateway: Gateway { server.gateway }
+    /// HummingbirdTesting's router mode names `localhost` as every request's authority.
+    public var baseURL: String { "http://localhost" }
 
     /// A key of the default hub (`DefaultListenSharedAccessSignature`, `DefaultFullSharedAccessSignature`).
     public func hubKey(_ rule: String) throws -> String {

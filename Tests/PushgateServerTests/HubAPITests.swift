@@ -12,19 +12,19 @@ import Testing
 /// installations with JSON Patch.
 @Suite struct HubAPITests {
     struct Client {
-        let fixture: GatewayFixture
+        let fixture: any GatewayCaller
         let keys: [String: String]
 
-        init(_ fixture: GatewayFixture) throws {
+        init(_ fixture: any GatewayCaller) throws {
             self.fixture = fixture
             var keys: [String: String] = [:]
             for rule in [SharedAccessRule.defaultFullName, SharedAccessRule.defaultListenName] {
-                keys[rule] = try String(contentsOfFile: fixture.local.directory + "/hub-keys/default.\(rule).key", encoding: .utf8)
+                keys[rule] = try String(contentsOfFile: fixture.directory + "/hub-keys/default.\(rule).key", encoding: .utf8)
             }
             self.keys = keys
         }
 
-        var resource: String { "\(fixture.local.baseURL)/default" }
+        var resource: String { "\(fixture.baseURL)/default" }
 
         func token(
             rule: String = SharedAccessRule.defaultFullName, resource: String? = nil, expiry: Int64? = nil, key: String? = nil
@@ -80,8 +80,16 @@ import Testing
         }
     }
 
+    func waitForInbox(_ fixture: InMemoryGatewayFixture, _ device: MemoryDevice, count: Int) async throws -> [MemoryMessage] {
+        try await eventually {
+            fixture.inbox(device)
+        } until: {
+            $0.count >= count
+        }
+    }
+
     @Test func signaturesAreCheckedAsNotificationHubsChecksThem() async throws {
-        try await GatewayFixture.inProcess { fixture in
+        try await InMemoryGatewayFixture.with { fixture in
             let client = try Client(fixture)
             let send: (String?) async throws -> CurlResponse = { authorization in
                 try await fixture.call(
@@ -92,7 +100,7 @@ import Testing
             #expect(accepted.status == 201, "\(accepted.bodyText)")
             #expect(accepted.header("Location")?.contains("/default/messages/") == true)
             // A namespace-wide token covers every hub.
-            #expect(try await send(client.token(resource: "\(fixture.local.baseURL)/")).status == 201)
+            #expect(try await send(client.token(resource: "\(fixture.baseURL)/")).status == 201)
 
             let refusals: [(String?, String)] = [
                 (nil, "authorization required"),
@@ -102,8 +110,8 @@ import Testing
                 (client.token(expiry: Int64.max), "listener.sasMaximumLifetimeSeconds"),
                 (client.token() + "&x=padding", "'x' is not a field of a token"),
                 (client.token(rule: "NoSuchRule", key: "x"), "no shared access rule 'NoSuchRule'"),
-                (client.token(resource: "\(fixture.local.baseURL)/otherhub"), "does not cover this request"),
-                (client.token(resource: "\(fixture.local.baseURL)/defaultx"), "does not cover this request"),
+                (client.token(resource: "\(fixture.baseURL)/otherhub"), "does not cover this request"),
+                (client.token(resource: "\(fixture.baseURL)/defaultx"), "does not cover this request"),
                 (client.token(rule: SharedAccessRule.defaultListenName), "this needs Send"),
             ]
             for (authorization, reason) in refusals {
@@ -123,11 +131,11 @@ import Testing
     }
 
     @Test func nativeTemplateDirectAndTestSendsReachTheRegistrationsTheyShould() async throws {
-        try await GatewayFixture.inProcess { fixture in
+        try await InMemoryGatewayFixture.with { fixture in
             let client = try Client(fixture)
-            let native = await fixture.sandbox.createDevice(.apns)
-            let templated = await fixture.sandbox.createDevice(.apns)
-            let direct = await fixture.sandbox.createDevice(.apns)
+            let native = fixture.device(.apns)
+            let templated = fixture.device(.apns)
+            let direct = fixture.device(.apns)
             for (device, template) in [(native, nil), (templated, #"{"aps":{"alert":"{$(title) + ' for ' + $(name)}"}}"#)] {
                 let created = try await client.call(
                     "POST", "registrations", body: Self.appleRegistration(token: device.handle, tags: "sports,eu", template: template),
@@ -151,14 +159,14 @@ import Testing
             // Every send final (recorded), then what each device got: one each, no more.
             let details = try await client.finalDetails(of: nativeSend)
             for send in [templateSend, directSend] { _ = try await client.finalDetails(of: send) }
-            let nativeInbox = await fixture.sandbox.state.inbox(deviceID: native.id)
-            let templateInbox = await fixture.sandbox.state.inbox(deviceID: templated.id)
-            let directInbox = await fixture.sandbox.state.inbox(deviceID: direct.id)
+            let nativeInbox = fixture.inbox(native)
+            let templateInbox = fixture.inbox(templated)
+            let directInbox = fixture.inbox(direct)
             #expect(nativeInbox.map(\.payload) == [#"{"aps":{"alert":"native"}}"#])
             #expect(templateInbox.map(\.payload) == [#"{"aps":{"alert":"Goal for Ann"}}"#])
             #expect(directInbox.map(\.payload) == [#"{"aps":{"alert":"direct"}}"#])
-            #expect(await fixture.sandbox.state.inbox(deviceID: native.id).count == 1)
-            #expect(await fixture.sandbox.state.inbox(deviceID: templated.id).count == 1)
+            #expect(fixture.inbox(native).count == 1)
+            #expect(fixture.inbox(templated).count == 1)
 
             // Telemetry of the native send: NotificationDetails.
             #expect(details.bodyText.contains("<State>Completed</State>"), "\(details.bodyText)")
@@ -197,9 +205,9 @@ import Testing
     }
 
     @Test func batchDirectSendsReachEveryHandleWithEitherSDKsBoundary() async throws {
-        try await GatewayFixture.inProcess { fixture in
+        try await InMemoryGatewayFixture.with { fixture in
             let client = try Client(fixture)
-            let devices = [await fixture.sandbox.createDevice(.apns), await fixture.sandbox.createDevice(.apns)]
+            let devices = [fixture.device(.apns), fixture.device(.apns)]
             func multipart(_ boundary: String, handles: [String], alert: String) -> String {
                 let list = "[" + handles.map { "\"\($0)\"" }.joined(separator: ",") + "]"
                 return [
@@ -280,9 +288,9 @@ import Testing
 
     /// NH's FCM v1 templates wrap the message as the send API does: {"message": {…}}.
     @Test func anFCMv1TemplateInNotificationHubsShapeRenders() async throws {
-        try await GatewayFixture.inProcess { fixture in
+        try await InMemoryGatewayFixture.with { fixture in
             let client = try Client(fixture)
-            let device = await fixture.sandbox.createDevice(.fcm)
+            let device = fixture.device(.fcm)
             let entry = """
                 <?xml version="1.0" encoding="utf-8"?>
                 <entry xmlns="http://www.w3.org/2005/Atom"><content type="application/xml">
@@ -323,11 +331,11 @@ import Testing
     /// installation's tag or a user's registration, forged continuation tokens, loose JSON
     /// Patch, ambiguous Atom entries, wrong content types, unknown routes).
     @Test func hostileRequestsAreRefusedAndWriteNothing() async throws {
-        try await GatewayFixture.inProcess { fixture in
+        try await InMemoryGatewayFixture.with { fixture in
             let client = try Client(fixture)
             let listen = client.token(rule: SharedAccessRule.defaultListenName)
-            let attacker = await fixture.sandbox.createDevice(.apns)
-            let victim = await fixture.sandbox.createDevice(.apns)
+            let attacker = fixture.device(.apns)
+            let victim = fixture.device(.apns)
             let json = "application/json"
             #expect(
                 try await client.call(
@@ -349,7 +357,7 @@ import Testing
             #expect(found.bodyText.components(separatedBy: "<RegistrationId>").count == 2, "\(found.bodyText)")
 
             // A user's registration (made through /api/register) is out of a Listen key's reach.
-            let usersDevice = await fixture.sandbox.createDevice(.apns)
+            let usersDevice = fixture.device(.apns)
             let usersID = try await fixture.register(usersDevice, user: "alice")
             let deleted = try await client.call("DELETE", "registrations/\(usersID)", authorization: listen)
             #expect(deleted.status == 403, "\(deleted.bodyText)")
@@ -366,7 +374,7 @@ import Testing
             let immediateID = try #require(immediate.header("Location")?.split(separator: "?").first?.split(separator: "/").last)
             #expect(try await client.call("DELETE", "schedulednotifications/\(immediateID)").status == 404)
             // Links carry the listener's own scheme (plain HTTP here).
-            #expect(immediate.header("Location")?.hasPrefix("\(fixture.local.baseURL)/default/messages/") == true)
+            #expect(immediate.header("Location")?.hasPrefix("\(fixture.baseURL)/default/messages/") == true)
 
             // Continuation tokens are the hub's own.
             for token in ["garbage", "AAAA", "-1", RegistrationID.random().rawValue] {
@@ -423,15 +431,15 @@ import Testing
             #expect(batch.status == 201, "\(batch.bodyText)")
             let batchDetails = try await client.finalDetails(of: batch)
             #expect(batchDetails.bodyText.contains("<Name>Success</Name><Count>1</Count>"), "\(batchDetails.bodyText)")
-            #expect(await fixture.sandbox.state.inbox(deviceID: attacker.id).count == 1)
-            #expect(await fixture.sandbox.state.inbox(deviceID: victim.id).isEmpty)
+            #expect(fixture.inbox(attacker).count == 1)
+            #expect(fixture.inbox(victim).isEmpty)
         }
     }
 
     @Test func registrationsRoundTripAsAtomEntriesWithETagsFiltersAndOwnershipRules() async throws {
-        try await GatewayFixture.inProcess { fixture in
+        try await InMemoryGatewayFixture.with { fixture in
             let client = try Client(fixture)
-            let device = await fixture.sandbox.createDevice(.apns)
+            let device = fixture.device(.apns)
             let reserved = try await client.call(
                 "POST", "registrationIDs", authorization: client.token(rule: SharedAccessRule.defaultListenName))
             #expect(reserved.status == 201, "\(reserved.bodyText)")
@@ -485,7 +493,7 @@ import Testing
             let byOther = try await client.call("GET", "tags/nothing/registrations")
             #expect(byOther.status == 200 && !byOther.bodyText.contains("<entry"))
             for index in 0..<3 {
-                let other = await fixture.sandbox.createDevice(.apns)
+                let other = fixture.device(.apns)
                 _ = try await client.call(
                     "POST", "registrations", body: Self.appleRegistration(token: other.handle, tags: "page\(index)"), contentType: Self.atom
                 )
@@ -543,9 +551,9 @@ import Testing
     }
 
     @Test func installationsWithTemplatesArePatchedAndReachedThroughTheirInstallationTag() async throws {
-        try await GatewayFixture.inProcess { fixture in
+        try await InMemoryGatewayFixture.with { fixture in
             let client = try Client(fixture)
-            let device = await fixture.sandbox.createDevice(.apns)
+            let device = fixture.device(.apns)
             let listen = client.token(rule: SharedAccessRule.defaultListenName)
             let installation = """
                 {"installationId":"phone-1","platform":"apns","pushChannel":"\(device.handle)","tags":["news"],"userId":"ann",
@@ -578,7 +586,7 @@ import Testing
             #expect(try await client.call("PATCH", "installations/phone-1", body: tagPatch, authorization: listen).status == 200)
             // A Listen key may not redirect an installation bound to a user to another channel
             // (it would receive that user's sends), by PATCH or by PUT; the backend's key may.
-            let thief = await fixture.sandbox.createDevice(.apns)
+            let thief = fixture.device(.apns)
             let redirect = #"[{"op":"replace","path":"/pushChannel","value":"\#(thief.handle)"}]"#
             let redirected = try await client.call("PATCH", "installations/phone-1", body: redirect, authorization: listen)
             #expect(redirected.status == 403 && redirected.bodyText.contains("pushChannel"), "\(redirected.bodyText)")
@@ -621,10 +629,10 @@ import Testing
     /// What the hostile probe did with a Listen key to move a bound installation to its own device:
     /// each door refused, and a backend send to the installation still reaches the user's device.
     @Test func aListenKeyCannotTakeOverAnInstallationBoundToAUser() async throws {
-        try await GatewayFixture.inProcess { fixture in
+        try await InMemoryGatewayFixture.with { fixture in
             let client = try Client(fixture)
-            let device = await fixture.sandbox.createDevice(.apns)
-            let thief = await fixture.sandbox.createDevice(.apns)
+            let device = fixture.device(.apns)
+            let thief = fixture.device(.apns)
             let listen = client.token(rule: SharedAccessRule.defaultListenName)
             let installation = """
                 {"installationId":"phone-2","platform":"apns","pushChannel":"\(device.handle)","tags":["news"],"userId":"ann",
@@ -673,7 +681,7 @@ import Testing
             #expect(send.status == 201, "\(send.bodyText)")
             let inbox = try await waitForInbox(fixture, device, count: 1)
             #expect(inbox.map(\.payload) == [#"{"aps":{"alert":"for ann"}}"#])
-            #expect(await fixture.sandbox.state.inbox(deviceID: thief.id).isEmpty)
+            #expect(fixture.inbox(thief).isEmpty)
             // The backend may unbind it, and then a Listen key may delete it.
             #expect(try await client.call("PUT", "installations/phone-2", body: unbound).status == 200)
             #expect(try await client.call("DELETE", "installations/phone-2", authorization: listen).status == 204)
@@ -681,9 +689,9 @@ import Testing
     }
 
     @Test func aScheduledSendIsCancelledAndItsTelemetrySaysSo() async throws {
-        try await GatewayFixture.inProcess { fixture in
+        try await InMemoryGatewayFixture.with { fixture in
             let client = try Client(fixture)
-            let device = await fixture.sandbox.createDevice(.apns)
+            let device = fixture.device(.apns)
             _ = try await client.call(
                 "POST", "registrations", body: Self.appleRegistration(token: device.handle, tags: "t"), contentType: Self.atom)
             let formatter = DateFormatter()
@@ -831,7 +839,7 @@ import Testing
     static let euKey = "ZXUtaHViLWtleS1mb3ItdGVzdHMtb25seS0zMmJ5dGVzIQ=="
 
     @Test func eachHubHasItsOwnRulesRegistrationsAndSends() async throws {
-        try await GatewayFixture.with(
+        try await InMemoryGatewayFixture.with(
             rewrite: { config in
                 var apps = config["apps"] as? [String: Any] ?? [:]
                 var eu = apps["default"] as? [String: Any] ?? [:]
@@ -840,11 +848,11 @@ import Testing
                 config["apps"] = apps
             }, adjust: { $0.auth.admins = ["root"] }
         ) { fixture in
-            let base = "\(fixture.local.baseURL)"
+            let base = "\(fixture.baseURL)"
             let expiry = Int64(Date().timeIntervalSince1970) + 600
             let eu = SharedAccessSignature.token(resourceURI: base + "/eu", keyName: "EuFull", key: Self.euKey, expiry: expiry)
             let defaultKey = try String(
-                contentsOfFile: fixture.local.directory + "/hub-keys/default.\(SharedAccessRule.defaultFullName).key", encoding: .utf8)
+                contentsOfFile: fixture.directory + "/hub-keys/default.\(SharedAccessRule.defaultFullName).key", encoding: .utf8)
             let defaultFull = SharedAccessSignature.token(
                 resourceURI: base + "/", keyName: SharedAccessRule.defaultFullName, key: defaultKey, expiry: expiry)
             func call(
@@ -856,7 +864,7 @@ import Testing
                     method, path + (path.contains("?") ? "&" : "?") + "api-version=2015-01", user: nil, body: body,
                     contentType: HubAPITests.atom, headers: [("Authorization", token)] + headers)
             }
-            let device = await fixture.sandbox.createDevice(.apns)
+            let device = fixture.device(.apns)
             let registered = try await call(
                 "POST", "/eu/registrations", eu, body: HubAPITests.appleRegistration(token: device.handle, tags: "eu-news"))
             #expect(registered.status == 200, "\(registered.bodyText)")
@@ -889,7 +897,7 @@ import Testing
                 }
                 #expect(final.status == 200 && !final.bodyText.contains("<State>Processing</State>"), "\(final.bodyText)")
             }
-            let inbox = await fixture.sandbox.state.inbox(deviceID: device.id)
+            let inbox = fixture.inbox(device)
             #expect(inbox.count == 1 && inbox.first?.payload.contains("eu only") == true)
             #expect(try await call("GET", "/nope/registrations", eu).status == 404)
             // The console's admin view lists both hubs with rule names and rights, never a key.
@@ -1059,7 +1067,7 @@ import Testing
     /// The Listen key an app ships cannot make the store keep unbounded reservations: each key
     /// holds at most `limits.maxHubReservationsPerKey` unused ids, counted per key.
     @Test func hubReservationsAreCappedPerKey() async throws {
-        try await GatewayFixture.inProcess(rewrite: { config in
+        try await InMemoryGatewayFixture.with(rewrite: { config in
             var limits = config["limits"] as? [String: Any] ?? [:]
             limits["maxHubReservationsPerKey"] = 3
             config["limits"] = limits
@@ -1078,7 +1086,7 @@ import Testing
     /// until the key's bucket refills; another key has its own bucket.
     @Test func hubReservationsAreRateLimitedPerKey() async throws {
         let clock = ManualClock()
-        try await GatewayFixture.inProcess(
+        try await InMemoryGatewayFixture.with(
             clock: clock,
             rewrite: { config in
                 var limits = config["limits"] as? [String: Any] ?? [:]
