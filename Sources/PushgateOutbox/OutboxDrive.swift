@@ -10,6 +10,9 @@ import PushgateDispatch
 /// A drive runs in rounds. A round claims pages and delivers them until none is left to claim;
 /// then the notification is finished when every page is recorded, parked when only retries
 /// not yet due are left, or tried again shortly when another driver still holds pages.
+///
+/// (About 30 members: one state machine, one method per event it takes; a state machine split in
+/// two would be two machines sharing state.)
 public struct OutboxDrive: Sendable {
     /// What shapes the decisions.
     public struct Settings: Sendable, Hashable {

@@ -53,6 +53,9 @@ package protocol SQLDatabase: Sendable {
 /// until due, parking, finishing, cancelling — as statements both SQLite and PostgreSQL run.
 /// Every transaction that changes a notification's pages reads its notification's row first
 /// (and locks it, where rows are locked): one lock order, so concurrent instances never deadlock.
+///
+/// (About 27 members: the outbox's statements, one per operation of ``OutboxQueue`` and its log,
+/// split by concern into `+Pages` and `+Records`.)
 package struct SQLOutbox<Database: SQLDatabase>: Sendable {
     package let database: Database
 

@@ -13,6 +13,7 @@ public struct Installation: Sendable, Equatable {
     public var templates: [String: InstallationTemplate]
     public var expiration: Timestamp?
 
+    /// (Seven parameters: the fields of Notification Hubs' installation, as its JSON names them.)
     public init(
         id: String, platform: Platform, pushChannel: String, userID: String? = nil, tags: [String] = [],
         templates: [String: InstallationTemplate] = [:], expiration: Timestamp? = nil
@@ -47,6 +48,10 @@ public struct InstallationTemplate: Sendable, Equatable {
 /// `$UserId:{userId}`), so that sends to those tags reach it. Reading one gathers them back;
 /// writing one validates everything, then writes them at once and removes templates it no
 /// longer has, by the binding rules of ``Gateway/writeInstallation(_:registrations:userID:writer:)``.
+///
+/// (About 30 members: the registration rules of the hub API — who may write what, `If-Match`,
+/// bound installations — live here once, in `+Registrations`; splitting them would split the
+/// binding rule, which both registrations and installations obey.)
 public final class Installations: Sendable {
     let store: any RegistrationStore
     private let current: CurrentApp

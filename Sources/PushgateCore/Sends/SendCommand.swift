@@ -110,6 +110,7 @@ public struct SendCommand: Sendable {
     /// The `Idempotency-Key` header, as given.
     public var idempotencyKey: String?
 
+    /// (Ten parameters: a command is its ten parts, each named; the optional ones default.)
     public init(
         route: Route, sender: Sender, audience: Audience, content: Content, platforms: String? = nil, mode: Mode? = nil,
         deliverAt: Given<Timestamp>? = nil, timeToLive: Given<Int>? = nil, validateOnly: Bool = false, idempotencyKey: String? = nil
@@ -200,7 +201,7 @@ extension SendCommand {
             func header(_ name: String) -> String? { headers.first { $0.name.lowercased() == name }?.value }
             let passed = headers.filter { header in
                 let name = header.name.lowercased()
-                return name == "content-type" || Platform.allCases.contains { Sends.passesThrough(name, to: $0) }
+                return name == "content-type" || Platform.allCases.contains { HubPayloads.passesThrough(name, to: $0) }
             }.map { "\($0.name.lowercased()): \($0.value)" }.sorted()
             let collection = route == .hubScheduled ? "schedulednotifications" : "messages"
             var direct = false

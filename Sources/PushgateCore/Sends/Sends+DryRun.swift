@@ -45,20 +45,25 @@ extension Sends {
         public var audience: AudienceSize
         public var registrations: [Match]
         public var payloads: [Payload]
-    }
 
-    /// The largest sample of matched registrations a dry run lists.
-    public static let maximumDryRunSample = 100
-    /// Targets per page when a dry run counts its audience.
-    static let dryRunCountPage = 10_000
+        /// The largest sample of matched registrations a dry run lists.
+        public static let maximumSample = 100
+        /// Targets per page when a dry run counts its audience.
+        static let countPage = 10_000
+
+        /// Headers by name; a repeated name's values joined with commas.
+        static func headerMap(_ headers: [HTTPHeader]) -> [String: String] {
+            Dictionary(headers.map { ($0.name, $0.value) }, uniquingKeysWith: { "\($0), \($1)" })
+        }
+    }
 
     /// A dry run of a send: validated and rendered as the send would be (a secure send with a
     /// placeholder id, and no message stored), its audience walked and counted, its first
     /// `sample` registrations listed, and each payload built into the request its service would
     /// get. Refused as the send itself would be.
     public func dryRun(_ request: SendRequest, secure: Bool, user: AuthenticatedUser, sample: Int) async throws(GatewayError) -> DryRun {
-        guard (1...Self.maximumDryRunSample).contains(sample) else {
-            throw .badRequest("sample must be 1…\(Self.maximumDryRunSample), not \(sample)")
+        guard (1...DryRun.maximumSample).contains(sample) else {
+            throw .badRequest("sample must be 1…\(DryRun.maximumSample), not \(sample)")
         }
         let prepared: PreparedSend
         let purpose = secure ? "secure" : "notify"
@@ -93,7 +98,7 @@ extension Sends {
                 // …then the audience counted on the send's own path: ids and handles, a large page
                 // at a time, no row read in full.
                 for try await page in store.deliveryTargets(
-                    matching: expression, platforms: prepared.selection, app: appID, pageSize: Self.dryRunCountPage, now: at)
+                    matching: expression, platforms: prepared.selection, app: appID, pageSize: DryRun.countPage, now: at)
                 {
                     for target in page {
                         let platform = target.handle.platform
@@ -133,7 +138,7 @@ extension Sends {
         let limit = PayloadLimit.maximumBytes(for: platform, apnsPushType: pushType)
         var result = DryRun.Payload(
             platform: platform.rawValue, template: template, targets: targets, method: nil, url: nil,
-            headers: Self.headerMap(payload.headers), body: String(decoding: payload.body, as: UTF8.self), bytes: payload.body.count,
+            headers: DryRun.headerMap(payload.headers), body: String(decoding: payload.body, as: UTF8.self), bytes: payload.body.count,
             limit: limit, withinLimit: payload.body.count <= limit)
         guard let target else {
             result.note = "no registration matched on \(platform.serviceName): the payload and the template's headers only"
@@ -152,16 +157,11 @@ extension Sends {
         func hide(_ text: String) -> String { secret == masked ? text : text.replacingOccurrences(of: secret, with: masked) }
         result.method = request.method
         result.url = hide(request.url)
-        result.headers = Self.headerMap(request.headers)
+        result.headers = DryRun.headerMap(request.headers)
         result.body = hide(String(decoding: request.body, as: UTF8.self))
         if platform == .browser {
             result.note = "the body is the plaintext: it is encrypted for each subscription (aes128gcm, RFC 8291) as it is sent"
         }
         return result
-    }
-
-    /// Headers by name; a repeated name's values joined with commas.
-    private static func headerMap(_ headers: [HTTPHeader]) -> [String: String] {
-        Dictionary(headers.map { ($0.name, $0.value) }, uniquingKeysWith: { "\($0), \($1)" })
     }
 }

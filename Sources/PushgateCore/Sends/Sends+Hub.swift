@@ -85,17 +85,21 @@ extension Sends {
         }
         let direct = request.directHandles != nil
         guard let platform else {
-            let properties = try Self.hubTemplateProperties(request.body)
+            let properties = try HubPayloads.hubTemplateProperties(request.body)
             return PreparedSend(
                 selection: PlatformSelection(Platform.allCases), audience: audience, payloads: [:], sender: request.sender,
                 delivery: .templates(properties))
         }
-        let payload = try Self.nativePayload(platform: platform, body: request.body, headers: request.headers)
+        let payload = try HubPayloads.nativePayload(platform: platform, body: request.body, headers: request.headers)
         return PreparedSend(
             selection: PlatformSelection([platform]), audience: audience, payloads: [platform: payload], sender: request.sender,
             delivery: direct ? .allRegistrations : .nativeRegistrations)
     }
+}
 
+/// A hub send's payloads as the services take them: the native body checked, the headers that
+/// pass through, a template send's properties.
+public enum HubPayloads {
     /// Whether a hub send's request header named `name` goes on to `platform`'s service with a
     /// native body: APNs' `apns-*`, WNS' `X-WNS-*`, Web Push's `TTL`, `Urgency` and `Topic` (as
     /// Notification Hubs' SDKs send them beside the body). The one list of them: what a native

@@ -95,7 +95,7 @@ extension Sends {
         // Validate and render before storing, so that a refused send leaves nothing behind.
         var prepared = try prepareSecurePayloads(request, user: user, id: id, deliverAt: deliverAt)
         let recipient = request.toTag ?? ""
-        let payload = try Self.properties(from: request.body)["message"] ?? ""
+        let payload = try SendRequest.properties(from: request.body)["message"] ?? ""
         let created = now()
         guard try await hasTargets(prepared, at: created) else {
             return prepared  // delivered to nobody: 404, and no message stored
@@ -119,7 +119,7 @@ extension Sends {
         guard let recipient = request.toTag, !recipient.isEmpty else {
             throw .badRequest("to_tag is required for secure push (the one user who may read the message)")
         }
-        let properties = try Self.properties(from: request.body)
+        let properties = try SendRequest.properties(from: request.body)
         let payload = properties["message"] ?? ""
         guard payload.utf8.count <= limits.maximumSecurePayloadBytes else {
             throw GatewayError(
@@ -159,7 +159,7 @@ extension Sends {
         let selection: PlatformSelection
         do { selection = try PlatformSelection(parsing: pns) } catch { throw .badRequest("pns: \(error.description)") }
         let audience: Audience
-        if let recipient = try Self.fcmRecipient(request) {
+        if let recipient = try request.fcmRecipient() {
             guard selection.platforms == [.fcm] else {
                 throw .badRequest("pns: a topic or condition send is FCM v1's alone; use pns=fcm (not '\(pns)')")
             }
@@ -172,7 +172,7 @@ extension Sends {
             throw .badRequest(
                 "to_tag is required (the recipient's user name), or tags= with a tag expression, or topic= / condition= (FCM)")
         }
-        var properties = try Self.properties(from: request.body)
+        var properties = try SendRequest.properties(from: request.body)
         properties["user"] = user.name
 
         guard let templates = app.templates[purpose] else { throw GatewayError(.misconfigured, "no \(purpose) templates are configured") }
@@ -205,23 +205,6 @@ extension Sends {
         return PreparedSend(selection: selection, audience: audience, payloads: payloads, sender: user.name)
     }
 
-    /// The FCM topic or condition a send names instead of tags, checked as Firebase documents them.
-    package static func fcmRecipient(_ request: SendRequest) throws(GatewayError) -> FCMRecipient? {
-        let topic = request.fcmTopic.flatMap { $0.isEmpty ? nil : $0 }
-        let condition = request.fcmCondition.flatMap { $0.isEmpty ? nil : $0 }
-        guard topic != nil || condition != nil else { return nil }
-        if topic != nil && condition != nil { throw .badRequest("give topic or condition, not both (an FCM message has one target)") }
-        if request.toTag.map({ !$0.isEmpty }) == true || request.tagExpression.map({ !$0.isEmpty }) == true {
-            throw .badRequest("topic and condition replace to_tag and tags: Firebase picks the devices; give one of them")
-        }
-        do {
-            if let topic { return try FCMRecipient(topic: topic) }
-            return try FCMRecipient(condition: condition ?? "")
-        } catch {
-            throw .badRequest(error.description)
-        }
-    }
-
     /// Counts and logs a finished synchronous send, and answers it.
     package func finished(
         _ result: NotificationResult, ending: SendOutcome.Ending, secureID: String?, started: ContinuousClock.Instant, logger: Logger
@@ -235,6 +218,25 @@ extension Sends {
                 "ending": "\(ending)", "duration": "\(duration)",
             ])
         return SendOutcome(result: result, ending: ending, secureID: secureID)
+    }
+}
+
+extension Sends.SendRequest {
+    /// The FCM topic or condition a send names instead of tags, checked as Firebase documents them.
+    package func fcmRecipient() throws(GatewayError) -> FCMRecipient? {
+        let topic = fcmTopic.flatMap { $0.isEmpty ? nil : $0 }
+        let condition = fcmCondition.flatMap { $0.isEmpty ? nil : $0 }
+        guard topic != nil || condition != nil else { return nil }
+        if topic != nil && condition != nil { throw .badRequest("give topic or condition, not both (an FCM message has one target)") }
+        if toTag.map({ !$0.isEmpty }) == true || tagExpression.map({ !$0.isEmpty }) == true {
+            throw .badRequest("topic and condition replace to_tag and tags: Firebase picks the devices; give one of them")
+        }
+        do {
+            if let topic { return try FCMRecipient(topic: topic) }
+            return try FCMRecipient(condition: condition ?? "")
+        } catch {
+            throw .badRequest(error.description)
+        }
     }
 
     /// The template properties from a tutorial send's body: a JSON string is the message; a JSON

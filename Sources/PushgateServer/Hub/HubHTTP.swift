@@ -10,6 +10,10 @@ import PushgateXML
 /// The Notification Hubs REST API on `/{hub}/…`: sends (native, template, direct, test),
 /// scheduled sends, telemetry, registrations (Atom XML) and installations (JSON), each request
 /// authorized by a Shared Access Signature of one of the hub's rules.
+///
+/// (A namespace of about 35 members: one handler per route, the headers NH names, and the
+/// authorization; the sends, registrations and installations are in extensions and
+/// ``HubInstallations``.)
 enum HubHTTP {
     /// The API versions Notification Hubs clients send.
     static let apiVersions: Set<String> = [
