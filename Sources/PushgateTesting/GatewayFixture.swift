@@ -36,6 +36,15 @@ public struct GatewayFixture: GatewayCaller {
             return try await local.call(
                 method, path, user: user, password: password, body: body, contentType: contentType, accept: accept, headers: headers)
         }
+        return try await Self.execute(
+            router, method, path, user: user, password: password, body: body, contentType: contentType, accept: accept, headers: headers)
+    }
+
+    /// A request made to a router in process, answered as a ``CurlResponse`` (what the tests read).
+    static func execute(
+        _ router: any TestClientProtocol, _ method: String, _ path: String, user: String?, password: String?, body: String,
+        contentType: String, accept: String?, headers: [(name: String, value: String)]
+    ) async throws -> CurlResponse {
         var fields = HTTPFields()
         for (name, value) in LocalGateway.headers(user: user, password: password, contentType: contentType, accept: accept, extra: headers)
         {

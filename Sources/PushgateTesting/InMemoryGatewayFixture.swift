@@ -49,16 +49,8 @@ public struct InMemoryGatewayFixture: GatewayCaller {
         _ method: String, _ path: String, user: String? = "alice", password: String? = nil, body: String = "",
         contentType: String = "application/json", accept: String? = nil, headers: [(name: String, value: String)] = []
     ) async throws -> CurlResponse {
-        var fields = HTTPFields()
-        for (name, value) in LocalGateway.headers(user: user, password: password, contentType: contentType, accept: accept, extra: headers)
-        {
-            if let name = HTTPField.Name(name) { fields.append(HTTPField(name: name, value: value)) }
-        }
-        let response = try await client.execute(
-            uri: path, method: HTTPRequest.Method(rawValue: method) ?? .get, headers: fields, body: ByteBuffer(string: body))
-        return CurlResponse(
-            status: response.status.code, headers: response.headers.map { ($0.name.rawName, $0.value) },
-            body: Array(response.body.readableBytesView), httpVersion: "1.1")
+        try await GatewayFixture.execute(
+            client, method, path, user: user, password: password, body: body, contentType: contentType, accept: accept, headers: headers)
     }
 
     /// A new device of `platform` (APNs, FCM or GCM): a handle of the service's shape, never used before.
