@@ -70,6 +70,11 @@ public struct DispatchTargetsError: Error, CustomStringConvertible, Sendable {
 /// batches still on the wire (their providers then answer `Abandoned` for what was not sent).
 /// A reader that must stop them at any moment — also while it is busy with a finished batch —
 /// calls ``cancel()`` from its own cancellation handler.
+///
+/// The batches go out with the providers the dispatcher had when the sequence was made; the read
+/// that ends it (nil, or the targets' failure) gives them back, and shuts them down first when a
+/// reload replaced them and no other delivery holds them. A sequence dropped before its end keeps
+/// them until the dispatcher shuts down.
 public struct DispatchBatches<Targets: AsyncSequence>: AsyncSequence where Targets.Element == [DispatchTarget] {
     public typealias Element = DispatchEvent
 
@@ -80,12 +85,15 @@ public struct DispatchBatches<Targets: AsyncSequence>: AsyncSequence where Targe
     /// The trace context each batch is delivered in, by index (nil: the reader's).
     let spanContext: (@Sendable (Int) -> ServiceContext?)?
     let wire: DispatchWire
+    /// The providers the batches go out with, given back at the end.
+    let lease: Dispatcher.Lease
 
     init(
         targets: Targets, batchesInFlight: Int, answers: AnswerFlush?, logger: Logger,
-        spanContext: (@Sendable (Int) -> ServiceContext?)? = nil,
+        spanContext: (@Sendable (Int) -> ServiceContext?)? = nil, lease: Dispatcher.Lease,
         deliver: @escaping @Sendable ([DispatchTarget], DeliveryAnswers?) async -> [DeliveryReport]
     ) {
+        self.lease = lease
         self.targets = targets
         self.batchesInFlight = batchesInFlight
         self.logger = logger
@@ -140,6 +148,8 @@ public struct DispatchBatches<Targets: AsyncSequence>: AsyncSequence where Targe
                 inFlight += 1
             }
             guard inFlight > 0 else {
+                // Every batch is done: the providers are no longer needed.
+                await batches.lease.release()
                 if let failure {
                     self.failure = nil
                     throw failure
