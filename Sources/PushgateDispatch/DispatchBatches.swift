@@ -112,6 +112,10 @@ public struct DispatchBatches<Targets: AsyncSequence>: AsyncSequence where Targe
     /// ``cancel()``, to call from a cancellation handler.
     public var cancellation: @Sendable () -> Void { { [wire] in wire.cancelAll() } }
 
+    /// Whether the batches were cancelled (``cancel()``, or the reading task's cancellation), to
+    /// ask where the sequence is not at hand (its own targets).
+    package var cancelled: @Sendable () -> Bool { { [wire] in wire.isCancelled } }
+
     public struct AsyncIterator: AsyncIteratorProtocol {
         var targets: Targets.AsyncIterator
         let batches: DispatchBatches
