@@ -246,6 +246,10 @@ final class DispatchWire: Sendable {
     ) {
         let answers = flush == nil ? nil : DeliveryAnswers(wire: self, batch: index)
         state.withLock { state in
+            // The batch's own task (a sequence cannot keep a task group open across its reads):
+            // it ends when its delivery returns, which the reader waits for (`nextEvent`, to the
+            // sequence's end); `cancelAll()` (the reader's cancel or cancellation) or the wire's
+            // deinit (the iterator dropped) cancels it, and its providers then answer at once.
             // Weakly: a dropped iterator's wire goes away and cancels what it still runs.
             let task = Task { [weak self] in
                 let reports =
@@ -296,6 +300,8 @@ final class DispatchWire: Sendable {
         }
         reader?.resume()
         if startTimer {
+            // The flush timer (one at a time: `timerRunning`): ends by itself after the interval;
+            // nothing waits for it, and weakly it keeps no finished wire alive.
             Task { [weak self] in
                 try? await Task.sleep(for: flush.interval)
                 self?.answersTimerFired()
