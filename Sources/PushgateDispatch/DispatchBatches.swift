@@ -70,6 +70,11 @@ public struct DispatchTargetsError: Error, CustomStringConvertible, Sendable {
 /// batches still on the wire (their providers then answer `Abandoned` for what was not sent).
 /// A reader that must stop them at any moment — also while it is busy with a finished batch —
 /// calls ``cancel()`` from its own cancellation handler.
+///
+/// The batches go out with the providers the dispatcher had when the sequence was made; the read
+/// that ends it (nil, or the targets' failure) gives them back, and shuts them down first when a
+/// reload replaced them and no other delivery holds them. A sequence dropped before its end keeps
+/// them until the dispatcher shuts down.
 public struct DispatchBatches<Targets: AsyncSequence>: AsyncSequence where Targets.Element == [DispatchTarget] {
     public typealias Element = DispatchEvent
 
@@ -80,12 +85,15 @@ public struct DispatchBatches<Targets: AsyncSequence>: AsyncSequence where Targe
     /// The trace context each batch is delivered in, by index (nil: the reader's).
     let spanContext: (@Sendable (Int) -> ServiceContext?)?
     let wire: DispatchWire
+    /// The providers the batches go out with, given back at the end.
+    let lease: Dispatcher.Lease
 
     init(
         targets: Targets, batchesInFlight: Int, answers: AnswerFlush?, logger: Logger,
-        spanContext: (@Sendable (Int) -> ServiceContext?)? = nil,
+        spanContext: (@Sendable (Int) -> ServiceContext?)? = nil, lease: Dispatcher.Lease,
         deliver: @escaping @Sendable ([DispatchTarget], DeliveryAnswers?) async -> [DeliveryReport]
     ) {
+        self.lease = lease
         self.targets = targets
         self.batchesInFlight = batchesInFlight
         self.logger = logger
@@ -103,6 +111,10 @@ public struct DispatchBatches<Targets: AsyncSequence>: AsyncSequence where Targe
 
     /// ``cancel()``, to call from a cancellation handler.
     public var cancellation: @Sendable () -> Void { { [wire] in wire.cancelAll() } }
+
+    /// Whether the batches were cancelled (``cancel()``, or the reading task's cancellation), to
+    /// ask where the sequence is not at hand (its own targets).
+    package var cancelled: @Sendable () -> Bool { { [wire] in wire.isCancelled } }
 
     public struct AsyncIterator: AsyncIteratorProtocol {
         var targets: Targets.AsyncIterator
@@ -140,6 +152,8 @@ public struct DispatchBatches<Targets: AsyncSequence>: AsyncSequence where Targe
                 inFlight += 1
             }
             guard inFlight > 0 else {
+                // Every batch is done: the providers are no longer needed.
+                await batches.lease.release()
                 if let failure {
                     self.failure = nil
                     throw failure
@@ -232,6 +246,10 @@ final class DispatchWire: Sendable {
     ) {
         let answers = flush == nil ? nil : DeliveryAnswers(wire: self, batch: index)
         state.withLock { state in
+            // The batch's own task (a sequence cannot keep a task group open across its reads):
+            // it ends when its delivery returns, which the reader waits for (`nextEvent`, to the
+            // sequence's end); `cancelAll()` (the reader's cancel or cancellation) or the wire's
+            // deinit (the iterator dropped) cancels it, and its providers then answer at once.
             // Weakly: a dropped iterator's wire goes away and cancels what it still runs.
             let task = Task { [weak self] in
                 let reports =
@@ -282,6 +300,8 @@ final class DispatchWire: Sendable {
         }
         reader?.resume()
         if startTimer {
+            // The flush timer (one at a time: `timerRunning`): ends by itself after the interval;
+            // nothing waits for it, and weakly it keeps no finished wire alive.
             Task { [weak self] in
                 try? await Task.sleep(for: flush.interval)
                 self?.answersTimerFired()

@@ -16,26 +16,14 @@ import Tracing
 /// Replaced providers are shut down when the last delivery that started with them lets go of
 /// them, however many reloads came meanwhile.
 public final class Dispatcher: Sendable {
-    private struct Providers: Sendable {
-        var current: [Platform: any PushProvider]
-        /// Counts the replacements; the providers of each generation are held by the deliveries
-        /// that started with them.
-        var generation = 0
-        /// Deliveries holding each generation's providers (absent: none).
-        var holders: [Int: Int] = [:]
-        /// Replaced generations still held by a delivery.
-        var retired: [Int: [any PushProvider]] = [:]
-        /// Generations being shut down since their last delivery let go (the shutdown waits for them).
-        var closing: [Int: Task<Void, Never>] = [:]
-        var shutDown = false
-    }
-    private let providers: Mutex<Providers>
+    private typealias Generations = ProviderGenerations<[Platform: any PushProvider], CheckedContinuation<Void, Never>>
+    private let generations: Mutex<Generations>
     /// The gateway's tracing, for those who drive deliveries through this dispatcher (the outbox
     /// pages' spans); the providers were given the same.
     public let tracing: PushgateTracing
 
     public init(providers: [any PushProvider], tracing: PushgateTracing = .off) {
-        self.providers = Mutex(Providers(current: Self.byPlatform(providers)))
+        generations = Mutex(Generations(Self.byPlatform(providers)))
         self.tracing = tracing
     }
 
@@ -43,12 +31,14 @@ public final class Dispatcher: Sendable {
         Dictionary(providers.map { ($0.platform, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
-    /// A delivery's hold on the providers it starts with, let go when the delivery (its sequence
-    /// and the batches it has on the wire) is released.
+    /// A delivery's hold on the providers it starts with. The delivery gives it back at its end
+    /// with ``release()``, which shuts the providers down when they were replaced meanwhile and
+    /// this was the last delivery holding them.
     final class Lease: Sendable {
         let providers: [Platform: any PushProvider]
         private let generation: Int
         private let owner: Dispatcher
+        private let released = Atomic(false)
 
         fileprivate init(providers: [Platform: any PushProvider], generation: Int, owner: Dispatcher) {
             self.providers = providers
@@ -56,64 +46,47 @@ public final class Dispatcher: Sendable {
             self.owner = owner
         }
 
-        deinit { owner.letGo(generation) }
+        /// Lets go of the providers (the first call; later ones do nothing), and returns once they
+        /// are shut down if that falls to this delivery.
+        func release() async {
+            guard !released.exchange(true, ordering: .acquiringAndReleasing) else { return }
+            await owner.perform(owner.generations.withLock { $0.release(generation) })
+        }
     }
 
-    /// Takes a hold on the current providers.
+    /// Takes a hold on the current providers, to give back with ``Lease/release()``.
     func lease() -> Lease {
-        providers.withLock { state in
-            state.holders[state.generation, default: 0] += 1
-            return Lease(providers: state.current, generation: state.generation, owner: self)
+        generations.withLock { generations in
+            let (providers, generation) = generations.lease()
+            return Lease(providers: providers, generation: generation, owner: self)
         }
     }
 
-    private func letGo(_ generation: Int) {
-        providers.withLock { state in
-            let left = state.holders[generation, default: 1] - 1
-            state.holders[generation] = left > 0 ? left : nil
-            _ = closeIfUnheld(generation, in: &state)
-        }
-    }
-
-    /// Starts closing the retired providers of `generation` once no delivery holds them, listed
-    /// in `closing` (``shutdown()`` waits for them). Runs under the lock: the task cannot remove
-    /// itself before it is listed. A lease ends in a deinit, which cannot wait: the closing runs on.
-    private func closeIfUnheld(_ generation: Int, in state: inout Providers) -> Task<Void, Never>? {
-        guard state.holders[generation] == nil, let expired = state.retired.removeValue(forKey: generation) else { return nil }
-        let task = Task {
-            for provider in expired { await provider.shutdown() }
-            _ = self.providers.withLock { $0.closing.removeValue(forKey: generation) }
-        }
-        state.closing[generation] = task
-        return task
+    /// Shuts down the providers a step of the generations says to, and resumes whoever waited
+    /// for their closing (a shutdown).
+    private func perform(_ action: Generations.Action) async {
+        guard case .shutDown(let providers, let generation) = action else { return }
+        for provider in providers.values { await provider.shutdown() }
+        for waiter in generations.withLock({ $0.closed(generation) }) { waiter.resume() }
     }
 
     /// Deliveries holding the providers of `generation` (0: the first providers).
-    func deliveriesHolding(generation: Int) -> Int { providers.withLock { $0.holders[generation] ?? 0 } }
+    func deliveriesHolding(generation: Int) -> Int { generations.withLock { $0.holders(of: generation) } }
 
     /// Replaced generations not shut down yet (held by a delivery).
-    var retiredGenerations: Int { providers.withLock { $0.retired.count } }
+    var retiredGenerations: Int { generations.withLock { $0.heldReplacedGenerations } }
 
     /// The providers deliveries start with now.
-    private var current: [Platform: any PushProvider] { providers.withLock { $0.current } }
+    private var current: [Platform: any PushProvider] { generations.withLock { $0.current } }
 
     /// The platforms with a provider.
     public var platforms: Set<Platform> { Set(current.keys) }
 
     /// Replaces every provider: deliveries that start from now on use `providers`; the ones on
-    /// the wire finish with theirs, which are shut down when the last of them ends (at once when
-    /// none holds them).
+    /// the wire finish with theirs, which are shut down when the last of them ends (here, before
+    /// this returns, when none holds them).
     public func replace(providers replacement: [any PushProvider]) async {
-        let closing = providers.withLock { state -> Task<Void, Never>? in
-            // Shut down already: nothing more is delivered, the replacement is closed at once.
-            guard !state.shutDown else { return Task { for provider in replacement { await provider.shutdown() } } }
-            let generation = state.generation
-            state.retired[generation] = Array(state.current.values)
-            state.current = Self.byPlatform(replacement)
-            state.generation += 1
-            return closeIfUnheld(generation, in: &state)
-        }
-        await closing?.value
+        await perform(generations.withLock { $0.replace(with: Self.byPlatform(replacement)) })
     }
 
     /// Delivers the rendered `payloads` (one per platform) to `targets`, as a pipeline, and yields
@@ -144,11 +117,13 @@ public final class Dispatcher: Sendable {
         payloadGroups: PayloadGrouping? = nil, answers: AnswerFlush? = nil, logger: Logger = Logger(label: "pushgate.dispatch"),
         spanContext: (@Sendable (_ batch: Int) -> ServiceContext?)? = nil
     ) -> DispatchBatches<Targets> where Targets.Element == [DispatchTarget] {
-        DispatchBatches(
+        let lease = lease()
+        return DispatchBatches(
             targets: targets, batchesInFlight: max(1, batchesInFlight), answers: answers, logger: logger, spanContext: spanContext,
-            // The page goes out with the providers of its start, whatever a reload does meanwhile.
-            deliver: { [self, lease = lease()] batch, early in
-                let providers = lease.providers
+            // The page goes out with the providers of its start, whatever a reload does meanwhile;
+            // the sequence gives them back at its end.
+            lease: lease,
+            deliver: { [self, providers = lease.providers] batch, early in
                 guard let payloadGroups else {
                     return await self.deliver(batch, providers: providers, selection: selection, payloads: payloads, answers: early)
                 }
@@ -250,19 +225,16 @@ public final class Dispatcher: Sendable {
         current[platform]?.preview(notification, to: target)
     }
 
-    /// Shuts every provider down, the replaced ones too.
+    /// Shuts every provider down, the replaced ones too, and waits for those the last delivery
+    /// holding them is shutting down.
     public func shutdown() async {
-        let (all, closing) = providers.withLock { state in
-            // A second call closes nothing twice; it waits for what is still closing.
-            guard !state.shutDown else { return ([any PushProvider](), Array(state.closing.values)) }
-            defer {
-                state.retired = [:]
-                state.shutDown = true
-            }
-            return (Array(state.current.values) + state.retired.values.flatMap { $0 }, Array(state.closing.values))
+        // A second call closes nothing twice; it waits for what is still closing.
+        for providers in generations.withLock({ $0.shutdown() }) {
+            for provider in providers.values { await provider.shutdown() }
         }
-        for provider in all { await provider.shutdown() }
-        for task in closing { await task.value }
+        await withCheckedContinuation { continuation in
+            if case .resume(let waiter) = generations.withLock({ $0.waitForClosings(continuation) }) { waiter.resume() }
+        }
     }
 }
 

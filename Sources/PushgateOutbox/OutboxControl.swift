@@ -120,6 +120,7 @@ public final class WakeSignal: Sendable {
         }) {
             return
         }
+        // Ends by itself after `timeout`, or is cancelled by this wait (below) when a signal came first.
         let timer = Task { [weak self] in
             guard (try? await Task.sleep(for: timeout)) != nil else { return }
             self?.signal()

@@ -38,42 +38,85 @@ public struct OutboxDeliveryService: Service {
             return
         }
         let store = driver.queue
-        let (deadline, logger) = (self.deadline, self.logger)
-        // Three tasks of this service, ended here: `drivers` by draining (or at the deadline, by the
-        // timer below), `housekeeping` and `listener` by the cancels after the drivers ended (or
-        // all three by this service's cancellation).
-        let drivers = Task { await self.deliverDue() }
-        let housekeeping = Task { await self.keepHouse() }
-        // Other instances' enqueues, releases and cancels wake this one (PostgreSQL's NOTIFY).
-        let listener = Task { await store.listenForOutboxWork { control.wake() } }
-        await withTaskCancellationHandler {
-            await withGracefulShutdownHandler {
-                await drivers.value
-                // Drained early (the listener began the shutdown): stay until this service's turn.
-                try? await gracefulShutdown()
-            } onGracefulShutdown: {
-                control.beginDraining()
-                // The deadline's timer: ends by itself after the deadline (a cancel of drivers that
-                // already ended does nothing); nothing waits for it.
-                Task {
-                    try? await Task.sleep(for: control.remaining(of: deadline))
-                    drivers.cancel()
-                }
-            }
-        } onCancel: {
-            drivers.cancel()
-            housekeeping.cancel()
-            listener.cancel()
+        // The service's parts are children of this task and end with it: housekeeping (lease
+        // renewal) and the listener once the drivers have ended and this service's shutdown came.
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.keepHouse() }
+            // Other instances' enqueues, releases and cancels wake this one (PostgreSQL's NOTIFY).
+            group.addTask { await store.listenForOutboxWork { control.wake() } }
+            await deliverUntilShutdown()
+            group.cancelAll()
         }
-        listener.cancel()
-        housekeeping.cancel()
-        _ = await housekeeping.value
         do {
             try await store.releaseLeases(owner: control.owner, notificationID: nil)
         } catch {
             logger.error("could not release the outbox leases; they expire on their own", metadata: ["error": "\(error)"])
         }
         logger.info("outbox delivery stopped")
+    }
+
+    /// What ``deliverUntilShutdown()`` hears from its children.
+    private enum Event: Sendable {
+        /// The drivers ended: draining stopped them, or the deadline (or this service's
+        /// cancellation) cancelled them.
+        case driversEnded
+        /// This service's graceful shutdown began.
+        case shutdownBegan
+        /// This service was cancelled before its graceful shutdown (its children are too).
+        case cancelled
+        /// The shutdown deadline passed.
+        case deadline
+    }
+
+    /// What ``deliverUntilShutdown()`` still waits for.
+    private enum Awaiting {
+        case driversAndShutdown
+        /// Draining (or the cancellation) is stopping the drivers.
+        case drivers
+        /// Drained early (the listener began draining): this service's turn to shut down.
+        case shutdown
+        case nothing
+    }
+
+    /// Takes and drives due notifications until the drivers have ended and this service's graceful
+    /// shutdown came. The shutdown begins draining (no page is claimed any more, here and in
+    /// synchronous sends); the drives still on at the deadline, counted from when draining began,
+    /// are cancelled.
+    private func deliverUntilShutdown() async {
+        let (control, deadline) = (driver.control, self.deadline)
+        await withTaskGroup(of: Event.self) { group in
+            group.addTask {
+                await self.deliverDue()
+                return .driversEnded
+            }
+            group.addTask { (try? await gracefulShutdown()) == nil ? .cancelled : .shutdownBegan }
+            var awaiting = Awaiting.driversAndShutdown
+            while awaiting != .nothing, let event = await group.next() {
+                switch event {
+                case .driversEnded:
+                    awaiting = awaiting == .driversAndShutdown ? .shutdown : .nothing
+                case .shutdownBegan:
+                    control.beginDraining()
+                    guard awaiting == .driversAndShutdown else {
+                        awaiting = .nothing
+                        break
+                    }
+                    awaiting = .drivers
+                    // The deadline's timer, a child ended with the others.
+                    group.addTask {
+                        try? await Task.sleep(for: control.remaining(of: deadline))
+                        return .deadline
+                    }
+                case .cancelled:
+                    awaiting = awaiting == .driversAndShutdown ? .drivers : .nothing
+                case .deadline:
+                    // The drives still on are cancelled: the drivers end shortly.
+                    group.cancelAll()
+                }
+            }
+            // The deadline's timer, when the drivers ended before it.
+            group.cancelAll()
+        }
     }
 
     /// Takes and drives due notifications until draining, then waits for the drivers.

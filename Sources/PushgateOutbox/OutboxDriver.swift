@@ -108,17 +108,9 @@ public struct OutboxDriver: Sendable {
         defer { drives.end(notification.id, drive) }
         while true {
             let payloads = machine.startRound(now: clock.now)
-            // Its own task, so that a user's cancel stops the pages on the wire without cancelling the
-            // caller; awaited just below (the round ends it), cancelled with the caller.
-            let round = Task { [machine] in
-                await self.round(machine, payloads: payloads, drive: drive, progress: progress, logger: logger)
-            }
-            drive.running { round.cancel() }
-            machine = await withTaskCancellationHandler {
-                await round.value
-            } onCancel: {
-                round.cancel()
-            }
+            // On this task: the caller's cancellation (the shutdown deadline) cancels the round,
+            // a user's cancel reaches the round's batches through `drive`.
+            machine = await round(machine, payloads: payloads, drive: drive, progress: progress, logger: logger)
             let end = machine.roundEnded(cancelled: Task.isCancelled, draining: control.isDraining, cancelledByUser: drive.cancelledByUser)
             var release = false
             switch end {
@@ -155,47 +147,55 @@ public struct OutboxDriver: Sendable {
     }
 
     /// One round: pages claimed and delivered until none is left, each recorded as it finishes.
+    ///
+    /// A cancel stops the batches on the wire at once, also while this task records a page or
+    /// applies handle changes: the caller's cancellation (a shutdown past its deadline) through the
+    /// cancellation handler below, a user's cancel through `drive`, where the round registers its
+    /// batches. Either reads no further page.
     private func round(
-        _ machine: OutboxDrive, payloads: [Platform: RenderedNotification], drive: ActiveDrives.Drive,
+        _ start: OutboxDrive, payloads: [Platform: RenderedNotification], drive: ActiveDrives.Drive,
         progress: (@Sendable (DispatchProgress) -> Void)?, logger: Logger
     ) async -> OutboxDrive {
-        let state = RoundState(machine)
+        // The page reader runs inside the dispatcher's reads, on this task: it and the recorder
+        // below take turns with the round's drive.
+        var machine = start
         let notification = machine.notification
         // nil unless tracing is on.
         let spans = OutboxPageSpans(tracing: dispatcher.tracing, notificationID: notification.id)
-        // The page reader runs inside the dispatcher's reads, on this task: claims and records
-        // take turns, the lock only satisfies the sequence's sendability.
-        let pages = AsyncThrowingStream<[DispatchTarget], any Error>(unfolding: { [self] in
-            try await self.nextPage(of: notification, state: state, drive: drive, spans: spans)
-        })
+        // Whether the round was cancelled (its batches were): set once they exist, below. It asks
+        // their wire only, not the batches (which hold these pages: a cycle).
+        var batchesCancelled: () -> Bool = { false }
+        let pages = RoundPages { [self] in
+            try await self.nextPage(
+                of: notification, machine: &machine, cancelled: { Task.isCancelled || batchesCancelled() }, drive: drive, spans: spans)
+        }
         let batches = dispatcher.batches(
             selection: notification.selection, payloads: payloads, targets: pages, payloadGroups: grouping(notification.delivery, payloads),
             answers: settings.answers, logger: logger, spanContext: spans?.batchContext)
+        batchesCancelled = batches.cancelled
+        // A user's cancel stops this round's batches; a later round (after a cancel) is not
+        // cancelled: the pages it claims come marked cancelled and are counted without being sent.
+        drive.running(cancel: batches.cancellation)
         let cancel = batches.cancellation
         var pending: [HandleUpdate] = []
-        // A cancel (a user's, or the shutdown deadline) stops the batches on the wire at once,
-        // also while this task records a page or applies handle changes.
         await withTaskCancellationHandler {
             do {
                 for try await event in batches {
                     let batch: DispatchedBatch
                     switch event {
                     case .answered(let early):
-                        let answers = state.advance { $0.answers(early) }
+                        let answers = machine.answers(early)
                         if await !record(answers, of: notification, logger: logger) {
-                            state.advance { $0.answersNotRecorded(answers) }
+                            machine.answersNotRecorded(answers)
                         }
                         continue
                     case .finished(let finished):
                         batch = finished
                     }
-                    let shuttingDown = Task.isCancelled
-                    let time = clock.now
-                    let page = state.advance {
-                        $0.batchFinished(batch, now: time, cancelledByUser: drive.cancelledByUser, shuttingDown: shuttingDown)
-                    }
+                    let page = machine.batchFinished(
+                        batch, now: clock.now, cancelledByUser: drive.cancelledByUser, shuttingDown: Task.isCancelled)
                     var recorded = false
-                    if let page { recorded = await record(page, of: notification, state: state, logger: logger) }
+                    if let page { recorded = await record(page, of: notification, machine: &machine, logger: logger) }
                     spans?.finished(batch, record: page, recorded: recorded)
                     pending += machine.storedHandleChanges(batch)
                     if pending.count >= handleUpdateChunk {
@@ -203,31 +203,30 @@ public struct OutboxDriver: Sendable {
                         await apply(pending, logger: logger)
                         pending.removeAll(keepingCapacity: true)
                     }
-                    if let progress { progress(state.advance { $0.progress }) }
+                    if let progress { progress(machine.progress) }
                 }
             } catch {
-                state.advance { $0.targetsFailed(String(describing: error)) }
+                machine.targetsFailed(String(describing: error))
             }
         } onCancel: {
             cancel()
         }
         spans?.endAll()
         await apply(pending, logger: logger)
-        return state.advance { $0 }
+        return machine
     }
 
     /// The next page to deliver; pages the drive records without sending (a cancelled
-    /// notification's) are recorded here.
+    /// notification's) are recorded here. `cancelled`: whether the round was cancelled.
     private func nextPage(
-        of notification: OutboxNotification, state: RoundState, drive: ActiveDrives.Drive, spans: OutboxPageSpans?
+        of notification: OutboxNotification, machine: inout OutboxDrive, cancelled: () -> Bool, drive: ActiveDrives.Drive,
+        spans: OutboxPageSpans?
     ) async throws(StoreError) -> [DispatchTarget]? {
         while true {
-            let (draining, cancelled, byUser) = (control.isDraining, Task.isCancelled, drive.cancelledByUser)
-            guard state.advance({ $0.nextPage(draining: draining, cancelled: cancelled, cancelledByUser: byUser) }) == .claim else {
-                return nil
-            }
+            let step = machine.nextPage(draining: control.isDraining, cancelled: cancelled(), cancelledByUser: drive.cancelledByUser)
+            guard step == .claim else { return nil }
             let time = clock.now
-            let helping = state.advance { $0.helping }
+            let helping = machine.helping
             let claim = try await queue.claimPage(
                 notificationID: notification.id, app: notification.app, lease: control.lease(from: time),
                 pageSize: control.configuration.pageSize, now: time, helping: helping)
@@ -235,7 +234,7 @@ public struct OutboxDriver: Sendable {
                 metrics.outboxPageClaimed(reclaimed: page.reclaimed)
                 if helping { metrics.outboxPageHelped() }
             }
-            switch state.advance({ $0.claimed(claim) }) {
+            switch machine.claimed(claim) {
             case .end:
                 return nil
             case .deliver(let targets):
@@ -251,14 +250,14 @@ public struct OutboxDriver: Sendable {
 
     /// Records a delivered page's outcomes once; whether the store has them.
     private func record(
-        _ page: OutboxDrive.PageRecord, of notification: OutboxNotification, state: RoundState, logger: Logger
+        _ page: OutboxDrive.PageRecord, of notification: OutboxNotification, machine: inout OutboxDrive, logger: Logger
     ) async -> Bool {
         let answer = await Result(storeCall: { () throws(StoreError) in
             try await queue.completePage(
                 notificationID: notification.id, app: notification.app, number: page.number, counts: page.counts,
                 failures: page.failures, retry: page.retry)
         })
-        switch state.advance({ $0.recorded(page, answer) }) {
+        switch machine.recorded(page, answer) {
         case .recorded, .recordedBefore:
             return true
         case .deferred(let retry):
@@ -332,13 +331,21 @@ struct SendMetricsOnly: OutboxMetrics {
     func sendFinished(duration: Duration) { base.sendFinished(duration: duration) }
 }
 
-/// A round's drive, shared by the page reader and the recorder (which take turns on one task).
-final class RoundState: Sendable {
-    private let machine: Mutex<OutboxDrive>
+/// A round's pages, as the dispatcher reads them: each read claims the next (``OutboxDriver``'s
+/// `nextPage`), on the round's own task. Not `Sendable`: it shares the round's drive with the
+/// recorder, which takes turns with it on that task.
+struct RoundPages: AsyncSequence {
+    typealias Element = [DispatchTarget]
 
-    init(_ machine: OutboxDrive) { self.machine = Mutex(machine) }
+    let claim: () async throws -> [DispatchTarget]?
 
-    func advance<T: Sendable>(_ step: (inout OutboxDrive) -> T) -> T { machine.withLock { step(&$0) } }
+    func makeAsyncIterator() -> Iterator { Iterator(claim: claim) }
+
+    struct Iterator: AsyncIteratorProtocol {
+        let claim: () async throws -> [DispatchTarget]?
+
+        func next() async throws -> [DispatchTarget]? { try await claim() }
+    }
 }
 
 extension Result where Failure == StoreError {

@@ -71,7 +71,7 @@ import Testing
             targets: CountingPages(pages: 1, pageSize: 3).sequence())
         #expect(first.delivered.count == 3 && summary.result.targets.count == 3)
         let second = InMemoryPushProvider()
-        // The send's last batch task lets go of its lease just after the send has its answer.
+        // The send gave its providers back when it read its end.
         _ = try await eventually {
             dispatcher.deliveriesHolding(generation: 0)
         } until: {
@@ -102,7 +102,7 @@ import Testing
             #expect(first.closed == 0 && dispatcher.retiredGenerations == 1)
             while try await iterator.next() != nil {}
         }
-        // The page is over and gone: its lease ends, the closing of its providers begins.
+        // The page is over: the read of its end gave its providers back and shut them down.
         _ = try await eventually {
             dispatcher.retiredGenerations
         } until: {
