@@ -43,6 +43,8 @@ public struct OutboxDriver: Sendable {
     /// Handle changes are applied in chunks of this many while the send goes on.
     public var handleUpdateChunk = 500
 
+    /// (Ten parameters: the composition root hands a driver every part it performs a drive with;
+    /// the app's gateway builds it once, ``ephemeral()`` derives the outbox-off driver from it.)
     public init(
         app: AppID, queue: any OutboxQueue, registrations: any RegistrationStore, dispatcher: Dispatcher, control: OutboxControl,
         clock: any PushgateClock, drives: ActiveDrives, metrics: any OutboxMetrics, settings: OutboxDrive.Settings,
