@@ -47,6 +47,22 @@ import Testing
         }
     }
 
+    /// The repository's configuration, and a new SQLite file in a folder of its own holding
+    /// `devices` APNs registrations of `user`, opened.
+    static func database(
+        user: String, devices count: Int
+    ) async throws -> (LoadedConfiguration, path: String, devices: [Registration], store: SQLiteStore) {
+        let directory = NSTemporaryDirectory() + "pushgate-contract-" + UUID().uuidString.prefix(8)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let path = directory + "/pushgate.sqlite"
+        let devices = try registrations(user: user, count: count)
+        let store = try await SQLiteStore.open(path: path)
+        try await store.restore(devices, now: SystemClock().now)
+        return (try ConfigurationLoader.load(file: config), path, devices, store)
+    }
+
+    static func remove(_ path: String) { try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent) }
+
     static func command(user: String, key: String) -> SendCommand {
         SendCommand(
             route: .tutorialNotifications, sender: .user(AuthenticatedUser(name: "bob", isAdmin: false)), audience: .user(user),
@@ -60,16 +76,10 @@ import Testing
     /// shows it; the caller, who got no answer, repeats it with its `Idempotency-Key` and is
     /// answered the first notification.
     @Test func aSynchronousSendStoppedBeforeItsAnswerIsDeliveredByTheNextStartAndARepeatGetsItsResult() async throws {
-        let loaded = try ConfigurationLoader.load(file: Self.config)
-        let directory = NSTemporaryDirectory() + "pushgate-contract-" + UUID().uuidString.prefix(8)
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let path = directory + "/pushgate.sqlite"
-        let devices = try Self.registrations(user: "alice", count: 3)
+        let (loaded, path, devices, first) = try await Self.database(user: "alice", devices: 3)
+        defer { Self.remove(path) }
 
         // The first start: stopped once the notification is stored, before a page is claimed.
-        let first = try await SQLiteStore.open(path: path)
-        try await first.restore(devices, now: SystemClock().now)
         let halt = HaltPoint(.claimPage)
         let before = InMemoryPushProvider(.apns)
         let stopped = Gateway(
@@ -116,14 +126,8 @@ import Testing
     /// answered, a second connection to the same file (the next start's view) reads its finished
     /// telemetry and the handles it pruned.
     @Test func aSynchronousSendIsAnsweredOnlyAfterItsTelemetryAndPrunedHandlesAreDurable() async throws {
-        let loaded = try ConfigurationLoader.load(file: Self.config)
-        let directory = NSTemporaryDirectory() + "pushgate-contract-" + UUID().uuidString.prefix(8)
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let path = directory + "/pushgate.sqlite"
-        let devices = try Self.registrations(user: "carol", count: 4)
-        let store = try await SQLiteStore.open(path: path)
-        try await store.restore(devices, now: SystemClock().now)
+        let (loaded, path, devices, store) = try await Self.database(user: "carol", devices: 4)
+        defer { Self.remove(path) }
         let uninstalled = devices[0].handle.value
         let provider = InMemoryPushProvider(.apns) { target in
             target.handle.value == uninstalled
