@@ -152,4 +152,31 @@ import Testing
         #expect(try await next.registration(id: devices[0].id, app: loaded.defaultApp.id) == nil, "the pruned handle is gone on disk")
         #expect(try await next.registration(id: devices[1].id, app: loaded.defaultApp.id) != nil)
     }
+
+    /// An asynchronous send's `202` follows the commit of its notification and its key: when it
+    /// is answered, the next start's connection reads the notification waiting, and a repeat of
+    /// the send with its key, made to that next start, is answered the same notification.
+    @Test func anAcceptedSendIsStoredWithItsKeyWhenItIsAnswered() async throws {
+        let (loaded, path, _, store) = try await Self.database(user: "dave", devices: 2)
+        defer { Self.remove(path) }
+        let provider = InMemoryPushProvider(.apns)
+        let gateway = Gateway(app: loaded.defaultApp, store: store, dispatcher: Dispatcher(providers: [provider]))
+        var command = Self.command(user: "dave", key: "later-1")
+        command.mode = .asynchronous
+        guard case .accepted(let accepted) = try await gateway.sends.run(command, logger: Logger(label: "t")) else {
+            Issue.record("an asynchronous send is answered as accepted")
+            return
+        }
+        #expect(!accepted.replayed && provider.deliveries == 0)
+
+        let next = try await SQLiteStore.open(path: path)
+        let record = try #require(try await next.notificationRecord(id: accepted.record.id, app: loaded.defaultApp.id))
+        #expect(record.state == .enqueued, "\(record.state)")
+        let restarted = Gateway(app: loaded.defaultApp, store: next, dispatcher: Dispatcher(providers: [InMemoryPushProvider(.apns)]))
+        guard case .accepted(let repeated) = try await restarted.sends.run(command, logger: Logger(label: "t")) else {
+            Issue.record("a repeat of an asynchronous send is answered as accepted")
+            return
+        }
+        #expect(repeated.replayed && repeated.record.id == accepted.record.id)
+    }
 }
