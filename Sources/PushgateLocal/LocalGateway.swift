@@ -126,17 +126,24 @@ public struct LocalGateway: Sendable {
     public static func register(
         _ device: SandboxDevice, tags: [String], call: (String, String, String) async throws -> CurlResponse
     ) async throws -> String {
+        try await register(device.platform, handle: device.handle, tags: tags, call: call)
+    }
+
+    /// ``register(_:tags:call:)`` for a device given by its platform and handle.
+    public static func register(
+        _ platform: Platform, handle deviceHandle: String, tags: [String], call: (String, String, String) async throws -> CurlResponse
+    ) async throws -> String {
         // A browser is looked up by its subscription's endpoint and registered with the
         // subscription as the object `PushSubscription.toJSON()` gives.
-        let subscription = device.platform == .browser ? WebPushSubscription(handleValue: device.handle) : nil
-        let lookup = subscription?.endpoint ?? device.handle
+        let subscription = platform == .browser ? WebPushSubscription(handleValue: deviceHandle) : nil
+        let lookup = subscription?.endpoint ?? deviceHandle
         let encodedHandle = lookup.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? lookup
         let created = try await call("POST", "/api/register?handle=\(encodedHandle)", "")
         guard created.status == 200 else { throw LocalGatewayError(description: "POST /api/register answered \(created.status)") }
         let id = String(created.bodyText.dropFirst().dropLast())
         let tagList = tags.map { "\"\($0)\"" }.joined(separator: ", ")
-        let handle = subscription == nil ? "\"\(device.handle)\"" : device.handle
-        let body = "{\n  \"Platform\": \"\(device.platform.rawValue)\",\n  \"Handle\": \(handle),\n  \"Tags\": [\(tagList)]\n}"
+        let handle = subscription == nil ? "\"\(deviceHandle)\"" : deviceHandle
+        let body = "{\n  \"Platform\": \"\(platform.rawValue)\",\n  \"Handle\": \(handle),\n  \"Tags\": [\(tagList)]\n}"
         let updated = try await call("PUT", "/api/register/\(id)", body)
         guard updated.status == 200 else {
             throw LocalGatewayError(description: "PUT /api/register answered \(updated.status): \(updated.bodyText)")

@@ -1,5 +1,6 @@
 import Foundation
 import PushgateCurl
+import PushgateLocal
 
 /// How many devices received a send how often, as the sandbox's `GET /stats/inboxes` counts them
 /// (`{"1": devices that got it once, "2": twice, …, "total": messages}`), and the crash tests'
@@ -14,7 +15,7 @@ public struct DeliveryHistogram: Sendable, CustomStringConvertible {
     public static func read(from control: String, client: CurlHTTPClient) async throws -> DeliveryHistogram {
         let answer = try await client.execute(CurlRequest(method: "GET", url: control + "/stats/inboxes"))
         guard let counts = try JSONSerialization.jsonObject(with: Data(answer.body)) as? [String: Int] else {
-            throw InMemoryGatewayError("GET \(control)/stats/inboxes: \(answer.status) \(String(decoding: answer.body, as: UTF8.self))")
+            throw LocalGatewayError(description: "GET \(control)/stats/inboxes: \(answer.status) \(answer.bodyText)")
         }
         return DeliveryHistogram(counts: counts)
     }

@@ -29,8 +29,8 @@ public struct GatewayFixture: GatewayCaller {
     public var directory: String { local.directory }
 
     public func call(
-        _ method: String, _ path: String, user: String? = "alice", password: String? = nil, body: String = "",
-        contentType: String = "application/json", accept: String? = nil, headers: [(name: String, value: String)] = []
+        _ method: String, _ path: String, user: String?, password: String?, body: String, contentType: String, accept: String?,
+        headers: [(name: String, value: String)]
     ) async throws -> CurlResponse {
         guard let router else {
             return try await local.call(
@@ -122,7 +122,8 @@ public protocol GatewayCaller: Sendable {
 }
 
 extension GatewayCaller {
-    /// ``call(_:_:user:password:body:contentType:accept:headers:)`` with the fixtures' defaults: alice calls.
+    /// ``call(_:_:user:password:body:contentType:accept:headers:)`` with the fixtures' defaults, written once for
+    /// both: alice calls, a JSON body.
     public func call(
         _ method: String, _ path: String, user: String? = "alice", password: String? = nil, body: String = "",
         contentType: String = "application/json", accept: String? = nil, headers: [(name: String, value: String)] = []

@@ -46,8 +46,8 @@ public struct InMemoryGatewayFixture: GatewayCaller {
 
     /// A request through the router, as ``GatewayFixture/call(_:_:user:password:body:contentType:accept:headers:)`` makes it.
     public func call(
-        _ method: String, _ path: String, user: String? = "alice", password: String? = nil, body: String = "",
-        contentType: String = "application/json", accept: String? = nil, headers: [(name: String, value: String)] = []
+        _ method: String, _ path: String, user: String?, password: String?, body: String, contentType: String, accept: String?,
+        headers: [(name: String, value: String)]
     ) async throws -> CurlResponse {
         try await GatewayFixture.execute(
             client, method, path, user: user, password: password, body: body, contentType: contentType, accept: accept, headers: headers)
@@ -84,20 +84,13 @@ public struct InMemoryGatewayFixture: GatewayCaller {
         try await register(device.platform, handle: device.handle, user: user, tags: tags)
     }
 
-    /// Registers a device of `platform` with `handle` for `user`; returns its registration id.
+    /// Registers a device of `platform` with `handle` for `user`, as the tutorial client does
+    /// (``LocalGateway/register(_:handle:tags:call:)``); returns its registration id.
     @discardableResult
     public func register(_ platform: Platform, handle: String, user: String, tags: [String] = []) async throws -> String {
-        let reserved = try await call("POST", "/api/register", user: user)
-        guard reserved.status == 200 else {
-            throw InMemoryGatewayError("POST /api/register: \(reserved.status) \(String(decoding: reserved.body, as: UTF8.self))")
+        try await LocalGateway.register(platform, handle: handle, tags: tags) { method, path, body in
+            try await call(method, path, user: user, body: body)
         }
-        let id = String(decoding: reserved.body, as: UTF8.self).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
-        let body = try JSONSerialization.data(withJSONObject: ["platform": platform.rawValue, "handle": handle, "tags": tags])
-        let written = try await call("PUT", "/api/register/\(id)", user: user, body: String(decoding: body, as: UTF8.self))
-        guard written.status == 200 else {
-            throw InMemoryGatewayError("PUT /api/register/\(id): \(written.status) \(String(decoding: written.body, as: UTF8.self))")
-        }
-        return id
     }
 
     /// Runs `body` against a fresh in-memory gateway; `rewrite` changes its `config.json` and
@@ -161,12 +154,6 @@ public struct InMemoryGatewayFixture: GatewayCaller {
         await services.triggerGracefulShutdown()
         _ = try? await running.value
     }
-}
-
-/// A step of the in-memory fixture that did not answer as expected.
-public struct InMemoryGatewayError: Error, CustomStringConvertible {
-    public let description: String
-    init(_ description: String) { self.description = description }
 }
 
 /// A device of the in-memory gateway: its platform and handle.
