@@ -7,8 +7,9 @@ import Synchronization
 /// submitter is answered its own result once the commit that covers its work returned.
 ///
 /// Nothing waits for a group to fill: work that finds no commit running starts one at once. The
-/// submitter that does leads: a task of its own commits groups until none is waiting, then ends
-/// (nothing else holds it; every submitter waits for its own answer).
+/// submitter that does leads: a task of its own, on the store's thread (so that a group's
+/// statements run there in one turn, with no hop per statement), commits groups until none is
+/// waiting, then ends (nothing else holds it; every submitter waits for its own answer).
 final class CommitQueue<Work: Sendable>: Sendable {
     /// Commits a group on `store`; one result per piece of work, in order.
     typealias Commit = @Sendable ([Work], SQLiteStore) async -> [Result<Void, StoreError>]
@@ -45,7 +46,7 @@ final class CommitQueue<Work: Sendable>: Sendable {
                 state.committing = true
                 return true
             }
-            if leads { Task { await self.commitUntilIdle(store) } }
+            if leads { Task(executorPreference: store.thread) { await self.commitUntilIdle(store) } }
         }
     }
 

@@ -9,7 +9,7 @@ import Pushgate
 /// Nothing waits for a batch to fill: a write that finds no commit running starts one at once,
 /// so one writer alone pays one fsync, as before, and N concurrent writers share about one each.
 final class GroupCommit: Sendable {
-    /// A write, run on the store's queue inside the batch's transaction.
+    /// A write, run on the store's thread inside the batch's transaction.
     typealias Write = @Sendable (SQLiteConnection) throws(StoreError) -> Void
 
     /// Most writes in one transaction (a bound on how long the store is held).
@@ -35,7 +35,7 @@ final class GroupCommit: Sendable {
         await store.gate.acquire()
         defer { store.gate.release() }
         do throws(StoreError) {
-            return try await store.onQueue { connection throws(StoreError) -> [Result<Void, StoreError>] in
+            return try await store.onThread { connection throws(StoreError) -> [Result<Void, StoreError>] in
                 try connection.beginTransaction()
                 var results: [Result<Void, StoreError>] = []
                 results.reserveCapacity(writes.count)

@@ -9,7 +9,7 @@ import PushgateSQL
 
 /// One SQLite database connection with a prepared-statement cache.
 ///
-/// Invariant (why `@unchecked Sendable`): it is used only on its owner's serial queue
+/// Invariant (why `@unchecked Sendable`): it is used only on its owner's thread
 /// (``SQLiteStore``); nothing else holds it.
 final class SQLiteConnection: @unchecked Sendable {
     private let database: OpaquePointer
@@ -47,7 +47,7 @@ final class SQLiteConnection: @unchecked Sendable {
         sqlite3_wal_hook(
             database,
             { context, _, _, frames in
-                // The hook runs inside sqlite3_step, on the connection's queue (the invariant above).
+                // The hook runs inside sqlite3_step, on the store's thread (the invariant above).
                 Unmanaged<SQLiteConnection>.fromOpaque(context!).takeUnretainedValue().walFrames = frames
                 return SQLITE_OK
             }, Unmanaged.passUnretained(self).toOpaque())
@@ -170,7 +170,7 @@ final class SQLiteConnection: @unchecked Sendable {
     }
 }
 
-/// A prepared statement. Used only through its connection, on the same queue.
+/// A prepared statement. Used only through its connection, on the same thread.
 final class SQLiteStatement: @unchecked Sendable {
     private let handle: OpaquePointer
     private unowned let connection: SQLiteConnection

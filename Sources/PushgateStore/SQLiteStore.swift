@@ -8,7 +8,8 @@ import Synchronization
 /// when the call returns), a versioned schema migrated on open, and a tag index so that finding
 /// the registrations of a tag is a B-tree lookup, not a scan.
 ///
-/// Every SQLite call runs on the store's own serial queue, never on a Swift concurrency thread.
+/// Every SQLite call runs on the store's own thread (``SQLiteThread``), never on a Swift
+/// concurrency thread; a group of outbox transactions runs there in one turn.
 ///
 /// ```swift
 /// let store = try await SQLiteStore.open(path: "pushgate.sqlite")
@@ -20,9 +21,10 @@ public final class SQLiteStore: RegistrationStore, DatabaseStore {
     /// The database file.
     public let path: String
     let connection: SQLiteConnection
-    private let queue: DispatchQueue
+    /// Where every SQLite call runs; a task that prefers it runs its statements there directly.
+    let thread: SQLiteThread
     /// Held by each operation, and by an outbox transaction from its `BEGIN` to its end (its
-    /// statements take turns on the queue with nothing else's in between).
+    /// statements take turns on the thread with nothing else's in between).
     let gate = AsyncGate()
     /// Registration writes share transactions and fsyncs (``GroupCommit``).
     let groupCommit = GroupCommit()
@@ -37,25 +39,28 @@ public final class SQLiteStore: RegistrationStore, DatabaseStore {
     public let health: HealthMonitor
 
     private init(
-        connection: SQLiteConnection, queue: DispatchQueue, path: String, reservationLifetime: Double, clock: any PushgateClock
+        connection: SQLiteConnection, thread: SQLiteThread, path: String, reservationLifetime: Double, clock: any PushgateClock
     ) {
         self.connection = connection
-        self.queue = queue
+        self.thread = thread
         self.path = path
         self.reservationLifetime = reservationLifetime
         // The probe holds the connection, not the store: the store still closes with its last user.
         let gate = self.gate
-        health = HealthMonitor(clock: clock) { await Self.ping(connection, on: queue, gate: gate) }
+        health = HealthMonitor(clock: clock) { await Self.ping(connection, on: thread, gate: gate) }
     }
+
+    /// The thread ends with the store, once its work is done.
+    deinit { thread.stop() }
 
     public var summary: String { "SQLite \(path)" }
 
     /// nil when the database answers `SELECT 1`; otherwise why not.
-    private static func ping(_ connection: SQLiteConnection, on queue: DispatchQueue, gate: AsyncGate) async -> String? {
+    private static func ping(_ connection: SQLiteConnection, on thread: SQLiteThread, gate: AsyncGate) async -> String? {
         await gate.acquire()
         defer { gate.release() }
         return await withCheckedContinuation { continuation in
-            queue.async {
+            thread.execute {
                 defer { connection.releaseStatements() }
                 do throws(StoreError) {
                     try connection.execute("SELECT 1")
@@ -75,9 +80,9 @@ public final class SQLiteStore: RegistrationStore, DatabaseStore {
     public static func open(
         path: String, reservationLifetime: Double = 86400, clock: any PushgateClock = SystemClock()
     ) async throws(StoreError) -> SQLiteStore {
-        let queue = DispatchQueue(label: "pushgate.store.sqlite")
+        let thread = SQLiteThread(name: "pushgate.sqlite")
         let result: Result<SQLiteConnection, StoreError> = await withCheckedContinuation { continuation in
-            queue.async {
+            thread.execute {
                 do throws(StoreError) {
                     let connection = try SQLiteConnection(path: path)
                     try connection.execute(
@@ -91,7 +96,14 @@ public final class SQLiteStore: RegistrationStore, DatabaseStore {
                 }
             }
         }
-        return SQLiteStore(connection: try result.get(), queue: queue, path: path, reservationLifetime: reservationLifetime, clock: clock)
+        let connection: SQLiteConnection
+        do throws(StoreError) {
+            connection = try result.get()
+        } catch {
+            thread.stop()
+            throw error
+        }
+        return SQLiteStore(connection: connection, thread: thread, path: path, reservationLifetime: reservationLifetime, clock: clock)
     }
 
     /// The schema version of the open database.
@@ -99,30 +111,37 @@ public final class SQLiteStore: RegistrationStore, DatabaseStore {
         try await run { connection throws(StoreError) in try connection.userVersion }
     }
 
-    /// Runs `body` with the connection on the store's queue.
+    /// Runs `body` with the connection on the store's thread.
     func run<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws(StoreError) -> T) async throws(StoreError) -> T {
         await gate.acquire()
         defer { gate.release() }
-        return try await onQueue(body)
+        return try await onThread(body)
     }
 
-    /// Runs `body` on the store's queue, the gate held by the caller. `endsOperation`: the
-    /// statements are released (and the log checkpointed when due) after it; within a
-    /// transaction they are only reset.
-    func onQueue<T: Sendable>(
+    /// Runs `body` on the store's thread, the gate held by the caller: at once when the caller
+    /// already runs there (a task that prefers the thread), otherwise as the thread's next work.
+    /// `endsOperation`: the statements are released (and the log checkpointed when due) after
+    /// it; within a transaction they are only reset.
+    func onThread<T: Sendable>(
         endsOperation: Bool = true, _ body: @escaping @Sendable (SQLiteConnection) throws(StoreError) -> T
     ) async throws(StoreError) -> T {
         let connection = self.connection
+        if thread.isCurrent { return try Self.perform(body, on: connection, endsOperation: endsOperation).get() }
         let result: Result<T, StoreError> = await withCheckedContinuation { continuation in
-            queue.async {
-                defer { if endsOperation { connection.releaseStatements() } else { connection.resetStatementsInUse() } }
-                do throws(StoreError) {
-                    continuation.resume(returning: .success(try body(connection)))
-                } catch {
-                    continuation.resume(returning: .failure(error))
-                }
-            }
+            thread.execute { continuation.resume(returning: Self.perform(body, on: connection, endsOperation: endsOperation)) }
         }
         return try result.get()
+    }
+
+    /// Runs `body` with `connection` (on the store's thread), then releases or resets its statements.
+    private static func perform<T>(
+        _ body: (SQLiteConnection) throws(StoreError) -> T, on connection: SQLiteConnection, endsOperation: Bool
+    ) -> Result<T, StoreError> {
+        defer { if endsOperation { connection.releaseStatements() } else { connection.resetStatementsInUse() } }
+        do throws(StoreError) {
+            return .success(try body(connection))
+        } catch {
+            return .failure(error)
+        }
     }
 }

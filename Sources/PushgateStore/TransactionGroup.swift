@@ -61,16 +61,16 @@ final class TransactionGroup: Sendable {
         var results: [Result<Void, StoreError>] = []
         results.reserveCapacity(group.count)
         do throws(StoreError) {
-            try await store.onQueue(endsOperation: false) { connection throws(StoreError) in try connection.beginTransaction() }
+            try await store.onThread(endsOperation: false) { connection throws(StoreError) in try connection.beginTransaction() }
             for member in group {
                 if shared {
-                    try await store.onQueue(endsOperation: false) { connection throws(StoreError) in
+                    try await store.onThread(endsOperation: false) { connection throws(StoreError) in
                         try connection.execute("SAVEPOINT pushgate_outbox")
                     }
                 }
                 let result = await member.run(SQLiteOutboxSession(store: store))
                 if shared {
-                    try await store.onQueue(endsOperation: false) { connection throws(StoreError) in
+                    try await store.onThread(endsOperation: false) { connection throws(StoreError) in
                         if case .failure = result { try connection.execute("ROLLBACK TO pushgate_outbox") }
                         try connection.execute("RELEASE pushgate_outbox")
                     }
@@ -79,10 +79,10 @@ final class TransactionGroup: Sendable {
             }
             // Alone, a failed transaction is rolled back whole.
             let commit = shared || results.allSatisfy { if case .success = $0 { true } else { false } }
-            try await store.onQueue { connection throws(StoreError) in try connection.endTransaction(commit: commit) }
+            try await store.onThread { connection throws(StoreError) in try connection.endTransaction(commit: commit) }
             return results
         } catch {
-            _ = try? await store.onQueue { connection throws(StoreError) in try connection.endTransaction(commit: false) }
+            _ = try? await store.onThread { connection throws(StoreError) in try connection.endTransaction(commit: false) }
             return group.map { _ in .failure(error) }
         }
     }
