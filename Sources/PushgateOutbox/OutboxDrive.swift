@@ -155,6 +155,9 @@ public struct OutboxDrive: Sendable {
     private var unrecorded: [Int: [(report: DeliveryReport, outcome: Outcome)]] = [:]
     /// Per page, the targets whose failure the store listed with their early answers.
     private var failuresListed: [Int: Set<RegistrationID>] = [:]
+    /// The number of the page this round claimed that its claim said was the last
+    /// (``OutboxPage/last``): nothing more is claimed, and its record finishes the notification.
+    private var lastPage: Int?
 
     /// Delivering pages of a notification another instance holds: this drive claims and records
     /// pages, and never finishes or parks the notification.
@@ -176,6 +179,7 @@ public struct OutboxDrive: Sendable {
     public mutating func startRound(now: Timestamp) -> [Platform: RenderedNotification] {
         pages = [:]
         pagesRead = 0
+        lastPage = nil
         stop = nil
         targetsFailure = nil
         let (time, sentAt) = (now.secondsSinceEpoch, notification.deliverAt.secondsSinceEpoch)
@@ -196,7 +200,8 @@ public struct OutboxDrive: Sendable {
             stopOnce(.draining)
             return .end
         }
-        return .claim
+        // The last page is out: a claim would only say so.
+        return lastPage == nil ? .claim : .end
     }
 
     /// What a claim gave.
@@ -208,6 +213,7 @@ public struct OutboxDrive: Sendable {
         case .exhausted:
             return .end
         case .page(let page):
+            if page.last, !helping { lastPage = page.number }
             if page.cancelled || page.targets.isEmpty {
                 var counts = page.answered
                 for target in page.targets { counts[target.handle.platform, default: [:]][.cancelled, default: 0] += 1 }
@@ -321,12 +327,45 @@ public struct OutboxDrive: Sendable {
         }
     }
 
+    /// Whether `page` is recorded with the notification's finish, in one transaction
+    /// (``OutboxQueue/completeLastPage(notificationID:app:number:counts:failures:owner:now:)``):
+    /// the page its claim said was the last, with nothing put off to a retry page. A helper never
+    /// finishes.
+    public func finishes(with page: PageRecord) -> Bool {
+        !helping && page.number == lastPage && page.retry == nil
+    }
+
+    /// What the store said to a last page's record with the notification's finish: a page
+    /// recorded as ``recorded(_:_:)`` says, and, when the store finished the notification, its
+    /// record (the round then ends finished).
+    public mutating func recordedLast(_ page: PageRecord, _ answer: Swift.Result<OutboxLastPageRecord, StoreError>) -> RecordStep {
+        switch answer {
+        case .success(.recordedBefore):
+            return recorded(page, .success(false))
+        case .success(.recorded):
+            return recorded(page, .success(true))
+        case .success(.finished(let record)):
+            self.record = record
+            return recorded(page, .success(true))
+        case .failure(let error):
+            return recorded(page, .failure(error))
+        }
+    }
+
+    /// The notification's record when the store finished it with its last page: nothing is left to do.
+    public var finishedWithLastPage: NotificationRecord? { record }
+
     /// Reading the audience failed: the batches already out are recorded, the rest waits.
     public mutating func targetsFailed(_ reason: String) { targetsFailure = targetsFailure ?? reason }
 
     /// Every batch of the round is recorded: finish, or stop and say why. `cancelled` is whether
     /// the drive's caller was cancelled (a shutdown past its deadline).
     public mutating func roundEnded(cancelled: Bool, draining: Bool, cancelledByUser: Bool) -> RoundEnd {
+        // Finished with its last page's record: whatever came after (a shutdown) has nothing left to stop.
+        if record != nil {
+            stop = nil
+            return .finish
+        }
         if let targetsFailure {
             stop = .storeFailed(targetsFailure)
             return .stop(.storeFailed(targetsFailure), releaseLeases: true)

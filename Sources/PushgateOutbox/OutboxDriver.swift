@@ -119,6 +119,8 @@ public struct OutboxDriver: Sendable {
             case .stop(_, let releaseLeases):
                 release = releaseLeases
             case .finish:
+                // Its last page's record finished it.
+                if machine.finishedWithLastPage != nil { return machine.result }
                 let time = clock.now
                 let answer = await Result(storeCall: { () throws(StoreError) in
                     try await queue.finish(notificationID: notification.id, app: notification.app, owner: control.owner, now: time)
@@ -197,7 +199,12 @@ public struct OutboxDriver: Sendable {
                     let page = machine.batchFinished(
                         batch, now: clock.now, cancelledByUser: drive.cancelledByUser, shuttingDown: Task.isCancelled)
                     var recorded = false
-                    if let page { recorded = await record(page, of: notification, machine: &machine, logger: logger) }
+                    if let page {
+                        // The last page finishes the notification in its record's transaction,
+                        // unless handle changes are to be stored first (the order the contract keeps).
+                        let finishing = pending.isEmpty && machine.storedHandleChanges(batch).isEmpty && machine.finishes(with: page)
+                        recorded = await record(page, of: notification, machine: &machine, finishing: finishing, logger: logger)
+                    }
                     spans?.finished(batch, record: page, recorded: recorded)
                     pending += machine.storedHandleChanges(batch)
                     if pending.count >= handleUpdateChunk {
@@ -250,16 +257,30 @@ public struct OutboxDriver: Sendable {
         }
     }
 
-    /// Records a delivered page's outcomes once; whether the store has them.
+    /// Records a delivered page's outcomes once; whether the store has them. `finishing`: the
+    /// notification's last page, recorded with its finish in one transaction.
     private func record(
-        _ page: OutboxDrive.PageRecord, of notification: OutboxNotification, machine: inout OutboxDrive, logger: Logger
+        _ page: OutboxDrive.PageRecord, of notification: OutboxNotification, machine: inout OutboxDrive, finishing: Bool,
+        logger: Logger
     ) async -> Bool {
-        let answer = await Result(storeCall: { () throws(StoreError) in
-            try await queue.completePage(
-                notificationID: notification.id, app: notification.app, number: page.number, counts: page.counts,
-                failures: page.failures, retry: page.retry)
-        })
-        switch machine.recorded(page, answer) {
+        let step: OutboxDrive.RecordStep
+        if finishing {
+            let time = clock.now
+            let answer = await Result(storeCall: { () throws(StoreError) in
+                try await queue.completeLastPage(
+                    notificationID: notification.id, app: notification.app, number: page.number, counts: page.counts,
+                    failures: page.failures, owner: control.owner, now: time)
+            })
+            step = machine.recordedLast(page, answer)
+        } else {
+            let answer = await Result(storeCall: { () throws(StoreError) in
+                try await queue.completePage(
+                    notificationID: notification.id, app: notification.app, number: page.number, counts: page.counts,
+                    failures: page.failures, retry: page.retry)
+            })
+            step = machine.recorded(page, answer)
+        }
+        switch step {
         case .recorded, .recordedBefore:
             return true
         case .deferred(let retry):

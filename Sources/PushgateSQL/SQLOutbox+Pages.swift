@@ -109,7 +109,16 @@ extension SQLOutbox {
                 UPDATE outbox_notifications SET cursor = ?, next_page = next_page + 1, exhausted = ?, claimed = claimed + ?
                 WHERE app = ? AND id = ?
                 """, [.text(last.registrationID.rawValue), .bool(targets.count < size), .integer(Int64(targets.count))] + key)
-            return .page(OutboxPage(number: nextPage, targets: targets, reclaimed: false, cancelled: cancelled))
+            // The audience ends with this page: the last one when no other page is open (no
+            // expired page of another driver, no retry page).
+            var onlyOpenPage = false
+            if targets.count < size {
+                onlyOpenPage = try await session.rows(
+                    "SELECT 1 FROM outbox_pages WHERE app = ? AND notification_id = ? AND \(dialect.openPage) AND number <> ? LIMIT 1",
+                    key + [.integer(Int64(nextPage))]
+                ).isEmpty
+            }
+            return .page(OutboxPage(number: nextPage, targets: targets, reclaimed: false, cancelled: cancelled, last: onlyOpenPage))
         }
     }
 
@@ -117,56 +126,93 @@ extension SQLOutbox {
         notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult],
         retry: OutboxRetry?
     ) async throws(StoreError) -> Bool {
+        let write = PageRecordWrite(number: number, counts: counts, failures: failures, retry: retry, dialect: dialect)
+        return try await database.transaction { session -> Bool in
+            try await Self.recordPage(write, key: [.text(app.rawValue), .text(notificationID)], session: session)
+        }
+    }
+
+    package func completeLastPage(
+        notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult], owner: String,
+        now: Timestamp
+    ) async throws(StoreError) -> OutboxLastPageRecord {
+        let write = PageRecordWrite(number: number, counts: counts, failures: failures, retry: nil, dialect: dialect)
         let dialect = self.dialect
-        // Counts in one order, so that two transactions adding to the same rows never deadlock.
-        var countRows: [[SQLValue]] = []
-        for (platform, byOutcome) in counts.sorted(by: { $0.key < $1.key }) {
-            for (outcome, count) in byOutcome.sorted(by: { $0.key.rawValue < $1.key.rawValue }) where count > 0 {
-                countRows.append([.text(platform.rawValue), .text(outcome.rawValue), .integer(Int64(count))])
+        return try await database.transaction { session -> OutboxLastPageRecord in
+            guard try await Self.recordPage(write, key: [.text(app.rawValue), .text(notificationID)], session: session) else {
+                return .recordedBefore
             }
+            let record = try await Self.finishing(
+                notificationID: notificationID, app: app, owner: owner, now: now, dialect: dialect, session: session)
+            return record.map(OutboxLastPageRecord.finished) ?? .recorded
         }
-        let failureRows = Self.failureRows(failures)
-        return try await database.transaction { [countRows] session -> Bool in
-            let key: [SQLValue] = [.text(app.rawValue), .text(notificationID)]
-            // The notification's row first, as every other outbox transaction reads it: one lock order.
-            guard
-                let notification = try await session.rows(
-                    "SELECT next_page, cancel_requested FROM outbox_notifications WHERE app = ? AND id = ?\(dialect.lockRows)", key
-                ).first
-            else { return false }
-            let marked = try await session.rows(
-                "UPDATE outbox_pages SET done = ? WHERE app = ? AND notification_id = ? AND number = ? AND \(dialect.openPage) RETURNING number",
-                [.bool(true)] + key + [.integer(Int64(number))])
-            guard !marked.isEmpty else { return false }
-            // Its answers while on the wire are in its record now.
+    }
+
+    /// A page's record as statement values, made before its transaction.
+    struct PageRecordWrite: Sendable {
+        let number: Int
+        let countRows: [[SQLValue]]
+        let failureRows: [[SQLValue]]
+        let retry: OutboxRetry?
+        let dialect: SQLDialect
+
+        init(number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult], retry: OutboxRetry?, dialect: SQLDialect) {
+            // Counts in one order, so that two transactions adding to the same rows never deadlock.
+            var countRows: [[SQLValue]] = []
+            for (platform, byOutcome) in counts.sorted(by: { $0.key < $1.key }) {
+                for (outcome, count) in byOutcome.sorted(by: { $0.key.rawValue < $1.key.rawValue }) where count > 0 {
+                    countRows.append([.text(platform.rawValue), .text(outcome.rawValue), .integer(Int64(count))])
+                }
+            }
+            self.number = number
+            self.countRows = countRows
+            self.failureRows = SQLOutbox.failureRows(failures)
+            self.retry = retry
+            self.dialect = dialect
+        }
+    }
+
+    /// Records a page and marks it done, in the caller's transaction; false when it was done already.
+    static func recordPage(_ write: PageRecordWrite, key: [SQLValue], session: Database.Session) async throws -> Bool {
+        let dialect = write.dialect
+        // The notification's row first, as every other outbox transaction reads it: one lock order.
+        guard
+            let notification = try await session.rows(
+                "SELECT next_page, cancel_requested FROM outbox_notifications WHERE app = ? AND id = ?\(dialect.lockRows)", key
+            ).first
+        else { return false }
+        let marked = try await session.rows(
+            "UPDATE outbox_pages SET done = ? WHERE app = ? AND notification_id = ? AND number = ? AND \(dialect.openPage) RETURNING number",
+            [.bool(true)] + key + [.integer(Int64(write.number))])
+        guard !marked.isEmpty else { return false }
+        // Its answers while on the wire are in its record now.
+        _ = try await session.rows(
+            "DELETE FROM outbox_answers WHERE app = ? AND notification_id = ? AND page = ?", key + [.integer(Int64(write.number))])
+        if let retry = write.retry, let last = retry.targets.last {
+            // A page of its own, nobody's until it is due (due at once when being cancelled).
             _ = try await session.rows(
-                "DELETE FROM outbox_answers WHERE app = ? AND notification_id = ? AND page = ?", key + [.integer(Int64(number))])
-            if let retry, let last = retry.targets.last {
-                // A page of its own, nobody's until it is due (due at once when being cancelled).
-                _ = try await session.rows(
-                    """
-                    INSERT INTO outbox_pages (app, notification_id, number, after_id, last_id, lease_owner, lease_expires, claims, targets,
-                        attempt)
-                    VALUES (?, ?, ?, '', ?, NULL, ?, 0, ?, ?)
-                    """,
-                    key + [
-                        .integer(Int64(notification.integer(0) ?? 0)), .text(last.registrationID.rawValue),
-                        .real(notification.bool(1) ? 0 : retry.due.secondsSinceEpoch), .text(OutboxRetry.encode(retry.targets)),
-                        .integer(Int64(retry.attempt)),
-                    ])
-                _ = try await session.rows("UPDATE outbox_notifications SET next_page = next_page + 1 WHERE app = ? AND id = ?", key)
-            }
-            if !countRows.isEmpty {
-                _ = try await session.rows(
-                    """
-                    INSERT INTO outbox_counts (app, notification_id, platform, outcome, count)
-                    VALUES \(Self.placeholders(rows: countRows.count, row: "(?, ?, ?, ?, ?)"))
-                    ON CONFLICT (app, notification_id, platform, outcome) DO UPDATE SET count = outbox_counts.count + excluded.count
-                    """, countRows.flatMap { key + $0 })
-            }
-            try await Self.upsertFailures(failureRows, key: key, session: session)
-            return true
+                """
+                INSERT INTO outbox_pages (app, notification_id, number, after_id, last_id, lease_owner, lease_expires, claims, targets,
+                    attempt)
+                VALUES (?, ?, ?, '', ?, NULL, ?, 0, ?, ?)
+                """,
+                key + [
+                    .integer(Int64(notification.integer(0) ?? 0)), .text(last.registrationID.rawValue),
+                    .real(notification.bool(1) ? 0 : retry.due.secondsSinceEpoch), .text(OutboxRetry.encode(retry.targets)),
+                    .integer(Int64(retry.attempt)),
+                ])
+            _ = try await session.rows("UPDATE outbox_notifications SET next_page = next_page + 1 WHERE app = ? AND id = ?", key)
         }
+        if !write.countRows.isEmpty {
+            _ = try await session.rows(
+                """
+                INSERT INTO outbox_counts (app, notification_id, platform, outcome, count)
+                VALUES \(Self.placeholders(rows: write.countRows.count, row: "(?, ?, ?, ?, ?)"))
+                ON CONFLICT (app, notification_id, platform, outcome) DO UPDATE SET count = outbox_counts.count + excluded.count
+                """, write.countRows.flatMap { key + $0 })
+        }
+        try await Self.upsertFailures(write.failureRows, key: key, session: session)
+        return true
     }
 
     package func recordAnswers(notificationID: String, app: AppID, answers: [OutboxAnswers]) async throws(StoreError) {

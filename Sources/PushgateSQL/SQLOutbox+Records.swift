@@ -6,27 +6,35 @@ extension SQLOutbox {
     package func finish(notificationID: String, app: AppID, owner: String, now: Timestamp) async throws(StoreError) -> NotificationRecord? {
         let dialect = self.dialect
         return try await database.transaction { session -> NotificationRecord? in
-            let key: [SQLValue] = [.text(app.rawValue), .text(notificationID)]
-            guard
-                let row = try await session.rows(
-                    "SELECT exhausted, lease_owner FROM outbox_notifications WHERE app = ? AND id = ?\(dialect.lockRows)", key
-                ).first, var record = try await Self.record(id: notificationID, app: app, session: session)
-            else { return nil }
-            if record.state.isFinal { return record }
-            guard row.bool(0), row.text(1) == owner else { return nil }
-            let open = try await session.rows(
-                "SELECT 1 FROM outbox_pages WHERE app = ? AND notification_id = ? AND \(dialect.openPage) LIMIT 1", key)
-            guard open.isEmpty else { return nil }
-            record.state = NotificationRecord.finalState(
-                counts: record.counts, selection: record.selection, cancelled: record.cancelRequested)
-            record.endedAt = now
-            _ = try await session.rows(
-                "UPDATE outbox_notifications SET state = ?, ended_at = ?, lease_owner = NULL, lease_expires = 0 WHERE app = ? AND id = ?",
-                [.text(record.state.rawValue), .real(now.secondsSinceEpoch)] + key)
-            _ = try await session.rows("DELETE FROM outbox_pages WHERE app = ? AND notification_id = ?", key)
-            _ = try await session.rows("DELETE FROM outbox_answers WHERE app = ? AND notification_id = ?", key)
-            return record
+            try await Self.finishing(notificationID: notificationID, app: app, owner: owner, now: now, dialect: dialect, session: session)
         }
+    }
+
+    /// Ends the notification in the caller's transaction when its audience is exhausted and every
+    /// page is done (its record; a final one as it is); nil while pages are left or `owner` does
+    /// not hold it.
+    static func finishing(
+        notificationID: String, app: AppID, owner: String, now: Timestamp, dialect: SQLDialect, session: Database.Session
+    ) async throws -> NotificationRecord? {
+        let key: [SQLValue] = [.text(app.rawValue), .text(notificationID)]
+        guard
+            let row = try await session.rows(
+                "SELECT exhausted, lease_owner FROM outbox_notifications WHERE app = ? AND id = ?\(dialect.lockRows)", key
+            ).first, var record = try await Self.record(id: notificationID, app: app, session: session)
+        else { return nil }
+        if record.state.isFinal { return record }
+        guard row.bool(0), row.text(1) == owner else { return nil }
+        let open = try await session.rows(
+            "SELECT 1 FROM outbox_pages WHERE app = ? AND notification_id = ? AND \(dialect.openPage) LIMIT 1", key)
+        guard open.isEmpty else { return nil }
+        record.state = NotificationRecord.finalState(counts: record.counts, selection: record.selection, cancelled: record.cancelRequested)
+        record.endedAt = now
+        _ = try await session.rows(
+            "UPDATE outbox_notifications SET state = ?, ended_at = ?, lease_owner = NULL, lease_expires = 0 WHERE app = ? AND id = ?",
+            [.text(record.state.rawValue), .real(now.secondsSinceEpoch)] + key)
+        _ = try await session.rows("DELETE FROM outbox_pages WHERE app = ? AND notification_id = ?", key)
+        _ = try await session.rows("DELETE FROM outbox_answers WHERE app = ? AND notification_id = ?", key)
+        return record
     }
 
     package func parkNotification(notificationID: String, app: AppID, owner: String, now: Timestamp) async throws(StoreError) -> Timestamp?

@@ -40,6 +40,14 @@ extension SQLOutboxStore {
             notificationID: notificationID, app: app, number: number, counts: counts, failures: failures, retry: retry)
     }
 
+    public func completeLastPage(
+        notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult], owner: String,
+        now: Timestamp
+    ) async throws(StoreError) -> OutboxLastPageRecord {
+        try await outbox.completeLastPage(
+            notificationID: notificationID, app: app, number: number, counts: counts, failures: failures, owner: owner, now: now)
+    }
+
     public func recordAnswers(notificationID: String, app: AppID, answers: [OutboxAnswers]) async throws(StoreError) {
         try await outbox.recordAnswers(notificationID: notificationID, app: app, answers: answers)
     }

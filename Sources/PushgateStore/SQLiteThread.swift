@@ -31,12 +31,13 @@ final class SQLiteThread: TaskExecutor, Sendable {
     private let wake = DispatchSemaphore(value: 0)
     /// The thread's `pthread_t` once it runs (0 before).
     private let identity = Atomic<UInt>(0)
+    /// The thread's name, as `top -H` and `perf` show it (at most 15 bytes).
+    let name: String
 
     /// Starts the thread, named `name`.
     init(name: String) {
-        let thread = Thread { [self] in run() }
-        thread.name = name
-        thread.start()
+        self.name = String(name.utf8.prefix(15))!
+        Thread { [self] in run() }.start()
     }
 
     /// Whether the caller runs on this thread (then it may call SQLite directly).
@@ -72,6 +73,7 @@ final class SQLiteThread: TaskExecutor, Sendable {
 
     private func run() {
         identity.store(UInt(pthread_self()), ordering: .releasing)
+        Thread.current.name = name
         var running: [Work] = []
         while true {
             let stopped = state.withLock { state -> Bool in

@@ -153,6 +153,31 @@ import Testing
         #expect(try await next.registration(id: devices[1].id, app: loaded.defaultApp.id) != nil)
     }
 
+    /// The fewest commits that keep the contract: a synchronous send whose audience fits one page,
+    /// with nothing to prune, makes three outbox transactions (its enqueue, its page's claim, and
+    /// its page's record together with its finish) and no claim after its last page; when it is
+    /// answered its finished telemetry is on disk.
+    @Test func aOnePageSynchronousSendCommitsItsRecordWithItsFinish() async throws {
+        let (loaded, path, devices, store) = try await Self.database(user: "erin", devices: 3)
+        defer { Self.remove(path) }
+        let provider = InMemoryPushProvider(.apns)
+        let gateway = Gateway(app: loaded.defaultApp, store: store, dispatcher: Dispatcher(providers: [provider]))
+        let before = store.transactionGroupCounts.transactions
+        let answer = try await gateway.sends.run(Self.command(user: "erin", key: "one-page"), logger: Logger(label: "t"))
+        guard case .delivered(let outcome) = answer else {
+            Issue.record("a synchronous send is answered as delivered, not \(answer)")
+            return
+        }
+        #expect(outcome.ending == .finished && outcome.result.successCount == 3 && outcome.result.state == .completed)
+        #expect(store.transactionGroupCounts.transactions - before == 3, "\(store.transactionGroupCounts)")
+        #expect(Set(provider.delivered.keys) == Set(devices.map(\.handle.value)))
+
+        let next = try await SQLiteStore.open(path: path)
+        let record = try #require(try await next.notificationRecord(id: outcome.result.notificationID, app: loaded.defaultApp.id))
+        #expect(record.state == .completed && record.succeeded == 3 && record.endedAt != nil, "\(record)")
+        #expect(try await next.outboxDepth(now: SystemClock().now.adding(seconds: 3600)).pending == 0)
+    }
+
     /// An asynchronous send's `202` follows the commit of its notification and its key: when it
     /// is answered, the next start's connection reads the notification waiting, and a repeat of
     /// the send with its key, made to that next start, is answered the same notification.

@@ -167,8 +167,11 @@ public struct InMemoryOutbox: Sendable {
             entry.exhausted = targets.count < size
             entry.record.targetsClaimed += targets.count
             entry.record.audienceExhausted = entry.exhausted
+            // The audience ends with this page: the last one when no other page is open.
             return .page(
-                OutboxPage(number: entry.pages.count - 1, targets: targets, reclaimed: false, cancelled: entry.record.cancelRequested))
+                OutboxPage(
+                    number: entry.pages.count - 1, targets: targets, reclaimed: false, cancelled: entry.record.cancelRequested,
+                    last: entry.exhausted && entry.open.count == 1))
         } ?? .lost
     }
 

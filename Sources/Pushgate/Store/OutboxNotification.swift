@@ -136,12 +136,18 @@ public struct OutboxPage: Sendable, Hashable {
     /// answered and flushed (``OutboxStore/recordAnswers(notificationID:app:answers:)``). They are
     /// not in `targets` (they are not sent again) and count towards the page's record.
     public var answered: [Platform: [Outcome: Int]]
+    /// Nothing is left to claim after this page: the audience ended with it and no other page is
+    /// open. Its driver records it and finishes the notification in one transaction
+    /// (``OutboxQueue/completeLastPage(notificationID:app:number:counts:failures:owner:now:)``)
+    /// and claims nothing more. False when the store cannot tell (then the next claim says so).
+    public var last: Bool
 
     public init(
         number: Int, targets: [DispatchTarget], reclaimed: Bool, cancelled: Bool, attempt: Int = 0,
-        answered: [Platform: [Outcome: Int]] = [:]
+        answered: [Platform: [Outcome: Int]] = [:], last: Bool = false
     ) {
         self.answered = answered
+        self.last = last
         self.number = number
         self.targets = targets
         self.reclaimed = reclaimed
@@ -150,7 +156,30 @@ public struct OutboxPage: Sendable, Hashable {
     }
 }
 
+/// What recording a notification's last page did
+/// (``OutboxQueue/completeLastPage(notificationID:app:number:counts:failures:owner:now:)``).
+public enum OutboxLastPageRecord: Sendable, Hashable {
+    /// The page was done already (another driver recorded it): nothing was recorded.
+    case recordedBefore
+    /// The page is recorded; the notification is not finished (pages are open, or another
+    /// driver holds it): the drive finishes or parks it as usual.
+    case recorded
+    /// The page is recorded and the notification finished: its record.
+    case finished(NotificationRecord)
+}
+
 extension OutboxQueue {
+    /// Records the last page, then finishes: two transactions. Stores that can do both in one
+    /// (the SQL outbox) answer it themselves.
+    public func completeLastPage(
+        notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult], owner: String,
+        now: Timestamp
+    ) async throws(StoreError) -> OutboxLastPageRecord {
+        guard try await completePage(notificationID: notificationID, app: app, number: number, counts: counts, failures: failures, retry: nil)
+        else { return .recordedBefore }
+        return try await finish(notificationID: notificationID, app: app, owner: owner, now: now).map(OutboxLastPageRecord.finished) ?? .recorded
+    }
+
     /// The next page for the lease holder.
     public func claimPage(
         notificationID: String, app: AppID, lease: OutboxLease, pageSize: Int, now: Timestamp

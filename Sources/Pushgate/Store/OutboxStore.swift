@@ -53,6 +53,13 @@ public protocol OutboxQueue: Sendable {
         notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult],
         retry: OutboxRetry?
     ) async throws(StoreError) -> Bool
+    /// Records the last page of a notification (its claim said ``OutboxPage/last``) and, in the
+    /// same transaction, finishes the notification as ``finish(notificationID:app:owner:now:)``
+    /// does: one commit where a send of one page would pay two. Answers what each part did.
+    func completeLastPage(
+        notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult], owner: String,
+        now: Timestamp
+    ) async throws(StoreError) -> OutboxLastPageRecord
     /// Records the final answers of targets of pages still on the wire, as they arrive (a driver
     /// flushes them every few tens of milliseconds): a page claimed again after its driver died
     /// skips the targets answered here and counts them as answered (``OutboxPage/answered``), so
