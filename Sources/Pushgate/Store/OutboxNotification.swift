@@ -175,9 +175,11 @@ extension OutboxQueue {
         notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult], owner: String,
         now: Timestamp
     ) async throws(StoreError) -> OutboxLastPageRecord {
-        guard try await completePage(notificationID: notificationID, app: app, number: number, counts: counts, failures: failures, retry: nil)
+        guard
+            try await completePage(notificationID: notificationID, app: app, number: number, counts: counts, failures: failures, retry: nil)
         else { return .recordedBefore }
-        return try await finish(notificationID: notificationID, app: app, owner: owner, now: now).map(OutboxLastPageRecord.finished) ?? .recorded
+        return try await finish(notificationID: notificationID, app: app, owner: owner, now: now).map(OutboxLastPageRecord.finished)
+            ?? .recorded
     }
 
     /// The next page for the lease holder.
