@@ -91,11 +91,14 @@ public struct OutboxDriver: Sendable {
     ///
     /// What the drive reached is counted in the send metrics here, once for every kind of send
     /// (a request's own, the background's, a helper's pages).
+    ///
+    /// `firstClaim`: the first page, claimed with the enqueue
+    /// (``OutboxQueue/enqueue(_:lease:claimingFirstPageOf:now:)``), delivered before any other is claimed.
     public func drive(
-        _ notification: OutboxNotification, helping: Bool = false, progress: (@Sendable (DispatchProgress) -> Void)? = nil,
-        logger: Logger
+        _ notification: OutboxNotification, firstClaim: OutboxClaim? = nil, helping: Bool = false,
+        progress: (@Sendable (DispatchProgress) -> Void)? = nil, logger: Logger
     ) async -> OutboxDrive.Result {
-        let result = await driveUncounted(notification, helping: helping, progress: progress, logger: logger)
+        let result = await driveUncounted(notification, firstClaim: firstClaim, helping: helping, progress: progress, logger: logger)
         metrics.sent(
             NotificationResult(
                 notificationID: notification.id, selection: notification.selection, counts: result.counts, targets: result.targets))
@@ -103,16 +106,19 @@ public struct OutboxDriver: Sendable {
     }
 
     private func driveUncounted(
-        _ notification: OutboxNotification, helping: Bool, progress: (@Sendable (DispatchProgress) -> Void)?, logger: Logger
+        _ notification: OutboxNotification, firstClaim: OutboxClaim?, helping: Bool,
+        progress: (@Sendable (DispatchProgress) -> Void)?, logger: Logger
     ) async -> OutboxDrive.Result {
         var machine = OutboxDrive(notification, settings: settings, helping: helping)
+        var firstClaim = firstClaim
         let drive = drives.start(notification.id)
         defer { drives.end(notification.id, drive) }
         while true {
             let payloads = machine.startRound(now: clock.now)
             // On this task: the caller's cancellation (the shutdown deadline) cancels the round,
             // a user's cancel reaches the round's batches through `drive`.
-            machine = await round(machine, payloads: payloads, drive: drive, progress: progress, logger: logger)
+            machine = await round(machine, payloads: payloads, firstClaim: firstClaim, drive: drive, progress: progress, logger: logger)
+            firstClaim = nil
             let end = machine.roundEnded(cancelled: Task.isCancelled, draining: control.isDraining, cancelledByUser: drive.cancelledByUser)
             var release = false
             switch end {
@@ -157,7 +163,7 @@ public struct OutboxDriver: Sendable {
     /// cancellation handler below, a user's cancel through `drive`, where the round registers its
     /// batches. Either reads no further page.
     private func round(
-        _ start: OutboxDrive, payloads: [Platform: RenderedNotification], drive: ActiveDrives.Drive,
+        _ start: OutboxDrive, payloads: [Platform: RenderedNotification], firstClaim: OutboxClaim?, drive: ActiveDrives.Drive,
         progress: (@Sendable (DispatchProgress) -> Void)?, logger: Logger
     ) async -> OutboxDrive {
         // The page reader runs inside the dispatcher's reads, on this task: it and the recorder
@@ -169,9 +175,11 @@ public struct OutboxDriver: Sendable {
         // Whether the round was cancelled (its batches were): set once they exist, below. It asks
         // their wire only, not the batches (which hold these pages: a cycle).
         var batchesCancelled: () -> Bool = { false }
+        var claimed = firstClaim
         let pages = RoundPages { [self] in
             try await self.nextPage(
-                of: notification, machine: &machine, cancelled: { Task.isCancelled || batchesCancelled() }, drive: drive, spans: spans)
+                of: notification, machine: &machine, claimed: &claimed, cancelled: { Task.isCancelled || batchesCancelled() },
+                drive: drive, spans: spans)
         }
         let batches = dispatcher.batches(
             selection: notification.selection, payloads: payloads, targets: pages, payloadGroups: grouping(notification.delivery, payloads),
@@ -227,18 +235,25 @@ public struct OutboxDriver: Sendable {
 
     /// The next page to deliver; pages the drive records without sending (a cancelled
     /// notification's) are recorded here. `cancelled`: whether the round was cancelled.
+    /// `claimed`: a page claimed already (with the enqueue), taken instead of claiming one.
     private func nextPage(
-        of notification: OutboxNotification, machine: inout OutboxDrive, cancelled: () -> Bool, drive: ActiveDrives.Drive,
-        spans: OutboxPageSpans?
+        of notification: OutboxNotification, machine: inout OutboxDrive, claimed: inout OutboxClaim?, cancelled: () -> Bool,
+        drive: ActiveDrives.Drive, spans: OutboxPageSpans?
     ) async throws(StoreError) -> [DispatchTarget]? {
         while true {
             let step = machine.nextPage(draining: control.isDraining, cancelled: cancelled(), cancelledByUser: drive.cancelledByUser)
             guard step == .claim else { return nil }
             let time = clock.now
             let helping = machine.helping
-            let claim = try await queue.claimPage(
-                notificationID: notification.id, app: notification.app, lease: control.lease(from: time),
-                pageSize: control.configuration.pageSize, now: time, helping: helping)
+            let claim: OutboxClaim
+            if let first = claimed {
+                claimed = nil
+                claim = first
+            } else {
+                claim = try await queue.claimPage(
+                    notificationID: notification.id, app: notification.app, lease: control.lease(from: time),
+                    pageSize: control.configuration.pageSize, now: time, helping: helping)
+            }
             if case .page(let page) = claim {
                 metrics.outboxPageClaimed(reclaimed: page.reclaimed)
                 if helping { metrics.outboxPageHelped() }

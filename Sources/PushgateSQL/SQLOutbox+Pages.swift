@@ -6,120 +6,131 @@ extension SQLOutbox {
     package func claimPage(
         notificationID: String, app: AppID, lease: OutboxLease, pageSize: Int, now: Timestamp, helping: Bool
     ) async throws(StoreError) -> OutboxClaim {
-        let (size, dialect) = (max(1, pageSize), self.dialect)
+        let dialect = self.dialect
         return try await database.transaction { session -> OutboxClaim in
-            let key: [SQLValue] = [.text(app.rawValue), .text(notificationID)]
-            guard
-                let row = try await session.rows(
-                    """
-                    SELECT lease_owner, ended_at, cursor, exhausted, next_page, cancel_requested, platforms, audience, recipient,
-                        lease_expires, shared
-                    FROM outbox_notifications WHERE app = ? AND id = ?\(dialect.lockRows)
-                    """, key
-                ).first, row.double(1) == nil
-            else { return .lost }
-            if helping {
-                // Helping: while a live holder that is not the claimer has it, and it is shared.
-                guard row.bool(10), let holder = row.text(0), holder != lease.owner, (row.double(9) ?? 0) > now.secondsSinceEpoch else {
-                    return .lost
-                }
-            } else {
-                guard row.text(0) == lease.owner else { return .lost }
-            }
-            let cursor = row.text(2) ?? ""
-            let (exhausted, nextPage, cancelled) = (row.bool(3), row.integer(4) ?? 0, row.bool(5))
-            let selection: PlatformSelection
-            do { selection = try PlatformSelection(parsing: row.text(6) ?? "") } catch {
-                throw StoreError(.storage, "a stored platform list is corrupt")
-            }
-            let audience = try StoredAudience.decode(text: row.text(7) ?? "", recipient: row.text(8))
-            // Planned once per claim.
-            let query = audience.walksRegistrations ? try await session.plan(audience, selection: selection, app: app, now: now) : nil
-            func walk(_ after: RegistrationID?, _ limit: Int) async throws -> [DispatchTarget] {
-                guard let query else { return audience.targets(after: after, limit: limit) { _, _, _ in [] } }
-                return try await session.targets(query, after: after, limit: limit)
-            }
-
-            // A page whose lease expired first: its driver died or was stopped. Never the
-            // claimer's own (it is on the wire here; a renewal came late under load).
-            if let expired = try await session.rows(
-                """
-                SELECT number, after_id, last_id, targets, attempt, claims FROM outbox_pages
-                WHERE app = ? AND notification_id = ? AND \(dialect.openPage) AND lease_expires <= ? AND lease_owner \(dialect.isDistinctFrom) ?
-                LIMIT 1\(dialect.lockRows)
-                """, key + [.real(now.secondsSinceEpoch), .text(lease.owner)]
-            ).first {
-                let number = expired.integer(0) ?? 0
-                guard let last = expired.text(2).flatMap({ try? RegistrationID($0) }) else {
-                    throw StoreError(.storage, "a stored page range is corrupt")
-                }
-                _ = try await session.rows(
-                    """
-                    UPDATE outbox_pages SET lease_owner = ?, lease_expires = ?, claims = claims + 1
-                    WHERE app = ? AND notification_id = ? AND number = ?
-                    """, [.text(lease.owner), .real(lease.until.secondsSinceEpoch)] + key + [.integer(Int64(number))])
-                var targets: [DispatchTarget] = []
-                if let stored = expired.text(3) {
-                    // A retry page: its own targets, as their registrations are now (a topic or
-                    // direct handles: as sent).
-                    guard let decoded = OutboxRetry.decode(stored) else { throw StoreError(.storage, "a stored retry page is corrupt") }
-                    targets =
-                        audience.walksRegistrations ? try await Self.current(decoded, app: app, now: now, session: session) : decoded
-                } else {
-                    // The range `(after, last]` read again, in steps of the page size, until it passes `last`:
-                    // registrations added to it since are included, deleted ones are not.
-                    var position = expired.text(1).flatMap { try? RegistrationID($0) }
-                    while true {
-                        let step = try await walk(position, size)
-                        targets += step.prefix { $0.registrationID <= last }
-                        guard step.count == size, let tail = step.last, tail.registrationID < last else { break }
-                        position = tail.registrationID
-                    }
-                }
-                // What its earlier drivers had answered is not sent again.
-                var answered: [OutboxAnswers.Entry] = []
-                for row in try await session.rows(
-                    "SELECT answers FROM outbox_answers WHERE app = ? AND notification_id = ? AND page = ?", key + [.integer(Int64(number))]
-                ) {
-                    guard let entries = row.text(0).flatMap(OutboxAnswers.decode) else {
-                        throw StoreError(.storage, "a page's stored answers are corrupt")
-                    }
-                    answered += entries
-                }
-                let (remaining, answeredCounts) = OutboxAnswers.skipping(answered, in: targets)
-                return .page(
-                    OutboxPage(
-                        number: number, targets: remaining, reclaimed: (expired.integer(5) ?? 0) > 0, cancelled: cancelled,
-                        attempt: expired.integer(4) ?? 0, answered: answeredCounts))
-            }
-            if exhausted { return .exhausted }
-            let targets = try await walk(cursor.isEmpty ? nil : try? RegistrationID(cursor), size)
-            guard let last = targets.last else {
-                _ = try await session.rows("UPDATE outbox_notifications SET exhausted = ? WHERE app = ? AND id = ?", [.bool(true)] + key)
-                return .exhausted
-            }
-            _ = try await session.rows(
-                "INSERT INTO outbox_pages (app, notification_id, number, after_id, last_id, lease_owner, lease_expires) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                key + [
-                    .integer(Int64(nextPage)), .text(cursor), .text(last.registrationID.rawValue), .text(lease.owner),
-                    .real(lease.until.secondsSinceEpoch),
-                ])
-            _ = try await session.rows(
-                """
-                UPDATE outbox_notifications SET cursor = ?, next_page = next_page + 1, exhausted = ?, claimed = claimed + ?
-                WHERE app = ? AND id = ?
-                """, [.text(last.registrationID.rawValue), .bool(targets.count < size), .integer(Int64(targets.count))] + key)
-            // The audience ends with this page: the last one when no other page is open (no
-            // expired page of another driver, no retry page).
-            var onlyOpenPage = false
-            if targets.count < size {
-                onlyOpenPage = try await session.rows(
-                    "SELECT 1 FROM outbox_pages WHERE app = ? AND notification_id = ? AND \(dialect.openPage) AND number <> ? LIMIT 1",
-                    key + [.integer(Int64(nextPage))]
-                ).isEmpty
-            }
-            return .page(OutboxPage(number: nextPage, targets: targets, reclaimed: false, cancelled: cancelled, last: onlyOpenPage))
+            try await Self.claim(
+                notificationID: notificationID, app: app, lease: lease, pageSize: pageSize, now: now, helping: helping, dialect: dialect,
+                session: session)
         }
+    }
+
+    /// Claims the next page in the caller's transaction (``claimPage(notificationID:app:lease:pageSize:now:helping:)``).
+    static func claim(
+        notificationID: String, app: AppID, lease: OutboxLease, pageSize: Int, now: Timestamp, helping: Bool, dialect: SQLDialect,
+        session: Database.Session
+    ) async throws -> OutboxClaim {
+        let size = max(1, pageSize)
+        let key: [SQLValue] = [.text(app.rawValue), .text(notificationID)]
+        guard
+            let row = try await session.rows(
+                """
+                SELECT lease_owner, ended_at, cursor, exhausted, next_page, cancel_requested, platforms, audience, recipient,
+                    lease_expires, shared
+                FROM outbox_notifications WHERE app = ? AND id = ?\(dialect.lockRows)
+                """, key
+            ).first, row.double(1) == nil
+        else { return .lost }
+        if helping {
+            // Helping: while a live holder that is not the claimer has it, and it is shared.
+            guard row.bool(10), let holder = row.text(0), holder != lease.owner, (row.double(9) ?? 0) > now.secondsSinceEpoch else {
+                return .lost
+            }
+        } else {
+            guard row.text(0) == lease.owner else { return .lost }
+        }
+        let cursor = row.text(2) ?? ""
+        let (exhausted, nextPage, cancelled) = (row.bool(3), row.integer(4) ?? 0, row.bool(5))
+        let selection: PlatformSelection
+        do { selection = try PlatformSelection(parsing: row.text(6) ?? "") } catch {
+            throw StoreError(.storage, "a stored platform list is corrupt")
+        }
+        let audience = try StoredAudience.decode(text: row.text(7) ?? "", recipient: row.text(8))
+        // Planned once per claim.
+        let query = audience.walksRegistrations ? try await session.plan(audience, selection: selection, app: app, now: now) : nil
+        func walk(_ after: RegistrationID?, _ limit: Int) async throws -> [DispatchTarget] {
+            guard let query else { return audience.targets(after: after, limit: limit) { _, _, _ in [] } }
+            return try await session.targets(query, after: after, limit: limit)
+        }
+
+        // A page whose lease expired first: its driver died or was stopped. Never the
+        // claimer's own (it is on the wire here; a renewal came late under load).
+        if let expired = try await session.rows(
+            """
+            SELECT number, after_id, last_id, targets, attempt, claims FROM outbox_pages
+            WHERE app = ? AND notification_id = ? AND \(dialect.openPage) AND lease_expires <= ? AND lease_owner \(dialect.isDistinctFrom) ?
+            LIMIT 1\(dialect.lockRows)
+            """, key + [.real(now.secondsSinceEpoch), .text(lease.owner)]
+        ).first {
+            let number = expired.integer(0) ?? 0
+            guard let last = expired.text(2).flatMap({ try? RegistrationID($0) }) else {
+                throw StoreError(.storage, "a stored page range is corrupt")
+            }
+            _ = try await session.rows(
+                """
+                UPDATE outbox_pages SET lease_owner = ?, lease_expires = ?, claims = claims + 1
+                WHERE app = ? AND notification_id = ? AND number = ?
+                """, [.text(lease.owner), .real(lease.until.secondsSinceEpoch)] + key + [.integer(Int64(number))])
+            var targets: [DispatchTarget] = []
+            if let stored = expired.text(3) {
+                // A retry page: its own targets, as their registrations are now (a topic or
+                // direct handles: as sent).
+                guard let decoded = OutboxRetry.decode(stored) else { throw StoreError(.storage, "a stored retry page is corrupt") }
+                targets =
+                    audience.walksRegistrations ? try await Self.current(decoded, app: app, now: now, session: session) : decoded
+            } else {
+                // The range `(after, last]` read again, in steps of the page size, until it passes `last`:
+                // registrations added to it since are included, deleted ones are not.
+                var position = expired.text(1).flatMap { try? RegistrationID($0) }
+                while true {
+                    let step = try await walk(position, size)
+                    targets += step.prefix { $0.registrationID <= last }
+                    guard step.count == size, let tail = step.last, tail.registrationID < last else { break }
+                    position = tail.registrationID
+                }
+            }
+            // What its earlier drivers had answered is not sent again.
+            var answered: [OutboxAnswers.Entry] = []
+            for row in try await session.rows(
+                "SELECT answers FROM outbox_answers WHERE app = ? AND notification_id = ? AND page = ?", key + [.integer(Int64(number))]
+            ) {
+                guard let entries = row.text(0).flatMap(OutboxAnswers.decode) else {
+                    throw StoreError(.storage, "a page's stored answers are corrupt")
+                }
+                answered += entries
+            }
+            let (remaining, answeredCounts) = OutboxAnswers.skipping(answered, in: targets)
+            return .page(
+                OutboxPage(
+                    number: number, targets: remaining, reclaimed: (expired.integer(5) ?? 0) > 0, cancelled: cancelled,
+                    attempt: expired.integer(4) ?? 0, answered: answeredCounts))
+        }
+        if exhausted { return .exhausted }
+        let targets = try await walk(cursor.isEmpty ? nil : try? RegistrationID(cursor), size)
+        guard let last = targets.last else {
+            _ = try await session.rows("UPDATE outbox_notifications SET exhausted = ? WHERE app = ? AND id = ?", [.bool(true)] + key)
+            return .exhausted
+        }
+        _ = try await session.rows(
+            "INSERT INTO outbox_pages (app, notification_id, number, after_id, last_id, lease_owner, lease_expires) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            key + [
+                .integer(Int64(nextPage)), .text(cursor), .text(last.registrationID.rawValue), .text(lease.owner),
+                .real(lease.until.secondsSinceEpoch),
+            ])
+        _ = try await session.rows(
+            """
+            UPDATE outbox_notifications SET cursor = ?, next_page = next_page + 1, exhausted = ?, claimed = claimed + ?
+            WHERE app = ? AND id = ?
+            """, [.text(last.registrationID.rawValue), .bool(targets.count < size), .integer(Int64(targets.count))] + key)
+        // The audience ends with this page: the last one when no other page is open (no
+        // expired page of another driver, no retry page).
+        var onlyOpenPage = false
+        if targets.count < size {
+            onlyOpenPage = try await session.rows(
+                "SELECT 1 FROM outbox_pages WHERE app = ? AND notification_id = ? AND \(dialect.openPage) AND number <> ? LIMIT 1",
+                key + [.integer(Int64(nextPage))]
+            ).isEmpty
+        }
+        return .page(OutboxPage(number: nextPage, targets: targets, reclaimed: false, cancelled: cancelled, last: onlyOpenPage))
     }
 
     package func completePage(

@@ -64,9 +64,31 @@ package struct SQLOutbox<Database: SQLDatabase>: Sendable {
     var dialect: SQLDialect { database.dialect }
 
     package func enqueue(_ notification: OutboxNotification, lease: OutboxLease?) async throws(StoreError) -> OutboxEnqueued {
+        let values = Self.enqueueValues(notification, lease: lease)
+        return try await database.transaction { session -> OutboxEnqueued in
+            try await Self.store(notification, lease: lease, values: values, session: session)
+        }
+    }
+
+    package func enqueue(
+        _ notification: OutboxNotification, lease: OutboxLease, claimingFirstPageOf pageSize: Int, now: Timestamp
+    ) async throws(StoreError) -> OutboxSynchronousStart {
+        let (values, dialect) = (Self.enqueueValues(notification, lease: lease), self.dialect)
+        return try await database.transaction { session -> OutboxSynchronousStart in
+            let enqueued = try await Self.store(notification, lease: lease, values: values, session: session)
+            guard case .stored = enqueued else { return OutboxSynchronousStart(enqueued: enqueued, firstClaim: nil) }
+            let claim = try await Self.claim(
+                notificationID: notification.id, app: notification.app, lease: lease, pageSize: pageSize, now: now, helping: false,
+                dialect: dialect, session: session)
+            return OutboxSynchronousStart(enqueued: enqueued, firstClaim: claim)
+        }
+    }
+
+    /// The notification's row, as the enqueue's `INSERT` binds it.
+    private static func enqueueValues(_ notification: OutboxNotification, lease: OutboxLease?) -> [SQLValue] {
         let payloads = OutboxPayloadCoding.encode(notification.payloads, delivery: notification.delivery)
         let idempotency = notification.idempotencyKey
-        let values: [SQLValue] = [
+        return [
             .text(notification.app.rawValue), .text(notification.id), .text(notification.sender),
             .text((lease == nil ? notification.initialState : .processing).rawValue), .text(notification.selection.description),
             .text(notification.audience.description), .text(payloads), notification.secureID.map(SQLValue.text) ?? .null,
@@ -76,58 +98,63 @@ package struct SQLOutbox<Database: SQLDatabase>: Sendable {
             // Asynchronous (no caller waits for its targets): other instances may help deliver it.
             .bool(lease == nil), idempotency.map { .text($0.key) } ?? .null, idempotency.map { .text($0.fingerprint) } ?? .null,
         ]
-        return try await database.transaction { session -> OutboxEnqueued in
-            if let idempotency {
-                // A holder past the window gives the key up; a live one is the answer.
-                _ = try await session.rows(
-                    """
-                    UPDATE outbox_notifications SET idempotency_key = NULL
-                    WHERE app = ? AND sender = ? AND idempotency_key = ? AND enqueued_at < ?
-                    """,
-                    [
-                        .text(notification.app.rawValue), .text(notification.sender), .text(idempotency.key),
-                        .real(idempotency.storedSince.secondsSinceEpoch),
-                    ])
-            }
-            if notification.initialState == .scheduled, let cap = notification.maximumScheduledPerSender {
-                // A repeat of a key is answered before the cap is counted.
-                if let idempotency,
-                    let holder = try await Self.keyHolder(idempotency, app: notification.app, sender: notification.sender, session)
-                {
-                    return .existing(holder)
-                }
-                let waiting = try await session.rows(
-                    """
-                    SELECT count(*) FROM (SELECT 1 FROM outbox_notifications
-                        WHERE app = ? AND sender = ? AND ended_at IS NULL AND state = ? LIMIT ?) waiting
-                    """,
-                    [
-                        .text(notification.app.rawValue), .text(notification.sender), .text(NotificationState.scheduled.rawValue),
-                        .integer(Int64(cap)),
-                    ])
-                if let refusal = notification.refusal(scheduledWaiting: waiting.first?.integer(0) ?? 0) { throw refusal }
-            }
-            // With a key, a concurrent enqueue of the same key waits for this one (the unique
-            // index) and then stores nothing.
-            let inserted = try await session.rows(
+    }
+
+    /// Stores the notification in the caller's transaction (``enqueue(_:lease:)``).
+    private static func store(
+        _ notification: OutboxNotification, lease: OutboxLease?, values: [SQLValue], session: Database.Session
+    ) async throws -> OutboxEnqueued {
+        let idempotency = notification.idempotencyKey
+        if let idempotency {
+            // A holder past the window gives the key up; a live one is the answer.
+            _ = try await session.rows(
                 """
-                INSERT INTO outbox_notifications (app, id, sender, state, platforms, audience, payloads, secure_id, enqueued_at,
-                    deliver_at, started_at, lease_owner, lease_expires, recipient, shared, idempotency_key, idempotency_fingerprint)
-                VALUES (?, ?, ?, ?, ?, ?, ?, CAST(? AS TEXT), ?, ?, CAST(? AS DOUBLE PRECISION), CAST(? AS TEXT), ?, CAST(? AS TEXT), ?,
-                    CAST(? AS TEXT), CAST(? AS TEXT))
-                """
-                    + (idempotency == nil
-                        ? "" : " ON CONFLICT (app, sender, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING id"),
-                values)
-            if let idempotency, inserted.isEmpty {
-                guard let holder = try await Self.keyHolder(idempotency, app: notification.app, sender: notification.sender, session)
-                else { throw StoreError(.storage, "the idempotency key's notification could not be read") }
+                UPDATE outbox_notifications SET idempotency_key = NULL
+                WHERE app = ? AND sender = ? AND idempotency_key = ? AND enqueued_at < ?
+                """,
+                [
+                    .text(notification.app.rawValue), .text(notification.sender), .text(idempotency.key),
+                    .real(idempotency.storedSince.secondsSinceEpoch),
+                ])
+        }
+        if notification.initialState == .scheduled, let cap = notification.maximumScheduledPerSender {
+            // A repeat of a key is answered before the cap is counted.
+            if let idempotency,
+                let holder = try await Self.keyHolder(idempotency, app: notification.app, sender: notification.sender, session)
+            {
                 return .existing(holder)
             }
-            // Idle instances look for work when this commits (a synchronous send is driven here).
-            if lease == nil { try await session.announceOutboxWork("enqueued") }
-            return .stored
+            let waiting = try await session.rows(
+                """
+                SELECT count(*) FROM (SELECT 1 FROM outbox_notifications
+                    WHERE app = ? AND sender = ? AND ended_at IS NULL AND state = ? LIMIT ?) waiting
+                """,
+                [
+                    .text(notification.app.rawValue), .text(notification.sender), .text(NotificationState.scheduled.rawValue),
+                    .integer(Int64(cap)),
+                ])
+            if let refusal = notification.refusal(scheduledWaiting: waiting.first?.integer(0) ?? 0) { throw refusal }
         }
+        // With a key, a concurrent enqueue of the same key waits for this one (the unique
+        // index) and then stores nothing.
+        let inserted = try await session.rows(
+            """
+            INSERT INTO outbox_notifications (app, id, sender, state, platforms, audience, payloads, secure_id, enqueued_at,
+                deliver_at, started_at, lease_owner, lease_expires, recipient, shared, idempotency_key, idempotency_fingerprint)
+            VALUES (?, ?, ?, ?, ?, ?, ?, CAST(? AS TEXT), ?, ?, CAST(? AS DOUBLE PRECISION), CAST(? AS TEXT), ?, CAST(? AS TEXT), ?,
+                CAST(? AS TEXT), CAST(? AS TEXT))
+            """
+                + (idempotency == nil
+                    ? "" : " ON CONFLICT (app, sender, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING id"),
+            values)
+        if let idempotency, inserted.isEmpty {
+            guard let holder = try await Self.keyHolder(idempotency, app: notification.app, sender: notification.sender, session)
+            else { throw StoreError(.storage, "the idempotency key's notification could not be read") }
+            return .existing(holder)
+        }
+        // Idle instances look for work when this commits (a synchronous send is driven here).
+        if lease == nil { try await session.announceOutboxWork("enqueued") }
+        return .stored
     }
 
     package func idempotentNotification(key: IdempotencyKey, app: AppID, sender: String) async throws(StoreError) -> OutboxKeyHolder? {

@@ -14,6 +14,12 @@ extension SQLOutboxStore {
         try await outbox.enqueue(notification, lease: lease)
     }
 
+    public func enqueue(
+        _ notification: OutboxNotification, lease: OutboxLease, claimingFirstPageOf pageSize: Int, now: Timestamp
+    ) async throws(StoreError) -> OutboxSynchronousStart {
+        try await outbox.enqueue(notification, lease: lease, claimingFirstPageOf: pageSize, now: now)
+    }
+
     public func idempotentNotification(key: IdempotencyKey, app: AppID, sender: String) async throws(StoreError) -> OutboxKeyHolder? {
         try await outbox.idempotentNotification(key: key, app: app, sender: sender)
     }

@@ -84,7 +84,7 @@ import Testing
             #expect(again.status == 202 && again.header("Idempotent-Replayed") == "true", "\(again.bodyText)")
             #expect(try json(again)["notificationId"] as? String == id && (try json(again)["state"] as? String) == "Scheduled")
             #expect(again.header("Location") == "/api/notifications/\(id)/outcome")
-            #expect(try await fixture.store.outboxDepth(now: clock.now).pending == 1)
+            #expect(await fixture.store.outboxDepth(now: clock.now).pending == 1)
 
             clock.advance(seconds: 300)
             let delivered = try await eventually {

@@ -99,6 +99,19 @@ public enum OutboxEnqueued: Sendable, Hashable {
     case existing(OutboxKeyHolder)
 }
 
+/// What storing a synchronous send did
+/// (``OutboxQueue/enqueue(_:lease:claimingFirstPageOf:now:)``).
+public struct OutboxSynchronousStart: Sendable, Hashable {
+    public var enqueued: OutboxEnqueued
+    /// The first page's claim, made with the enqueue; nil when nothing was stored.
+    public var firstClaim: OutboxClaim?
+
+    public init(enqueued: OutboxEnqueued, firstClaim: OutboxClaim?) {
+        self.enqueued = enqueued
+        self.firstClaim = firstClaim
+    }
+}
+
 /// Who holds work, and until when.
 public struct OutboxLease: Sendable, Hashable {
     public var owner: String
@@ -169,6 +182,19 @@ public enum OutboxLastPageRecord: Sendable, Hashable {
 }
 
 extension OutboxQueue {
+    /// Stores, then claims the first page: two transactions. Stores that can do both in one (the
+    /// SQL outbox) answer it themselves; the test kit's `FaultyStore` keeps them apart, so that a
+    /// fault can fall between them.
+    public func enqueue(
+        _ notification: OutboxNotification, lease: OutboxLease, claimingFirstPageOf pageSize: Int, now: Timestamp
+    ) async throws(StoreError) -> OutboxSynchronousStart {
+        let enqueued = try await enqueue(notification, lease: lease)
+        guard case .stored = enqueued else { return OutboxSynchronousStart(enqueued: enqueued, firstClaim: nil) }
+        let claim = try await claimPage(
+            notificationID: notification.id, app: notification.app, lease: lease, pageSize: pageSize, now: now, helping: false)
+        return OutboxSynchronousStart(enqueued: enqueued, firstClaim: claim)
+    }
+
     /// Records the last page, then finishes: two transactions. Stores that can do both in one
     /// (the SQL outbox) answer it themselves.
     public func completeLastPage(

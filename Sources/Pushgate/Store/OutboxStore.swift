@@ -27,6 +27,13 @@ public protocol OutboxQueue: Sendable {
     /// the key up.
     @discardableResult
     func enqueue(_ notification: OutboxNotification, lease: OutboxLease?) async throws(StoreError) -> OutboxEnqueued
+    /// Stores `notification` for its caller to drive at once (a synchronous send, under `lease`)
+    /// and, when it is stored, claims its first page of `pageSize` in the same transaction: the
+    /// send's first page pays no claim of its own. A page claimed here is the caller's as any
+    /// claimed page is (a crash leaves it to be claimed again when its lease expires).
+    func enqueue(
+        _ notification: OutboxNotification, lease: OutboxLease, claimingFirstPageOf pageSize: Int, now: Timestamp
+    ) async throws(StoreError) -> OutboxSynchronousStart
     /// The notification of `app` and `sender` that holds `key` (stored since its `storedSince`); nil when none does.
     func idempotentNotification(key: IdempotencyKey, app: AppID, sender: String) async throws(StoreError) -> OutboxKeyHolder?
     /// Takes the lease of one notification of `app` that is due (`deliverAt` passed or a cancel

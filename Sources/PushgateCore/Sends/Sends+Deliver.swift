@@ -37,9 +37,14 @@ extension Sends {
         let notification = outboxNotification(prepared, enqueuedAt: now(), deliverAt: nil, idempotencyKey: idempotencyKey)
         var logger = requestLogger ?? self.logger
         logger[metadataKey: "notification"] = "\(notification.id)"
+        // The first page is claimed with the enqueue: a send of one page pays no claim of its own.
+        let firstClaim: OutboxClaim?
         do {
-            let enqueued = try await driver.queue.enqueue(notification, lease: outbox.lease(from: notification.enqueuedAt))
-            if case .existing(let holder) = enqueued, let key = idempotencyKey {
+            let stored = try await driver.queue.enqueue(
+                notification, lease: outbox.lease(from: notification.enqueuedAt), claimingFirstPageOf: outbox.configuration.pageSize,
+                now: notification.enqueuedAt)
+            firstClaim = stored.firstClaim
+            if case .existing(let holder) = stored.enqueued, let key = idempotencyKey {
                 do { return replayed(try await record(holding: key, holder)) } catch {
                     var result = NotificationResult(notificationID: holder.notificationID, selection: prepared.selection, targets: [])
                     result.state = .abandoned
@@ -54,7 +59,7 @@ extension Sends {
             result.error = "the registration store is unavailable: the notification was not accepted"
             return SendOutcome(result: result, ending: .interrupted, secureID: nil)
         }
-        let run = await driver.drive(notification, progress: progress, logger: logger)
+        let run = await driver.drive(notification, firstClaim: firstClaim, progress: progress, logger: logger)
         var result = NotificationResult(
             notificationID: notification.id, selection: prepared.selection, counts: run.record?.counts ?? run.counts,
             targets: run.targets)
