@@ -161,6 +161,10 @@ final class SQLiteConnection: @unchecked Sendable {
         }
     }
 
+    /// Rows the last INSERT, UPDATE or DELETE changed (an `ON CONFLICT DO NOTHING` that found
+    /// the row: 0).
+    var changes: Int { Int(sqlite3_changes(database)) }
+
     var userVersion: Int {
         get throws(StoreError) {
             let statement = try prepare("PRAGMA user_version")
@@ -199,7 +203,7 @@ final class SQLiteStatement: @unchecked Sendable {
             case .real(let number): code = sqlite3_bind_double(handle, index, number)
             case .bool(let flag): code = sqlite3_bind_int64(handle, index, flag ? 1 : 0)
             case .text(let text):
-                code = text.withCString { pushgate_sqlite_bind_text(handle, index, $0, Int32(strlen($0))) }
+                code = text.withCString { pushgate_sqlite_bind_text(handle, index, $0, Int32(text.utf8.count)) }
             }
             if code != SQLITE_OK { throw connection.error("cannot bind parameter \(index)") }
         }

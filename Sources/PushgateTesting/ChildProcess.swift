@@ -12,9 +12,9 @@ import Synchronization
 /// Not Foundation's `Process`: on Linux (through Swift 6.3.1) its `run()` copies each
 /// `/proc/self/fd` entry's whole 256-byte name and crashes when an entry ends a page of glibc's
 /// readdir buffer (swift-corelibs-foundation PR #5472), which a test process with hundreds of
-/// sockets open hit now and then. The child gets descriptors 0 (`/dev/null`), 1 and 2 (pipes) and
-/// nothing else (`closefrom(3)`), its own process group (as `Process` did), and this process's
-/// environment.
+/// sockets open hit now and then. The child gets descriptors 0 (`/dev/null`, or the file given),
+/// 1 and 2 (pipes) and nothing else (`closefrom(3)`), its own process group (as `Process` did),
+/// and this process's environment.
 public final class ChildProcess: Sendable {
     public let processIdentifier: pid_t
     private let state = Mutex(State())
@@ -37,7 +37,9 @@ public final class ChildProcess: Sendable {
         }
     }
 
-    public init(executable: String, arguments: [String], directory: String? = nil) throws {
+    /// Starts `executable` in `directory` (this process's by default), its standard input read
+    /// from the file `standardInput`.
+    public init(executable: String, arguments: [String], directory: String? = nil, standardInput: String = "/dev/null") throws {
         var outPipe: [Int32] = [-1, -1]
         var errPipe: [Int32] = [-1, -1]
         guard pipe2(&outPipe, O_CLOEXEC) == 0 else { throw SpawnError.failed("pipe2", errno) }
@@ -54,7 +56,7 @@ public final class ChildProcess: Sendable {
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
         var steps: [(String, Int32)] = [
-            ("open /dev/null", posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)),
+            ("open \(standardInput)", posix_spawn_file_actions_addopen(&actions, 0, standardInput, O_RDONLY, 0)),
             ("dup2", posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)),
             ("dup2", posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2)),
             ("closefrom", posix_spawn_file_actions_addclosefrom_np(&actions, 3)),

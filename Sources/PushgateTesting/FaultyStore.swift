@@ -4,6 +4,7 @@ import Pushgate
 public enum StoreOperation: String, Sendable, CaseIterable {
     // Registrations
     case createRegistrationID, registrationIDs, upsert, registration, delete, registrations, deliveryTargets, restore, replace
+    case importRegistrations
     case apply, removals, templates
     // Secure messages
     case storeSecureMessage, readSecureMessage
@@ -76,6 +77,21 @@ public final class FaultyStore<Inner: GatewayStore>: GatewayStore {
     public func restore(_ registrations: [Registration], now: Timestamp) async throws(StoreError) {
         try await fault(.restore)
         try await inner.restore(registrations, now: now)
+    }
+    /// The hook is asked before the import and before each batch after the first: a fault there
+    /// is the store failing mid-import (`inner` rolls the import back).
+    public func importRegistrations<Batches: AsyncSequence<[Registration], Failure> & Sendable, Failure: Error>(
+        _ batches: Batches, now: Timestamp
+    ) async throws(RegistrationImportFailure<Failure>) -> Int {
+        do { try await fault(.importRegistrations) } catch { throw .store(error) }
+        do {
+            return try await inner.importRegistrations(FaultyBatches(batches, fault: fault), now: now)
+        } catch {
+            switch error {
+            case .store(let error), .batches(.store(let error)): throw .store(error)
+            case .batches(.batches(let failure)): throw .batches(failure)
+            }
+        }
     }
     public func replace(_ registrations: [Registration], removing: [RegistrationID], app: AppID, now: Timestamp) async throws(StoreError) {
         try await fault(.replace)
@@ -211,4 +227,40 @@ final class PageIterator<Element: Sendable>: @unchecked Sendable {
     init(_ iterator: AsyncThrowingStream<Element, any Error>.AsyncIterator) { self.iterator = iterator }
 
     func next() async throws -> Element? { try await iterator.next() }
+}
+
+/// An import's batches with the fault hook asked before each one after the first: the hook's
+/// error ends the sequence as the store's (``RegistrationImportFailure/store(_:)``).
+struct FaultyBatches<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable where Base.Element == [Registration] {
+    typealias Element = [Registration]
+    typealias Failure = RegistrationImportFailure<Base.Failure>
+
+    let base: Base
+    let fault: @Sendable (StoreOperation) async throws(StoreError) -> Void
+
+    init(_ base: Base, fault: @escaping @Sendable (StoreOperation) async throws(StoreError) -> Void) {
+        self.base = base
+        self.fault = fault
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(base: base.makeAsyncIterator(), fault: fault) }
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        typealias Element = [Registration]
+        typealias Failure = RegistrationImportFailure<Base.Failure>
+
+        var base: Base.AsyncIterator
+        let fault: @Sendable (StoreOperation) async throws(StoreError) -> Void
+        var first = true
+
+        mutating func next() async throws(Failure) -> [Registration]? { try await next(isolation: nil) }
+
+        mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> [Registration]? {
+            if !first {
+                do { try await fault(.importRegistrations) } catch { throw .store(error) }
+            }
+            first = false
+            do { return try await base.next(isolation: actor) } catch { throw .batches(error) }
+        }
+    }
 }

@@ -25,16 +25,21 @@ public struct PushgateProcess {
 
     /// Runs the binary on a thread of its own: an async test must never block one of the few
     /// cooperative threads while the process it waits for needs this process's gateway to answer.
-    public static func run(_ arguments: [String], in directory: String = repositoryRoot) async throws -> Result {
+    /// Its standard input is the file `standardInput` (empty by default).
+    public static func run(
+        _ arguments: [String], in directory: String = repositoryRoot, standardInput: String = "/dev/null"
+    ) async throws -> Result {
         try await withCheckedThrowingContinuation { continuation in
             Thread {
-                continuation.resume(with: Swift.Result { try run(arguments, in: directory) as Result })
+                continuation.resume(with: Swift.Result { try run(arguments, in: directory, standardInput: standardInput) as Result })
             }.start()
         }
     }
 
-    public static func run(_ arguments: [String], in directory: String = repositoryRoot) throws -> Result {
-        let child = try ChildProcess(executable: executable, arguments: arguments, directory: directory)
+    public static func run(
+        _ arguments: [String], in directory: String = repositoryRoot, standardInput: String = "/dev/null"
+    ) throws -> Result {
+        let child = try ChildProcess(executable: executable, arguments: arguments, directory: directory, standardInput: standardInput)
         let status = child.waitUntilFinished()
         return Result(status: status, stdout: child.standardOutput, stderr: child.standardError)
     }

@@ -278,7 +278,12 @@ import Testing
             #expect(try await local.store.registration(id: try RegistrationID(ids[0]), app: .default) == nil)
             let again = try await PushgateProcess.run(["registrations", "delete", "--config", config, ids[0]])
             #expect(again.status == 1 && again.stderr.contains("not found: \(ids[0])"))
-            let imported = try await PushgateProcess.run(["registrations", "import", "--config", config, exportPath])
+            // A dry run reads every line and writes nothing.
+            let valid = try await PushgateProcess.run(["registrations", "import", "--config", config, "--dry-run", exportPath])
+            #expect(valid.stdout == "6 registrations valid; nothing written (--dry-run)\n", "\(valid.stderr)")
+            #expect(try await local.store.registration(id: try RegistrationID(ids[0]), app: .default) == nil)
+            // Standard input is read once, as a file is.
+            let imported = try await PushgateProcess.run(["registrations", "import", "--config", config, "-"], standardInput: exportPath)
             #expect(imported.stdout == "imported 6 registrations into app default\n", "\(imported.stderr)")
             #expect(try await local.store.registration(id: try RegistrationID(ids[0]), app: .default)?.owner == "alice")
             // The restored device still receives: the gateway finds it by tag.

@@ -4,6 +4,7 @@ import PushgateConfig
 import PushgateCore
 import PushgateDispatch
 import PushgateServer
+import PushgateStore
 import PushgateTesting
 import Synchronization
 import Testing
@@ -68,5 +69,55 @@ import Testing
         #expect(failedApplies.withLock { $0 } > 0)
         let exposition = String(decoding: metrics.exposition(), as: UTF8.self)
         #expect(exposition.contains("pushgate_handle_updates_failed_total 250"), "\(exposition.prefix(400))")
+    }
+
+    /// The disk failing at an import's third batch (the fault hook asked before each batch) rolls
+    /// back the two batches written before it: the SQLite file holds what it held, and the store
+    /// goes on working.
+    @Test func aStoreFailureMidImportRollsBackTheBatchesAlreadyWritten() async throws {
+        let path = NSTemporaryDirectory() + "pushgate-import-\(UUID().uuidString).sqlite"
+        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
+        let sqlite = try await SQLiteStore.open(path: path)
+        let asked = Mutex(0)
+        let store = FaultyStore(sqlite) { operation throws(StoreError) in
+            guard operation == .importRegistrations else { return }
+            if asked.withLock({ count in
+                count += 1
+                return count
+            }) == 3 {
+                throw StoreError(.storage, "disk I/O error")
+            }
+        }
+        func device(_ index: Int) throws -> Registration {
+            try Registration(
+                id: try RegistrationID(String(format: "d%07d", index)),
+                handle: DeviceHandle(uncheckedPlatform: .apns, value: String(format: "%064x", index + 1)), tags: [try .username("dana")],
+                owner: "dana")
+        }
+        let before = try device(0)
+        try await sqlite.restore([before], now: Timestamp(secondsSinceEpoch: 0))
+        let batches = try (0..<4).map { batch in try (1...100).map { try device(batch * 100 + $0) } }
+        let stream = AsyncStream<[Registration]> { continuation in
+            for batch in batches { continuation.yield(batch) }
+            continuation.finish()
+        }
+        do {
+            _ = try await store.importRegistrations(stream, now: Timestamp(secondsSinceEpoch: 0))
+            Issue.record("an import the disk failed was written")
+        } catch {
+            guard case .store(let failure) = error else { throw error }
+            #expect(failure.message == "disk I/O error")
+        }
+        // The hook was asked before the import and before batches 2 and 3.
+        #expect(asked.withLock { $0 } == 3)
+        var left: [RegistrationID] = []
+        for try await page in sqlite.registrations(
+            matching: nil, platforms: .all, app: .default, batchSize: 1000, now: Timestamp(secondsSinceEpoch: 0))
+        {
+            left += page.map(\.id)
+        }
+        #expect(left == [before.id])
+        try await sqlite.restore([try device(1)], now: Timestamp(secondsSinceEpoch: 0))
+        #expect(try await sqlite.registration(id: try device(1).id, app: .default) != nil)
     }
 }

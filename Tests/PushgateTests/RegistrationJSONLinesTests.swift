@@ -170,3 +170,72 @@ extension RegistrationJSONLinesTests {
         #expect(error(line(["handle": "[1]"])).contains("'handle' must be a string (or a browser's subscription object), found an array"))
     }
 }
+
+@Suite struct RegistrationImportBatchesTests {
+    let policy = HandlePolicy(wnsChannelHosts: ["*.notify.windows.com"])
+
+    /// The id of line `number`'s registration: the number in 32 hex digits.
+    func id(_ number: Int) -> String {
+        let digits = String(number, radix: 16)
+        return String(repeating: "0", count: 32 - digits.count) + digits
+    }
+
+    /// Line `number`: a registration with id `id(number)` unless given.
+    func line(_ number: Int, id: String? = nil) -> RegistrationImport.Line {
+        let id = id ?? self.id(number)
+        let text = #"{"id":"\#(id)","platform":"apns","handle":"\#(String(repeating: "ab", count: 32))","owner":"u"}"#
+        return RegistrationImport.Line(number: number, content: .bytes(Array(text.utf8)))
+    }
+
+    func batches(_ lines: [RegistrationImport.Line], size: Int) -> RegistrationImportBatches<[RegistrationImport.Line]> {
+        RegistrationImportBatches(lines, importer: RegistrationImport(source: "in.jsonl", app: .default, handles: policy), batchSize: size)
+    }
+
+    /// Reads every batch: the ids of each, and the error the sequence ended with.
+    func read(_ batches: RegistrationImportBatches<[RegistrationImport.Line]>) async -> (ids: [[Int]], errors: RegistrationLineErrors?) {
+        var ids: [[Int]] = []
+        do {
+            for try await batch in batches { ids.append(batch.map { Int($0.id.rawValue, radix: 16)! }) }
+        } catch {
+            return (ids, error)
+        }
+        return (ids, nil)
+    }
+
+    @Test func eachLineIsReadOnceIntoBatchesOfTheGivenSizeSkippingBlankLines() async {
+        var lines = (1...7).map { line($0) }
+        lines.insert(RegistrationImport.Line(number: 99, content: .bytes(Array(" \r".utf8))), at: 3)
+        let result = await read(batches(lines, size: 3))
+        #expect(result.ids == [[1, 2, 3], [4, 5, 6], [7]])
+        #expect(result.errors == nil)
+        #expect(await read(batches([], size: 3)).ids.isEmpty)
+    }
+
+    /// A bad line after more than a batch: the batches before it were handed on (a store writes
+    /// them inside its transaction), none after it; the lines after it are still read, so every
+    /// error is counted, and the sequence ends by throwing them (the store then rolls back).
+    @Test func fromTheFirstBadLineNoBatchIsHandedOnButEveryLineIsStillChecked() async {
+        var lines = (1...12).map { line($0) }
+        lines[7] = line(8, id: "not an id")
+        lines[10] = line(11, id: id(2))
+        lines.append(RegistrationImport.Line(number: 13, content: .tooLong(bytes: 2 << 20)))
+        let result = await read(batches(lines, size: 3))
+        #expect(result.ids == [[1, 2, 3], [4, 5, 6]])
+        #expect(result.errors?.count == 3)
+        #expect(
+            result.errors?.listed.map(\.description) == [
+                "in.jsonl:8: 'id': registration id 'not an id' is malformed; expected 1 to 64 letters, digits or '-'",
+                "in.jsonl:11: id: duplicate of line 2",
+                "in.jsonl:13: the line is 2097152 bytes long; the limit is 1048576 bytes (1 MiB)",
+            ])
+        #expect(result.errors?.description == "3 invalid lines")
+    }
+
+    @Test func theFirstTwentyErrorsAreKeptAndTheRestCounted() async {
+        let lines = (1...25).map { line($0, id: "bad!") }
+        let errors = await read(batches(lines, size: 10)).errors
+        #expect(errors?.count == 25)
+        #expect(errors?.listed.count == RegistrationLineErrors.listedLimit)
+        #expect(errors?.listed.last?.line == 20)
+    }
+}

@@ -10,6 +10,9 @@
 public struct JSONParser {
     /// Nesting deeper than this is rejected (protects the stack against hostile input).
     public static let maximumDepth = 512
+    /// Objects with fewer members than this find a repeated key by comparing with each member
+    /// (cheaper than hashing every key); larger ones keep a set.
+    static let smallObjectMembers = 16
 
     private let bytes: [UInt8]
     private var index = 0
@@ -94,6 +97,7 @@ public struct JSONParser {
         try enter()
         index += 1
         var members: [JSONMember] = []
+        // Keys already seen: looked up in `members` while the object is small, in a set beyond.
         var seen: Set<String> = []
         skipWhitespace()
         if index < bytes.count && bytes[index] == UInt8(ascii: "}") {
@@ -108,9 +112,14 @@ public struct JSONParser {
             }
             let keyOffset = index
             let key = try parseString()
-            if !seen.insert(key).inserted {
-                throw error("duplicate key \"\(key)\"", at: keyOffset)
+            let duplicate: Bool
+            if members.count < Self.smallObjectMembers {
+                duplicate = members.contains { $0.key == key }
+            } else {
+                if seen.isEmpty { seen = Set(members.lazy.map(\.key)) }
+                duplicate = !seen.insert(key).inserted
             }
+            if duplicate { throw error("duplicate key \"\(key)\"", at: keyOffset) }
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else {
                 throw error("expected ':' after key \"\(key)\", found \(describeCurrent())")
@@ -223,6 +232,15 @@ public struct JSONParser {
             guard index < bytes.count else { throw error("unterminated string", at: start) }
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
+                // No escape: the string is its bytes (most strings).
+                if runStart == start + 1 {
+                    guard let text = String(validating: bytes[runStart..<index], as: UTF8.self) else {
+                        let offset = firstInvalidUTF8(bytes, runStart, index)
+                        throw error("invalid UTF-8 in string: byte \(hexByte(bytes[offset]))", at: offset)
+                    }
+                    index += 1
+                    return text
+                }
                 try flush(self, into: &scalars, upTo: index)
                 index += 1
                 return String(scalars)

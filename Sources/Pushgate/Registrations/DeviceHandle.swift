@@ -102,15 +102,26 @@ public struct HandlePolicy: Sendable, Hashable {
         if text.utf8.count > Self.apnsTokenHexLength.upperBound {
             throw HandleError(.badLength(text.utf8.count, expected: expected), platform: .apns)
         }
-        // ASCII only: `Character.isHexDigit` also accepts the full-width forms (U+FF10…).
-        if let (offset, bad) = text.enumerated().first(where: { !($0.element.isASCII && $0.element.isHexDigit) }) {
+        // ASCII only: `Character.isHexDigit` also accepts the full-width forms (U+FF10…). The
+        // bytes are checked first (a token is ASCII); the characters only to name a bad one.
+        var upperCase = false
+        let hex = text.utf8.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"): return true
+            case UInt8(ascii: "A")...UInt8(ascii: "F"):
+                upperCase = true
+                return true
+            default: return false
+            }
+        }
+        if !hex, let (offset, bad) = text.enumerated().first(where: { !($0.element.isASCII && $0.element.isHexDigit) }) {
             throw HandleError(.invalidCharacter(bad, position: offset + 1, expected: "hexadecimal digits"), platform: .apns)
         }
         let count = text.utf8.count
         guard Self.apnsTokenHexLength.contains(count), count % 2 == 0 else {
             throw HandleError(.badLength(count, expected: expected), platform: .apns)
         }
-        return text.lowercased()
+        return upperCase ? text.lowercased() : text
     }
 
     private func validateFCMToken(_ text: String, _ platform: Platform) throws(HandleError) -> String {
@@ -119,7 +130,9 @@ public struct HandlePolicy: Sendable, Hashable {
         if text.utf8.count > Self.fcmTokenLength.upperBound {
             throw HandleError(.badLength(text.utf8.count, expected: expected), platform: platform)
         }
-        if let (offset, bad) = text.enumerated().first(where: { !Self.isFCMTokenCharacter($0.element) }) {
+        if !text.utf8.allSatisfy(Self.isFCMTokenByte),
+            let (offset, bad) = text.enumerated().first(where: { !Self.isFCMTokenCharacter($0.element) })
+        {
             throw HandleError(.invalidCharacter(bad, position: offset + 1, expected: "letters, digits and - _ : ."), platform: platform)
         }
         let count = text.utf8.count
@@ -127,6 +140,16 @@ public struct HandlePolicy: Sendable, Hashable {
             throw HandleError(.badLength(count, expected: expected), platform: platform)
         }
         return text
+    }
+
+    /// Whether `byte` is an ASCII letter, digit or one of `- _ : .`: a token's bytes, checked
+    /// before its characters.
+    private static func isFCMTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
+        case UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: ":"), UInt8(ascii: "."): true
+        default: false
+        }
     }
 
     private static func isFCMTokenCharacter(_ character: Character) -> Bool {

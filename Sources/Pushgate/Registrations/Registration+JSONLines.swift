@@ -49,6 +49,9 @@ extension Registration {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// The fields of a JSON line.
+    static let jsonLineFields = ["id", "platform", "handle", "tags", "owner", "expiresAt", "template"]
+
     /// Parses one JSON line of an export for `app`, validating the handle with `handles` and every
     /// tag. Errors name the field (and, for bad JSON, the column).
     public init(jsonLine line: String, app: AppID, handles: HandlePolicy) throws(RegistrationLineError) {
@@ -62,16 +65,18 @@ extension Registration {
     /// replaced the bad byte with U+FFFD (`0xEF 0xBF 0xBD`).
     public init(jsonLine bytes: [UInt8], app: AppID, handles: HandlePolicy) throws(RegistrationLineError) {
         guard bytes.count <= RegistrationImport.maximumLineBytes else { throw RegistrationLineError(.tooLong(bytes: bytes.count)) }
-        let invalid = firstInvalidUTF8(bytes, 0, bytes.count)
-        if invalid < bytes.count { throw RegistrationLineError(.invalidUTF8(byte: bytes[invalid], offset: invalid)) }
+        // An ASCII line (most) needs no decoding to be valid.
+        if bytes.contains(where: { $0 >= 0x80 }) {
+            let invalid = firstInvalidUTF8(bytes, 0, bytes.count)
+            if invalid < bytes.count { throw RegistrationLineError(.invalidUTF8(byte: bytes[invalid], offset: invalid)) }
+        }
         let root: JSONValue
         do { root = try JSONParser.parse(bytes) } catch {
             throw RegistrationLineError("invalid JSON at column \(error.location.column): \(error.reason)")
         }
         guard let members = root.objectMembers else { throw RegistrationLineError("expected a JSON object, found \(root.typeDescription)") }
-        let known: Set<String> = ["id", "platform", "handle", "tags", "owner", "expiresAt", "template"]
-        if let unknown = members.first(where: { !known.contains($0.key) }) {
-            throw RegistrationLineError("unknown field '\(unknown.key)' (known: \(known.sorted().joined(separator: ", ")))")
+        if let unknown = members.first(where: { !Self.jsonLineFields.contains($0.key) }) {
+            throw RegistrationLineError("unknown field '\(unknown.key)' (known: \(Self.jsonLineFields.sorted().joined(separator: ", ")))")
         }
         func string(_ key: String) throws(RegistrationLineError) -> String {
             guard let value = root[key] else { throw RegistrationLineError("'\(key)' is required") }

@@ -31,7 +31,9 @@ public struct Registration: Sendable, Hashable {
 
     /// Replaces the tags (deduplicated and sorted), enforcing the per-registration limit.
     public mutating func setTags(_ newTags: some Sequence<Tag>) throws(TagError) {
-        let unique = Array(Set(newTags)).sorted()
+        var unique = Array(newTags)
+        // Already sorted and unique (a stored registration's, an export's): nothing to sort.
+        if !zip(unique, unique.dropFirst()).allSatisfy({ $0 < $1 }) { unique = Array(Set(unique)).sorted() }
         if unique.count > Tag.maximumPerRegistration { throw TagError.tooMany(unique.count) }
         tags = unique
     }

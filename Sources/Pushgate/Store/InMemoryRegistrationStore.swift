@@ -65,6 +65,21 @@ public actor InMemoryRegistrationStore: RegistrationStore {
         }
     }
 
+    /// The batches are kept aside as they come, and written together once the sequence has ended:
+    /// other callers, served between batches, see none of them before then.
+    public func importRegistrations<Batches: AsyncSequence<[Registration], Failure> & Sendable, Failure: Error>(
+        _ batches: Batches, now: Timestamp
+    ) async throws(RegistrationImportFailure<Failure>) -> Int {
+        var pending: [Registration] = []
+        do {
+            for try await batch in batches { pending += batch }
+        } catch {
+            throw .batches(error)
+        }
+        do { try restore(pending, now: now) } catch { throw .store(error) }
+        return pending.count
+    }
+
     public func replace(_ registrations: [Registration], removing: [RegistrationID], app: AppID, now: Timestamp) throws(StoreError) {
         try restore(registrations, now: now)
         for id in removing { _ = try delete(id: id, app: app) }

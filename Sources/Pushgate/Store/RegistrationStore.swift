@@ -44,6 +44,20 @@ public protocol RegistrationStore: Sendable {
     /// Writes `registrations` as they are, keeping their ids (no reservation needed): restoring an
     /// export. All or nothing: when one cannot be written, none is.
     func restore(_ registrations: [Registration], now: Timestamp) async throws(StoreError)
+    /// Writes the registrations of every batch of `batches` as ``restore(_:now:)`` does, all in one
+    /// transaction: an import of an export. Each batch is written as it comes (the next one is read
+    /// while the last is written), so memory holds two batches whatever the import's size; nothing
+    /// is visible to anyone else until the sequence has ended and the transaction committed. When
+    /// the sequence throws (a bad line) or a write fails, the transaction is rolled back: nothing of
+    /// the import is written, and the error says which side failed. Returns how many registrations
+    /// were written.
+    ///
+    /// ```swift
+    /// let written = try await store.importRegistrations(batches, now: now)  // batches: [Registration]s
+    /// ```
+    func importRegistrations<Batches: AsyncSequence<[Registration], Failure> & Sendable, Failure: Error>(
+        _ batches: Batches, now: Timestamp
+    ) async throws(RegistrationImportFailure<Failure>) -> Int
     /// Writes `registrations` as ``restore(_:now:)`` does and deletes the registrations `removing`
     /// of `app`, in one transaction: an installation and the templates it no longer has change
     /// together or not at all.

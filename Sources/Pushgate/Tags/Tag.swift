@@ -30,8 +30,20 @@ public struct Tag: ValidatedString {
         }
     }
 
+    /// Whether `byte` is an ASCII letter, digit or one of `_ @ # . : -`: a plain tag's bytes when
+    /// it is ASCII (most are), checked before its characters.
+    private static func isASCIITagByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
+        case UInt8(ascii: "_"), UInt8(ascii: "@"), UInt8(ascii: "#"), UInt8(ascii: "."), UInt8(ascii: ":"), UInt8(ascii: "-"): true
+        default: false
+        }
+    }
+
     private static func problem(in text: String) -> TagError.Problem? {
         if text.isEmpty { return .empty }
+        // An ASCII plain tag: one byte per character, each allowed.
+        if text.utf8.count <= maximumLength, text.utf8.allSatisfy(isASCIITagByte) { return nil }
         // Bytes first: a letter followed by thousands of combining marks is one character.
         if text.utf8.count > maximumBytes { return .tooManyBytes(text.utf8.count) }
         let count = text.count

@@ -1,19 +1,11 @@
 import Foundation
+import Pushgate
 
 /// The lines of a file as bytes, read in chunks: a line longer than the limit is reported with
 /// its length and skipped without being held in memory. What the bytes mean is the domain's
-/// business (`RegistrationImport`).
-struct JSONLinesReader: Sequence, IteratorProtocol {
-    struct Line {
-        enum Content {
-            case bytes([UInt8])
-            case tooLong(bytes: Int)
-        }
-
-        var number: Int
-        var content: Content
-    }
-
+/// business (`RegistrationImport`). It is its own iterator: iterate one copy only (the copies
+/// share the file's position).
+struct JSONLinesReader: Sequence, IteratorProtocol, Sendable {
     private let input: FileHandle
     private let maximumLineBytes: Int
     private var buffer: [UInt8] = []
@@ -26,7 +18,7 @@ struct JSONLinesReader: Sequence, IteratorProtocol {
         self.maximumLineBytes = maximumLineBytes
     }
 
-    mutating func next() -> Line? {
+    mutating func next() -> RegistrationImport.Line? {
         var line: [UInt8] = []
         var length = 0
         while true {
@@ -55,7 +47,7 @@ struct JSONLinesReader: Sequence, IteratorProtocol {
         return Self.line(number, line, length: length, limit: maximumLineBytes)
     }
 
-    static func line(_ number: Int, _ bytes: [UInt8], length: Int, limit: Int) -> Line {
-        Line(number: number, content: length > limit ? .tooLong(bytes: length) : .bytes(bytes))
+    static func line(_ number: Int, _ bytes: [UInt8], length: Int, limit: Int) -> RegistrationImport.Line {
+        RegistrationImport.Line(number: number, content: length > limit ? .tooLong(bytes: length) : .bytes(bytes))
     }
 }

@@ -162,11 +162,16 @@ struct RegistrationsCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Read registrations from JSON lines (an export) and write them, keeping their ids.",
             discussion: """
-                Every line is validated first (handles against the app's rules, tags, ids, UTF-8; no id twice; \
-                lines of at most 1 MiB); if any is wrong, the errors are listed by line number and nothing is \
-                written. Then the file is read again and written in batches of 5,000, so memory stays bounded \
-                whatever its size (standard input is kept in a temporary file meanwhile). Existing registrations \
-                with the same id are replaced.
+                Reads the input once, validating each line as it goes (handles against the app's rules, tags, \
+                ids, UTF-8; no id twice; lines of at most 1 MiB), and writes the registrations in batches of \
+                \(RegistrationImport.batchSize) inside one transaction for the whole import: nothing is visible \
+                to anyone else until the last line is read, and if any line is wrong the transaction is rolled \
+                back, the errors are listed by line number and nothing is written. Memory holds two batches \
+                whatever the input's size (plus about 40 bytes per line, to find repeated ids); standard input \
+                is read the same way. Existing registrations with the same id are replaced. On SQLite the \
+                import holds the database's write lock until it ends: a gateway using the same file waits for \
+                it (and its writes fail after 5 seconds), so import before starting the gateway, or when it is \
+                quiet.
                 """)
 
         @OptionGroup var options: ConfigOptions
@@ -180,89 +185,45 @@ struct RegistrationsCommand: AsyncParsableCommand {
         func run() async throws {
             let loaded = try options.load()
             let app = try options.selectedApp(in: loaded)
-            let name = file == "-" ? "stdin" : file
-            // Two passes over the input, so that memory stays bounded whatever its size: the first
-            // validates every line (keeping only each id's line number), the second writes in
-            // batches. Standard input is kept in a temporary file for the second pass.
-            var spool: String?
-            defer { if let spool { try? FileManager.default.removeItem(atPath: spool) } }
-            let path: String
+            let input: FileHandle
             if file == "-" {
-                let temporary = NSTemporaryDirectory() + "pushgate-import-\(UUID().uuidString).jsonl"
-                guard FileManager.default.createFile(atPath: temporary, contents: nil, attributes: [.posixPermissions: 0o600]),
-                    let output = FileHandle(forWritingAtPath: temporary)
-                else { throw CLIError("cannot keep standard input in \(temporary)") }
-                spool = temporary
-                while case let chunk = FileHandle.standardInput.readData(ofLength: 1 << 20), !chunk.isEmpty { output.write(chunk) }
-                try? output.close()
-                path = temporary
+                input = FileHandle.standardInput
             } else {
-                path = file
+                guard let opened = FileHandle(forReadingAtPath: file) else { throw CLIError("cannot read \(file)") }
+                input = opened
             }
-            func open() throws -> FileHandle {
-                guard let input = FileHandle(forReadingAtPath: path) else { throw CLIError("cannot read \(file)") }
-                return input
-            }
-
-            var valid = 0
-            var errors: [String] = []
-            var errorCount = 0
-            do {
-                var importer = RegistrationImport(source: name, app: app.id, handles: app.configuration.handles)
-                for line in JSONLinesReader(try open(), maximumLineBytes: RegistrationImport.maximumLineBytes) {
-                    do throws(RegistrationLineError) {
-                        switch line.content {
-                        case .tooLong(let bytes):
-                            throw importer.lineTooLong(number: line.number, bytes: bytes)
-                        case .bytes(let bytes):
-                            if try importer.registration(line: bytes, number: line.number) != nil { valid += 1 }
-                        }
-                    } catch {
-                        errorCount += 1
-                        if errors.count < 20 { errors.append(error.description) }
-                    }
-                }
-            }
-            if errorCount > 0 {
-                for error in errors { printError("error: \(error)") }
-                if errorCount > errors.count { printError("error: … and \(errorCount - errors.count) more") }
-                throw CLIError("nothing imported: \(errorCount) invalid line\(errorCount == 1 ? "" : "s")")
-            }
+            let batches = RegistrationImportBatches(
+                JSONLinesReader(input, maximumLineBytes: RegistrationImport.maximumLineBytes),
+                importer: RegistrationImport(source: file == "-" ? "stdin" : file, app: app.id, handles: app.configuration.handles))
             if dryRun {
+                var valid = 0
+                do {
+                    for try await batch in batches { valid += batch.count }
+                } catch {
+                    throw Self.refusal(error)
+                }
                 print("\(valid) registration\(valid == 1 ? "" : "s") valid; nothing written (--dry-run)")
                 return
             }
             let store = try await options.openStore(loaded)
-            var written = 0
-            var batch: [Registration] = []
-            batch.reserveCapacity(Self.batchSize)
-            func flush() async throws {
-                guard !batch.isEmpty else { return }
-                do {
-                    try await store.restore(batch, now: .now)
-                } catch {
-                    throw CLIError("import stopped after \(written) of \(valid) registrations: \(error.description)")
+            let written: Int
+            do {
+                written = try await store.importRegistrations(batches, now: .now)
+            } catch {
+                switch error {
+                case .batches(let errors): throw Self.refusal(errors)
+                case .store(let error): throw CLIError("nothing imported: \(error.description)")
                 }
-                written += batch.count
-                batch.removeAll(keepingCapacity: true)
             }
-            for line in JSONLinesReader(try open(), maximumLineBytes: RegistrationImport.maximumLineBytes) {
-                // Every line was valid in the first pass; a file changed since is refused here.
-                guard case .bytes(let bytes) = line.content else { throw CLIError("\(name):\(line.number) changed while importing") }
-                if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
-                do {
-                    batch.append(try Registration(jsonLine: bytes, app: app.id, handles: app.configuration.handles))
-                } catch {
-                    throw CLIError("\(name):\(line.number) changed while importing: \(error)")
-                }
-                if batch.count == Self.batchSize { try await flush() }
-            }
-            try await flush()
             print("imported \(written) registration\(written == 1 ? "" : "s") into app \(app.id)")
         }
 
-        /// Registrations written per store call.
-        static let batchSize = 5000
+        /// Lists the lines' errors on standard error; the error the command ends with.
+        static func refusal(_ errors: RegistrationLineErrors) -> CLIError {
+            for error in errors.listed { printError("error: \(error)") }
+            if errors.count > errors.listed.count { printError("error: … and \(errors.count - errors.listed.count) more") }
+            return CLIError("nothing imported: \(errors)")
+        }
     }
 }
 
