@@ -126,7 +126,7 @@ extension SQLiteStore {
 
     /// Holds the store's gate from `BEGIN` to `COMMIT`: no other operation of this store runs in
     /// between, and another process's writes wait for the database's write lock (readers see the
-    /// registrations as they were until the commit). Each batch is written on the store's queue
+    /// registrations as they were until the commit). Each batch is written on the store's thread
     /// while the next one is read; the page cache is enlarged meanwhile (``importCacheKiB``), so
     /// that the tables' pages are read from the file once, not once per row.
     public func importRegistrations<Batches: AsyncSequence<[Registration], Failure> & Sendable, Failure: Error>(
@@ -136,7 +136,7 @@ extension SQLiteStore {
         defer { gate.release() }
         let cache: Int
         do {
-            cache = try await onQueue(endsOperation: false) { connection throws(StoreError) -> Int in
+            cache = try await onThread(endsOperation: false) { connection throws(StoreError) -> Int in
                 let statement = try connection.prepare("PRAGMA cache_size")
                 let cache = try statement.step() ? Int(statement.int64(0)) : -2000
                 try connection.execute("PRAGMA cache_size = \(-Self.importCacheKiB)")
@@ -160,7 +160,7 @@ extension SQLiteStore {
                     var templates: [String?] = []
                     templates.reserveCapacity(batch.count)
                     for registration in batch { templates.append(try Self.encodedTemplate(registration)) }
-                    try await self.onQueue(endsOperation: false) { [templates] connection throws(StoreError) in
+                    try await self.onThread(endsOperation: false) { [templates] connection throws(StoreError) in
                         try RegistrationWriter(connection).write(batch, templates: templates, now: now)
                     }
                 })
@@ -168,7 +168,7 @@ extension SQLiteStore {
             outcome = .failure(error)
         }
         do {
-            try await onQueue { connection throws(StoreError) in
+            try await onThread { connection throws(StoreError) in
                 defer { try? connection.execute("PRAGMA cache_size = \(cache)") }
                 let commit = (try? outcome.get()) != nil
                 try connection.endTransaction(commit: commit)
@@ -414,7 +414,7 @@ private final class PlannedQuery: Sendable {
 /// Writes registrations as they are: each one's row inserted or replaced, its tags replaced and
 /// its reservation consumed. The one place the SQLite store writes a registration (an upsert, a
 /// restore, an import); its statements are prepared once and reused for every row. Inside a
-/// transaction, on the store's queue.
+/// transaction, on the store's thread.
 ///
 /// A new registration (most of an import) costs an insert of its row and of its tags: its row is
 /// inserted first, and only when the id was already there is the row updated and its old tags
