@@ -190,7 +190,7 @@ extension SQLiteStore {
     /// that falls out of the cache is written to the log, and read back when a row lands on it
     /// again. Importing a million such registrations on two cores took 28 s with 64 MiB, 15 s
     /// with 128 MiB and 13 s with 256 MiB.
-    static let importCacheKiB = 131_072
+    package static let importCacheKiB = 131_072
 
     private static func encodedTemplate(_ registration: Registration) throws(StoreError) -> String? {
         try registration.template.map { template throws(StoreError) in

@@ -167,11 +167,11 @@ struct RegistrationsCommand: AsyncParsableCommand {
                 \(RegistrationImport.batchSize) inside one transaction for the whole import: nothing is visible \
                 to anyone else until the last line is read, and if any line is wrong the transaction is rolled \
                 back, the errors are listed by line number and nothing is written. Memory holds two batches \
-                whatever the input's size (plus about 40 bytes per line, to find repeated ids); standard input \
-                is read the same way. Existing registrations with the same id are replaced. On SQLite the \
-                import holds the database's write lock until it ends: a gateway using the same file waits for \
-                it (and its writes fail after 5 seconds), so import before starting the gateway, or when it is \
-                quiet.
+                whatever the input's size, plus about 40 bytes per line to find repeated ids and, on SQLite, a \
+                page cache of up to \(SQLiteStore.importCacheKiB / 1024) MiB; standard input is read the same \
+                way. Existing registrations with the same id are replaced. On SQLite the import holds the \
+                database's write lock until it ends: a gateway using the same file waits for it (and its writes \
+                fail after 5 seconds), so import before starting the gateway, or when it is quiet.
                 """)
 
         @OptionGroup var options: ConfigOptions
