@@ -40,7 +40,8 @@
 # 3. latency: single-target sends through the HTTP API at a fixed 1,000 requests/s (an open-loop
 #    generator, Benchmarks/FixedRate) with the full store; reference: the same generator against
 #    nginx answering directly.
-# 4. upserts: PUT /api/register/{id} with wrk (closed loop); reference: wrk against nginx.
+# 4. upserts: PUT /api/register/{id} with wrk (closed loop, 32 connections) on random ids of one
+#    account with changing tags, in the broadcast's store; reference: the gateway's /healthz.
 # 5. idle RSS: a gateway started on the generated configuration, nothing sent, empty store; split
 #    into private memory and file-backed code pages, with the mappings that hold them.
 set -euo pipefail
@@ -501,20 +502,47 @@ fi
 
 # ---------------------------------------------------------------------------------------------
 if want upserts; then
-echo "== 4. registration upserts (wrk, 32 connections, 10 s)" >&2
-id=$(curl -s -u alice:alice -X POST "$base/api/register" | tr -d '"')
-body="{\"Platform\":\"apns\",\"Handle\":\"$(printf 'cd%.0s' $(seq 1 32))\",\"Tags\":[\"news\"]}"
-cat > "$work/upsert.lua" <<LUA
-wrk.method = "PUT"
-wrk.body = '$body'
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Authorization"] = "Basic $(printf 'alice:alice' | base64)"
+echo "== 4. registration upserts (wrk, 32 connections, 10 s): random ids of one account, changing tags" >&2
+# Every app launch re-registers: alice's $upsert_ids registrations (reserved 100 at a time, the
+# default cap on reservations, and registered once), then PUT on a random one of them with a
+# random tag, beside the gateway's own /healthz at 32 connections in the same run. Every answer
+# must be 2xx.
+upsert_ids=${PUSHGATE_BENCH_UPSERT_IDS:-500}
+alice="Basic $(printf 'alice:alice' | base64)"
+: > "$work/upsert-ids.txt"
+upsert_handle() { printf 'cd%062x' "$1"; }
+for ((n = 0; n < upsert_ids; n++)); do
+  id=$(curl -sf -H "Authorization: $alice" -X POST "$base/api/register" | tr -d '"') || { echo "upserts: could not reserve an id" >&2; exit 1; }
+  curl -sf -o /dev/null -H "Authorization: $alice" -H 'Content-Type: application/json' -X PUT "$base/api/register/$id" \
+    -d "{\"Platform\":\"apns\",\"Handle\":\"$(upsert_handle "$n")\",\"Tags\":[\"news\"]}" \
+    || { echo "upserts: could not register $id" >&2; exit 1; }
+  echo "$id" >> "$work/upsert-ids.txt"
+done
+{
+  echo 'ids = {'; sed 's/.*/  "&",/' "$work/upsert-ids.txt"; echo '}'
+  cat <<LUA
+request = function()
+  local n = math.random(#ids)
+  local body = string.format('{"Platform":"apns","Handle":"cd%062x","Tags":["news","topic-%d"]}', n - 1, math.random(1000))
+  return wrk.format("PUT", "/api/register/" .. ids[n], {["Content-Type"] = "application/json", ["Authorization"] = "$alice"}, body)
+end
 LUA
-upserts=$(wrk -t 2 -c 32 -d 10s --latency -s "$work/upsert.lua" "$base/api/register/$id")
-record "upserts.gateway.per_second" "$(echo "$upserts" | awk '/Requests\/sec/ { printf "%.0f", $2 }')"
-record "upserts.gateway.non_2xx" "$(echo "$upserts" | awk '/Non-2xx/ { n = $5 } END { print n + 0 }')"
+} > "$work/upsert.lua"
+upsert_healthz=$(wrk -t 2 -c 32 -d 10s "$base/healthz" | awk '/Requests\/sec/ { printf "%.0f", $2 }')
+upserts=$(wrk -t 2 -c 32 -d 10s --latency -s "$work/upsert.lua" "$base/api/register/")
+upsert_rate=$(echo "$upserts" | awk '/Requests\/sec/ { printf "%.0f", $2 }')
+upsert_bad=$(echo "$upserts" | awk '/Non-2xx/ { n = $5 } END { print n + 0 }')
+upsert_errors=$(echo "$upserts" | awk '/Socket errors/ { gsub(/,/, ""); n = $4 + $6 + $8 + $10 } END { print n + 0 }')
+[ "$upsert_bad" -eq 0 ] && [ "$upsert_errors" -eq 0 ] || { echo "$upserts" >&2; echo "upserts: $upsert_bad answers were not 2xx, $upsert_errors socket errors" >&2; exit 1; }
+[ "${upsert_rate:-0}" -gt 0 ] && [ "$upsert_rate" -lt "${upsert_healthz:-0}" ] \
+  || { echo "upserts: implausible: $upsert_rate upserts/s beside /healthz $upsert_healthz/s" >&2; exit 1; }
+record "upserts.ids" "$upsert_ids"
+record "upserts.gateway.per_second" "$upsert_rate"
+record "upserts.gateway.non_2xx" "$upsert_bad"
+record "upserts.gateway.p50" "$(echo "$upserts" | awk '$1 == "50%" { print $2 }')"
 record "upserts.gateway.p99" "$(echo "$upserts" | awk '$1 == "99%" { print $2 }')"
-record "upserts.nginx.per_second" "$(wrk -t 2 -c 32 -d 5s -s "$work/upsert.lua" "http://127.0.0.1:$plain_port/" | awk '/Requests\/sec/ { printf "%.0f", $2 }')"
+record "upserts.healthz.per_second" "$upsert_healthz"
+record "upserts.over_healthz" "$(awk -v u="$upsert_rate" -v h="$upsert_healthz" 'BEGIN { printf "%.3f", u / h }')"
 fi
 kill "$gateway_pid"; wait "$gateway" 2>/dev/null || true
 fi
@@ -651,7 +679,8 @@ rows.append(("single-target send at 1,000/s: p50 / p99 / p99.9 (ms)",
              f"{l.get('gateway.p50_ms')} / {l.get('gateway.p99_ms')} / {l.get('gateway.p999_ms')}",
              f"nginx {l.get('nginx.p50_ms')} / {l.get('nginx.p99_ms')} / {l.get('nginx.p999_ms')}", "", "p99 < 5"))
 u = summary["upserts"]
-rows.append(("registration upserts (per s, wrk 32 conn.)", u.get("gateway.per_second", "n/a"), "nginx " + u.get("nginx.per_second", "n/a"), "", ""))
+rows.append(("registration upserts (per s, wrk 32 conn.; p99 ms)", f"{u.get('gateway.per_second', 'n/a')}; {u.get('gateway.p99', 'n/a')}",
+             "/healthz " + u.get("healthz.per_second", "n/a"), u.get("over_healthz", "n/a"), "≥ 0.6; p99 ≤ 10 ms"))
 rows.append(("idle RSS (MiB): all / private / file-backed code", f"{fmt(summary['idle']['rss_mib'])} / {fmt(summary['idle']['rss_anon_mib'])} / {fmt(summary['idle']['rss_file_mib'])}", "", "", "< 30"))
 widths = [max(len(r[i]) for r in rows + [("figure", "Pushgate", "reference (same run)", "ratio", "target")]) for i in range(5)]
 header = ("figure", "Pushgate", "reference (same run)", "ratio", "target")
