@@ -21,9 +21,7 @@ extension PostgresStore {
                 do throws(RegistrationImportFailure<Failure>) {
                     outcome = .success(
                         try await batches.writeEach { batch throws(StoreError) in
-                            var templates: [String?] = []
-                            templates.reserveCapacity(batch.count)
-                            for registration in batch { templates.append(try Self.encodedTemplate(registration)) }
+                            let templates = try batch.encodedTemplates()
                             do {
                                 try await Self.write(batch, templates: templates, now: now, connection: connection, logger: logger)
                             } catch {

@@ -53,7 +53,7 @@ extension PostgresStore: RegistrationStore {
     }
 
     public func upsert(_ registration: Registration, now: Timestamp, writer: WriterGuard?) async throws(StoreError) {
-        let template = try Self.encodedTemplate(registration)
+        let template = try registration.encodedTemplate()
         let logger = self.logger
         try await transaction { connection in
             let (app, id) = (registration.app.rawValue, registration.id.rawValue)
@@ -112,8 +112,7 @@ extension PostgresStore: RegistrationStore {
 
     public func restore(_ registrations: [Registration], now: Timestamp) async throws(StoreError) {
         guard !registrations.isEmpty else { return }
-        var templates: [String?] = []
-        for registration in registrations { templates.append(try Self.encodedTemplate(registration)) }
+        let templates = try registrations.encodedTemplates()
         let logger = self.logger
         try await transaction { [templates] connection in
             try await Self.write(registrations, templates: templates, now: now, connection: connection, logger: logger)
@@ -121,8 +120,7 @@ extension PostgresStore: RegistrationStore {
     }
 
     public func replace(_ registrations: [Registration], removing: [RegistrationID], app: AppID, now: Timestamp) async throws(StoreError) {
-        var templates: [String?] = []
-        for registration in registrations { templates.append(try Self.encodedTemplate(registration)) }
+        let templates = try registrations.encodedTemplates()
         let logger = self.logger
         let (appText, ids) = (app.rawValue, removing.map(\.rawValue))
         try await transaction { [templates] connection in
@@ -131,16 +129,6 @@ extension PostgresStore: RegistrationStore {
             try await connection.query("DELETE FROM reserved_ids WHERE app = \(appText) AND id = ANY(\(ids))", logger: logger)
             try await connection.query("DELETE FROM registration_tags WHERE app = \(appText) AND id = ANY(\(ids))", logger: logger)
             try await connection.query("DELETE FROM registrations WHERE app = \(appText) AND id = ANY(\(ids))", logger: logger)
-        }
-    }
-
-    static func encodedTemplate(_ registration: Registration) throws(StoreError) -> String? {
-        try registration.template.map { template throws(StoreError) in
-            do {
-                return String(decoding: try JSONEncoder().encode(template), as: UTF8.self)
-            } catch {
-                throw StoreError(.storage, "cannot encode the template of registration \(registration.id)")
-            }
         }
     }
 

@@ -36,9 +36,7 @@ extension SQLiteStore {
                     // tags' index (ids of a file may be in any order). Stable: a repeated id's last
                     // write still wins.
                     let batch = batch.enumerated().sorted { ($0.element.id, $0.offset) < ($1.element.id, $1.offset) }.map(\.element)
-                    var templates: [String?] = []
-                    templates.reserveCapacity(batch.count)
-                    for registration in batch { templates.append(try Self.encodedTemplate(registration)) }
+                    let templates = try batch.encodedTemplates()
                     try await self.onThread(endsOperation: false) { [templates] connection throws(StoreError) in
                         try RegistrationWriter(connection).write(batch, templates: templates, now: now)
                     }

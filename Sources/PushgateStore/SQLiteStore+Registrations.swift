@@ -56,7 +56,7 @@ extension SQLiteStore {
     }
 
     public func upsert(_ registration: Registration, now: Timestamp, writer: WriterGuard?) async throws(StoreError) {
-        let template = try Self.encodedTemplate(registration)
+        let template = try registration.encodedTemplate()
         let upperBounds = writer?.handlePrefixes.map(TextPrefix.upperBound) ?? []
         // Concurrent upserts (every app start registers) share one transaction and one fsync.
         try await groupCommit.perform(on: self) { connection throws(StoreError) in
@@ -109,8 +109,7 @@ extension SQLiteStore {
     }
 
     public func replace(_ registrations: [Registration], removing: [RegistrationID], app: AppID, now: Timestamp) async throws(StoreError) {
-        var templates: [String?] = []
-        for registration in registrations { templates.append(try Self.encodedTemplate(registration)) }
+        let templates = try registrations.encodedTemplates()
         try await run { [templates] connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) in
                 try RegistrationWriter(connection).write(registrations, templates: templates, now: now)
@@ -120,17 +119,6 @@ extension SQLiteStore {
                     try connection.prepare("DELETE FROM registration_tags WHERE app = ? AND id = ?").bind(values).run()
                     try connection.prepare("DELETE FROM registrations WHERE app = ? AND id = ?").bind(values).run()
                 }
-            }
-        }
-    }
-
-    /// A registration's template as stored (JSON), nil when it has none.
-    static func encodedTemplate(_ registration: Registration) throws(StoreError) -> String? {
-        try registration.template.map { template throws(StoreError) in
-            do {
-                return String(decoding: try JSONEncoder().encode(template), as: UTF8.self)
-            } catch {
-                throw StoreError(.storage, "cannot encode the template of registration \(registration.id)")
             }
         }
     }
