@@ -187,7 +187,7 @@ let package = Package(
             name: "PushgateCLI",
             dependencies: [
                 "Pushgate", "PushgateXML", "PushgateConfig", "PushgateCurl", "PNSSandbox", "PushgateDispatch", "PushgateServer",
-                "PushgateStore", "PushgatePostgres", "PushgateLocal",
+                "PushgateStore", "PushgatePostgres", "PushgateLocal", "PushgateCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -5,6 +5,7 @@ import Logging
 import PNSSandbox
 import Pushgate
 import PushgateConfig
+import PushgateCore
 import PushgateCurl
 import PushgateDispatch
 import PushgateLocal
@@ -33,11 +34,7 @@ struct DemoCommand: AsyncParsableCommand {
     typealias StepFailure = LocalGatewayError
 
     func run() async throws {
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = .error
-            return handler
-        }
+        LineLogHandler.bootstrap(level: .error)
         let out = DemoOutput()
         var step = "starting"
         let environment: LocalGateway

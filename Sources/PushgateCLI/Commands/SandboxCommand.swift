@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import PNSSandbox
 import PushgateConfig
+import PushgateCore
 import PushgateLocal
 import ServiceLifecycle
 
@@ -60,11 +61,7 @@ struct SandboxCommand: AsyncParsableCommand {
     var inboxLimit: Int?
 
     func run() async throws {
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = .info
-            return handler
-        }
+        LineLogHandler.bootstrap(level: .info)
         let logger = Logger(label: "pushgate.sandbox")
         let sandbox = try await PushSandbox.start(
             configuration: SandboxConfiguration(

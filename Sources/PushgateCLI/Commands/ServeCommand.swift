@@ -4,6 +4,7 @@ import Hummingbird
 import Logging
 import Pushgate
 import PushgateConfig
+import PushgateCore
 import PushgateDispatch
 import PushgateServer
 import PushgateStore
@@ -32,11 +33,8 @@ struct ServeCommand: AsyncParsableCommand {
     var pidFile: String?
 
     func run() async throws {
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = ProcessInfo.processInfo.environment["PUSHGATE_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
-            return handler
-        }
+        LineLogHandler.bootstrap(
+            level: ProcessInfo.processInfo.environment["PUSHGATE_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info)
         let logger = Logger(label: "pushgate")
         FatalSignalLog.install()
         FileDescriptorLimit.raiseToHardLimit()

@@ -1,0 +1,125 @@
+import Dispatch
+import Glibc
+import Logging
+import PushgateCore
+import Synchronization
+import Testing
+
+/// The gateway's log lines: the same text as swift-log's `StreamLogHandler` (what reads the log
+/// keeps working), whole lines however many threads log at once, and bounded memory when the
+/// output does not keep up.
+@Suite struct LineLogHandlerTests {
+    /// Collects what a ``LogOutput`` writes, each `write` apart.
+    final class Capture: Sendable {
+        let writes = Mutex<[[UInt8]]>([])
+        var text: String { String(decoding: writes.withLock { $0.joined() }, as: UTF8.self) }
+        var lines: [Substring] { text.split(separator: "\n") }
+        func sink(_ bytes: UnsafeRawBufferPointer) { writes.withLock { $0.append(Array(bytes)) } }
+    }
+
+    final class StringStream: TextOutputStream, @unchecked Sendable {
+        var text = ""
+        func write(_ string: String) { text += string }
+    }
+
+    /// Drops the time (`2026-11-28T03:21:25+0000 `) from a line, checking its shape.
+    static func withoutTime(_ line: Substring) -> Substring {
+        let time = line.prefix { $0 != " " }
+        #expect(time.count == 24, "\(line)")
+        #expect(time.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4}/) != nil, "\(line)")
+        return line.dropFirst(time.count + 1)
+    }
+
+    @Test func writesTheLinesStreamLogHandlerWrites() {
+        let capture = Capture()
+        let stream = StringStream()
+        var ours = Logger(label: "pushgate") { label in
+            LineLogHandler(label: label, level: .debug, output: LogOutput(sink: capture.sink))
+        }
+        var theirs = Logger(label: "pushgate") { label in
+            var handler = StreamLogHandler(label: label, stream: stream, metadataProvider: nil)
+            handler.logLevel = .debug
+            return handler
+        }
+        ours[metadataKey: "hb.request.id"] = "42"
+        theirs[metadataKey: "hb.request.id"] = "42"
+        for index in 0..<2 {
+            let logger = index == 0 ? ours : theirs
+            logger.info("send finished", metadata: ["state": "Completed", "succeeded": "3", "a": .array(["1", "2"])])
+            logger.notice("plain message")
+            logger.debug("with a map", metadata: ["map": .dictionary(["k": "v"])])
+            logger.trace("below the level: not written")
+            logger.warning("no metadata of its own")
+        }
+        let ourLines = capture.lines.map(Self.withoutTime)
+        let theirLines = stream.text.split(separator: "\n").map(Self.withoutTime)
+        #expect(ourLines.count == 4)
+        #expect(ourLines == theirLines)
+        #expect(
+            ourLines.first
+                == #"info pushgate: a=["1", "2"] hb.request.id=42 state=Completed succeeded=3 [PushgateServerTests] send finished"#)
+    }
+
+    @Test func linesFromManyThreadsStayWholeAndNoneIsLost() async {
+        let capture = Capture()
+        let output = LogOutput { bytes in
+            // A slow output, so that lines queue behind a write and go out together.
+            usleep(200)
+            capture.sink(bytes)
+        }
+        let logger = Logger(label: "load") { LineLogHandler(label: $0, level: .info, output: output) }
+        await withTaskGroup(of: Void.self) { group in
+            for task in 0..<8 {
+                group.addTask {
+                    for index in 0..<250 { logger.info("line", metadata: ["task": "\(task)", "index": "\(index)"]) }
+                }
+            }
+        }
+        let lines = capture.lines.map(Self.withoutTime)
+        #expect(lines.count == 2_000)
+        var seen = Set<String>()
+        for line in lines {
+            let match = line.wholeMatch(of: /info load: index=(\d+) task=(\d) \[PushgateServerTests\] line/)
+            #expect(match != nil, "\(line)")
+            if let match { seen.insert("\(match.2)/\(match.1)") }
+        }
+        #expect(seen.count == 2_000)
+        let writes = capture.writes.withLock { $0 }
+        #expect(writes.allSatisfy { $0.last == UInt8(ascii: "\n") }, "every write ends a line")
+        #expect(writes.count < 2_000, "lines logged during a write share the next")
+    }
+
+    @Test func aStuckOutputHoldsAtMostItsCapacityAndSaysHowManyLinesItDropped() {
+        let capture = Capture()
+        let entered = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let first = Mutex(true)
+        let output = LogOutput(capacity: 1_000) { bytes in
+            if first.withLock({ stuck in
+                defer { stuck = false }; return stuck
+            }) {
+                entered.signal()
+                release.wait()
+            }
+            capture.sink(bytes)
+        }
+        let logger = Logger(label: "stuck") { LineLogHandler(label: $0, level: .info, output: output) }
+        let writer = DispatchGroup()
+        DispatchQueue.global().async(group: writer) { logger.info("the write that blocks") }
+        entered.wait()
+        let message = Logger.Message(stringLiteral: String(repeating: "x", count: 60))
+        for _ in 0..<100 { logger.info(message) }
+        release.signal()
+        writer.wait()
+
+        let lines = capture.lines.map(Self.withoutTime)
+        let kept = lines.filter { $0.hasSuffix(message.description) }.count
+        // Each line is 24 + 1 + 100-odd bytes: about 9 fit in 1,000 bytes.
+        #expect(kept > 0 && kept < 10)
+        #expect(lines.first == "info stuck: [PushgateServerTests] the write that blocks")
+        #expect(lines.contains("warning pushgate: [PushgateCore] \(100 - kept) log lines dropped: the log output did not keep up"))
+        // Writing works again once the output does.
+        logger.info("after")
+        #expect(capture.lines.last.map(Self.withoutTime) == "info stuck: [PushgateServerTests] after")
+    }
+}
