@@ -258,7 +258,8 @@ ev_sends() {
   cpu_before=$(cpu_seconds "$ev_gateway")
   [ -n "${ev_pg:-}" ] && pg_before=$(ev_pg_cpu)
   # PUSHGATE_BENCH_PERF=1: the gateway profiled during the 64-connection runs (perf, call graphs),
-  # the report beside the JSON (`<out>.<prefix>.perf.txt`); the figures of a profiled run are slower.
+  # the report beside the JSON (`<out>.<prefix>.perf.txt`, and the recording itself as `.perf.data` for
+  # `perf report -g caller`); the figures of a profiled run are slower.
   local perf_pid=""
   if [ -n "${PUSHGATE_BENCH_PERF:-}" ] && [ "$connections" -ge 64 ] && command -v perf >/dev/null; then
     perf record -F 499 -g -p "$ev_gateway" -o "$ev_dir/$prefix.perf.data" -- sleep "$seconds" >/dev/null 2>&1 &
@@ -270,6 +271,7 @@ ev_sends() {
     wait "$perf_pid" || true
     perf report -i "$ev_dir/$prefix.perf.data" --no-children --percent-limit 1.5 --stdio --sort dso,symbol 2>/dev/null \
       | grep -v '^$' | head -120 > "${out%.json}.$prefix.perf.txt" || true
+    cp "$ev_dir/$prefix.perf.data" "${out%.json}.$prefix.perf.data" 2>/dev/null || true
   fi
   delivered=$(( $(ev_settle) - before ))
   cpu_after=$(cpu_seconds "$ev_gateway")
