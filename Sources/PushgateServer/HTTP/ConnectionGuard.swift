@@ -156,9 +156,17 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler, @unc
 
     private let registry: ConnectionRegistry
     private var phase = Phase.awaitingHead
-    private var timer: Scheduled<Void>?
-    private var bodyDeadlineTimer: Scheduled<Void>?
+    /// When the phase's time is up: the next head's, or the next body part's (nil while responding).
+    private var deadline: NIODeadline?
+    /// When the whole body must have arrived (while reading one).
+    private var bodyDeadline: NIODeadline?
+    /// One timer per connection, never earlier than needed, and moved only when a deadline comes
+    /// sooner than it fires: a later deadline is checked when it fires. A request on a kept-alive
+    /// connection schedules nothing (its body's deadline is after the pending timer, set for the
+    /// previous request), where a timer per phase cost three schedules and four cancels.
+    private var timer: (task: Scheduled<Void>, fires: NIODeadline)?
     private var admitted = false
+    private var sawHead = false
     private var closeAfterResponse = false
 
     init(registry: ConnectionRegistry) { self.registry = registry }
@@ -180,38 +188,36 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler, @unc
             context.close(promise: nil)
             return
         }
-        arm(context, after: registry.limits.headerTimeout)
+        expect(context, within: registry.limits.headerTimeout)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        timer?.cancel()
-        bodyDeadlineTimer?.cancel()
+        stopTimer()
         registry.remove(context.channel)
         context.fireChannelInactive()
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
-        timer?.cancel()
-        bodyDeadlineTimer?.cancel()
+        stopTimer()
         registry.remove(context.channel)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head:
-            registry.headReceived(context.channel)
+            if !sawHead {
+                sawHead = true
+                registry.headReceived(context.channel)
+            }
             phase = .readingBody
-            arm(context, after: registry.limits.bodyTimeout)
-            bodyDeadlineTimer?.cancel()
-            bodyDeadlineTimer = Self.schedule(context, after: registry.limits.bodyDeadline, registry: registry)
+            bodyDeadline = .now() + registry.limits.bodyDeadline
+            expect(context, within: registry.limits.bodyTimeout)
         case .body:
-            if phase == .readingBody { arm(context, after: registry.limits.bodyTimeout) }
+            if phase == .readingBody { expect(context, within: registry.limits.bodyTimeout) }
         case .end:
             phase = .responding
-            timer?.cancel()
-            timer = nil
-            bodyDeadlineTimer?.cancel()
-            bodyDeadlineTimer = nil
+            deadline = nil
+            bodyDeadline = nil
         }
         context.fireChannelRead(data)
     }
@@ -231,24 +237,42 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler, @unc
             written.futureResult.whenComplete { _ in channel.close(promise: nil) }
         case .end where phase == .responding:
             phase = .awaitingHead
-            arm(context, after: registry.limits.idleTimeout)
+            expect(context, within: registry.limits.idleTimeout)
             context.write(data, promise: promise)
         default:
             context.write(data, promise: promise)
         }
     }
 
-    private func arm(_ context: ChannelHandlerContext, after delay: TimeAmount) {
-        timer?.cancel()
-        timer = Self.schedule(context, after: delay, registry: registry)
+    /// The phase's time is up `delay` from now; the timer moves only if it would fire later.
+    private func expect(_ context: ChannelHandlerContext, within delay: TimeAmount) {
+        let due = NIODeadline.now() + delay
+        deadline = due
+        let effective = bodyDeadline.map { min($0, due) } ?? due
+        if let timer, timer.fires <= effective { return }
+        schedule(context.channel, at: effective)
     }
 
-    private static func schedule(_ context: ChannelHandlerContext, after delay: TimeAmount, registry: ConnectionRegistry) -> Scheduled<Void>
-    {
-        let channel = context.channel
-        return context.eventLoop.scheduleTask(in: delay) {
+    private func schedule(_ channel: any Channel, at due: NIODeadline) {
+        timer?.task.cancel()
+        let task = channel.eventLoop.scheduleTask(deadline: due) { [self] in timerFired(channel) }
+        timer = (task, due)
+    }
+
+    private func timerFired(_ channel: any Channel) {
+        timer = nil
+        guard let deadline else { return }  // responding: the next phase sets its own
+        let due = bodyDeadline.map { min($0, deadline) } ?? deadline
+        if due <= .now() {
             registry.timedOut()
             channel.close(promise: nil)
+        } else {
+            schedule(channel, at: due)
         }
+    }
+
+    private func stopTimer() {
+        timer?.task.cancel()
+        timer = nil
     }
 }

@@ -22,12 +22,12 @@ struct QueryParameters: Sendable {
         for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let rawName = String(parts[0])
-            guard let name = rawName.removingPercentEncoding else {
+            guard let name = Self.decoded(rawName) else {
                 throw .badRequest("query: parameter name '\(Self.quoted(rawName))' is not valid percent-encoding")
             }
             var value: String?
             if parts.count == 2 {
-                guard let decoded = String(parts[1]).removingPercentEncoding else {
+                guard let decoded = Self.decoded(String(parts[1])) else {
                     throw .badRequest("query: \(Self.quoted(name)): the value is not valid percent-encoding")
                 }
                 value = decoded
@@ -43,6 +43,12 @@ struct QueryParameters: Sendable {
             values[name] = value
         }
         self.values = values
+    }
+
+    /// `text` percent-decoded; Foundation's decoding (a bridge through `NSString`) only when
+    /// there is something to decode, which most queries' names and values do not have.
+    private static func decoded(_ text: String) -> String? {
+        text.utf8.contains(UInt8(ascii: "%")) ? text.removingPercentEncoding : text
     }
 
     /// Whether `name` was given at all (bare or with a value).
