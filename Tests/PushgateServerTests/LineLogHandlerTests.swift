@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import Glibc
 import Logging
 import PushgateCore
@@ -60,7 +61,21 @@ import Testing
                 == #"info pushgate: a=["1", "2"] hb.request.id=42 state=Completed succeeded=3 [PushgateServerTests] send finished"#)
     }
 
-    @Test func linesFromManyThreadsStayWholeAndNoneIsLost() async {
+    /// Runs `body(index)` on `count` threads of their own (not the cooperative pool's, which a
+    /// logger waiting for its line would hold), returning when all have returned.
+    static func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) -> DispatchGroup {
+        let group = DispatchGroup()
+        for index in 0..<count {
+            group.enter()
+            Thread {
+                body(index)
+                group.leave()
+            }.start()
+        }
+        return group
+    }
+
+    @Test func linesFromManyThreadsStayWholeAndEachIsWrittenWhenItsLogCallReturns() {
         let capture = Capture()
         let output = LogOutput { bytes in
             // A slow output, so that lines queue behind a write and go out together.
@@ -68,13 +83,15 @@ import Testing
             capture.sink(bytes)
         }
         let logger = Logger(label: "load") { LineLogHandler(label: $0, level: .info, output: output) }
-        await withTaskGroup(of: Void.self) { group in
-            for task in 0..<8 {
-                group.addTask {
-                    for index in 0..<250 { logger.info("line", metadata: ["task": "\(task)", "index": "\(index)"]) }
-                }
+        let unwritten = Mutex(0)
+        Self.onThreads(8) { thread in
+            for index in 0..<250 {
+                logger.info("line", metadata: ["task": "\(thread)", "index": "\(index)"])
+                // Every 25th: the whole text is read each time.
+                if index % 25 == 0, !capture.text.contains("index=\(index) task=\(thread) ") { unwritten.withLock { $0 += 1 } }
             }
-        }
+        }.wait()
+        #expect(unwritten.withLock { $0 } == 0, "a log call returns once its line is written")
         let lines = capture.lines.map(Self.withoutTime)
         #expect(lines.count == 2_000)
         var seen = Set<String>()
@@ -87,6 +104,7 @@ import Testing
         let writes = capture.writes.withLock { $0 }
         #expect(writes.allSatisfy { $0.last == UInt8(ascii: "\n") }, "every write ends a line")
         #expect(writes.count < 2_000, "lines logged during a write share the next")
+        #expect(output.backlog == (0, 0))
     }
 
     @Test func aStuckOutputHoldsAtMostItsCapacityAndSaysHowManyLinesItDropped() {
@@ -96,7 +114,8 @@ import Testing
         let first = Mutex(true)
         let output = LogOutput(capacity: 1_000) { bytes in
             if first.withLock({ stuck in
-                defer { stuck = false }; return stuck
+                defer { stuck = false }
+                return stuck
             }) {
                 entered.signal()
                 release.wait()
@@ -104,22 +123,30 @@ import Testing
             capture.sink(bytes)
         }
         let logger = Logger(label: "stuck") { LineLogHandler(label: $0, level: .info, output: output) }
-        let writer = DispatchGroup()
-        DispatchQueue.global().async(group: writer) { logger.info("the write that blocks") }
+        let writer = Self.onThreads(1) { _ in logger.info("the write that blocks") }
         entered.wait()
+        // 100 threads log while the output is stuck: the lines that fit wait, the others are dropped.
         let message = Logger.Message(stringLiteral: String(repeating: "x", count: 60))
-        for _ in 0..<100 { logger.info(message) }
+        let loggers = Self.onThreads(100) { _ in logger.info(message) }
+        while true {
+            let backlog = output.backlog
+            if backlog.lines - 1 + backlog.dropped == 100 { break }
+            usleep(1_000)
+        }
+        let waiting = output.backlog.lines - 1
+        // Each line is 24 + 1 + 100-odd bytes: about 8 fit in 1,000 bytes.
+        #expect(waiting > 0 && waiting < 10)
         release.signal()
         writer.wait()
+        loggers.wait()
 
         let lines = capture.lines.map(Self.withoutTime)
-        let kept = lines.filter { $0.hasSuffix(message.description) }.count
-        // Each line is 24 + 1 + 100-odd bytes: about 9 fit in 1,000 bytes.
-        #expect(kept > 0 && kept < 10)
+        #expect(lines.filter { $0.hasSuffix(message.description) }.count == waiting)
         #expect(lines.first == "info stuck: [PushgateServerTests] the write that blocks")
-        #expect(lines.contains("warning pushgate: [PushgateCore] \(100 - kept) log lines dropped: the log output did not keep up"))
+        #expect(lines.contains("warning pushgate: [PushgateCore] \(100 - waiting) log lines dropped: the log output did not keep up"))
         // Writing works again once the output does.
         logger.info("after")
         #expect(capture.lines.last.map(Self.withoutTime) == "info stuck: [PushgateServerTests] after")
+        #expect(output.backlog == (0, 0))
     }
 }

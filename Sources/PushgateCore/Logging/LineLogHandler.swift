@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import Synchronization
 
@@ -83,24 +84,27 @@ public struct LineLogHandler: LogHandler {
 }
 
 /// Where ``LineLogHandler``s write: a file descriptor (standard error), shared by every logger.
-/// A line is handed to `write` by the thread that logs it, unless another thread is writing: then
-/// it waits in a buffer, and that thread writes it with the others in its next `write` (as concurrent
-/// commits share one). Each `write` holds whole lines. Memory stays bounded: while the output does
-/// not keep up (a full pipe nobody reads), lines past ``capacity`` bytes are dropped and counted, and
-/// the next write says how many.
-public final class LogOutput: Sendable {
+/// Lines are written as concurrent commits are: a thread that logs while no line is being written
+/// writes its own line and every line waiting, in one `write`; a thread that logs while another
+/// writes waits (as it waited for `StreamLogHandler`'s lock) until a write has taken its line, and
+/// may be the one to make it. So `log` returns once its line is written, each `write` holds whole
+/// lines, and no thread writes more than one batch. Memory stays bounded: while the output does not
+/// keep up (a full pipe nobody reads), lines past ``capacity`` bytes are dropped and counted (their
+/// threads do not wait), and the next write says how many.
+public final class LogOutput: @unchecked Sendable {
     /// The bytes to write, all at once, returning when they are written (or cannot be).
     public typealias Sink = @Sendable (UnsafeRawBufferPointer) -> Void
 
-    private struct State {
-        var pending: [UInt8] = []
-        var writing = false
-        var dropped = 0
-    }
-
     public let capacity: Int
     private let sink: Sink
-    private let state = Mutex(State())
+    /// Guards every `var` below.
+    private let condition = NSCondition()
+    private var pending: [UInt8] = []
+    private var writing = false
+    private var dropped = 0
+    /// Lines are numbered as they are queued; every line up to `written` is out.
+    private var queued = 0
+    private var written = 0
     private let clock = Mutex<(second: Int, text: String)>((-1, ""))
 
     public init(capacity: Int = 4 << 20, sink: @escaping Sink) {
@@ -125,6 +129,7 @@ public final class LogOutput: Sendable {
     }
 
     /// The local time to the second, as `StreamLogHandler` writes it (`2026-11-28T03:21:25+0000`).
+    /// The time zone is read once, when the output is made.
     public func timestamp() -> String {
         var now = time(nil)
         if let text = clock.withLock({ $0.second == now ? $0.text : nil }) { return text }
@@ -138,48 +143,51 @@ public final class LogOutput: Sendable {
         return text
     }
 
-    /// Writes one line (or queues it behind the write under way).
+    /// Lines queued and not yet written, and lines dropped since the last write (for tests).
+    package var backlog: (lines: Int, dropped: Int) {
+        condition.lock()
+        defer { condition.unlock() }
+        return (queued - written, dropped)
+    }
+
+    /// Writes one line, returning once it is written (or dropped).
     public func write(_ line: String) {
         var line = line
-        let first: [UInt8]? = line.withUTF8 { bytes in
-            state.withLock { state -> [UInt8]? in
-                if state.writing {
-                    if state.pending.count + bytes.count > capacity {
-                        state.dropped += 1
-                    } else {
-                        state.pending.append(contentsOf: bytes)
-                    }
-                    return nil
-                }
-                state.writing = true
-                return Array(bytes)
-            }
+        condition.lock()
+        defer { condition.unlock() }
+        let fits = line.withUTF8 { bytes -> Bool in
+            guard !writing || pending.count + bytes.count <= capacity else { return false }
+            pending.append(contentsOf: bytes)
+            return true
         }
-        guard var chunk = first else { return }
-        while true {
-            chunk.withUnsafeBytes { sink($0) }
-            let next: [UInt8]? = state.withLock { state in
-                guard !state.pending.isEmpty || state.dropped > 0 else {
-                    state.writing = false
-                    return nil
-                }
-                var bytes: [UInt8] = []
-                if state.dropped > 0 {
-                    bytes = Array(
-                        "\(timestamp()) warning pushgate: [PushgateCore] \(state.dropped) log lines dropped: the log output did not keep up\n"
-                            .utf8)
-                    state.dropped = 0
-                }
-                if bytes.isEmpty {
-                    swap(&bytes, &state.pending)
-                } else {
-                    bytes.append(contentsOf: state.pending)
-                    state.pending.removeAll(keepingCapacity: true)
-                }
-                return bytes
+        guard fits else {
+            dropped += 1
+            return
+        }
+        queued += 1
+        let mine = queued
+        while written < mine {
+            if writing {
+                condition.wait()
+                continue
             }
-            guard let next else { return }
-            chunk = next
+            // This thread writes what is queued, its own line among it.
+            writing = true
+            var batch: [UInt8] = []
+            if dropped > 0 {
+                let notice = "warning pushgate: [PushgateCore] \(dropped) log lines dropped: the log output did not keep up"
+                batch = Array("\(timestamp()) \(notice)\n".utf8)
+                dropped = 0
+            }
+            batch.append(contentsOf: pending)
+            pending.removeAll(keepingCapacity: true)
+            let through = queued
+            condition.unlock()
+            batch.withUnsafeBytes { sink($0) }
+            condition.lock()
+            written = through
+            writing = false
+            condition.broadcast()
         }
     }
 }
