@@ -95,24 +95,42 @@ struct ContractResource: Sendable {
         return GatewayError(.notImplemented, "\(named) not a method this server implements; it serves \(served) (see /openapi.json)")
     }
 
-    /// A path item's entry: an operation (its `x-pushgate-head`), or anything else (`parameters`).
+    /// A path item's entry: an operation (its `x-pushgate-head`, `true`/`false` or a number as
+    /// JSON writes a flag), or anything else (`parameters`).
     private struct PathItemEntry: Decodable {
         var head: Bool?
         private enum Key: String, CodingKey { case head = "x-pushgate-head" }
         init(from decoder: any Decoder) throws {
-            head = try? decoder.container(keyedBy: Key.self).decodeIfPresent(Bool.self, forKey: .head)
+            let operation = try? decoder.container(keyedBy: Key.self)
+            head =
+                (try? operation?.decodeIfPresent(Bool.self, forKey: .head))
+                ?? (try? operation?.decodeIfPresent(Double.self, forKey: .head)).map { $0 != 0 }
+        }
+    }
+
+    /// A path's item; an entry of `paths` that is not an object (an `x-` extension) has none.
+    private struct PathItem: Decodable {
+        var entries: [String: PathItemEntry]
+        init(from decoder: any Decoder) throws {
+            entries = (try? [String: PathItemEntry](from: decoder)) ?? [:]
         }
     }
 
     private struct Contract: Decodable {
-        var paths: [String: [String: PathItemEntry]]
+        var paths: [String: PathItem]
     }
 
     /// The embedded contract's `paths`: each path's keys (its methods), read once per process.
     /// Decoded to only what is used: `JSONSerialization` built the whole 180 KB document as
-    /// objects, twice, and left 5 MiB of the gateway's idle memory behind.
-    private static let contractPaths: [String: [String: PathItemEntry]] =
-        (try? JSONDecoder().decode(Contract.self, from: Data(PackageResources.openapi_json)).paths) ?? [:]
+    /// objects, twice, and left 5 MiB of the gateway's idle memory behind. The contract is built
+    /// in: a gateway that cannot read it stops at once rather than refuse every method.
+    private static let contractPaths: [String: [String: PathItemEntry]] = {
+        do {
+            return try JSONDecoder().decode(Contract.self, from: Data(PackageResources.openapi_json)).paths.mapValues(\.entries)
+        } catch {
+            preconditionFailure("the embedded openapi.json does not decode: \(error)")
+        }
+    }()
 
     /// Every such path of the embedded contract, most specific first: read once per process, for
     /// every router built (one per listener, and many in the tests).

@@ -271,8 +271,12 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler, @unc
         }
     }
 
+    /// No deadline is left: a cancelled timer that still runs (one NIO had already taken for the
+    /// loop's current tick) finds none, and neither counts a timeout nor schedules another.
     private func stopTimer() {
         timer?.task.cancel()
         timer = nil
+        deadline = nil
+        bodyDeadline = nil
     }
 }
