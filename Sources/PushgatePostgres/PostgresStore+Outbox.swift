@@ -36,13 +36,17 @@ package struct PostgresOutboxDatabase: SQLDatabase {
     package func transaction<T: Sendable>(
         _ body: @escaping @Sendable (PostgresOutboxSession) async throws -> T
     ) async throws(StoreError) -> T {
-        let logger = store.logger
-        return try await store.transaction { connection in try await body(PostgresOutboxSession(connection: connection, logger: logger)) }
+        let (logger, prepared) = (store.logger, store.preparedStatements)
+        return try await store.transaction { connection in
+            try await body(PostgresOutboxSession(connection: connection, logger: logger, prepared: prepared))
+        }
     }
 
     package func read<T: Sendable>(_ body: @escaping @Sendable (PostgresOutboxSession) async throws -> T) async throws(StoreError) -> T {
-        let logger = store.logger
-        return try await store.perform { connection in try await body(PostgresOutboxSession(connection: connection, logger: logger)) }
+        let (logger, prepared) = (store.logger, store.preparedStatements)
+        return try await store.perform { connection in
+            try await body(PostgresOutboxSession(connection: connection, logger: logger, prepared: prepared))
+        }
     }
 }
 
@@ -50,9 +54,11 @@ package struct PostgresOutboxDatabase: SQLDatabase {
 package struct PostgresOutboxSession: SQLSession {
     let connection: PostgresConnection
     let logger: Logger
+    /// Statements as named prepared statements (``PreparedSQL``).
+    let prepared: Bool
 
     package func rows(_ sql: String, _ values: [SQLValue]) async throws -> [PostgresRowReader] {
-        try await connection.query(dynamicQuery(sql, values), logger: logger).rows()
+        try await connection.rows(sql, values, prepared: prepared, logger: logger).map(PostgresRowReader.init)
     }
 
     package func plan(_ audience: Audience, selection: PlatformSelection, app: AppID, now: Timestamp) async throws -> TagQuery {
@@ -60,7 +66,8 @@ package struct PostgresOutboxSession: SQLSession {
     }
 
     package func targets(_ query: TagQuery, after: RegistrationID?, limit: Int) async throws -> [DispatchTarget] {
-        try await PostgresStore.targets(query, after: after?.rawValue ?? "", limit: limit, connection: connection, logger: logger)
+        try await PostgresStore.targets(
+            query, after: after?.rawValue ?? "", limit: limit, prepared: prepared, connection: connection, logger: logger)
     }
 
     package func announceOutboxWork(_ event: String) async throws {

@@ -261,17 +261,18 @@ extension PostgresStore: RegistrationStore {
     }
 
     /// The targets of `query` after `after`, at most `limit`.
+    /// `prepared`: as a named prepared statement (``PreparedSQL``; the outbox's pages of one
+    /// audience repeat one text).
     static func targets(
-        _ query: TagQuery, after: String, limit: Int, connection: PostgresConnection, logger: Logger
+        _ query: TagQuery, after: String, limit: Int, prepared: Bool = false, connection: PostgresConnection, logger: Logger
     ) async throws
         -> [DispatchTarget]
     {
         let (sql, values) = query.sql(after: after, limit: limit, withHandles: true, lateral: true)
         var targets: [DispatchTarget] = []
         targets.reserveCapacity(limit)
-        for try await (text, platformText, handle) in try await connection.query(dynamicQuery(sql, values), logger: logger).decode(
-            (String, String, String).self)
-        {
+        for row in try await connection.rows(sql, values, prepared: prepared, logger: logger) {
+            let (text, platformText, handle) = try row.decode((String, String, String).self)
             guard let id = try? RegistrationID(text), let platform = Platform(rawValue: platformText) else { continue }
             targets.append(DispatchTarget(registrationID: id, handle: DeviceHandle(uncheckedPlatform: platform, value: handle)))
         }

@@ -30,6 +30,8 @@ public final class PostgresStore: Sendable {
     let client: PostgresClient
     let logger: Logger
     let timeout: Duration
+    /// Whether the outbox's statements are named prepared statements (``PreparedSQL``).
+    let preparedStatements: Bool
     /// The server and database, without the password.
     public let summary: String
     private let running: Task<Void, Never>
@@ -54,6 +56,7 @@ public final class PostgresStore: Sendable {
         self.logger = logger
         self.reservationLifetime = reservationLifetime
         self.timeout = .seconds(settings.timeoutSeconds)
+        self.preparedStatements = settings.preparedStatements
         self.summary = "PostgreSQL \(settings.url)"
         running = Task { await client.run() }
     }

@@ -10,12 +10,19 @@ public struct PostgresSettings: Sendable, Hashable {
     public var poolSize: Int
     /// How long a store call waits for the database before it fails as unavailable (503).
     public var timeoutSeconds: Int
+    /// The outbox's statements as named prepared statements, planned once per connection (on by
+    /// default). Off for a PgBouncer in transaction mode older than 1.21, which does not keep a
+    /// connection's prepared statements.
+    public var preparedStatements: Bool
 
-    public init(url: PostgresURL, password: SecretSource? = nil, poolSize: Int = 8, timeoutSeconds: Int = 5) {
+    public init(
+        url: PostgresURL, password: SecretSource? = nil, poolSize: Int = 8, timeoutSeconds: Int = 5, preparedStatements: Bool = true
+    ) {
         self.url = url
         self.password = password
         self.poolSize = poolSize
         self.timeoutSeconds = timeoutSeconds
+        self.preparedStatements = preparedStatements
     }
 }
 

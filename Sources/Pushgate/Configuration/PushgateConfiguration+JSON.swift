@@ -119,7 +119,8 @@ extension PushgateConfiguration {
                 var settings = PostgresSettings(url: url, password: try postgres.secret("password"))
                 settings.poolSize = try postgres.int("poolSize", in: 2...200) ?? settings.poolSize
                 settings.timeoutSeconds = try postgres.int("timeoutSeconds", in: 1...600) ?? settings.timeoutSeconds
-                try postgres.finish(expected: ["url", "password", "poolSize", "timeoutSeconds"])
+                settings.preparedStatements = try postgres.bool("preparedStatements") ?? settings.preparedStatements
+                try postgres.finish(expected: ["url", "password", "poolSize", "timeoutSeconds", "preparedStatements"])
                 store.kind = .postgres(settings)
             }
             try object.finish(expected: ["sqlite", "postgres"])
