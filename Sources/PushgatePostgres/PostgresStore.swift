@@ -327,6 +327,11 @@ extension PostgresRowSequence {
 /// A dynamic query: SQL with `?` placeholders (as ``TagQuery`` writes it) numbered `$1…` and its
 /// values bound.
 func dynamicQuery(_ sql: String, _ values: [SQLValue]) -> PostgresQuery {
+    PostgresQuery(unsafeSQL: numberedPlaceholders(sql), binds: dynamicBindings(values))
+}
+
+/// `values` bound as a dynamic query binds them.
+func dynamicBindings(_ values: [SQLValue]) -> PostgresBindings {
     var bindings = PostgresBindings(capacity: values.count)
     for value in values {
         switch value {
@@ -337,8 +342,13 @@ func dynamicQuery(_ sql: String, _ values: [SQLValue]) -> PostgresQuery {
         case .bool(let flag): bindings.append(flag)
         }
     }
+    return bindings
+}
+
+/// `sql` with its `?` placeholders numbered `$1…`.
+func numberedPlaceholders(_ sql: String) -> String {
     var numbered = ""
-    numbered.reserveCapacity(sql.utf8.count + 2 * values.count)
+    numbered.reserveCapacity(sql.utf8.count + 16)
     var index = 0
     for character in sql {
         if character == "?" {
@@ -348,7 +358,7 @@ func dynamicQuery(_ sql: String, _ values: [SQLValue]) -> PostgresQuery {
             numbered.append(character)
         }
     }
-    return PostgresQuery(unsafeSQL: numbered, binds: bindings)
+    return numbered
 }
 
 /// A row of PostgreSQL's answer, read by position (a value of another type reads as nil).

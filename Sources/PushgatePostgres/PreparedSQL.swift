@@ -39,15 +39,19 @@ struct PreparedSQL: PostgresPreparedStatement {
     static let passingFailures: Set<String> = ["55P03", "57014"]
 }
 
-/// A name per statement text with the types of its values (`pushgate_1`, …), at most `capacity`.
+/// A name per statement text with the types of its values (`pushgate_1`, …), at most `capacity`,
+/// kept with the text as PostgreSQL reads it (placeholders numbered once, not at every call).
 package final class PreparedSQLNames: Sendable {
     package let capacity: Int
-    private let names = Mutex<[String: String]>([:])
+    private let names = Mutex<[String: PreparedSQL.Statement]>([:])
 
     package init(capacity: Int) { self.capacity = capacity }
 
     /// The name of `sql` with values of these types; nil once `capacity` names are given.
-    package func name(of sql: String, values: [SQLValue]) -> String? {
+    package func name(of sql: String, values: [SQLValue]) -> String? { statement(sql, values: values)?.name }
+
+    /// The prepared statement of `sql` with values of these types (``name(of:values:)``).
+    func statement(_ sql: String, values: [SQLValue]) -> PreparedSQL.Statement? {
         var key = sql
         key.reserveCapacity(sql.utf8.count + values.count + 1)
         key.append("\u{0}")
@@ -60,12 +64,14 @@ package final class PreparedSQLNames: Sendable {
             case .bool: key.append("b")
             }
         }
+        if let known = names.withLock({ $0[key] }) { return known }
+        let numbered = numberedPlaceholders(sql)
         return names.withLock { names in
-            if let name = names[key] { return name }
+            if let known = names[key] { return known }
             guard names.count < capacity else { return nil }
-            let name = "pushgate_\(names.count + 1)"
-            names[key] = name
-            return name
+            let statement = PreparedSQL.Statement(name: "pushgate_\(names.count + 1)", sql: numbered)
+            names[key] = statement
+            return statement
         }
     }
 }
@@ -74,12 +80,13 @@ extension PostgresConnection {
     /// Runs `sql` (`?` placeholders) with `values`, as a named prepared statement when `prepared`
     /// (and a name is left), else unnamed; every row.
     func rows(_ sql: String, _ values: [SQLValue], prepared: Bool, logger: Logger) async throws -> [PostgresRow] {
-        let query = dynamicQuery(sql, values)
         var rows: [PostgresRow] = []
-        if prepared, let name = PreparedSQL.names.name(of: sql, values: values) {
+        if prepared, let statement = PreparedSQL.names.statement(sql, values: values) {
             do {
-                try await PreparedSQL.$current.withValue(PreparedSQL.Statement(name: name, sql: query.sql)) {
-                    for try await row in try await execute(PreparedSQL(bindings: query.binds), logger: logger) { rows.append(row) }
+                try await PreparedSQL.$current.withValue(statement) {
+                    for try await row in try await execute(PreparedSQL(bindings: dynamicBindings(values)), logger: logger) {
+                        rows.append(row)
+                    }
                 }
             } catch let error as PSQLError {
                 // PostgresNIO keeps a failed preparation for the connection's life: one that failed
@@ -90,7 +97,7 @@ extension PostgresConnection {
                 throw error
             }
         } else {
-            for try await row in try await self.query(query, logger: logger) { rows.append(row) }
+            for try await row in try await self.query(dynamicQuery(sql, values), logger: logger) { rows.append(row) }
         }
         return rows
     }

@@ -17,10 +17,9 @@ import Synchronization
 public struct LineLogHandler: LogHandler {
     public var logLevel: Logger.Level
     public var metadataProvider: Logger.MetadataProvider?
-    public var metadata: Logger.Metadata = [:] {
-        didSet { prettyMetadata = Self.prettify(metadata) }
-    }
-    private var prettyMetadata: String?
+    /// Formatted when a line is written, not when it is set: Hummingbird sets a request id on
+    /// every request's logger, and most requests log nothing.
+    public var metadata: Logger.Metadata = [:]
     private let label: String
     private let output: LogOutput
 
@@ -37,18 +36,14 @@ public struct LineLogHandler: LogHandler {
     }
 
     public func log(event: LogEvent) {
-        var pretty = prettyMetadata
-        let provided = metadataProvider?.get() ?? [:]
-        if !provided.isEmpty || event.metadata?.isEmpty == false || event.error != nil {
-            var merged = metadata
-            merged.merge(provided) { _, provided in provided }
-            if let explicit = event.metadata { merged.merge(explicit) { _, explicit in explicit } }
-            if let error = event.error {
-                merged["error.message"] = "\(error)"
-                merged["error.type"] = "\(String(reflecting: type(of: error)))"
-            }
-            pretty = Self.prettify(merged)
+        var merged = metadata
+        if let provided = metadataProvider?.get(), !provided.isEmpty { merged.merge(provided) { _, provided in provided } }
+        if let explicit = event.metadata { merged.merge(explicit) { _, explicit in explicit } }
+        if let error = event.error {
+            merged["error.message"] = "\(error)"
+            merged["error.type"] = "\(String(reflecting: type(of: error)))"
         }
+        let pretty = Self.prettify(merged)
         var line = output.timestamp()
         line.reserveCapacity(line.utf8.count + label.utf8.count + (pretty?.utf8.count ?? 0) + event.source.utf8.count + 64)
         line += " "

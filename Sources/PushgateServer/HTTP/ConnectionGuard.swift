@@ -160,6 +160,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler, @unc
     private var deadline: NIODeadline?
     /// When the whole body must have arrived (while reading one).
     private var bodyDeadline: NIODeadline?
+    /// When the connection closes unless something arrives: the sooner of the two.
+    private var due: NIODeadline? { deadline.map { deadline in bodyDeadline.map { min($0, deadline) } ?? deadline } }
     /// One timer per connection, never earlier than needed, and moved only when a deadline comes
     /// sooner than it fires: a later deadline is checked when it fires. A request on a kept-alive
     /// connection schedules nothing (its body's deadline is after the pending timer, set for the
@@ -246,11 +248,10 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler, @unc
 
     /// The phase's time is up `delay` from now; the timer moves only if it would fire later.
     private func expect(_ context: ChannelHandlerContext, within delay: TimeAmount) {
-        let due = NIODeadline.now() + delay
-        deadline = due
-        let effective = bodyDeadline.map { min($0, due) } ?? due
-        if let timer, timer.fires <= effective { return }
-        schedule(context.channel, at: effective)
+        deadline = .now() + delay
+        guard let due else { return }
+        if let timer, timer.fires <= due { return }
+        schedule(context.channel, at: due)
     }
 
     private func schedule(_ channel: any Channel, at due: NIODeadline) {
@@ -261,8 +262,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler, @unc
 
     private func timerFired(_ channel: any Channel) {
         timer = nil
-        guard let deadline else { return }  // responding: the next phase sets its own
-        let due = bodyDeadline.map { min($0, deadline) } ?? deadline
+        guard let due else { return }  // responding: the next phase sets its own
         if due <= .now() {
             registry.timedOut()
             channel.close(promise: nil)
