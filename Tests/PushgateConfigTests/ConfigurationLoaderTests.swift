@@ -139,9 +139,13 @@ struct ConfigFolder: ~Copyable {
         #expect(settings.url.user == "gate" && settings.url.host == "db.internal" && settings.url.port == 6432)
         #expect(settings.url.database == "push" && settings.url.tls == .verifyFull)
         #expect(settings.password == .environment("PG_PASSWORD") && settings.poolSize == 12 && settings.timeoutSeconds == 5)
-        #expect(settings.preparedStatements, "prepared statements are on unless turned off")
-        let unprepared = try load(#"{"postgres": {"url": "postgres://gate@db/push", "preparedStatements": false}}"#)
-        if case .postgres(let settings) = unprepared.configuration.store.kind { #expect(!settings.preparedStatements) }
+        #expect(!settings.preparedStatements, "prepared statements are off unless turned on")
+        let prepared = try load(#"{"postgres": {"url": "postgres://gate@db/push", "preparedStatements": true}}"#)
+        guard case .postgres(let preparedSettings) = prepared.configuration.store.kind else {
+            Issue.record("not a PostgreSQL store")
+            return
+        }
+        #expect(preparedSettings.preparedStatements)
         #expect(reason(#"{"postgres": {"url": "postgres://gate@db/push", "preparedStatements": "no"}}"#).contains("preparedStatements"))
         let socket = try PostgresURL(parsing: "postgres://gate@/push?host=/run/postgresql")
         #expect(socket.socketPath == "/run/postgresql/.s.PGSQL.5432" && socket.host == nil)
