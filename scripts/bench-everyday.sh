@@ -41,7 +41,10 @@
 # (default "sqlite_outbox sqlite_direct postgres_outbox"), PUSHGATE_BENCH_IDLE_WAIT (seconds to wait
 # before each measurement while someone else's swift-frontend, swift-build/swift-test/xctest or wrk
 # runs, polling every 10 s; default 900, 0: do not wait). Whether the machine was idle is printed
-# and recorded (everyday.<config>.<step>.idle).
+# and recorded (everyday.<config>.<step>.idle). PostgreSQL: PUSHGATE_BENCH_PG_PREPARED (true or false:
+# store.postgres.preparedStatements; unset: the default), PUSHGATE_BENCH_PG_STATEMENTS=1 (the server
+# preloads pg_stat_statements, planning tracked; its top statements of the whole run go to
+# <results>-postgres-statements.txt).
 #
 # Figures: everyday.* in the results (JSON: "everyday"), and a table at the end of bench-all.
 echo "== everyday: one message to one user's 3 APNs devices (wrk, a random user per request)" >&2
@@ -49,6 +52,8 @@ ev_users=${PUSHGATE_BENCH_USERS:-20000}
 ev_seconds=${PUSHGATE_BENCH_EVERYDAY_SECONDS:-15}
 ev_curl_count=${PUSHGATE_BENCH_EVERYDAY_CURL:-50000}
 ev_configs=${PUSHGATE_BENCH_EVERYDAY_CONFIGS:-sqlite_outbox sqlite_direct postgres_outbox}
+ev_pg_statements=${PUSHGATE_BENCH_PG_STATEMENTS:-}
+ev_pg_prepared=${PUSHGATE_BENCH_PG_PREPARED:-}
 ev_idle_wait=${PUSHGATE_BENCH_IDLE_WAIT:-900}
 ev_devices=3
 ev_cores=$(nproc)
@@ -362,18 +367,30 @@ for ev_name in $ev_configs; do
     ;;
   postgres_outbox)
     ev_pg_dir=$(mktemp -d /tmp/pushgate-bench-everyday-pg.XXXXXX)  # outside $work: the postgres user must reach it
-    ev_pg_url=$("$root/scripts/postgres.sh" start "$ev_pg_dir" --durable)
-    python3 - "$ev_conf-sqlite_outbox.json" "$ev_conf-postgres_outbox.json" "$ev_pg_url" <<'PY'
+    ev_pg_options=""
+    [ -n "$ev_pg_statements" ] && ev_pg_options="-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all -c pg_stat_statements.track_planning=on"
+    ev_pg_url=$(PUSHGATE_PG_OPTIONS="$ev_pg_options" "$root/scripts/postgres.sh" start "$ev_pg_dir" --durable)
+    python3 - "$ev_conf-sqlite_outbox.json" "$ev_conf-postgres_outbox.json" "$ev_pg_url" "$ev_pg_prepared" <<'PY'
 import json, sys
 config = json.load(open(sys.argv[1]))
 config["store"] = {"postgres": {"url": sys.argv[3], "poolSize": 8}}
+if sys.argv[4]:
+    config["store"]["postgres"]["preparedStatements"] = sys.argv[4] == "true"
 json.dump(config, open(sys.argv[2], "w"), indent=2)
 PY
     ev_import postgres "$ev_conf-postgres_outbox.json"
     psql -q "$ev_pg_url" -c "ANALYZE;" >&2
+    [ -n "$ev_pg_statements" ] && psql -q "$ev_pg_url" -c "CREATE EXTENSION pg_stat_statements; SELECT pg_stat_statements_reset();" > /dev/null
     ev_pg=1
     ev_run "$ev_name" "$ev_conf-postgres_outbox.json"
     ev_pg=""
+    if [ -n "$ev_pg_statements" ]; then
+      # Every statement of the run (warm-up, 64 and 4 connections): calls, execution and planning time.
+      psql "$ev_pg_url" -c "SELECT calls, round(total_exec_time::numeric, 1) AS exec_ms, round(total_plan_time::numeric, 1) AS plan_ms,
+          plans, round((total_exec_time / nullif(calls, 0))::numeric, 3) AS exec_ms_per_call, rows,
+          left(regexp_replace(query, '\\s+', ' ', 'g'), 200) AS query
+        FROM pg_stat_statements ORDER BY total_exec_time + total_plan_time DESC LIMIT 40" > "${out%.json}-postgres-statements.txt"
+    fi
     "$root/scripts/postgres.sh" stop "$ev_pg_dir"
     ;;
   *) ev_fail "unknown configuration '$ev_name' in PUSHGATE_BENCH_EVERYDAY_CONFIGS (sqlite_outbox sqlite_direct postgres_outbox)" ;;

@@ -9,6 +9,8 @@
 #   scripts/postgres.sh resume /tmp/pg                # starts it again on the same port
 #   scripts/postgres.sh stop /tmp/pg                  # stops it and removes the folder
 #
+# PUSHGATE_PG_OPTIONS adds server options at start (e.g. "-c shared_preload_libraries=pg_stat_statements").
+#
 # PostgreSQL refuses to run as root: as root, the cluster belongs to the `postgres` user the
 # package created.
 set -euo pipefail
@@ -28,7 +30,7 @@ start)
   port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   durability="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
   [ "${3:-}" = "--durable" ] && durability=""
-  echo "-c listen_addresses=127.0.0.1 -p $port -k $dir -c max_connections=300 -c shared_buffers=256MB $durability" >"$dir/options"
+  echo "-c listen_addresses=127.0.0.1 -p $port -k $dir -c max_connections=300 -c shared_buffers=256MB $durability ${PUSHGATE_PG_OPTIONS:-}" >"$dir/options"
   "${as[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 -o "$(cat "$dir/options")" start >/dev/null \
     || { cat "$dir/server.log" >&2; exit 1; }
   echo "postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
