@@ -76,7 +76,7 @@ mkdir -p "$(dirname "$out")"
 bin=${PUSHGATE_BIN:-}
 if [ -z "$bin" ]; then
   echo "building release…" >&2
-  swift build -c release --product pushgate >&2
+  scripts/build-release.sh >&2
   bin=$root/.build/release/pushgate
 fi
 

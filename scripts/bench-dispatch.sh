@@ -20,7 +20,7 @@ if [ "${#need[@]}" -gt 0 ]; then
 fi
 
 echo "building release…" >&2
-swift build -c release --product pushgate >&2
+scripts/build-release.sh >&2
 bin=.build/release/pushgate
 
 work=$(mktemp -d)

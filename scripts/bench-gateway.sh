@@ -13,7 +13,7 @@ command -v wrk >/dev/null || {
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends wrk >&2
 }
 echo "building release…" >&2
-swift build -c release --product pushgate >&2
+scripts/build-release.sh >&2
 bin=.build/release/pushgate
 
 work=$(mktemp -d)

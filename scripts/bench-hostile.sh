@@ -50,7 +50,7 @@ pad_bytes=${PUSHGATE_BENCH_PAD_BYTES:-104857600}
 idle_timeout=${PUSHGATE_BENCH_IDLE_TIMEOUT:-1800}
 busy_limit=${PUSHGATE_BENCH_BUSY_PERCENT:-20}
 
-[ -x "$bin" ] || { echo "bench-hostile: no release binary at $bin (swift build -c release --product pushgate)" >&2; exit 1; }
+[ -x "$bin" ] || { echo "bench-hostile: no release binary at $bin (scripts/build-release.sh)" >&2; exit 1; }
 command -v wrk >/dev/null || {
   sudo_cmd=(); [ "$(id -u)" -ne 0 ] && sudo_cmd=(sudo)
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends wrk >&2

@@ -17,7 +17,7 @@ requirements=Tests/Interop/requirements.txt
 export PUSHGATE_BIN="${PUSHGATE_BIN:-.build/release/pushgate}"
 
 if [ ! -x "$PUSHGATE_BIN" ]; then
-  echo "interop: no pushgate binary at $PUSHGATE_BIN (build it: swift build -c release --product pushgate, or set PUSHGATE_BIN)" >&2
+  echo "interop: no pushgate binary at $PUSHGATE_BIN (build it: scripts/build-release.sh, or set PUSHGATE_BIN)" >&2
   exit 1
 fi
 

@@ -14,7 +14,7 @@ command -v wrk >/dev/null || { apt-get install -y -qq wrk >/dev/null; }
 if [ -n "${PUSHGATE_BIN:-}" ]; then
   bin="$PUSHGATE_BIN"
 else
-  swift build -c release --product pushgate >/dev/null
+  scripts/build-release.sh >/dev/null
   bin="$(swift build -c release --show-bin-path)/pushgate"
 fi
 work=$(mktemp -d /tmp/pushgate-measure-XXXXXX)

@@ -23,7 +23,7 @@ root=$(pwd)
 die() { echo "package: $*" >&2; exit 1; }
 
 bin=${PUSHGATE_BIN:-.build/release/pushgate}
-[ -x "$bin" ] || die "no executable at $bin (build it: swift build -c release --product pushgate --static-swift-stdlib, or set PUSHGATE_BIN)"
+[ -x "$bin" ] || die "no executable at $bin (build it: scripts/build-release.sh --static-swift-stdlib, or set PUSHGATE_BIN)"
 for tool in dpkg-deb dpkg-shlibdeps objcopy readelf; do
   command -v "$tool" >/dev/null || die "$tool is missing (scripts/setup.sh --package)"
 done
@@ -77,7 +77,7 @@ if [ "${#bundled[@]}" -gt 0 ]; then
   done
   patchelf --set-rpath /usr/lib/pushgate "$stage/usr/bin/pushgate"
   echo "package: $bin uses the shared Swift runtime: bundling ${#bundled[@]} libraries in /usr/lib/pushgate (RUNPATH /usr/lib/pushgate)" >&2
-  echo "package: (a binary built with swift build -c release --product pushgate --static-swift-stdlib needs none)" >&2
+  echo "package: (a binary built with scripts/build-release.sh --static-swift-stdlib needs none)" >&2
 else
   echo "package: $bin needs no libraries outside the system's (static Swift runtime)" >&2
 fi

@@ -45,7 +45,7 @@ examples="${PUSHGATE_CONTRACT_EXAMPLES:-50}"
 seed="${PUSHGATE_CONTRACT_SEED:-20261126}"
 
 if [ ! -x "$bin" ]; then
-  echo "contract: no pushgate binary at $bin (build it: swift build -c release --product pushgate, or set PUSHGATE_BIN)" >&2
+  echo "contract: no pushgate binary at $bin (build it: scripts/build-release.sh, or set PUSHGATE_BIN)" >&2
   exit 1
 fi
 bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"

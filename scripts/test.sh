@@ -60,7 +60,7 @@ fi
 # What ships is the release build, and Swift 6.3.1's optimizer has crashed on code the debug
 # build compiles (see Gateway.stored): build it here so that cannot land again.
 phase "release build"
-if ! swift build -c release --product pushgate 2>&1 | tee "$log"; then
+if ! scripts/build-release.sh 2>&1 | tee "$log"; then
   echo "release build failed" >&2
   exit 1
 fi
