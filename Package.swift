@@ -10,13 +10,15 @@ import PackageDescription
 /// when every function is in a section of its own (scripts/build-release.sh compiles so); names it
 /// lists that no longer exist are skipped, so a stale order costs memory, never correctness.
 let releaseLink: [LinkerSetting] = {
+    // The first `swift` on the PATH, its symbolic links followed: the toolchain that builds.
     let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
-    let lld = path.split(separator: ":").contains { directory in
-        let swift = URL(fileURLWithPath: String(directory)).appendingPathComponent("swift").resolvingSymlinksInPath()
-        let candidate = swift.deletingLastPathComponent().appendingPathComponent("ld.lld").path
-        return FileManager.default.fileExists(atPath: swift.path) && FileManager.default.isExecutableFile(atPath: candidate)
-    }
-    guard lld else { return [] }
+    let swift = path.split(separator: ":").lazy
+        .map { URL(fileURLWithPath: String($0)).appendingPathComponent("swift") }
+        .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+    guard let swift,
+        FileManager.default.isExecutableFile(
+            atPath: swift.resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("ld.lld").path)
+    else { return [] }
     let order = Context.packageDirectory + "/linker/pushgate.order"
     return [
         .unsafeFlags(

@@ -54,6 +54,7 @@ ev_curl_count=${PUSHGATE_BENCH_EVERYDAY_CURL:-50000}
 ev_configs=${PUSHGATE_BENCH_EVERYDAY_CONFIGS:-sqlite_outbox sqlite_direct postgres_outbox}
 ev_pg_statements=${PUSHGATE_BENCH_PG_STATEMENTS:-}
 ev_pg_prepared=${PUSHGATE_BENCH_PG_PREPARED:-}
+case "$ev_pg_prepared" in "" | true | false) ;; *) echo "bench-everyday: PUSHGATE_BENCH_PG_PREPARED is true or false, not '$ev_pg_prepared'" >&2; exit 1 ;; esac
 ev_idle_wait=${PUSHGATE_BENCH_IDLE_WAIT:-900}
 ev_devices=3
 ev_cores=$(nproc)

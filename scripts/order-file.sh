@@ -12,9 +12,11 @@
 # cannot be listed and stay where they are.
 #
 # Needs root (drop_caches, read_ahead_kb) and changes nothing for good: read-ahead is restored.
-# PUSHGATE_BUILD_ARGS go to scripts/build-release.sh (e.g. "--scratch-path /tmp/build": a build
-# folder whose objects were compiled without -function-sections must be rebuilt from scratch,
-# since SwiftPM does not recompile for changed flags).
+# PUSHGATE_BUILD_ARGS go to scripts/build-release.sh, split on spaces (e.g. "--scratch-path
+# /var/tmp/build", on a disk). A build folder whose objects were compiled without
+# -function-sections is best rebuilt from scratch: here SwiftPM kept such objects when only the
+# flags changed. The order file is not an input SwiftPM tracks: after changing it, delete the
+# binary to relink (this script does).
 #   sudo scripts/order-file.sh            # then commit linker/pushgate.order
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,16 +27,33 @@ read -r -a build_args <<< "${PUSHGATE_BUILD_ARGS:-}"
 build() { scripts/build-release.sh "${build_args[@]}" "$@"; }
 bin=$(build --show-bin-path)/pushgate
 binary=$bin
-work=$(mktemp -d)
-device=$(lsblk -no pkname "$(findmnt -no SOURCE -T "$(pwd)")" 2>/dev/null || true)
-[ -n "$device" ] || device=$(basename "$(findmnt -no SOURCE -T "$(pwd)")")
+# The disk the binary is read from: a page cache it can be evicted from, and its read-ahead.
+folder=$(dirname "$bin")
+mkdir -p "$folder"
+case "$(findmnt -no FSTYPE -T "$folder")" in
+tmpfs | ramfs | overlay) echo "order-file: $folder is on $(findmnt -no FSTYPE -T "$folder"): its pages cannot be dropped; build on a disk" >&2; exit 1 ;;
+esac
+source_device=$(findmnt -no SOURCE -T "$folder")
+device=$(lsblk -no pkname "$source_device" 2>/dev/null | head -n 1 || true)
+[ -n "$device" ] || device=$(lsblk -no kname "$source_device" 2>/dev/null | head -n 1 || basename "$source_device")
 readahead=/sys/block/$device/queue/read_ahead_kb
-[ -w "$readahead" ] || { echo "order-file: cannot set $readahead" >&2; exit 1; }
+[ -w "$readahead" ] || { echo "order-file: cannot set $readahead (the disk of $folder)" >&2; exit 1; }
+# One run at a time: a second would save read-ahead as 0 and "restore" that. While it runs,
+# read-ahead is off for the whole disk and the page cache is dropped for everyone; a run killed
+# with SIGKILL leaves read-ahead at 0 (its value is kept in linker/.read_ahead_kb to put back).
+exec 9> linker/.order-file.lock
+flock -n 9 || { echo "order-file: another run holds linker/.order-file.lock" >&2; exit 1; }
 saved=$(cat "$readahead")
+[ -f linker/.read_ahead_kb ] && saved=$(cat linker/.read_ahead_kb)
+echo "$saved" > linker/.read_ahead_kb
+work=$(mktemp -d)
 gateway=""
+sandbox=""
 cleanup() {
   echo "$saved" > "$readahead"
-  [ -n "$gateway" ] && kill "$gateway" 2>/dev/null
+  rm -f linker/.read_ahead_kb linker/.order-file.lock
+  [ -z "$gateway" ] || kill "$gateway" 2>/dev/null || true
+  [ -z "$sandbox" ] || kill "$sandbox" 2>/dev/null || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -50,7 +69,8 @@ for round in $(seq 1 "$rounds"); do
     "$bin" sandbox --dir "$work/sandbox" > "$work/sandbox.out" 2>&1 &
     sandbox=$!
     for _ in $(seq 1 100); do grep -q gateway "$work/sandbox.out" 2>/dev/null && break; sleep 0.1; done
-    kill "$sandbox"; wait "$sandbox" 2>/dev/null || true
+    kill "$sandbox" 2>/dev/null || true; wait "$sandbox" 2>/dev/null || true
+    sandbox=""
   fi
   port=$(free_port)
   python3 - "$work/sandbox/config.json" "$port" <<'PY'
@@ -67,7 +87,9 @@ PY
   echo 3 > /proc/sys/vm/drop_caches
   (cd "$work/sandbox" && exec "$binary" serve --config config.json > "$work/gateway.log" 2>&1) &
   gateway=$!
-  for _ in $(seq 1 100); do curl -sf -o /dev/null "http://127.0.0.1:$port/healthz" && break; sleep 0.1; done
+  up=""
+  for _ in $(seq 1 100); do curl -sf -o /dev/null "http://127.0.0.1:$port/healthz" && { up=1; break; }; sleep 0.1; done
+  [ -n "$up" ] || { cat "$work/gateway.log" >&2; echo "order-file: the gateway did not answer /healthz" >&2; exit 1; }
   sleep 2
   # The binary's text pages present, as addresses relative to its first mapping.
   python3 - "$gateway" "$(realpath "$binary")" > "$work/pages.txt" <<'PY'
@@ -85,7 +107,7 @@ with open(f"/proc/{pid}/pagemap", "rb") as pagemap:
             if struct.unpack("Q", pagemap.read(8))[0] >> 63:
                 print(page - base)
 PY
-  kill "$gateway"; wait "$gateway" 2>/dev/null || true
+  kill "$gateway" 2>/dev/null || true; wait "$gateway" 2>/dev/null || true
   gateway=""
   echo "$saved" > "$readahead"
   nm -S --defined-only "$bin" > "$work/symbols.txt"

@@ -107,7 +107,7 @@ public final class PostgresStore: Sendable {
         // A prepared statement is planned for its values every time. After five executions the
         // server otherwise keeps a generic plan made from the statistics of that moment: made while
         // the outbox's tables were empty, it scanned them whole, and an everyday send's key lookups
-        // took 1.2–1.35 ms instead of 0.02–0.07 once the tables held some thousands of rows
+        // took 0.6–1.35 ms instead of 0.01–0.07 once the tables held some thousands of rows
         // (docs/performance.md). What a prepared statement then saves is its parsing.
         if settings.preparedStatements {
             configuration.options.additionalStartupParameters.append(("plan_cache_mode", "force_custom_plan"))
