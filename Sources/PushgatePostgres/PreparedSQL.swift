@@ -2,11 +2,10 @@ import PostgresNIO
 import PushgateSQL
 import Synchronization
 
-/// The outbox's statements as named prepared statements: each is parsed and planned once per
-/// connection, not at every call. Sent unnamed, an everyday send's 18 statements cost the server
-/// 0.91 ms of planning against 0.51 ms of execution (`pg_stat_statements`; see
-/// docs/performance.md). Only with `store.postgres.preparedStatements: true` (off by default: in
-/// longer runs they were slower, see ``PostgresSettings/preparedStatements``).
+/// The outbox's statements as named prepared statements: each is parsed once per connection, not
+/// at every call, and planned at every execution for its values (the pool's `plan_cache_mode`;
+/// see ``PostgresStore``). Only with `store.postgres.preparedStatements: true` (off by default:
+/// level with unnamed statements, see ``PostgresSettings/preparedStatements``).
 ///
 /// PostgresNIO prepares a statement from its type's static `name` and `sql`, which it reads on the
 /// calling task when the statement is executed; ``current`` (a task-local value) gives them for the

@@ -10,12 +10,12 @@ public struct PostgresSettings: Sendable, Hashable {
     public var poolSize: Int
     /// How long a store call waits for the database before it fails as unavailable (503).
     public var timeoutSeconds: Int
-    /// The outbox's statements as named prepared statements, parsed once per connection. Off by
-    /// default: in 10-second runs of the everyday send they were faster (392 against 300 sends/s),
-    /// in 15-second runs slower (218 against 298, the server's CPU per send 5.4 against 2.9 ms),
-    /// likely once PostgreSQL turns to generic plans after five executions (docs/performance.md).
-    /// Never behind a PgBouncer in transaction mode older than 1.21, which does not keep a
-    /// connection's prepared statements.
+    /// The outbox's statements as named prepared statements, parsed once per connection and planned
+    /// for their values at every execution (`plan_cache_mode = force_custom_plan`: the generic plan
+    /// made while the tables were empty scanned them whole). Off by default: so planned, they are
+    /// level with unnamed statements (302 against 306 sends/s in 15-second runs of the everyday
+    /// send; docs/performance.md). Never behind a PgBouncer in transaction mode older than 1.21,
+    /// which does not keep a connection's prepared statements.
     public var preparedStatements: Bool
 
     public init(
