@@ -2,13 +2,11 @@
 import Foundation
 import PackageDescription
 
-/// How the release binary is linked on Linux, where the toolchain has lld (next to `swift` on the
-/// PATH): relative relocations packed (`DT_RELR`: 2.1 MiB of relocations read at start-up become
-/// 0.5) and the functions start-up runs laid out side by side, in the order `linker/pushgate.order`
-/// lists them (scripts/order-file.sh writes it), so that start-up maps a few MiB of code instead of
-/// pages strewn over 24 MiB (idle RSS: docs/performance.md). The order applies function by function
-/// when every function is in a section of its own (scripts/build-release.sh compiles so); names it
-/// lists that no longer exist are skipped, so a stale order costs memory, never correctness.
+/// How the release binary is linked on Linux, where the toolchain has lld (next to the first
+/// `swift` on the PATH): relative relocations packed (`DT_RELR`: the 2.1 MiB of relocations the
+/// loader reads at start-up become 0.5). Laying out the functions start-up runs first (a symbol
+/// order) cut idle RSS by 6 MiB but made the broadcast's CPU per notification 10–16% dearer, so
+/// it is not done (docs/performance.md).
 let releaseLink: [LinkerSetting] = {
     // The first `swift` on the PATH, its symbolic links followed: the toolchain that builds.
     let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
@@ -19,14 +17,9 @@ let releaseLink: [LinkerSetting] = {
         FileManager.default.isExecutableFile(
             atPath: swift.resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("ld.lld").path)
     else { return [] }
-    let order = Context.packageDirectory + "/linker/pushgate.order"
     return [
         .unsafeFlags(
-            [
-                "-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
-                "-Xlinker", "--symbol-ordering-file=\(order)", "-Xlinker", "--no-warn-symbol-ordering",
-            ],
-            .when(platforms: [.linux], configuration: .release))
+            ["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"], .when(platforms: [.linux], configuration: .release))
     ]
 }()
 

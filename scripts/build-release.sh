@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The release build of what ships: `swift build -c release --product pushgate`, with every Swift and
-# C function (ours and the dependencies') in a section of its own, so that the link can lay out the
-# functions start-up runs side by side (linker/pushgate.order; see Package.swift and
-# scripts/order-file.sh). Extra arguments go to swift build (e.g. --static-swift-stdlib).
+# C function (ours and the dependencies') in a section of its own, so that the link drops unused
+# functions one by one (`--gc-sections`) and places each by itself. Extra arguments go to swift
+# build (e.g. --static-swift-stdlib).
 #
 #   scripts/build-release.sh                 # .build/release/pushgate
 set -euo pipefail
