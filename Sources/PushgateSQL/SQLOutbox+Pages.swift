@@ -150,7 +150,49 @@ extension SQLOutbox {
         let write = PageRecordWrite(number: number, counts: counts, failures: failures, retry: nil, dialect: dialect)
         let dialect = self.dialect
         return try await database.transaction { session -> OutboxLastPageRecord in
-            guard try await Self.recordPage(write, key: [.text(app.rawValue), .text(notificationID)], session: session) else {
+            let key: [SQLValue] = [.text(app.rawValue), .text(notificationID)]
+            // The notification's row first, as every other outbox transaction reads it (one lock
+            // order), with all its record needs.
+            guard
+                let row = try await session.rows(
+                    "SELECT \(OutboxRows.recordColumns), next_page, lease_owner FROM outbox_notifications WHERE app = ? AND id = ?\(dialect.lockRows)",
+                    key
+                ).first
+            else { return .recordedBefore }
+            // (The record's columns, ended_at 8 and exhausted 11 among them; then 12 and 13.)
+            let (pagesMade, ended, exhausted, holder) = (row.integer(12), row.double(8), row.bool(11), row.text(13))
+            if number == 0, pagesMade == 1, ended == nil, exhausted, holder == owner {
+                // Its only page ever (pages are numbered as they are made, retry pages too): no
+                // other page can be open or counted. The page goes, the counts are this page's.
+                var record = OutboxRows.record(id: notificationID, app: app, row: row, counts: write.counts)
+                record.state = NotificationRecord.finalState(
+                    counts: record.counts, selection: record.selection, cancelled: record.cancelRequested)
+                record.endedAt = now
+                let removePage = "DELETE FROM outbox_pages WHERE app = ? AND notification_id = ? AND number = 0 AND \(dialect.openPage)"
+                if dialect.writesInWith {
+                    // One statement: each write only when the page was still open.
+                    let ifRemoved = "EXISTS (SELECT 1 FROM page)"
+                    var parts = ["page AS (\(removePage) RETURNING number)"]
+                    var values = key
+                    if !write.countRows.isEmpty {
+                        parts.append(
+                            "counted AS (\(Self.addCountsSQL(rows: write.countRows.count, selectedWhere: ifRemoved)))")
+                        values += write.countRows.flatMap { key + $0 }
+                    }
+                    parts.append("ended AS (\(Self.endSQL) AND \(ifRemoved))")
+                    parts.append("answers AS (\(Self.dropAnswersSQL) AND \(ifRemoved))")
+                    values += [.text(record.state.rawValue), .real(now.secondsSinceEpoch)] + key + key
+                    guard !(try await session.rows("WITH \(parts.joined(separator: ", ")) SELECT number FROM page", values)).isEmpty
+                    else { return .recordedBefore }
+                    try await Self.upsertFailures(write.failureRows, key: key, session: session)
+                } else {
+                    guard !(try await session.rows(removePage + " RETURNING number", key)).isEmpty else { return .recordedBefore }
+                    try await Self.addCounts(write, key: key, session: session)
+                    try await Self.end(record.state, at: now, key: key, session: session)
+                }
+                return .finished(record)
+            }
+            guard try await Self.recordPage(write, key: key, session: session) else {
                 return .recordedBefore
             }
             let record = try await Self.finishing(
@@ -162,6 +204,8 @@ extension SQLOutbox {
     /// A page's record as statement values, made before its transaction.
     struct PageRecordWrite: Sendable {
         let number: Int
+        /// The counts as stored (none of zero).
+        let counts: [Platform: [Outcome: Int]]
         let countRows: [[SQLValue]]
         let failureRows: [[SQLValue]]
         let retry: OutboxRetry?
@@ -170,12 +214,15 @@ extension SQLOutbox {
         init(number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult], retry: OutboxRetry?, dialect: SQLDialect) {
             // Counts in one order, so that two transactions adding to the same rows never deadlock.
             var countRows: [[SQLValue]] = []
+            var stored: [Platform: [Outcome: Int]] = [:]
             for (platform, byOutcome) in counts.sorted(by: { $0.key < $1.key }) {
                 for (outcome, count) in byOutcome.sorted(by: { $0.key.rawValue < $1.key.rawValue }) where count > 0 {
                     countRows.append([.text(platform.rawValue), .text(outcome.rawValue), .integer(Int64(count))])
+                    stored[platform, default: [:]][outcome] = count
                 }
             }
             self.number = number
+            self.counts = stored
             self.countRows = countRows
             self.failureRows = SQLOutbox.failureRows(failures)
             self.retry = retry
@@ -214,16 +261,27 @@ extension SQLOutbox {
                 ])
             _ = try await session.rows("UPDATE outbox_notifications SET next_page = next_page + 1 WHERE app = ? AND id = ?", key)
         }
+        try await addCounts(write, key: key, session: session)
+        return true
+    }
+
+    /// Adds a page's counts and failed targets to its notification's, in the caller's transaction.
+    static func addCounts(_ write: PageRecordWrite, key: [SQLValue], session: Database.Session) async throws {
         if !write.countRows.isEmpty {
-            _ = try await session.rows(
-                """
-                INSERT INTO outbox_counts (app, notification_id, platform, outcome, count)
-                VALUES \(Self.placeholders(rows: write.countRows.count, row: "(?, ?, ?, ?, ?)"))
-                ON CONFLICT (app, notification_id, platform, outcome) DO UPDATE SET count = outbox_counts.count + excluded.count
-                """, write.countRows.flatMap { key + $0 })
+            _ = try await session.rows(Self.addCountsSQL(rows: write.countRows.count), write.countRows.flatMap { key + $0 })
         }
         try await Self.upsertFailures(write.failureRows, key: key, session: session)
-        return true
+    }
+
+    /// Adds `rows` counts (app, notification, platform, outcome, count); only when `condition`
+    /// holds, where one is given.
+    static func addCountsSQL(rows: Int, selectedWhere condition: String? = nil) -> String {
+        let values = "VALUES \(Self.placeholders(rows: rows, row: "(?, ?, ?, ?, ?)"))"
+        return """
+            INSERT INTO outbox_counts (app, notification_id, platform, outcome, count)
+            \(condition.map { "SELECT * FROM (\(values)) AS added WHERE \($0)" } ?? values)
+            ON CONFLICT (app, notification_id, platform, outcome) DO UPDATE SET count = outbox_counts.count + excluded.count
+            """
     }
 
     package func recordAnswers(notificationID: String, app: AppID, answers: [OutboxAnswers]) async throws(StoreError) {

@@ -29,13 +29,25 @@ extension SQLOutbox {
         guard open.isEmpty else { return nil }
         record.state = NotificationRecord.finalState(counts: record.counts, selection: record.selection, cancelled: record.cancelRequested)
         record.endedAt = now
-        _ = try await session.rows(
-            "UPDATE outbox_notifications SET state = ?, ended_at = ?, lease_owner = NULL, lease_expires = 0 WHERE app = ? AND id = ?",
-            [.text(record.state.rawValue), .real(now.secondsSinceEpoch)] + key)
         _ = try await session.rows("DELETE FROM outbox_pages WHERE app = ? AND notification_id = ?", key)
-        _ = try await session.rows("DELETE FROM outbox_answers WHERE app = ? AND notification_id = ?", key)
+        try await end(record.state, at: now, key: key, session: session)
         return record
     }
+
+    /// Stores a notification's end (its final state and time, no lease) and drops the answers
+    /// its pages' records hold now, in the caller's transaction.
+    static func end(_ state: NotificationState, at time: Timestamp, key: [SQLValue], session: Database.Session) async throws {
+        _ = try await session.rows(endSQL, [.text(state.rawValue), .real(time.secondsSinceEpoch)] + key)
+        _ = try await session.rows(dropAnswersSQL, key)
+    }
+
+    /// A notification's end: its final state and time (the first two values), no lease.
+    static var endSQL: String {
+        "UPDATE outbox_notifications SET state = ?, ended_at = ?, lease_owner = NULL, lease_expires = 0 WHERE app = ? AND id = ?"
+    }
+
+    /// Drops every answer of a notification's pages.
+    static var dropAnswersSQL: String { "DELETE FROM outbox_answers WHERE app = ? AND notification_id = ?" }
 
     package func parkNotification(notificationID: String, app: AppID, owner: String, now: Timestamp) async throws(StoreError) -> Timestamp?
     {
@@ -168,7 +180,7 @@ extension SQLOutbox {
                 _ = try await session.rows("DELETE FROM outbox_failures WHERE app = ? AND notification_id = ?", key)
                 _ = try await session.rows("DELETE FROM outbox_counts WHERE app = ? AND notification_id = ?", key)
                 _ = try await session.rows("DELETE FROM outbox_pages WHERE app = ? AND notification_id = ?", key)
-                _ = try await session.rows("DELETE FROM outbox_answers WHERE app = ? AND notification_id = ?", key)
+                _ = try await session.rows(Self.dropAnswersSQL, key)
                 _ = try await session.rows("DELETE FROM outbox_notifications WHERE app = ? AND id = ?", key)
             }
             return keys.count

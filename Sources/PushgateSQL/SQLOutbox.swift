@@ -28,13 +28,17 @@ package struct SQLDialect: Sendable {
     package var skipLocked: String
     /// Inequality that treats NULL as a value (`IS NOT`, `IS DISTINCT FROM`).
     package var isDistinctFrom: String
+    /// Writes in `WITH` (PostgreSQL's data-modifying common table expressions): several writes
+    /// that go together are one statement, one round trip.
+    package var writesInWith: Bool
 
     /// One connection, whose transactions run one at a time: nothing to lock.
     package static let sqlite = SQLDialect(
-        openPage: "done = 0", cancelling: "cancel_requested = 1", lockRows: "", skipLocked: "", isDistinctFrom: "IS NOT")
+        openPage: "done = 0", cancelling: "cancel_requested = 1", lockRows: "", skipLocked: "", isDistinctFrom: "IS NOT",
+        writesInWith: false)
     package static let postgres = SQLDialect(
         openPage: "NOT done", cancelling: "cancel_requested", lockRows: " FOR UPDATE", skipLocked: " FOR UPDATE SKIP LOCKED",
-        isDistinctFrom: "IS DISTINCT FROM")
+        isDistinctFrom: "IS DISTINCT FROM", writesInWith: true)
 }
 
 /// A database the outbox runs its transactions on.
@@ -74,13 +78,59 @@ package struct SQLOutbox<Database: SQLDatabase>: Sendable {
         _ notification: OutboxNotification, lease: OutboxLease, claimingFirstPageOf pageSize: Int, now: Timestamp
     ) async throws(StoreError) -> OutboxSynchronousStart {
         let (values, dialect) = (Self.enqueueValues(notification, lease: lease), self.dialect)
+        let size = max(1, pageSize)
         return try await database.transaction { session -> OutboxSynchronousStart in
-            let enqueued = try await Self.store(notification, lease: lease, values: values, session: session)
+            // A notification stored in this transaction has no pages, no cursor and no cancel
+            // yet, and nobody else sees it: its first page is walked first and stored with it
+            // (the row as a claim would leave it), without reading back what was just written.
+            let audience = notification.audience
+            let targets: [DispatchTarget]
+            if audience.walksRegistrations {
+                let query = try await session.plan(audience, selection: notification.selection, app: notification.app, now: now)
+                targets = try await session.targets(query, after: nil, limit: size)
+            } else {
+                targets = audience.targets(after: nil, limit: size) { _, _, _ in [] }
+            }
+            let first = FirstPage(targets: targets, pageSize: size, storedInStatement: dialect.writesInWith)
+            let enqueued = try await Self.store(notification, lease: lease, values: values, firstPage: first, session: session)
             guard case .stored = enqueued else { return OutboxSynchronousStart(enqueued: enqueued, firstClaim: nil) }
-            let claim = try await Self.claim(
-                notificationID: notification.id, app: notification.app, lease: lease, pageSize: pageSize, now: now, helping: false,
-                dialect: dialect, session: session)
-            return OutboxSynchronousStart(enqueued: enqueued, firstClaim: claim)
+            guard let last = targets.last else { return OutboxSynchronousStart(enqueued: enqueued, firstClaim: .exhausted) }
+            if !first.storedInStatement {
+                _ = try await session.rows(
+                    "INSERT INTO outbox_pages (app, notification_id, number, after_id, last_id, lease_owner, lease_expires) VALUES (?, ?, 0, '', ?, ?, ?)",
+                    [
+                        .text(notification.app.rawValue), .text(notification.id), .text(last.registrationID.rawValue), .text(lease.owner),
+                        .real(lease.until.secondsSinceEpoch),
+                    ])
+            }
+            // The audience ends with this page when it is not full, and no other page exists.
+            return OutboxSynchronousStart(
+                enqueued: enqueued,
+                firstClaim: .page(OutboxPage(number: 0, targets: targets, reclaimed: false, cancelled: false, last: first.exhausted)))
+        }
+    }
+
+    /// The first page claimed with the enqueue: the cursor, counters and flag the notification's
+    /// row is stored with, as ``claim(notificationID:app:lease:pageSize:now:helping:dialect:session:)``
+    /// would set them.
+    struct FirstPage {
+        var cursor: String?
+        var exhausted: Bool
+        var claimed: Int
+        var nextPage: Int
+        /// The page is stored by the notification's `INSERT` (``SQLDialect/writesInWith``).
+        var storedInStatement: Bool
+
+        init(targets: [DispatchTarget], pageSize: Int, storedInStatement: Bool) {
+            cursor = targets.last?.registrationID.rawValue
+            exhausted = targets.count < pageSize
+            claimed = targets.count
+            nextPage = targets.isEmpty ? 0 : 1
+            self.storedInStatement = storedInStatement && !targets.isEmpty
+        }
+
+        var values: [SQLValue] {
+            [cursor.map(SQLValue.text) ?? .null, .bool(exhausted), .integer(Int64(claimed)), .integer(Int64(nextPage))]
         }
     }
 
@@ -102,7 +152,8 @@ package struct SQLOutbox<Database: SQLDatabase>: Sendable {
 
     /// Stores the notification in the caller's transaction (``enqueue(_:lease:)``).
     private static func store(
-        _ notification: OutboxNotification, lease: OutboxLease?, values: [SQLValue], session: Database.Session
+        _ notification: OutboxNotification, lease: OutboxLease?, values: [SQLValue], firstPage: FirstPage? = nil,
+        session: Database.Session
     ) async throws -> OutboxEnqueued {
         let idempotency = notification.idempotencyKey
         if let idempotency {
@@ -137,16 +188,27 @@ package struct SQLOutbox<Database: SQLDatabase>: Sendable {
         }
         // With a key, a concurrent enqueue of the same key waits for this one (the unique
         // index) and then stores nothing.
-        let inserted = try await session.rows(
-            """
+        let (columns, placeholders) =
+            firstPage == nil ? ("", "") : (", cursor, exhausted, claimed, next_page", ", CAST(? AS TEXT), ?, ?, ?")
+        var insert = """
             INSERT INTO outbox_notifications (app, id, sender, state, platforms, audience, payloads, secure_id, enqueued_at,
-                deliver_at, started_at, lease_owner, lease_expires, recipient, shared, idempotency_key, idempotency_fingerprint)
+                deliver_at, started_at, lease_owner, lease_expires, recipient, shared, idempotency_key, idempotency_fingerprint\(columns))
             VALUES (?, ?, ?, ?, ?, ?, ?, CAST(? AS TEXT), ?, ?, CAST(? AS DOUBLE PRECISION), CAST(? AS TEXT), ?, CAST(? AS TEXT), ?,
-                CAST(? AS TEXT), CAST(? AS TEXT))
+                CAST(? AS TEXT), CAST(? AS TEXT)\(placeholders))
             """
-                + (idempotency == nil
-                    ? "" : " ON CONFLICT (app, sender, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING id"),
-            values)
+        if idempotency != nil { insert += " ON CONFLICT (app, sender, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING" }
+        if firstPage?.storedInStatement == true {
+            // Its first page in the same statement, leased as the row is (nothing when a repeat of
+            // a key stores nothing).
+            insert = """
+                WITH stored AS (\(insert) RETURNING app, id, cursor, lease_owner, lease_expires)
+                INSERT INTO outbox_pages (app, notification_id, number, after_id, last_id, lease_owner, lease_expires)
+                SELECT app, id, 0, '', cursor, lease_owner, lease_expires FROM stored RETURNING notification_id
+                """
+        } else if idempotency != nil {
+            insert += " RETURNING id"
+        }
+        let inserted = try await session.rows(insert, values + (firstPage?.values ?? []))
         if let idempotency, inserted.isEmpty {
             guard let holder = try await Self.keyHolder(idempotency, app: notification.app, sender: notification.sender, session)
             else { throw StoreError(.storage, "the idempotency key's notification could not be read") }
