@@ -19,6 +19,9 @@ package enum OutboxRows {
         exhausted
         """
 
+    /// How many columns ``recordColumns`` names: where columns selected after them start.
+    package static let recordColumnCount = recordColumns.split(separator: ",").count
+
     package static func record(id: String, app: AppID, row: some SQLRowReading, counts: [Platform: [Outcome: Int]]) -> NotificationRecord {
         NotificationRecord(
             id: id, app: app, sender: row.text(0) ?? "", state: NotificationState(rawValue: row.text(1) ?? "") ?? .unknown,

@@ -151,46 +151,11 @@ extension SQLOutbox {
         let dialect = self.dialect
         return try await database.transaction { session -> OutboxLastPageRecord in
             let key: [SQLValue] = [.text(app.rawValue), .text(notificationID)]
-            // The notification's row first, as every other outbox transaction reads it (one lock
-            // order), with all its record needs.
-            guard
-                let row = try await session.rows(
-                    "SELECT \(OutboxRows.recordColumns), next_page, lease_owner FROM outbox_notifications WHERE app = ? AND id = ?\(dialect.lockRows)",
-                    key
-                ).first
-            else { return .recordedBefore }
-            // (The record's columns, ended_at 8 and exhausted 11 among them; then 12 and 13.)
-            let (pagesMade, ended, exhausted, holder) = (row.integer(12), row.double(8), row.bool(11), row.text(13))
-            if number == 0, pagesMade == 1, ended == nil, exhausted, holder == owner {
-                // Its only page ever (pages are numbered as they are made, retry pages too): no
-                // other page can be open or counted. The page goes, the counts are this page's.
-                var record = OutboxRows.record(id: notificationID, app: app, row: row, counts: write.counts)
-                record.state = NotificationRecord.finalState(
-                    counts: record.counts, selection: record.selection, cancelled: record.cancelRequested)
-                record.endedAt = now
-                let removePage = "DELETE FROM outbox_pages WHERE app = ? AND notification_id = ? AND number = 0 AND \(dialect.openPage)"
-                if dialect.writesInWith {
-                    // One statement: each write only when the page was still open.
-                    let ifRemoved = "EXISTS (SELECT 1 FROM page)"
-                    var parts = ["page AS (\(removePage) RETURNING number)"]
-                    var values = key
-                    if !write.countRows.isEmpty {
-                        parts.append(
-                            "counted AS (\(Self.addCountsSQL(rows: write.countRows.count, selectedWhere: ifRemoved)))")
-                        values += write.countRows.flatMap { key + $0 }
-                    }
-                    parts.append("ended AS (\(Self.endSQL) AND \(ifRemoved))")
-                    parts.append("answers AS (\(Self.dropAnswersSQL) AND \(ifRemoved))")
-                    values += [.text(record.state.rawValue), .real(now.secondsSinceEpoch)] + key + key
-                    guard !(try await session.rows("WITH \(parts.joined(separator: ", ")) SELECT number FROM page", values)).isEmpty
-                    else { return .recordedBefore }
-                    try await Self.upsertFailures(write.failureRows, key: key, session: session)
-                } else {
-                    guard !(try await session.rows(removePage + " RETURNING number", key)).isEmpty else { return .recordedBefore }
-                    try await Self.addCounts(write, key: key, session: session)
-                    try await Self.end(record.state, at: now, key: key, session: session)
-                }
-                return .finished(record)
+            if number == 0,
+                let answer = try await Self.recordOnlyPage(
+                    write, notificationID: notificationID, app: app, owner: owner, now: now, key: key, session: session)
+            {
+                return answer
             }
             guard try await Self.recordPage(write, key: key, session: session) else {
                 return .recordedBefore
@@ -199,6 +164,54 @@ extension SQLOutbox {
                 notificationID: notificationID, app: app, owner: owner, now: now, dialect: dialect, session: session)
             return record.map(OutboxLastPageRecord.finished) ?? .recorded
         }
+    }
+
+    /// Records page 0 and finishes its notification in the caller's transaction when it is the
+    /// notification's only page ever (pages are numbered as they are made, retry pages too), its
+    /// audience is exhausted and `owner` holds it: then no other page can be open or counted, so
+    /// the page goes, the counts are this page's, and nothing is read back. Nil when it is not
+    /// (the general record and finish follow).
+    static func recordOnlyPage(
+        _ write: PageRecordWrite, notificationID: String, app: AppID, owner: String, now: Timestamp, key: [SQLValue],
+        session: Database.Session
+    ) async throws -> OutboxLastPageRecord? {
+        let dialect = write.dialect
+        // The notification's row first, as every other outbox transaction reads it (one lock
+        // order), with all its record needs.
+        guard
+            let row = try await session.rows(
+                "SELECT \(OutboxRows.recordColumns), next_page, lease_owner FROM outbox_notifications WHERE app = ? AND id = ?\(dialect.lockRows)",
+                key
+            ).first
+        else { return .recordedBefore }
+        var record = OutboxRows.record(id: notificationID, app: app, row: row, counts: write.counts)
+        let after = OutboxRows.recordColumnCount
+        guard row.integer(after) == 1, record.endedAt == nil, record.audienceExhausted, row.text(after + 1) == owner else { return nil }
+        record.state = NotificationRecord.finalState(counts: record.counts, selection: record.selection, cancelled: record.cancelRequested)
+        record.endedAt = now
+        let removePage = "DELETE FROM outbox_pages WHERE app = ? AND notification_id = ? AND number = 0 AND \(dialect.openPage)"
+        if dialect.writesInWith {
+            // One statement: each write only when the page was still open.
+            let ifRemoved = "EXISTS (SELECT 1 FROM page)"
+            var parts = ["page AS (\(removePage) RETURNING number)"]
+            var values = key
+            if !write.countRows.isEmpty {
+                parts.append("counted AS (\(Self.addCountsSQL(rows: write.countRows.count, selectedWhere: ifRemoved)))")
+                values += write.countRows.flatMap { key + $0 }
+            }
+            parts.append("ended AS (\(Self.endSQL) AND \(ifRemoved))")
+            parts.append("answers AS (\(Self.dropAnswersSQL) AND \(ifRemoved))")
+            values += [.text(record.state.rawValue), .real(now.secondsSinceEpoch)] + key + key
+            guard !(try await session.rows("WITH \(parts.joined(separator: ", ")) SELECT number FROM page", values)).isEmpty else {
+                return .recordedBefore
+            }
+            try await Self.upsertFailures(write.failureRows, key: key, session: session)
+        } else {
+            guard !(try await session.rows(removePage + " RETURNING number", key)).isEmpty else { return .recordedBefore }
+            try await Self.addCounts(write, key: key, session: session)
+            try await Self.end(record.state, at: now, key: key, session: session)
+        }
+        return .finished(record)
     }
 
     /// A page's record as statement values, made before its transaction.

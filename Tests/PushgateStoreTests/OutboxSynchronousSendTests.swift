@@ -45,6 +45,20 @@ extension OutboxStoreTests {
         // What the caller was answered is what is stored.
         #expect(try await store.notificationRecord(id: sent.id, app: .default) == finished)
         #expect(try await store.failedTargets(notificationID: sent.id, app: .default, after: nil, limit: 10) == [failure])
+
+        // The same send through separate transactions (enqueue, claim, record, finish) ends the same.
+        let general = try notification()
+        #expect(try await store.enqueue(general, lease: lease("a", until: 30)) == .stored)
+        guard
+            case .page(let generalPage) = try await store.claimPage(
+                notificationID: general.id, app: .default, lease: lease("a", until: 30), pageSize: 100, now: start)
+        else { Issue.record("no page"); return }
+        #expect(generalPage.targets == page.targets)
+        #expect(try await store.completePage(notificationID: general.id, app: .default, number: 0, counts: counts, failures: [failure]))
+        var expected = try #require(try await store.finish(notificationID: general.id, app: .default, owner: "a", now: ended))
+        expected.id = sent.id
+        #expect(finished == expected)
+        #expect(try await store.failedTargets(notificationID: general.id, app: .default, after: nil, limit: 10) == [failure])
         // Recorded once; ended, so never taken again.
         #expect(
             try await store.completeLastPage(
@@ -131,5 +145,70 @@ extension OutboxStoreTests {
         let second = try await store.enqueue(again, lease: lease("a", until: 30), claimingFirstPageOf: 100, now: start)
         #expect(second.enqueued == .existing(OutboxKeyHolder(notificationID: sent.id, fingerprint: "f1")) && second.firstClaim == nil)
         #expect(try await store.notificationRecord(id: again.id, app: .default) == nil)
+    }
+
+    /// The page was recorded already (by a record of its own): the last page's record changes
+    /// nothing, and the notification is finished as usual.
+    @Test(arguments: StoreKind.allCases)
+    func aOnePageSendsRecordOfAPageRecordedBeforeChangesNothing(kind: StoreKind) async throws {
+        let (store, path) = try await make(kind)
+        defer { cleanUp(path) }
+        _ = try await seed(store, count: 3)
+        let sent = try notification()
+        let started = try await store.enqueue(sent, lease: lease("a", until: 30), claimingFirstPageOf: 100, now: start)
+        guard case .page(let page) = started.firstClaim else { Issue.record("no first page"); return }
+        let counts = successCounts(page)
+        #expect(try await store.completePage(notificationID: sent.id, app: .default, number: 0, counts: counts, failures: []))
+        #expect(
+            try await store.completeLastPage(
+                notificationID: sent.id, app: .default, number: 0, counts: counts, failures: [], owner: "a", now: start) == .recordedBefore)
+        let record = try #require(try await store.notificationRecord(id: sent.id, app: .default))
+        #expect(record.state == .processing && record.endedAt == nil && record.counts == counts)
+        let finished = try #require(try await store.finish(notificationID: sent.id, app: .default, owner: "a", now: start))
+        #expect(finished.state == .completed && finished.counts == counts)
+    }
+
+    /// The sender died after the enqueue committed: once the lease expires, another instance
+    /// takes the notification and gets the same first page again, and finishes it with one record.
+    @Test(arguments: StoreKind.allCases)
+    func aOnePageSendWhoseSenderDiedIsClaimedAgainAndFinishedByItsTaker(kind: StoreKind) async throws {
+        let (store, path) = try await make(kind)
+        defer { cleanUp(path) }
+        _ = try await seed(store, count: 3)
+        let sent = try notification()
+        let started = try await store.enqueue(sent, lease: lease("dead", until: 10), claimingFirstPageOf: 100, now: start)
+        guard case .page(let page) = started.firstClaim else { Issue.record("no first page"); return }
+        #expect(try await store.takeDueNotification(app: .default, lease: lease("b", until: 60), now: start.adding(seconds: 5)) == nil)
+        let later = start.adding(seconds: 11)
+        let takeover = try #require(try await store.takeDueNotification(app: .default, lease: lease("b", until: 60), now: later))
+        #expect(takeover.leaseExpired && takeover.notification.id == sent.id)
+        guard
+            case .page(let again) = try await store.claimPage(
+                notificationID: sent.id, app: .default, lease: lease("b", until: 60), pageSize: 100, now: later)
+        else { Issue.record("the first page was not claimed again"); return }
+        #expect(again.number == 0 && again.reclaimed && again.targets == page.targets)
+        let record = try await store.completeLastPage(
+            notificationID: sent.id, app: .default, number: 0, counts: successCounts(again), failures: [], owner: "b", now: later)
+        guard case .finished(let finished) = record else { Issue.record("not finished: \(record)"); return }
+        #expect(finished.state == .completed && finished.counts == successCounts(page))
+        #expect(try await store.notificationRecord(id: sent.id, app: .default) == finished)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aOnePageSendCancelledOnTheWireEndsCancelled(kind: StoreKind) async throws {
+        let (store, path) = try await make(kind)
+        defer { cleanUp(path) }
+        _ = try await seed(store, count: 3)
+        let sent = try notification()
+        let started = try await store.enqueue(sent, lease: lease("a", until: 30), claimingFirstPageOf: 100, now: start)
+        guard case .page(let page) = started.firstClaim else { Issue.record("no first page"); return }
+        #expect(try await store.requestCancel(notificationID: sent.id, app: .default, now: start) != nil)
+        var counts: [Platform: [Outcome: Int]] = [:]
+        for target in page.targets { counts[target.handle.platform, default: [:]][.cancelled, default: 0] += 1 }
+        let record = try await store.completeLastPage(
+            notificationID: sent.id, app: .default, number: 0, counts: counts, failures: [], owner: "a", now: start)
+        guard case .finished(let finished) = record else { Issue.record("not finished: \(record)"); return }
+        #expect(finished.state == .cancelled && finished.cancelRequested && finished.counts == counts)
+        #expect(try await store.notificationRecord(id: sent.id, app: .default) == finished)
     }
 }
