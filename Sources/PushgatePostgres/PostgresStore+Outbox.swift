@@ -43,6 +43,13 @@ package struct PostgresOutboxDatabase: SQLDatabase {
     }
 
     package func read<T: Sendable>(_ body: @escaping @Sendable (PostgresOutboxSession) async throws -> T) async throws(StoreError) -> T {
+        try await statementByStatement(body)
+    }
+
+    /// On one connection, without `BEGIN`: each statement commits by itself.
+    package func statementByStatement<T: Sendable>(
+        _ body: @escaping @Sendable (PostgresOutboxSession) async throws -> T
+    ) async throws(StoreError) -> T {
         let (logger, prepared) = (store.logger, store.preparedStatements)
         return try await store.perform { connection in
             try await body(PostgresOutboxSession(connection: connection, logger: logger, prepared: prepared))

@@ -50,6 +50,18 @@ package protocol SQLDatabase: Sendable {
     func transaction<T: Sendable>(_ body: @escaping @Sendable (Session) async throws -> T) async throws(StoreError) -> T
     /// Runs `body`, which only reads, on one snapshot and without a write lock.
     func read<T: Sendable>(_ body: @escaping @Sendable (Session) async throws -> T) async throws(StoreError) -> T
+    /// Runs `body` with each of its statements a transaction of its own, where the database has
+    /// that (PostgreSQL: no `BEGIN` and `COMMIT` round trips); else in one transaction. For a body
+    /// whose writes are one statement, after reads that lock nothing.
+    func statementByStatement<T: Sendable>(_ body: @escaping @Sendable (Session) async throws -> T) async throws(StoreError) -> T
+}
+
+extension SQLDatabase {
+    package func statementByStatement<T: Sendable>(
+        _ body: @escaping @Sendable (Session) async throws -> T
+    ) async throws(StoreError) -> T {
+        try await transaction(body)
+    }
 }
 
 /// The outbox (``OutboxStore``) written once for every SQL store: its rules — an expired page
@@ -79,7 +91,7 @@ package struct SQLOutbox<Database: SQLDatabase>: Sendable {
     ) async throws(StoreError) -> OutboxSynchronousStart {
         let (values, dialect) = (Self.enqueueValues(notification, lease: lease), self.dialect)
         let size = max(1, pageSize)
-        return try await database.transaction { session -> OutboxSynchronousStart in
+        let start: @Sendable (Database.Session) async throws -> OutboxSynchronousStart = { session in
             // A notification stored in this transaction has no pages, no cursor and no cancel
             // yet, and nobody else sees it: its first page is walked first and stored with it
             // (the row as a claim would leave it), without reading back what was just written.
@@ -108,6 +120,11 @@ package struct SQLOutbox<Database: SQLDatabase>: Sendable {
                 enqueued: enqueued,
                 firstClaim: .page(OutboxPage(number: 0, targets: targets, reclaimed: false, cancelled: false, last: first.exhausted)))
         }
+        // Where the notification and its page are one statement, and no key's stale holder gives
+        // it up first, that statement is the one write: after the audience's read it needs no
+        // transaction around it (the read locks nothing either way).
+        guard dialect.writesInWith, notification.idempotencyKey == nil else { return try await database.transaction(start) }
+        return try await database.statementByStatement(start)
     }
 
     /// The first page claimed with the enqueue: the cursor, counters and flag the notification's
