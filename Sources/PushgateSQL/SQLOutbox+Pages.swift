@@ -46,10 +46,9 @@ extension SQLOutbox {
         }
         let audience = try StoredAudience.decode(text: row.text(7) ?? "", recipient: row.text(8))
         // Planned once per claim.
-        let query = audience.walksRegistrations ? try await session.plan(audience, selection: selection, app: app, now: now) : nil
+        let query = try await Self.plan(audience, selection: selection, app: app, now: now, session: session)
         func walk(_ after: RegistrationID?, _ limit: Int) async throws -> [DispatchTarget] {
-            guard let query else { return audience.targets(after: after, limit: limit) { _, _, _ in [] } }
-            return try await session.targets(query, after: after, limit: limit)
+            try await Self.walk(audience, query, after: after, limit: limit, session: session)
         }
 
         // A page whose lease expired first: its driver died or was stopped. Never the
@@ -110,12 +109,7 @@ extension SQLOutbox {
             _ = try await session.rows("UPDATE outbox_notifications SET exhausted = ? WHERE app = ? AND id = ?", [.bool(true)] + key)
             return .exhausted
         }
-        _ = try await session.rows(
-            "INSERT INTO outbox_pages (app, notification_id, number, after_id, last_id, lease_owner, lease_expires) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            key + [
-                .integer(Int64(nextPage)), .text(cursor), .text(last.registrationID.rawValue), .text(lease.owner),
-                .real(lease.until.secondsSinceEpoch),
-            ])
+        try await Self.insertPage(nextPage, after: cursor, last: last.registrationID, lease: lease, key: key, session: session)
         _ = try await session.rows(
             """
             UPDATE outbox_notifications SET cursor = ?, next_page = next_page + 1, exhausted = ?, claimed = claimed + ?
@@ -131,6 +125,34 @@ extension SQLOutbox {
             ).isEmpty
         }
         return .page(OutboxPage(number: nextPage, targets: targets, reclaimed: false, cancelled: cancelled, last: onlyOpenPage))
+    }
+
+    /// The audience's query where it is a walk of registrations (planned on the database), nil
+    /// where it is handles or a topic.
+    static func plan(
+        _ audience: Audience, selection: PlatformSelection, app: AppID, now: Timestamp, session: Database.Session
+    ) async throws -> TagQuery? {
+        audience.walksRegistrations ? try await session.plan(audience, selection: selection, app: app, now: now) : nil
+    }
+
+    /// At most `limit` targets of `audience` after `after`, in id order: its registrations by
+    /// `query` (``plan(_:selection:app:now:session:)``), or its own handles or topic.
+    static func walk(
+        _ audience: Audience, _ query: TagQuery?, after: RegistrationID?, limit: Int, session: Database.Session
+    ) async throws -> [DispatchTarget] {
+        guard let query else { return audience.targets(after: after, limit: limit) { _, _, _ in [] } }
+        return try await session.targets(query, after: after, limit: limit)
+    }
+
+    /// Stores a claimed page of the audience, the range `(after, last]`, leased to `lease`'s owner.
+    static func insertPage(
+        _ number: Int, after: String, last: RegistrationID, lease: OutboxLease, key: [SQLValue], session: Database.Session
+    ) async throws {
+        _ = try await session.rows(
+            "INSERT INTO outbox_pages (app, notification_id, number, after_id, last_id, lease_owner, lease_expires) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            key + [
+                .integer(Int64(number)), .text(after), .text(last.rawValue), .text(lease.owner), .real(lease.until.secondsSinceEpoch),
+            ])
     }
 
     package func completePage(

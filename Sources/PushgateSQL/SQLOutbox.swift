@@ -96,24 +96,16 @@ package struct SQLOutbox<Database: SQLDatabase>: Sendable {
             // yet, and nobody else sees it: its first page is walked first and stored with it
             // (the row as a claim would leave it), without reading back what was just written.
             let audience = notification.audience
-            let targets: [DispatchTarget]
-            if audience.walksRegistrations {
-                let query = try await session.plan(audience, selection: notification.selection, app: notification.app, now: now)
-                targets = try await session.targets(query, after: nil, limit: size)
-            } else {
-                targets = audience.targets(after: nil, limit: size) { _, _, _ in [] }
-            }
+            let query = try await Self.plan(audience, selection: notification.selection, app: notification.app, now: now, session: session)
+            let targets = try await Self.walk(audience, query, after: nil, limit: size, session: session)
             let first = FirstPage(targets: targets, pageSize: size, storedInStatement: dialect.writesInWith)
             let enqueued = try await Self.store(notification, lease: lease, values: values, firstPage: first, session: session)
             guard case .stored = enqueued else { return OutboxSynchronousStart(enqueued: enqueued, firstClaim: nil) }
             guard let last = targets.last else { return OutboxSynchronousStart(enqueued: enqueued, firstClaim: .exhausted) }
             if !first.storedInStatement {
-                _ = try await session.rows(
-                    "INSERT INTO outbox_pages (app, notification_id, number, after_id, last_id, lease_owner, lease_expires) VALUES (?, ?, 0, '', ?, ?, ?)",
-                    [
-                        .text(notification.app.rawValue), .text(notification.id), .text(last.registrationID.rawValue), .text(lease.owner),
-                        .real(lease.until.secondsSinceEpoch),
-                    ])
+                try await Self.insertPage(
+                    0, after: "", last: last.registrationID, lease: lease, key: [.text(notification.app.rawValue), .text(notification.id)],
+                    session: session)
             }
             // The audience ends with this page when it is not full, and no other page exists.
             return OutboxSynchronousStart(

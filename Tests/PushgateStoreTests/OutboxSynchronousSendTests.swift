@@ -10,6 +10,20 @@ import Testing
 /// SQL stores answer a send of one page without reading back what they wrote: these tests hold
 /// them to what separate claims, records and finishes leave.
 extension OutboxStoreTests {
+    /// Seeds 3 registrations and starts a one-page send held by `owner` until `seconds`: the
+    /// notification, and the first page its enqueue claimed.
+    func startOnePageSend(
+        _ store: any GatewayStore, owner: String = "a", until seconds: Double = 30
+    ) async throws -> (OutboxNotification, OutboxPage) {
+        _ = try await seed(store, count: 3)
+        let sent = try notification()
+        let started = try await store.enqueue(sent, lease: lease(owner, until: seconds), claimingFirstPageOf: 100, now: start)
+        guard case .page(let page) = started.firstClaim else {
+            throw StoreError(.storage, "no first page: \(String(describing: started.firstClaim))")
+        }
+        return (sent, page)
+    }
+
     @Test(arguments: StoreKind.allCases)
     func aOnePageSendIsStoredWithItsPageAndFinishedWithItsRecord(kind: StoreKind) async throws {
         let (store, path) = try await make(kind)
@@ -113,10 +127,7 @@ extension OutboxStoreTests {
     func aLateRecordOfAOnePageSendCountsAndItsNewHolderFinishesIt(kind: StoreKind) async throws {
         let (store, path) = try await make(kind)
         defer { cleanUp(path) }
-        _ = try await seed(store, count: 3)
-        let sent = try notification()
-        let started = try await store.enqueue(sent, lease: lease("a", until: 10), claimingFirstPageOf: 100, now: start)
-        guard case .page(let page) = started.firstClaim else { Issue.record("no first page"); return }
+        let (sent, page) = try await startOnePageSend(store, until: 10)
         let later = start.adding(seconds: 11)
         let takeover = try #require(try await store.takeDueNotification(app: .default, lease: lease("b", until: 60), now: later))
         #expect(takeover.leaseExpired && takeover.notification.id == sent.id)
@@ -153,10 +164,7 @@ extension OutboxStoreTests {
     func aOnePageSendsRecordOfAPageRecordedBeforeChangesNothing(kind: StoreKind) async throws {
         let (store, path) = try await make(kind)
         defer { cleanUp(path) }
-        _ = try await seed(store, count: 3)
-        let sent = try notification()
-        let started = try await store.enqueue(sent, lease: lease("a", until: 30), claimingFirstPageOf: 100, now: start)
-        guard case .page(let page) = started.firstClaim else { Issue.record("no first page"); return }
+        let (sent, page) = try await startOnePageSend(store)
         let counts = successCounts(page)
         #expect(try await store.completePage(notificationID: sent.id, app: .default, number: 0, counts: counts, failures: []))
         #expect(
@@ -174,10 +182,7 @@ extension OutboxStoreTests {
     func aOnePageSendWhoseSenderDiedIsClaimedAgainAndFinishedByItsTaker(kind: StoreKind) async throws {
         let (store, path) = try await make(kind)
         defer { cleanUp(path) }
-        _ = try await seed(store, count: 3)
-        let sent = try notification()
-        let started = try await store.enqueue(sent, lease: lease("dead", until: 10), claimingFirstPageOf: 100, now: start)
-        guard case .page(let page) = started.firstClaim else { Issue.record("no first page"); return }
+        let (sent, page) = try await startOnePageSend(store, owner: "dead", until: 10)
         #expect(try await store.takeDueNotification(app: .default, lease: lease("b", until: 60), now: start.adding(seconds: 5)) == nil)
         let later = start.adding(seconds: 11)
         let takeover = try #require(try await store.takeDueNotification(app: .default, lease: lease("b", until: 60), now: later))
@@ -198,10 +203,7 @@ extension OutboxStoreTests {
     func aOnePageSendCancelledOnTheWireEndsCancelled(kind: StoreKind) async throws {
         let (store, path) = try await make(kind)
         defer { cleanUp(path) }
-        _ = try await seed(store, count: 3)
-        let sent = try notification()
-        let started = try await store.enqueue(sent, lease: lease("a", until: 30), claimingFirstPageOf: 100, now: start)
-        guard case .page(let page) = started.firstClaim else { Issue.record("no first page"); return }
+        let (sent, page) = try await startOnePageSend(store)
         #expect(try await store.requestCancel(notificationID: sent.id, app: .default, now: start) != nil)
         var counts: [Platform: [Outcome: Int]] = [:]
         for target in page.targets { counts[target.handle.platform, default: [:]][.cancelled, default: 0] += 1 }
