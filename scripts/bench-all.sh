@@ -402,6 +402,7 @@ broadcast_once() {
     { echo "# perf, gateway process, during the broadcast: by thread, by library, top symbols"
       perf_tables "$work/broadcast.perf"
     } > "$profile"
+    cp "$work/broadcast.perf" "${out%.json}-broadcast.perf.data" 2>/dev/null || true
     echo "profile: $profile" >&2
   fi
   record "$prefix.http_status" "$(cat "$work/broadcast.status")"

@@ -270,7 +270,8 @@ extension PostgresStore: RegistrationStore {
     {
         let (sql, values) = query.sql(after: after, limit: limit, withHandles: true, lateral: true)
         var targets: [DispatchTarget] = []
-        targets.reserveCapacity(limit)
+        // A page of a broadcast grows to its size; a send to one user stays small.
+        targets.reserveCapacity(min(limit, 64))
         for row in try await connection.rows(sql, values, prepared: prepared, logger: logger) {
             let (text, platformText, handle) = try row.decode((String, String, String).self)
             guard let id = try? RegistrationID(text), let platform = Platform(rawValue: platformText) else { continue }

@@ -21,6 +21,9 @@ final class SQLiteConnection: @unchecked Sendable {
     /// A checkpoint runs once the log holds this many frames (SQLite's own default).
     static let checkpointFrames: Int32 = 1000
 
+    /// SQLite's process-wide memory settings, made before the first connection opens.
+    private static let configured: Void = pushgate_sqlite_configure()
+
     init(path: String) throws(StoreError) {
         // Registrations hold device handles and secure messages: readable by the owner only.
         // SQLite gives the -wal and -shm files the mode of the database file.
@@ -30,6 +33,7 @@ final class SQLiteConnection: @unchecked Sendable {
         guard sqlite3_libversion_number() >= 3_035_000 else {
             throw StoreError(.storage, "SQLite \(String(cString: sqlite3_libversion())) is too old: Pushgate needs 3.35 or later")
         }
+        _ = Self.configured
         var handle: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let code = sqlite3_open_v2(path, &handle, flags, nil)

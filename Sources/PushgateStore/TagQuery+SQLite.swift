@@ -29,7 +29,8 @@ extension TagQuery {
         let statement = try connection.prepare(sql)
         try statement.bind(values)
         var targets: [DispatchTarget] = []
-        targets.reserveCapacity(limit)
+        // A page of a broadcast grows to its size; a send to one user stays small.
+        targets.reserveCapacity(min(limit, 64))
         while try statement.step() {
             guard let text = statement.text(0), let id = try? RegistrationID(text),
                 let platform = statement.text(1).flatMap(Platform.init(rawValue:)), let handle = statement.text(2)
