@@ -61,14 +61,18 @@ struct EmptyAnswer: ResponseGenerator, Sendable {
     }
 }
 
-/// A send's result in the format the client accepts.
+/// A send's result in the format the client accepts: JSON written without an encoder
+/// (``NotificationResult/jsonBytes()``), or NH's XML.
 enum ResultAnswer: ResponseGenerator, Sendable {
-    case json(JSONAnswer<NotificationResult>)
+    case json(NotificationResult)
     case xml(XMLAnswer)
 
-    func response(from request: Request, context: some RequestContext) throws -> Response {
+    func response(from request: Request, context: some RequestContext) -> Response {
         switch self {
-        case .json(let answer): try answer.response(from: request, context: context)
+        case .json(let result):
+            Response(
+                status: .ok, headers: [.contentType: "application/json; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(bytes: result.jsonBytes())))
         case .xml(let answer): answer.response(from: request, context: context)
         }
     }

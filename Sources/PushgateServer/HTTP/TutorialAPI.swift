@@ -210,7 +210,7 @@ struct TutorialAPI: Sendable {
         if (request.headers[.accept] ?? "").lowercased().contains("xml") {
             body = .xml(XMLAnswer(outcome.result.xmlDocument()))
         } else {
-            body = .json(JSONAnswer(outcome.result))
+            body = .json(outcome.result)
             if let secureID = outcome.secureID { headers[GatewayHTTP.secureIDHeader] = secureID }
         }
         if outcome.httpStatus == 202 { headers[.location] = GatewayHTTP.outcomePath(outcome.result.notificationID) }
