@@ -81,7 +81,9 @@ import Testing
                 if Bool.random(using: &generator) { target.serviceMessageID = "msg-\(round)-\(index)" }
                 if Bool.random(using: &generator) { target.handleAction = HandleAction.allCases.randomElement(using: &generator) }
                 if Bool.random(using: &generator) {
-                    target.diagnostics = [HTTPHeader(name: "X-WNS-Debug-Trace", value: "trace/\(round)"), HTTPHeader(name: "MS-CV", value: "cv")]
+                    target.diagnostics = [
+                        HTTPHeader(name: "X-WNS-Debug-Trace", value: "trace/\(round)"), HTTPHeader(name: "MS-CV", value: "cv"),
+                    ]
                 }
                 targets.append(target)
             }
