@@ -2,11 +2,11 @@
 /// it, and `JSONEncoder` (a container per object, the keys sorted at each level) cost about 4%
 /// of the everyday send's CPU.
 ///
-/// The text is what the `Encodable` conformances above write through `JSONEncoder` with sorted
-/// keys, byte for byte except in how a string's rarer characters are escaped (this writer also
-/// escapes DEL, U+2028 and U+2029, as every JSON the gateway writes itself); the two are held
-/// equal in `NotificationResultJSONTests`. A key added to `CodingKeys` goes here too, at its
-/// place in sorted order.
+/// The text is what the `Encodable` conformances (NotificationResult.swift) write through
+/// `JSONEncoder` with sorted keys, byte for byte except in how a string's rarer characters are
+/// escaped (this writer also escapes DEL, U+2028 and U+2029, as every JSON the gateway writes
+/// itself); `NotificationResultTests` holds the two equal. A key added to a `CodingKeys` goes
+/// here too, at its place in sorted order.
 extension NotificationResult {
     /// The result as compact JSON, keys in sorted order.
     public func jsonBytes() -> [UInt8] {
