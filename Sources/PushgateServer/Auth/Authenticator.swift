@@ -94,7 +94,7 @@ public actor Authenticator {
     /// Checks an `Authorization` header value sent from `address` (the client, as ``clients`` names it).
     public func authenticate(_ header: String?, from address: String = "local") async -> Verdict {
         guard let header, header.utf8.count <= Self.maximumHeaderBytes, header.count > 6, header.prefix(6).lowercased() == "basic ",
-            let decoded = Data(base64Encoded: String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
+            let decoded = Data(base64Encoded: header.dropFirst(6).trimmed(of: " \t")),
             let credentials = String(data: decoded, encoding: .utf8), let colon = credentials.firstIndex(of: ":")
         else { return .missing }
         let name = String(credentials[..<colon])

@@ -112,7 +112,7 @@ public enum GatewayHTTP {
     /// `Prefer: respond-async` (RFC 7240) unless `?async=false` says otherwise.
     static func asyncRequested(_ request: Request, query: QueryParameters) throws(GatewayError) -> Bool {
         let preferences = request.headers[values: preferHeader].flatMap { $0.split(separator: ",") }
-            .map { $0.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? "" }
+            .map { $0.split(separator: ";").first.map { $0.trimmed(of: " \t").lowercased() } ?? "" }
         // An explicit ?async= wins over the header.
         return try query.flag("async", default: preferences.contains("respond-async"))
     }
@@ -158,7 +158,7 @@ public enum GatewayHTTP {
     /// The request body, at most `limit` bytes, when it is declared JSON (or not declared).
     static func collectJSON(_ request: Request, limit: Int) async throws(GatewayError) -> [UInt8] {
         if let type = request.headers[.contentType] {
-            let mediaType = type.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+            let mediaType = type.split(separator: ";").first.map { $0.trimmed(of: " \t").lowercased() } ?? ""
             guard mediaType == "application/json" || mediaType.hasSuffix("+json") else {
                 throw GatewayError(.unsupportedMediaType, "Content-Type: expected application/json, not '\(type.prefix(100))'")
             }
