@@ -22,22 +22,10 @@ extension NotificationResult {
         object.key("failure", &output).integer(failureCount, &output)
         object.key("notificationId", &output).string(notificationID, &output)
         if omittedTargetCount > 0 { object.key("omittedTargets", &output).integer(omittedTargetCount, &output) }
-        object.key("platforms", &output)
-        output.append(UInt8(ascii: "["))
-        for (index, platform) in platforms.enumerated() {
-            if index > 0 { output.append(UInt8(ascii: ",")) }
-            platform.writeJSON(to: &output)
-        }
-        output.append(UInt8(ascii: "]"))
+        object.key("platforms", &output).array(platforms, &output) { $0.writeJSON(to: &$1) }
         object.key("state", &output).string(state.rawValue, &output)
         object.key("success", &output).integer(successCount, &output)
-        object.key("targets", &output)
-        output.append(UInt8(ascii: "["))
-        for (index, target) in targets.enumerated() {
-            if index > 0 { output.append(UInt8(ascii: ",")) }
-            target.writeJSON(to: &output)
-        }
-        output.append(UInt8(ascii: "]"))
+        object.key("targets", &output).array(targets, &output) { $0.writeJSON(to: &$1) }
         object.end(&output)
     }
 }
@@ -62,16 +50,12 @@ extension TargetResult {
         var object = JSONObjectWriter(&output)
         object.key("attempts", &output).integer(attempts, &output)
         if !diagnostics.isEmpty {
-            object.key("diagnostics", &output)
-            output.append(UInt8(ascii: "["))
-            for (index, header) in diagnostics.enumerated() {
-                if index > 0 { output.append(UInt8(ascii: ",")) }
+            object.key("diagnostics", &output).array(diagnostics, &output) { header, output in
                 var pair = JSONObjectWriter(&output)
                 pair.key("name", &output).string(header.name, &output)
                 pair.key("value", &output).string(header.value, &output)
                 pair.end(&output)
             }
-            output.append(UInt8(ascii: "]"))
         }
         object.key("handle", &output).string(maskedHandle, &output)
         if let handleAction { object.key("handleAction", &output).string(handleAction.rawValue, &output) }
@@ -105,8 +89,17 @@ struct JSONObjectWriter {
     func end(_ output: inout [UInt8]) { output.append(UInt8(ascii: "}")) }
 }
 
-/// Writes one JSON scalar.
+/// Writes one JSON value: a scalar, or an array of elements each written by `element`.
 struct JSONValueWriter {
+    func array<Element>(_ elements: [Element], _ output: inout [UInt8], element: (Element, inout [UInt8]) -> Void) {
+        output.append(UInt8(ascii: "["))
+        for (index, value) in elements.enumerated() {
+            if index > 0 { output.append(UInt8(ascii: ",")) }
+            element(value, &output)
+        }
+        output.append(UInt8(ascii: "]"))
+    }
+
     func string(_ text: String, _ output: inout [UInt8]) { Escaping.appendJSONString(text, to: &output) }
 
     func integer(_ value: Int, _ output: inout [UInt8]) { output.append(contentsOf: String(value).utf8) }

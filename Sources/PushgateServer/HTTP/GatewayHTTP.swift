@@ -175,9 +175,7 @@ public enum GatewayHTTP {
     /// A JSON answer.
     static func encoded(_ status: Int, _ value: some Encodable) -> Response {
         let bytes = (try? encoder.encode(value)) ?? Data(#"{"error":"internal error: the answer could not be encoded","status":500}"#.utf8)
-        return Response(
-            status: .init(code: status), headers: [.contentType: "application/json; charset=utf-8"],
-            body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+        return json(status, ByteBuffer(bytes: bytes))
     }
 
     /// One line of a streamed answer.
@@ -187,9 +185,13 @@ public enum GatewayHTTP {
         return buffer
     }
 
-    static func json(_ status: Int, _ text: String) -> Response {
-        Response(
-            status: .init(code: status), headers: [.contentType: "application/json; charset=utf-8"],
-            body: .init(byteBuffer: ByteBuffer(string: text)))
+    static func json(_ status: Int, _ text: String) -> Response { json(status, ByteBuffer(string: text)) }
+
+    /// A JSON answer already written.
+    static func json(_ status: Int, _ body: ByteBuffer) -> Response {
+        Response(status: .init(code: status), headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: body))
     }
+
+    /// Whether the client asks for XML (Notification Hubs' documents) rather than JSON.
+    static func acceptsXML(_ request: Request) -> Bool { (request.headers[.accept] ?? "").containsIgnoringASCIICase("xml") }
 }

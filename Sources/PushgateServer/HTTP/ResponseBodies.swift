@@ -23,10 +23,7 @@ struct JSONText: ResponseGenerator, Sendable {
 
     init(_ text: String) { self.text = text }
 
-    func response(from request: Request, context: some RequestContext) -> Response {
-        Response(
-            status: .ok, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: text)))
-    }
+    func response(from request: Request, context: some RequestContext) -> Response { GatewayHTTP.json(200, text) }
 }
 
 /// An XML answer (Notification Hubs' documents: `NotificationOutcome`, Atom entries and feeds).
@@ -69,10 +66,7 @@ enum ResultAnswer: ResponseGenerator, Sendable {
 
     func response(from request: Request, context: some RequestContext) -> Response {
         switch self {
-        case .json(let result):
-            Response(
-                status: .ok, headers: [.contentType: "application/json; charset=utf-8"],
-                body: .init(byteBuffer: ByteBuffer(bytes: result.jsonBytes())))
+        case .json(let result): GatewayHTTP.json(200, ByteBuffer(bytes: result.jsonBytes()))
         case .xml(let answer): answer.response(from: request, context: context)
         }
     }

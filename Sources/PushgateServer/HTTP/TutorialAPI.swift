@@ -130,7 +130,7 @@ struct TutorialAPI: Sendable {
         }
         let failed = disclosed ? try await gateway.notifications.failedTargets(of: record, after: after, limit: limit) : []
         let next = failed.count == limit ? failed.last.map { FailureCursor.token(after: $0.registrationID.rawValue) } : nil
-        if (request.headers[.accept] ?? "").containsIgnoringASCIICase("xml") {
+        if GatewayHTTP.acceptsXML(request) {
             let failures = disclosed ? record.failed : 0
             let path = GatewayHTTP.outcomePath(record.id)
             return XMLAnswer(record.xmlDocument(location: path, failedTargetsURI: failures > 0 ? path + "?failedLimit=1000" : nil))
@@ -207,7 +207,7 @@ struct TutorialAPI: Sendable {
         if let refusal = outcome.refusal { throw refusal }
         var headers = HTTPFields()
         let body: ResultAnswer
-        if (request.headers[.accept] ?? "").containsIgnoringASCIICase("xml") {
+        if GatewayHTTP.acceptsXML(request) {
             body = .xml(XMLAnswer(outcome.result.xmlDocument()))
         } else {
             body = .json(outcome.result)
