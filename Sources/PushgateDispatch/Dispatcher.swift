@@ -165,45 +165,50 @@ public final class Dispatcher: Sendable {
             handleUpdates: updates, targetsFailure: targetsFailure)
     }
 
-    /// One batch: each platform's targets to its provider, concurrently.
+    /// One batch: each platform's targets to its provider, concurrently; a batch of one platform
+    /// (a user's devices, as a rule) on this task, without a task of its own.
     private func deliver(
         _ batch: [DispatchTarget], providers: [Platform: any PushProvider], selection: PlatformSelection,
         payloads: [Platform: RenderedNotification], answers: DeliveryAnswers?
     ) async -> [DeliveryReport] {
         let byPlatform = Dictionary(grouping: batch.filter { selection.contains($0.handle.platform) }, by: \.handle.platform)
-        return await withTaskGroup(of: [DeliveryReport].self) { group in
-            for (platform, platformTargets) in byPlatform {
-                guard let provider = providers[platform], let payload = payloads[platform] else {
-                    // Notification Hubs' names: no credentials for the service, or no payload for it.
-                    let (outcome, reason) =
-                        providers[platform] == nil
-                        ? (Outcome.invalidCredentials, "\(platform.serviceName) is not configured")
-                        : (Outcome.invalidNotificationFormat, "no \(platform) template")
-                    group.addTask {
-                        platformTargets.map {
-                            DeliveryReport(
-                                target: $0, verdict: DeliveryVerdict(outcome: outcome, reason: reason), attempts: 0, latencyMilliseconds: 0)
-                        }
-                    }
-                    continue
-                }
-                // One push per device: a second registration with the same handle is Skipped.
-                var first: [String: RegistrationID] = [:]
-                var unique: [DispatchTarget] = []
-                var skipped: [DeliveryReport] = []
-                for target in platformTargets {
-                    if let holder = first[target.handle.value] {
-                        let verdict = DeliveryVerdict(outcome: .skipped, reason: "registration \(holder) holds the same handle")
-                        skipped.append(DeliveryReport(target: target, verdict: verdict, attempts: 0, latencyMilliseconds: 0))
-                    } else {
-                        first[target.handle.value] = target.registrationID
-                        unique.append(target)
-                    }
-                }
-                if !skipped.isEmpty { group.addTask { skipped } }
-                group.addTask { await provider.deliver(payload, to: unique, answers: answers) }
+        // What needs no push service is answered here; the rest goes to the providers.
+        var answered: [DeliveryReport] = []
+        var deliveries: [(provider: any PushProvider, payload: RenderedNotification, targets: [DispatchTarget])] = []
+        for (platform, platformTargets) in byPlatform {
+            guard let provider = providers[platform], let payload = payloads[platform] else {
+                // Notification Hubs' names: no credentials for the service, or no payload for it.
+                let (outcome, reason) =
+                    providers[platform] == nil
+                    ? (Outcome.invalidCredentials, "\(platform.serviceName) is not configured")
+                    : (Outcome.invalidNotificationFormat, "no \(platform) template")
+                let verdict = DeliveryVerdict(outcome: outcome, reason: reason)
+                answered += platformTargets.map { DeliveryReport(target: $0, verdict: verdict, attempts: 0, latencyMilliseconds: 0) }
+                continue
             }
-            return await group.reduce(into: [DeliveryReport]()) { $0.append(contentsOf: $1) }
+            // One push per device: a second registration with the same handle is Skipped.
+            var first: [String: RegistrationID] = [:]
+            var unique: [DispatchTarget] = []
+            for target in platformTargets {
+                if let holder = first[target.handle.value] {
+                    let verdict = DeliveryVerdict(outcome: .skipped, reason: "registration \(holder) holds the same handle")
+                    answered.append(DeliveryReport(target: target, verdict: verdict, attempts: 0, latencyMilliseconds: 0))
+                } else {
+                    first[target.handle.value] = target.registrationID
+                    unique.append(target)
+                }
+            }
+            deliveries.append((provider, payload, unique))
+        }
+        if deliveries.count <= 1 {
+            guard let only = deliveries.first else { return answered }
+            return answered + (await only.provider.deliver(only.payload, to: only.targets, answers: answers))
+        }
+        return await withTaskGroup(of: [DeliveryReport].self) { group in
+            for delivery in deliveries {
+                group.addTask { await delivery.provider.deliver(delivery.payload, to: delivery.targets, answers: answers) }
+            }
+            return await group.reduce(into: answered) { $0.append(contentsOf: $1) }
         }
     }
 
