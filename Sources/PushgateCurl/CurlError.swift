@@ -1,4 +1,4 @@
-internal import CCurl
+package import CCurl
 
 /// A libcurl call failed. Every `CURLcode` and `CURLMcode` maps to one of these, with curl's own
 /// message; `kind` tells connection-level failures apart from local ones.
@@ -41,13 +41,13 @@ public struct CurlError: Error, Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    init(local message: String) {
+    package init(local message: String) {
         self.code = -1
         self.message = message
         self.kind = .local
     }
 
-    init(multi code: CURLMcode) {
+    package init(multi code: CURLMcode) {
         self.code = Int(code.rawValue)
         self.message = String(cString: curl_multi_strerror(code))
         self.kind = .local

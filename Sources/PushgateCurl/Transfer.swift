@@ -1,4 +1,4 @@
-internal import CCurl
+package import CCurl
 import Foundation
 import Synchronization
 
@@ -8,13 +8,13 @@ import Synchronization
 /// thread too, except for a transfer the loop never saw (submitted after shutdown), which its
 /// caller's thread finishes before sharing it; so one thread finishes each transfer, and
 /// clearing `completion` makes any later call a no-op: the caller is resumed exactly once.
-final class Transfer: @unchecked Sendable {
+package final class Transfer: @unchecked Sendable {
     let id: UInt64
     let request: CurlRequest
     /// Called on the loop thread with each piece of the response body as it arrives.
     let onBody: (@Sendable ([UInt8]) -> Void)?
     /// Who waits for the answer: one caller, or a batch (the caller resumed once all are in).
-    enum Completion {
+    package enum Completion {
         case single(CheckedContinuation<Result<CurlResponse, CurlError>, Never>)
         case batch(BatchCollector, index: Int)
     }
@@ -30,10 +30,10 @@ final class Transfer: @unchecked Sendable {
     /// it after this object is gone (an array's storage is only valid inside `withUnsafeMutableBufferPointer`
     /// and may move).
     private let errorBuffer: UnsafeMutablePointer<CChar>
-    private(set) var responseBody: [UInt8] = []
+    package private(set) var responseBody: [UInt8] = []
     /// The body went past the request's ``CurlRequest/maximumResponseBodyBytes``: the write
     /// callback kept what fitted and refused the rest, which aborted this transfer alone.
-    private(set) var isBodyTruncated = false
+    package private(set) var isBodyTruncated = false
     var responseHeaders: [(name: String, value: String)] = []
 
     /// Whether a proxy variable curl follows is set (read once).
@@ -45,7 +45,7 @@ final class Transfer: @unchecked Sendable {
     /// `PUSHGATE_CURL_VERBOSE=1` makes curl print its protocol trace to stderr (diagnostics only).
     static let verbose = ProcessInfo.processInfo.environment["PUSHGATE_CURL_VERBOSE"] == "1"
 
-    init(id: UInt64, request: CurlRequest, onBody: (@Sendable ([UInt8]) -> Void)? = nil, completion: Completion) {
+    package init(id: UInt64, request: CurlRequest, onBody: (@Sendable ([UInt8]) -> Void)? = nil, completion: Completion) {
         self.id = id
         self.request = request
         self.onBody = onBody
@@ -59,7 +59,7 @@ final class Transfer: @unchecked Sendable {
         errorBuffer.deallocate()
     }
 
-    func finish(_ result: Result<CurlResponse, CurlError>) {
+    package func finish(_ result: Result<CurlResponse, CurlError>) {
         let completion = self.completion
         self.completion = nil
         switch completion {
@@ -127,7 +127,7 @@ final class Transfer: @unchecked Sendable {
     /// ever for an answer that cannot come), `handle` is released, and false is returned. A handle
     /// that only failed an option goes back to the pool through `recycle`; one curl refused is
     /// freed instead, its state unknown. Loop thread only.
-    func admit(
+    package func admit(
         on handle: UnsafeMutableRawPointer, to multi: UnsafeMutableRawPointer, headerLists: HeaderListCache,
         recycle: (UnsafeMutableRawPointer) -> Void
     ) -> Bool {
@@ -149,7 +149,7 @@ final class Transfer: @unchecked Sendable {
     }
 
     /// A new easy handle with the options every request of a client shares.
-    static func makeHandle(configuration: CurlHTTPClientConfiguration) throws(CurlError) -> UnsafeMutableRawPointer {
+    package static func makeHandle(configuration: CurlHTTPClientConfiguration) throws(CurlError) -> UnsafeMutableRawPointer {
         guard let easy = curl_easy_init() else { throw CurlError(CURLE_OUT_OF_MEMORY) }
         func set(_ option: CURLoption, _ value: Int) throws(CurlError) {
             let code = pushgate_easy_setopt_long(easy, option, value)
@@ -198,7 +198,7 @@ final class Transfer: @unchecked Sendable {
     /// it took: fewer than `chunk.count` once the limit is passed, which makes curl abort the
     /// transfer with `CURLE_WRITE_ERROR` (over HTTP/2, `RST_STREAM` on its stream alone). Loop
     /// thread only.
-    func receivedBody(_ chunk: UnsafeBufferPointer<UInt8>) -> Int {
+    package func receivedBody(_ chunk: UnsafeBufferPointer<UInt8>) -> Int {
         let room = (request.maximumResponseBodyBytes ?? .max) - responseBody.count
         guard chunk.count > room else {
             responseBody.append(contentsOf: chunk)
@@ -278,7 +278,7 @@ final class Transfer: @unchecked Sendable {
 /// Collects the answers of a batch and resumes its caller once, when the last one is in (from
 /// whichever thread delivers it). With an `each` handler, every answer goes to it as it arrives
 /// and none is kept: the caller is resumed (with no answers) after the last handler call returned.
-final class BatchCollector: Sendable {
+package final class BatchCollector: Sendable {
     private struct State {
         var results: [Result<CurlResponse, CurlError>?]
         var answered: [Bool]
@@ -348,7 +348,7 @@ private let transferHeaderCallback: @convention(c) (UnsafeMutablePointer<CChar>?
 /// requests with one set (the same authorization, topic and type), so the list is built once
 /// rather than once per request. A list is freed when the last transfer using it is done and it is
 /// no longer among the few most recent. Loop thread only.
-final class HeaderListCache {
+package final class HeaderListCache {
     private final class Entry {
         let headers: [(name: String, value: String)]
         let list: UnsafeMutablePointer<curl_slist>?
@@ -379,13 +379,15 @@ final class HeaderListCache {
     /// The most recently used sets, newest last.
     private var recent: [Entry] = []
     private var byList: [UnsafeMutablePointer<curl_slist>: Entry] = [:]
+
+    package init() {}
     private let keep = 8
 
     /// Lists allocated now (for tests).
-    var liveLists: Int { byList.count }
+    package var liveLists: Int { byList.count }
 
     /// A list for `headers` (plus `Expect:`), built or shared; hand it back with ``release(_:)``.
-    func acquire(_ headers: [(name: String, value: String)]) -> UnsafeMutablePointer<curl_slist>? {
+    package func acquire(_ headers: [(name: String, value: String)]) -> UnsafeMutablePointer<curl_slist>? {
         if let index = recent.lastIndex(where: { $0.matches(headers) }) {
             let entry = recent[index]
             if index != recent.count - 1 {
@@ -408,14 +410,14 @@ final class HeaderListCache {
         return list
     }
 
-    func release(_ list: UnsafeMutablePointer<curl_slist>) {
+    package func release(_ list: UnsafeMutablePointer<curl_slist>) {
         guard let entry = byList[list] else { return }
         entry.users -= 1
         if entry.users == 0, !entry.isRecent { free(entry) }
     }
 
     /// Frees every list (the loop is ending; no transfer holds one).
-    func freeAll() {
+    package func freeAll() {
         for entry in byList.values { curl_slist_free_all(entry.list) }
         byList.removeAll()
         recent.removeAll()

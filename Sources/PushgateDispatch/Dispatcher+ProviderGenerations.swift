@@ -10,9 +10,9 @@ extension Dispatcher {
     /// generations itself and waits for those others are shutting down.
     ///
     /// Generic over the providers (and the waiters of a shutdown) so that it is tested without any.
-    struct ProviderGenerations<Providers, Waiter> {
+    package struct ProviderGenerations<Providers, Waiter> {
         /// A replaced generation.
-        enum Replaced {
+        package enum Replaced {
             /// Held by `holders` (one or more) deliveries that started with it.
             case held(Providers, holders: Int)
             /// No delivery holds it any more: its providers are being shut down by the one that
@@ -20,7 +20,7 @@ extension Dispatcher {
             case closing
         }
 
-        enum State {
+        package enum State {
             case running
             /// Every provider the dispatcher had is shut down or being shut down; a replacement
             /// is shut down at once.
@@ -28,14 +28,14 @@ extension Dispatcher {
         }
 
         /// What to do after a step.
-        enum Action {
+        package enum Action {
             case none
             /// Shut these providers down, then report ``ProviderGenerations/closed(_:)`` with `generation`
             /// (nil: a replacement that arrived after the shutdown, which never was a generation).
             case shutDown(Providers, generation: Int?)
         }
 
-        enum Wait {
+        package enum Wait {
             /// Nothing is being shut down: go on.
             case resume(Waiter)
             /// Kept; resumed by the ``ProviderGenerations/closed(_:)`` that ends the last closing.
@@ -43,27 +43,27 @@ extension Dispatcher {
         }
 
         /// The providers deliveries start with now.
-        private(set) var current: Providers
+        package private(set) var current: Providers
         /// The current generation (0: the first providers).
-        private(set) var generation = 0
+        package private(set) var generation = 0
         /// Deliveries holding the current generation.
         private var holders = 0
         private var replaced: [Int: Replaced] = [:]
         private var state = State.running
         private var waiters: [Waiter] = []
 
-        init(_ providers: Providers) { current = providers }
+        package init(_ providers: Providers) { current = providers }
 
         /// A delivery starts: it holds the current providers until it reports ``release(_:)`` with
         /// their generation.
-        mutating func lease() -> (providers: Providers, generation: Int) {
+        package mutating func lease() -> (providers: Providers, generation: Int) {
             holders += 1
             return (current, generation)
         }
 
         /// A delivery that started with `generation` ended: when it was the last to hold a
         /// replaced generation, its providers are to be shut down (by the caller).
-        mutating func release(_ generation: Int) -> Action {
+        package mutating func release(_ generation: Int) -> Action {
             if generation == self.generation {
                 precondition(holders > 0, "a generation released more often than leased")
                 holders -= 1
@@ -84,7 +84,7 @@ extension Dispatcher {
 
         /// Deliveries start with `providers` from now on. The replaced generation is to be shut
         /// down at once when no delivery holds it; after the shutdown, `providers` are.
-        mutating func replace(with providers: Providers) -> Action {
+        package mutating func replace(with providers: Providers) -> Action {
             guard case .running = state else { return .shutDown(providers, generation: nil) }
             let old = generation
             let action: Action
@@ -103,7 +103,7 @@ extension Dispatcher {
 
         /// The providers of `generation` are shut down (nil: a replacement after the shutdown).
         /// Answers the waiters to resume: all of them once nothing is being shut down.
-        mutating func closed(_ generation: Int?) -> [Waiter] {
+        package mutating func closed(_ generation: Int?) -> [Waiter] {
             if let generation { replaced[generation] = nil }
             guard !isClosing else { return [] }
             defer { waiters = [] }
@@ -114,7 +114,7 @@ extension Dispatcher {
         /// the replaced ones still held, once (a second shutdown closes nothing). Deliveries that
         /// still hold a generation close nothing when they end. The generations others are
         /// shutting down are waited for with ``waitForClosings(_:)``.
-        mutating func shutdown() -> [Providers] {
+        package mutating func shutdown() -> [Providers] {
             guard case .running = state else { return [] }
             state = .shutDown
             var providers = [current]
@@ -127,21 +127,21 @@ extension Dispatcher {
         }
 
         /// `waiter` waits for every generation being shut down.
-        mutating func waitForClosings(_ waiter: Waiter) -> Wait {
+        package mutating func waitForClosings(_ waiter: Waiter) -> Wait {
             guard isClosing else { return .resume(waiter) }
             waiters.append(waiter)
             return .wait
         }
 
         /// Deliveries holding `generation`.
-        func holders(of generation: Int) -> Int {
+        package func holders(of generation: Int) -> Int {
             if generation == self.generation { return holders }
             guard case .held(_, let holders) = replaced[generation] else { return 0 }
             return holders
         }
 
         /// Replaced generations a delivery still holds.
-        var heldReplacedGenerations: Int {
+        package var heldReplacedGenerations: Int {
             replaced.values.count {
                 if case .held = $0 { return true }
                 return false

@@ -71,10 +71,10 @@ public final class Dispatcher: Sendable {
     }
 
     /// Deliveries holding the providers of `generation` (0: the first providers).
-    func deliveriesHolding(generation: Int) -> Int { generations.withLock { $0.holders(of: generation) } }
+    package func deliveriesHolding(generation: Int) -> Int { generations.withLock { $0.holders(of: generation) } }
 
     /// Replaced generations not shut down yet (held by a delivery).
-    var retiredGenerations: Int { generations.withLock { $0.heldReplacedGenerations } }
+    package var retiredGenerations: Int { generations.withLock { $0.heldReplacedGenerations } }
 
     /// The providers deliveries start with now.
     private var current: [Platform: any PushProvider] { generations.withLock { $0.current } }

@@ -221,7 +221,7 @@ extension SQLiteStore {
 
     /// One page of an audience query as the send path runs it, with SQLite's count of the work it
     /// took and its query plan: how tests show that a page's cost does not grow with the audience.
-    func explainPage(
+    package func explainPage(
         matching expression: TagExpression?, platforms: PlatformSelection, app: AppID, after: String, limit: Int, now: Timestamp
     ) async throws(StoreError) -> (ids: [RegistrationID], virtualMachineSteps: Int, plan: [String]) {
         try await run { connection throws(StoreError) in

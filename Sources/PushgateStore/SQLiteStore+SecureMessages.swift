@@ -20,7 +20,7 @@ extension SQLiteStore: SecureMessageStore {
     }
 
     /// Secure messages stored for `app` (expired ones included until pruned): for tests.
-    func secureMessageCount(app: AppID) async throws(StoreError) -> Int {
+    package func secureMessageCount(app: AppID) async throws(StoreError) -> Int {
         try await run { connection throws(StoreError) in
             let statement = try connection.prepare("SELECT count(*) FROM secure_messages WHERE app = ?")
             try statement.bind([.text(app.rawValue)])

@@ -1,10 +1,9 @@
 import Foundation
 import JWTKit
+import PNSSandbox
 import Pushgate
 import PushgateCurl
 import Testing
-
-@testable import PNSSandbox
 
 @Suite struct APNSServiceTests {
     func reason(_ response: CurlResponse) -> String? { response.json?["reason"]?.stringValue }

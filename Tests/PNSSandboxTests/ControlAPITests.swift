@@ -1,10 +1,9 @@
 import Foundation
+import PNSSandbox
 import Pushgate
 import PushgateCurl
 import ServiceLifecycle
 import Testing
-
-@testable import PNSSandbox
 
 @Suite struct ControlAPITests {
     func call(

@@ -1,10 +1,9 @@
 import Foundation
+import PNSSandbox
 import Pushgate
 import PushgateCurl
 import PushgateTesting
 import Testing
-
-@testable import PNSSandbox
 
 /// libcurl (our client) against the sandbox's swift-nio-http2 server: the pairing a spike saw fail
 /// with curl error 16.

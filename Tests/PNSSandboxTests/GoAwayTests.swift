@@ -3,9 +3,8 @@ import NIOCore
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
+import PNSSandbox
 import Testing
-
-@testable import PNSSandbox
 
 /// Watches an HTTP/2 client connection: completes `ready` on the server's SETTINGS and `goAway`
 /// with the debug data of the first GOAWAY.

@@ -1,11 +1,10 @@
 import CryptoExtras
 import Foundation
 import JWTKit
+import PNSSandbox
 import Pushgate
 import PushgateCurl
 import Testing
-
-@testable import PNSSandbox
 
 @Suite struct GoogleServiceTests {
     func errorCode(_ response: CurlResponse) -> String? {

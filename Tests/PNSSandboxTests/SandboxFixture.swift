@@ -1,11 +1,10 @@
 import Foundation
 import JWTKit
 import Logging
+import PNSSandbox
 import Pushgate
+import PushgateCurl
 import Testing
-
-@testable import PNSSandbox
-@testable import PushgateCurl
 
 /// A running sandbox, its files in a temporary folder, and a libcurl client that trusts its CA.
 struct SandboxFixture {

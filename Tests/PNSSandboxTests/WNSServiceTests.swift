@@ -1,9 +1,8 @@
 import Foundation
+import PNSSandbox
 import Pushgate
 import PushgateCurl
 import Testing
-
-@testable import PNSSandbox
 
 @Suite struct WNSServiceTests {
     static let toast = #"<toast><visual><binding template="ToastText01"><text id="1">From bob: hi</text></binding></visual></toast>"#

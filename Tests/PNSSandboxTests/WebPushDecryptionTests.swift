@@ -1,7 +1,6 @@
+import PNSSandbox
 import Pushgate
 import Testing
-
-@testable import PNSSandbox
 
 /// The sandbox's browser side of RFC 8291: it reads the RFC's example with the user agent's key.
 @Suite struct WebPushDecryptionTests {

@@ -1,9 +1,8 @@
 import CCurl
 import Foundation
+import PushgateCurl
 import Synchronization
 import Testing
-
-@testable import PushgateCurl
 
 @Suite struct CurlHTTPClientTests {
     /// A port nothing listens on (bound, then closed).

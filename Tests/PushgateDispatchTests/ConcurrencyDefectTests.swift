@@ -1,9 +1,8 @@
 import Foundation
+import PNSSandbox
 import Pushgate
 import PushgateDispatch
 import Testing
-
-@testable import PNSSandbox
 
 /// Concurrency defects the providers guard against.
 @Suite struct ConcurrencyDefectTests {

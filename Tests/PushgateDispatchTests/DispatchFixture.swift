@@ -2,9 +2,8 @@ import Foundation
 import PNSSandbox
 import Pushgate
 import PushgateCurl
+import PushgateDispatch
 import Testing
-
-@testable import PushgateDispatch
 
 /// A sandbox, and providers of every platform configured against it with a manual gateway clock.
 struct DispatchFixture {

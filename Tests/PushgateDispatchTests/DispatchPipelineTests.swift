@@ -1,9 +1,8 @@
 import Pushgate
+import PushgateDispatch
 import PushgateTesting
 import Synchronization
 import Testing
-
-@testable import PushgateDispatch
 
 /// An in-memory push service that answers every target "gone" (a handle removal): how the
 /// pipeline's overlap, its bound and its handle changes are observed. Held, its deliveries wait.

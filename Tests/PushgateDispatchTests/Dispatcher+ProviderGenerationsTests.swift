@@ -1,6 +1,5 @@
+import PushgateDispatch
 import Testing
-
-@testable import PushgateDispatch
 
 /// The bookkeeping of a dispatcher's provider generations, without providers: each step's answer
 /// says which providers to shut down and whom to resume.

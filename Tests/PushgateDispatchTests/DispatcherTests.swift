@@ -1,9 +1,8 @@
 import Foundation
 import PNSSandbox
 import Pushgate
+import PushgateDispatch
 import Testing
-
-@testable import PushgateDispatch
 
 @Suite struct DispatcherTests {
     @Test func aTenThousandTargetFanOutDeliversExactlyOnceToEveryDevice() async throws {

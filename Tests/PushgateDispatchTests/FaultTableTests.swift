@@ -1,9 +1,8 @@
 import Foundation
 import PNSSandbox
 import Pushgate
+import PushgateDispatch
 import Testing
-
-@testable import PushgateDispatch
 
 /// Every documented error answer of every service, made by the sandbox on the wire, and what the
 /// gateway does with it: the outcome, whether it retries (and then delivers), whether it removes

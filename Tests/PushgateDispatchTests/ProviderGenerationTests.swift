@@ -1,9 +1,8 @@
 import Pushgate
+import PushgateDispatch
 import PushgateTesting
 import Synchronization
 import Testing
-
-@testable import PushgateDispatch
 
 /// Reloads replace a dispatcher's providers while pages are on the wire: a page finishes with
 /// the providers it started with, which are shut down when the last such page ends, however many

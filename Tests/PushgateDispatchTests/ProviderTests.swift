@@ -1,10 +1,9 @@
 import Foundation
 import PNSSandbox
 import Pushgate
+import PushgateDispatch
 import PushgateTesting
 import Testing
-
-@testable import PushgateDispatch
 
 @Suite struct ProviderTests {
     @Test func everyProviderDeliversAndReportsGoneHandles() async throws {

@@ -2,9 +2,8 @@ import Foundation
 import PNSSandbox
 import Pushgate
 import PushgateCurl
+import PushgateDispatch
 import Testing
-
-@testable import PushgateDispatch
 
 /// A push service's answer is read up to a limit (64 KiB, or what the service's wire mapping
 /// documents): past it that one exchange is cut off, not the HTTP/2 connection its neighbours

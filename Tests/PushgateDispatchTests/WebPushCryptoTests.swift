@@ -1,8 +1,7 @@
 import Crypto
 import Pushgate
+import PushgateDispatch
 import Testing
-
-@testable import PushgateDispatch
 
 /// RFC 8291's encryption and RFC 8292's tokens, decision by decision.
 @Suite struct WebPushCryptoTests {

@@ -6,11 +6,10 @@ import NIOCore
 import Pushgate
 import PushgateConfig
 import PushgateCore
+import PushgateServer
 import PushgateTesting
 import Synchronization
 import Testing
-
-@testable import PushgateServer
 
 @Suite struct AuthenticationTests {
     func basic(_ user: String, _ password: String) -> String { "Basic " + Data("\(user):\(password)".utf8).base64EncodedString() }

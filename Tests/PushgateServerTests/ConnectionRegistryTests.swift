@@ -1,8 +1,7 @@
 import NIOCore
 import NIOEmbedded
+import PushgateServer
 import Testing
-
-@testable import PushgateServer
 
 /// The listener's connection cap, admission by admission: a full listener displaces the oldest
 /// connection still waiting for its first request head, refuses when every connection is busy,

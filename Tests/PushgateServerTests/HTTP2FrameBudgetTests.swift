@@ -1,7 +1,6 @@
 import NIOCore
+import PushgateServer
 import Testing
-
-@testable import PushgateServer
 
 /// The HTTP/2 frame budget, decision by decision, with the time given: a flood of frames that
 /// carry no request ends in GOAWAY(ENHANCE_YOUR_CALM); requests earn their flow control.

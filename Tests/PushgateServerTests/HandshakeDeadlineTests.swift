@@ -1,9 +1,8 @@
 import NIOCore
 import NIOEmbedded
 import NIOTLS
+import PushgateServer
 import Testing
-
-@testable import PushgateServer
 
 /// The TLS handshake deadline under a clock the test moves: a connection that never finishes its
 /// handshake is closed at the deadline, not before; one that finishes keeps going, and the

@@ -1,11 +1,10 @@
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import Pushgate
+import PushgateServer
 import PushgateTesting
 import Testing
-
-@testable import Pushgate
-@testable import PushgateServer
 
 /// `/healthz` answers from the database's health monitor: however often it is called, the
 /// database is probed at most once per interval (and at once after a store call failed for want

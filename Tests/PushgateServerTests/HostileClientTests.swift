@@ -4,10 +4,9 @@ import Pushgate
 import PushgateCurl
 import PushgateLocal
 import PushgateServer
+import PushgateStore
 import PushgateTesting
 import Testing
-
-@testable import PushgateStore
 
 /// What hostile or broken clients send to a running gateway: each gets a clear answer (or its
 /// connection closed on time), the store stays as it was, and the gateway keeps serving.

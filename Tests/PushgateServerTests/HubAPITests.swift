@@ -2,10 +2,9 @@ import Foundation
 import PNSSandbox
 import Pushgate
 import PushgateCurl
+import PushgateServer
 import PushgateTesting
 import Testing
-
-@testable import PushgateServer
 
 /// The Notification Hubs REST API on `/{hub}/…` against a running gateway and the sandbox: SAS
 /// checks, native, template, direct, test and scheduled sends, registrations in Atom XML,

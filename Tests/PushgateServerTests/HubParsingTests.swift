@@ -1,7 +1,6 @@
 import Pushgate
+import PushgateServer
 import Testing
-
-@testable import PushgateServer
 
 /// The hub API's parsers, alone: multipart `$batch` bodies, `$filter`, continuation tokens and
 /// schedule times, as the Notification Hubs SDKs write them.

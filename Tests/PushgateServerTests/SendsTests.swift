@@ -4,10 +4,9 @@ import PNSSandbox
 import Pushgate
 import PushgateCore
 import PushgateCurl
+import PushgateServer
 import PushgateTesting
 import Testing
-
-@testable import PushgateServer
 
 /// The one send path (`Sends`): every kind of send, through either API, is counted in the metrics
 /// once (the handlers and the delivery service each counted some before), and a hub template send

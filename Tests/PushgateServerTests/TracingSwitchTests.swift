@@ -1,9 +1,8 @@
 import Foundation
 import Logging
 import Pushgate
+import PushgateServer
 import Testing
-
-@testable import PushgateServer
 
 /// What decides whether the gateway traces: the configuration's `tracing.enabled`, and over it the
 /// OpenTelemetry specification's `OTEL_SDK_DISABLED`.

@@ -1,9 +1,8 @@
 import Foundation
 import Pushgate
 import PushgatePostgres
+import PushgateStore
 import Testing
-
-@testable import PushgateStore
 
 /// A page of an audience costs the same whatever the audience: measured in SQLite's own
 /// virtual-machine steps (not seconds, which this shared machine cannot keep steady).

@@ -1,6 +1,5 @@
+import Pushgate
 import Testing
-
-@testable import Pushgate
 
 /// What a store keeps of an audience, and what it reads back.
 @Suite struct AudienceTests {

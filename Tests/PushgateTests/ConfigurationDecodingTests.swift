@@ -1,6 +1,5 @@
+import Pushgate
 import Testing
-
-@testable import Pushgate
 
 @Suite struct ConfigurationDecodingTests {
     static let minimal = #"{"apps": {"default": {"templates": {"notify": {"apns": {"body": "{\"aps\":{}}"}}}}}}"#

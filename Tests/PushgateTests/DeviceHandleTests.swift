@@ -1,6 +1,5 @@
+import Pushgate
 import Testing
-
-@testable import Pushgate
 
 @Suite struct DeviceHandleTests {
     /// The sandbox's WNS emulator is allowed the way a gateway configured by `pushgate demo` allows

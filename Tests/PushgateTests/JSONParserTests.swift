@@ -1,6 +1,5 @@
+import Pushgate
 import Testing
-
-@testable import Pushgate
 
 @Suite struct JSONParserTests {
     @Test func parsesNestedDocumentsKeepingMemberOrderAndNumberText() throws {

@@ -1,7 +1,6 @@
 import Foundation
+import Pushgate
 import Testing
-
-@testable import Pushgate
 
 @Suite struct NotificationResultTests {
     func target(_ platform: Platform, _ outcome: Outcome) -> TargetResult {

@@ -1,6 +1,5 @@
+import Pushgate
 import Testing
-
-@testable import Pushgate
 
 @Suite struct RetryPolicyTests {
     let transient = DeliveryVerdict(outcome: .pnsUnavailable, retry: .afterBackoff(retryAfterSeconds: nil))

@@ -1,6 +1,5 @@
+import Pushgate
 import Testing
-
-@testable import Pushgate
 
 @Suite struct TagPolicyTests {
     private let bob = TagPolicy.Writer.user(name: "bob", isAdmin: false)

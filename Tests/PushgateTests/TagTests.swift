@@ -1,7 +1,6 @@
 import Foundation
+import Pushgate
 import Testing
-
-@testable import Pushgate
 
 @Suite struct TagTests {
     @Test(arguments: ["username:alice", "follows_RedSox", "a", "x@y.z#1-2", "ユーザー:名前", "$InstallationId:{abc-123}", "$UserId:{u=1}"])

@@ -1,6 +1,5 @@
+import Pushgate
 import Testing
-
-@testable import Pushgate
 
 @Suite struct TemplateExpressionTests {
     func render(_ value: String, _ properties: TemplateProperties) throws -> String {

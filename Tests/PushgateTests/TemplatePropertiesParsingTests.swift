@@ -1,6 +1,5 @@
+import Pushgate
 import Testing
-
-@testable import Pushgate
 
 /// The one parser of send bodies into template properties, which both APIs use (the tutorial API
 /// and the hub's template sends parsed them apart, with different key rules and errors).

@@ -1,6 +1,5 @@
+import Pushgate
 import Testing
-
-@testable import Pushgate
 
 /// Hostile values: nothing a property contains can break or inject into a payload.
 @Suite struct TemplateRenderingTests {

@@ -1,6 +1,5 @@
+import Pushgate
 import Testing
-
-@testable import Pushgate
 
 @Suite struct TokenBucketsTests {
     @Test func aKeyGetsItsBurstThenTheSteadyRate() {

@@ -1,6 +1,5 @@
+import Pushgate
 import Testing
-
-@testable import Pushgate
 
 /// `tracing` in `config.json`: off unless enabled, read as strictly as every other section.
 @Suite struct TracingConfigurationTests {

@@ -261,9 +261,14 @@ struct APNSService: SandboxHTTPResponder {
 }
 
 /// The claims of an APNs provider token.
-struct APNSProviderClaims: JWTPayload {
+package struct APNSProviderClaims: JWTPayload {
     var iss: String
     var iat: IssuedAtClaim
 
-    func verify(using algorithm: some JWTAlgorithm) async throws {}
+    package init(iss: String, iat: IssuedAtClaim) {
+        self.iss = iss
+        self.iat = iat
+    }
+
+    package func verify(using algorithm: some JWTAlgorithm) async throws {}
 }

@@ -52,12 +52,20 @@ extension GoogleService {
 }
 
 /// The claims of a Google service-account JWT-bearer assertion.
-struct GoogleAssertionClaims: JWTPayload {
+package struct GoogleAssertionClaims: JWTPayload {
     var iss: String
     var scope: String
     var aud: String
     var iat: IssuedAtClaim
     var exp: ExpirationClaim
 
-    func verify(using algorithm: some JWTAlgorithm) async throws {}
+    package init(iss: String, scope: String, aud: String, iat: IssuedAtClaim, exp: ExpirationClaim) {
+        self.iss = iss
+        self.scope = scope
+        self.aud = aud
+        self.iat = iat
+        self.exp = exp
+    }
+
+    package func verify(using algorithm: some JWTAlgorithm) async throws {}
 }

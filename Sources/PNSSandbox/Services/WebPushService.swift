@@ -200,8 +200,8 @@ struct VAPIDPayload: JWTPayload {
 
 /// RFC 8291 on the receiving side: the user agent's decryption of an aes128gcm body with the
 /// subscription's private key and auth secret.
-enum WebPushDecryption {
-    static func decrypt(_ body: [UInt8], subscription: SandboxWebPushKeys) throws -> [UInt8] {
+package enum WebPushDecryption {
+    package static func decrypt(_ body: [UInt8], subscription: SandboxWebPushKeys) throws -> [UInt8] {
         // The header: salt (16), record size (4), key id length (1), key id (the sender's key).
         guard body.count >= 21 else { throw WebPushSandboxError.malformed("the body is shorter than the aes128gcm header") }
         let salt = Array(body[0..<16])
@@ -238,7 +238,12 @@ enum WebPushDecryption {
 }
 
 /// A sandbox browser's subscription secrets: its P-256 private key and the auth secret.
-struct SandboxWebPushKeys: Sendable {
+package struct SandboxWebPushKeys: Sendable {
     var privateKey: [UInt8]
     var auth: [UInt8]
+
+    package init(privateKey: [UInt8], auth: [UInt8]) {
+        self.privateKey = privateKey
+        self.auth = auth
+    }
 }

@@ -6,7 +6,7 @@
 /// Only public values are involved, so nothing here needs to run in constant time; the curve's
 /// cofactor is 1, so every point on it (but the point at infinity, which has no uncompressed
 /// form) is a valid public key.
-enum P256Curve {
+package enum P256Curve {
     /// The field prime, p = 2^256 − 2^224 + 2^192 + 2^96 − 1 (SEC 2, §2.4.2).
     static let p = Field(bigEndian: hex("ffffffff00000001000000000000000000000000ffffffffffffffffffffffff"))
     /// The curve's b in y² = x³ − 3x + b (SEC 2, §2.4.2).
@@ -25,22 +25,22 @@ enum P256Curve {
     }
 
     /// A 256-bit unsigned number: four 64-bit limbs, the least significant first.
-    struct Field: Equatable, Comparable {
+    package struct Field: Equatable, Comparable {
         var limbs: [UInt64]
 
-        static let zero = Field(limbs: [0, 0, 0, 0])
+        package static let zero = Field(limbs: [0, 0, 0, 0])
 
-        init(limbs: [UInt64]) { self.limbs = limbs }
+        package init(limbs: [UInt64]) { self.limbs = limbs }
 
         /// From 32 big-endian bytes.
-        init(bigEndian bytes: some Collection<UInt8>) {
+        package init(bigEndian bytes: some Collection<UInt8>) {
             precondition(bytes.count == 32, "32 bytes")
             var limbs: [UInt64] = [0, 0, 0, 0]
             for (index, byte) in bytes.reversed().enumerated() { limbs[index / 8] |= UInt64(byte) << UInt64(8 * (index % 8)) }
             self.limbs = limbs
         }
 
-        static func < (lhs: Field, rhs: Field) -> Bool {
+        package static func < (lhs: Field, rhs: Field) -> Bool {
             for index in (0..<4).reversed() where lhs.limbs[index] != rhs.limbs[index] { return lhs.limbs[index] < rhs.limbs[index] }
             return false
         }
@@ -77,20 +77,20 @@ enum P256Curve {
 
     /// (a + b) mod p, for a and b less than p: their sum is less than 2p, so one subtraction of p
     /// (wrapping, when the sum carried past 2^256) reduces it.
-    static func add(_ a: Field, _ b: Field) -> Field {
+    package static func add(_ a: Field, _ b: Field) -> Field {
         let (sum, carry) = a.adding(b)
         return carry || !(sum < p) ? sum.subtracting(p).0 : sum
     }
 
     /// (a − b) mod p, for a and b less than p.
-    static func subtract(_ a: Field, _ b: Field) -> Field {
+    package static func subtract(_ a: Field, _ b: Field) -> Field {
         let (difference, borrow) = a.subtracting(b)
         return borrow ? difference.adding(p).0 : difference
     }
 
     /// (a × b) mod p, for a and b less than p: b's bits from the most significant, doubling and
     /// adding (a few thousand limb operations; a registration makes three of these).
-    static func multiply(_ a: Field, _ b: Field) -> Field {
+    package static func multiply(_ a: Field, _ b: Field) -> Field {
         var result = Field.zero
         for index in (0..<256).reversed() {
             result = add(result, result)

@@ -143,7 +143,7 @@ extension Registration {
 /// ``RegistrationImport`` has placed it, where: `backup.jsonl:3:52: invalid UTF-8: byte 0xFF at
 /// byte 52`, `backup.jsonl:7: 'handle': …`, `backup.jsonl:9: id: duplicate of line 2`.
 public struct RegistrationLineError: PushgateInputError, Hashable {
-    enum Code: Hashable {
+    package enum Code: Hashable {
         /// The message names the field.
         case invalid(String)
         case tooLong(bytes: Int)
@@ -152,13 +152,13 @@ public struct RegistrationLineError: PushgateInputError, Hashable {
         case duplicateID(firstLine: Int)
     }
 
-    let code: Code
+    package let code: Code
     /// The file (or other source) the line was read from, when known.
     public internal(set) var source: String?
     /// The 1-based line number, when known.
     public internal(set) var line: Int?
 
-    init(_ code: Code) {
+    package init(_ code: Code) {
         self.code = code
     }
 

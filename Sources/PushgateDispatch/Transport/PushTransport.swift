@@ -109,7 +109,7 @@ public final class CurlPushTransport: PushTransport {
     }
 
     /// The request in curl's form; `headers`, when given, are its headers already converted.
-    static func request(_ request: PushHTTPRequest, headers: [(name: String, value: String)]? = nil) -> CurlRequest {
+    package static func request(_ request: PushHTTPRequest, headers: [(name: String, value: String)]? = nil) -> CurlRequest {
         CurlRequest(
             method: request.method, url: request.url, headers: headers ?? request.headers.map { ($0.name, $0.value) },
             body: request.body, freshConnection: request.freshConnection, maximumResponseBodyBytes: request.maximumResponseBodyBytes)

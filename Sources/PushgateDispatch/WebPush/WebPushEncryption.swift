@@ -47,7 +47,7 @@ public enum WebPushEncryption {
     }
 
     /// The encryption with the sender's key and the salt given (RFC 8291's example checks it).
-    static func encrypt(
+    package static func encrypt(
         _ payload: [UInt8], for subscription: WebPushSubscription, sender: P256.KeyAgreement.PrivateKey, salt: [UInt8]
     ) throws(Failure) -> [UInt8] {
         guard payload.count <= WebPushLimits.maximumPayloadBytes else { throw .tooLarge(payload.count) }

@@ -66,7 +66,7 @@ public actor Authenticator {
     }
 
     /// With the password check given (tests hold one on the pool's thread).
-    init(
+    package init(
         configuration: AuthConfiguration, trustedProxies: [IPAddressRange] = [], pool: PasswordCheckPool = PasswordCheckPool(),
         tableCapacity: Int = 10_000, clock: any PushgateClock = SystemClock(),
         verify: @escaping @Sendable (_ password: String, _ encoded: String) -> Bool

@@ -3,13 +3,15 @@ import Hummingbird
 import PushgateCore
 
 /// Basic authentication for every `/api` route.
-struct BasicAuthenticationMiddleware: RouterMiddleware {
-    typealias Context = GatewayContext
-    static let requestedWith = HTTPField.Name("X-Requested-With")!
-    static let forwardedFor = HTTPField.Name("X-Forwarded-For")!
-    let authenticator: Authenticator
+package struct BasicAuthenticationMiddleware: RouterMiddleware {
+    package typealias Context = GatewayContext
+    package static let requestedWith = HTTPField.Name("X-Requested-With")!
+    package static let forwardedFor = HTTPField.Name("X-Forwarded-For")!
+    package let authenticator: Authenticator
 
-    func handle(
+    package init(authenticator: Authenticator) { self.authenticator = authenticator }
+
+    package func handle(
         _ request: Request, context: GatewayContext, next: (Request, GatewayContext) async throws -> Response
     ) async throws -> Response {
         // Script clients (the web console) say so, and get no challenge: a browser would answer it with its own password dialog.
@@ -39,7 +41,7 @@ struct BasicAuthenticationMiddleware: RouterMiddleware {
         }
     }
 
-    static func refusal(_ error: GatewayError, challenge: Bool) -> Response {
+    package static func refusal(_ error: GatewayError, challenge: Bool) -> Response {
         var response = GatewayHTTP.encoded(error.code, ErrorBody(error: error.message, status: error.code))
         if let seconds = error.retryAfterSeconds { response.headers[.retryAfter] = String(seconds) }
         if challenge { response.headers[.wwwAuthenticate] = #"Basic realm="pushgate", charset="UTF-8""# }

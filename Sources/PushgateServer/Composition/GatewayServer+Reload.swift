@@ -9,11 +9,11 @@ import Synchronization
 import UnixSignals
 
 /// What a running gateway can take again without a restart, and what it was started with.
-final class ReloadableSettings: Sendable {
+package final class ReloadableSettings: Sendable {
     let configuration: Mutex<PushgateConfiguration>
     let policy: RetryPolicy
     let clock: any PushgateClock
-    let authenticator: Authenticator
+    package let authenticator: Authenticator
     /// One reload at a time.
     let gate = Mutex(false)
 

@@ -17,7 +17,7 @@ extension GatewayServer {
     /// applies the standard `OTEL_*` environment variables over this configuration (for example
     /// `OTEL_EXPORTER_OTLP_HEADERS` for a collector's credentials). `OTEL_SDK_DISABLED=true` (the
     /// OpenTelemetry specification's switch) turns tracing off whatever the file says, with a notice.
-    static func makeTracing(
+    package static func makeTracing(
         _ configuration: TracingConfiguration, logger: Logger, environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws -> (PushgateTracing, (any Service)?) {
         guard configuration.enabled else { return (.off, nil) }

@@ -43,7 +43,7 @@ public struct GatewayServer: Sendable {
     /// `/metrics` on a listener of its own (`metrics.port`).
     let metricsApplication: Application<RouterResponder<GatewayContext>>?
     /// What a reload replaces, and what it was started with.
-    let settings: ReloadableSettings
+    package let settings: ReloadableSettings
     let listener: ListenerConfiguration
     let logger: Logger
     /// The span exporter's service when `tracing` is on.

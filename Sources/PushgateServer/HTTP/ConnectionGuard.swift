@@ -37,32 +37,32 @@ public struct ConnectionLimits: Sendable, Hashable {
 /// (the signature of a slowloris client), so a flood of slow clients cannot keep real ones —
 /// or `/healthz` — out; when every connection is busy with a request, the new one is closed.
 public final class ConnectionRegistry: Sendable {
-    struct Entry {
-        var channel: any Channel
-        var sequence: Int
-        var waitingForFirstHead: Bool
+    package struct Entry {
+        package var channel: any Channel
+        package var sequence: Int
+        package var waitingForFirstHead: Bool
     }
 
-    struct State {
-        var entries: [ObjectIdentifier: Entry] = [:]
+    package struct State {
+        package var entries: [ObjectIdentifier: Entry] = [:]
         /// Admissions in order, the candidates for displacement: an element whose connection has
         /// since received a head or closed is skipped when it reaches the front, and dropped when
         /// the queue outgrows the entries (so finding the oldest waiting connection is amortised
         /// O(1), not a scan of every connection at each accept of a full listener).
-        var arrivals = CircularBuffer<(sequence: Int, id: ObjectIdentifier)>()
-        var sequence = 0
-        var displaced = 0
-        var refused = 0
-        var timedOut = 0
+        package var arrivals = CircularBuffer<(sequence: Int, id: ObjectIdentifier)>()
+        package var sequence = 0
+        package var displaced = 0
+        package var refused = 0
+        package var timedOut = 0
 
-        func isWaiting(_ arrival: (sequence: Int, id: ObjectIdentifier)) -> Bool {
+        package func isWaiting(_ arrival: (sequence: Int, id: ObjectIdentifier)) -> Bool {
             guard let entry = entries[arrival.id] else { return false }
             // The identifier of a closed channel may be reused by a new one: the sequence tells.
             return entry.sequence == arrival.sequence && entry.waitingForFirstHead
         }
 
         /// The oldest connection still waiting for its first request head.
-        mutating func oldestWaiting() -> ObjectIdentifier? {
+        package mutating func oldestWaiting() -> ObjectIdentifier? {
             while let first = arrivals.first {
                 if isWaiting(first) { return first.id }
                 arrivals.removeFirst()
@@ -70,7 +70,7 @@ public final class ConnectionRegistry: Sendable {
             return nil
         }
 
-        mutating func add(_ channel: any Channel) {
+        package mutating func add(_ channel: any Channel) {
             sequence += 1
             let id = ObjectIdentifier(channel)
             entries[id] = Entry(channel: channel, sequence: sequence, waitingForFirstHead: true)
@@ -89,7 +89,7 @@ public final class ConnectionRegistry: Sendable {
     /// Connections open now.
     public var count: Int { state.withLockedValue { $0.entries.count } }
     /// Admissions held in the displacement queue (bounded by the compaction).
-    var queuedArrivals: Int { state.withLockedValue { $0.arrivals.count } }
+    package var queuedArrivals: Int { state.withLockedValue { $0.arrivals.count } }
     /// Connections closed to make room, refused, or closed by a timeout, since start.
     public var closedCounts: (displaced: Int, refused: Int, timedOut: Int) {
         state.withLockedValue { ($0.displaced, $0.refused, $0.timedOut) }
@@ -97,7 +97,7 @@ public final class ConnectionRegistry: Sendable {
 
     /// Registers `channel`; false when it must be closed because the listener is full of busy
     /// connections. May close another, slow, connection to make room.
-    func admit(_ channel: any Channel) -> Bool {
+    package func admit(_ channel: any Channel) -> Bool {
         enum Admission {
             case admitted(displacing: (any Channel)?)
             case refused
@@ -124,13 +124,13 @@ public final class ConnectionRegistry: Sendable {
         }
     }
 
-    func headReceived(_ channel: any Channel) {
+    package func headReceived(_ channel: any Channel) {
         state.withLockedValue { $0.entries[ObjectIdentifier(channel)]?.waitingForFirstHead = false }
     }
 
-    func timedOut() { state.withLockedValue { $0.timedOut += 1 } }
+    package func timedOut() { state.withLockedValue { $0.timedOut += 1 } }
 
-    func remove(_ channel: any Channel) {
+    package func remove(_ channel: any Channel) {
         state.withLockedValue { _ = $0.entries.removeValue(forKey: ObjectIdentifier(channel)) }
     }
 }

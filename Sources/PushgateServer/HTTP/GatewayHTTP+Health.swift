@@ -7,7 +7,7 @@ extension GatewayHTTP {
     /// load balancer sends no traffic here. The answer is the health monitor's last finding
     /// (``HealthMonitor``): the database is probed at most once per interval however often this
     /// is called, and never here without a database (`health` nil: the in-memory store).
-    static func addHealth(to router: Router<GatewayContext>, health: HealthMonitor?) {
+    package static func addHealth(to router: Router<GatewayContext>, health: HealthMonitor?) {
         router.get("healthz") { _, _ in
             if let problem = await health?.status() {
                 return Response(

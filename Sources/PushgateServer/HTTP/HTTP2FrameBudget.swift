@@ -12,20 +12,26 @@ import NIOTLS
 /// its requests), and a connection that overdraws it gets `GOAWAY(ENHANCE_YOUR_CALM)` and is closed.
 ///
 /// A value: bytes and the time in, a verdict out (the handler below does the I/O).
-struct HTTP2FrameMeter: Sendable {
-    struct Configuration: Sendable, Hashable {
-        var burst = 1_000.0
-        var perSecond = 200.0
-        var perRequest = 10.0
+package struct HTTP2FrameMeter: Sendable {
+    package struct Configuration: Sendable, Hashable {
+        package var burst = 1_000.0
+        package var perSecond = 200.0
+        package var perRequest = 10.0
+
+        package init(burst: Double = 1_000.0, perSecond: Double = 200.0, perRequest: Double = 10.0) {
+            self.burst = burst
+            self.perSecond = perSecond
+            self.perRequest = perRequest
+        }
     }
 
-    enum Verdict: Equatable {
+    package enum Verdict: Equatable {
         case proceed
         /// Over budget: answer GOAWAY with this last stream id, then close.
         case goAway(lastStreamID: UInt32)
     }
 
-    let configuration: Configuration
+    package let configuration: Configuration
     /// The client connection preface (`PRI * HTTP/2.0…`) still to pass over.
     private var prefaceLeft = 24
     /// The frame header being read (9 bytes), and the payload bytes still to pass over.
@@ -34,10 +40,10 @@ struct HTTP2FrameMeter: Sendable {
     private var tokens: Double
     private var refilledAt: NIODeadline
     /// The highest stream a request (HEADERS) arrived on.
-    private(set) var lastStreamID: UInt32 = 0
-    private(set) var overdrawn = false
+    package private(set) var lastStreamID: UInt32 = 0
+    package private(set) var overdrawn = false
 
-    init(configuration: Configuration = .init(), now: NIODeadline) {
+    package init(configuration: Configuration = .init(), now: NIODeadline) {
         self.configuration = configuration
         tokens = configuration.burst
         refilledAt = now
@@ -45,7 +51,7 @@ struct HTTP2FrameMeter: Sendable {
     }
 
     /// Reads `bytes` (the connection's decrypted input, in order) at `now`.
-    mutating func read(_ bytes: ByteBufferView, now: NIODeadline) -> Verdict {
+    package mutating func read(_ bytes: ByteBufferView, now: NIODeadline) -> Verdict {
         guard !overdrawn else { return .goAway(lastStreamID: lastStreamID) }
         let elapsed = Double((now - refilledAt).nanoseconds) / 1e9
         if elapsed > 0 {
@@ -97,7 +103,7 @@ struct HTTP2FrameMeter: Sendable {
     }
 
     /// The `GOAWAY` frame: ENHANCE_YOUR_CALM (0xb), `lastStreamID`, no debug data.
-    static func goAwayFrame(lastStreamID: UInt32) -> [UInt8] {
+    package static func goAwayFrame(lastStreamID: UInt32) -> [UInt8] {
         let id = lastStreamID & 0x7FFF_FFFF
         return [0, 0, 8, 0x7, 0, 0, 0, 0, 0]
             + [UInt8(id >> 24), UInt8(id >> 16 & 0xFF), UInt8(id >> 8 & 0xFF), UInt8(id & 0xFF)] + [0, 0, 0, 0xB]
@@ -109,17 +115,17 @@ struct HTTP2FrameMeter: Sendable {
 ///
 /// Invariant (why `@unchecked Sendable`): used only on its channel's event loop, as every
 /// channel handler is.
-final class HTTP2FrameBudget: ChannelInboundHandler, RemovableChannelHandler, @unchecked Sendable {
-    typealias InboundIn = ByteBuffer
-    typealias InboundOut = ByteBuffer
+package final class HTTP2FrameBudget: ChannelInboundHandler, RemovableChannelHandler, @unchecked Sendable {
+    package typealias InboundIn = ByteBuffer
+    package typealias InboundOut = ByteBuffer
 
     private let configuration: HTTP2FrameMeter.Configuration
     private var meter: HTTP2FrameMeter?
     private var closing = false
 
-    init(configuration: HTTP2FrameMeter.Configuration = .init()) { self.configuration = configuration }
+    package init(configuration: HTTP2FrameMeter.Configuration = .init()) { self.configuration = configuration }
 
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+    package func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let event = event as? TLSUserEvent, case .handshakeCompleted(let negotiated) = event {
             guard negotiated == "h2" else {
                 context.fireUserInboundEventTriggered(event)
@@ -131,7 +137,7 @@ final class HTTP2FrameBudget: ChannelInboundHandler, RemovableChannelHandler, @u
         context.fireUserInboundEventTriggered(event)
     }
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !closing else { return }
         if meter != nil, case .goAway(let last) = meter!.read(unwrapInboundIn(data).readableBytesView, now: .now()) {
             // Written below the HTTP/2 handler, between its (whole) frames; then the connection ends.

@@ -95,24 +95,24 @@ struct HandshakeLimitedChannel: HTTPChannelHandler {
 }
 
 /// Closes the connection unless the TLS handshake completes within `timeout`, then steps aside.
-final class HandshakeDeadline: ChannelInboundHandler, RemovableChannelHandler, @unchecked Sendable {
-    typealias InboundIn = NIOAny
-    let timeout: TimeAmount
+package final class HandshakeDeadline: ChannelInboundHandler, RemovableChannelHandler, @unchecked Sendable {
+    package typealias InboundIn = NIOAny
+    package let timeout: TimeAmount
     private var deadline: Scheduled<Void>?
 
-    init(timeout: TimeAmount) { self.timeout = timeout }
+    package init(timeout: TimeAmount) { self.timeout = timeout }
 
-    func handlerAdded(context: ChannelHandlerContext) {
+    package func handlerAdded(context: ChannelHandlerContext) {
         let channel = context.channel
         deadline = context.eventLoop.scheduleTask(in: timeout) { channel.close(promise: nil) }
     }
 
-    func handlerRemoved(context: ChannelHandlerContext) {
+    package func handlerRemoved(context: ChannelHandlerContext) {
         deadline?.cancel()
         deadline = nil
     }
 
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+    package func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let event = event as? TLSUserEvent, case .handshakeCompleted = event {
             deadline?.cancel()
             deadline = nil
@@ -123,7 +123,7 @@ final class HandshakeDeadline: ChannelInboundHandler, RemovableChannelHandler, @
         context.fireUserInboundEventTriggered(event)
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
+    package func channelInactive(context: ChannelHandlerContext) {
         deadline?.cancel()
         deadline = nil
         context.fireChannelInactive()

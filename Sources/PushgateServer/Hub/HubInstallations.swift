@@ -8,7 +8,7 @@ import PushgateCore
 /// Notification Hubs installations (JSON): one device with its tags and named templates, kept as
 /// registrations: a native one, and one per template, all carrying `$InstallationId:{id}` (and
 /// `$UserId:{userId}`), so that sends to those tags reach it.
-enum HubInstallations {
+package enum HubInstallations {
     typealias Installation = PushgateCore.Installation
     typealias InstallationTemplate = PushgateCore.InstallationTemplate
 
@@ -95,7 +95,7 @@ enum HubInstallations {
     }
 
     /// The native registration's id, and each template's (``Installations/registrationID(of:template:)``).
-    static func registrationID(of installation: String, template: String? = nil) -> RegistrationID {
+    package static func registrationID(of installation: String, template: String? = nil) -> RegistrationID {
         Installations.registrationID(of: installation, template: template)
     }
 

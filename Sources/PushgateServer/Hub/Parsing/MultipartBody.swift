@@ -1,18 +1,18 @@
 /// A `multipart/mixed` body as the Notification Hubs SDKs send a `$batch`: its parts by their
 /// `Content-Disposition` name. Parsed on the bytes: a Swift `String` sees `\r\n` as one
 /// character, which is not how MIME counts.
-struct MultipartBody: Sendable {
-    struct Part: Sendable, Hashable {
-        var name: String
-        var body: [UInt8]
+package struct MultipartBody: Sendable {
+    package struct Part: Sendable, Hashable {
+        package var name: String
+        package var body: [UInt8]
     }
 
-    let parts: [Part]
+    package let parts: [Part]
 
     /// The boundary of a `Content-Type`: `multipart/mixed; boundary=x` (.NET) or
     /// `boundary = "x"` (the JavaScript SDK: spaces and quotes); nil when it is not multipart/mixed
     /// or names no boundary of 1 to 70 characters (RFC 2046).
-    static func boundary(contentType: String) -> String? {
+    package static func boundary(contentType: String) -> String? {
         guard contentType.lowercased().hasPrefix("multipart/mixed") else { return nil }
         for parameter in contentType.split(separator: ";").dropFirst() {
             let pieces = parameter.split(separator: "=", maxSplits: 1)
@@ -28,7 +28,7 @@ struct MultipartBody: Sendable {
     }
 
     /// The parts of `bytes` delimited by `--boundary`, up to the closing `--boundary--`.
-    init(_ bytes: [UInt8], boundary: String) throws(HubParseError) {
+    package init(_ bytes: [UInt8], boundary: String) throws(HubParseError) {
         let delimiter = Array(("--" + boundary).utf8)
         func find(_ needle: [UInt8], from start: Int) -> Int? {
             guard needle.count <= bytes.count - start else { return nil }
@@ -80,5 +80,5 @@ struct MultipartBody: Sendable {
     }
 
     /// The first part named `name`.
-    func part(named name: String) -> Part? { parts.first { $0.name == name } }
+    package func part(named name: String) -> Part? { parts.first { $0.name == name } }
 }

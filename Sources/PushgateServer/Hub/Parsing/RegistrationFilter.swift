@@ -1,11 +1,11 @@
 /// A registration listing's OData `$filter`: `Field eq 'value'` (a quote doubled inside the
 /// value), the one form Notification Hubs documents for registrations.
-struct RegistrationFilter: Sendable, Hashable {
+package struct RegistrationFilter: Sendable, Hashable {
     /// The field, lower-cased (`devicetoken`, `channeluri`, `gcmregistrationid`, …).
-    let field: String
-    let value: String
+    package let field: String
+    package let value: String
 
-    init(parsing text: String) throws(HubParseError) {
+    package init(parsing text: String) throws(HubParseError) {
         let parts = text.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
         guard parts.count == 3, parts[1].lowercased() == "eq", parts[2].hasPrefix("'"), parts[2].hasSuffix("'"), parts[2].count >= 2 else {
             throw HubParseError("$filter: '\(text.prefix(80))' must be Field eq 'value'")
