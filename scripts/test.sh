@@ -63,6 +63,9 @@ if grep -E "^$(pwd)/(Sources|Tests)/.*: warning:" "$log" | sort -u | grep .; the
   exit 1
 fi
 
+# Every test phase runs the tests of that one build.
+run_tests() { swift test -c release --skip-build "$@"; }
+
 phase "interop: independent client libraries (aioapns, google-auth, requests) against pushgate sandbox"
 PUSHGATE_BIN=.build/release/pushgate scripts/interop.sh -q
 
@@ -90,10 +93,10 @@ phase "test: the suite, in parallel"
 # 10 s, a 20 s `eventually`) in 2 of 4 runs on a slow machine; 12 at a time passed 347 of 347
 # in the same wall time (150 s).
 export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=${SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH:-12}
-PUSHGATE_REQUIRE_BROWSER=1 swift test -c release --skip-build --parallel --skip "OutboxRecoveryTests|MultiInstanceTests|slowClientsAreClosed|idleTrickledAndStalled"
+PUSHGATE_REQUIRE_BROWSER=1 run_tests --parallel --skip "OutboxRecoveryTests|MultiInstanceTests|slowClientsAreClosed|idleTrickledAndStalled"
 phase "test: slowloris flood and connection timeouts"
-swift test -c release --skip-build --filter "slowClientsAreClosed|idleTrickledAndStalled"
+run_tests --filter "slowClientsAreClosed|idleTrickledAndStalled"
 phase "test: crash recovery"
-swift test -c release --skip-build --filter OutboxRecoveryTests
+run_tests --filter OutboxRecoveryTests
 phase "test: three instances on PostgreSQL (kill -9 mid-broadcast), database outage"
-swift test -c release --skip-build --filter MultiInstanceTests
+run_tests --filter MultiInstanceTests

@@ -5,9 +5,9 @@ import PushgateCore
 /// Basic authentication for every `/api` route.
 package struct BasicAuthenticationMiddleware: RouterMiddleware {
     package typealias Context = GatewayContext
-    package static let requestedWith = HTTPField.Name("X-Requested-With")!
-    package static let forwardedFor = HTTPField.Name("X-Forwarded-For")!
-    package let authenticator: Authenticator
+    static let requestedWith = HTTPField.Name("X-Requested-With")!
+    static let forwardedFor = HTTPField.Name("X-Forwarded-For")!
+    let authenticator: Authenticator
 
     package init(authenticator: Authenticator) { self.authenticator = authenticator }
 
@@ -41,7 +41,7 @@ package struct BasicAuthenticationMiddleware: RouterMiddleware {
         }
     }
 
-    package static func refusal(_ error: GatewayError, challenge: Bool) -> Response {
+    static func refusal(_ error: GatewayError, challenge: Bool) -> Response {
         var response = GatewayHTTP.encoded(error.code, ErrorBody(error: error.message, status: error.code))
         if let seconds = error.retryAfterSeconds { response.headers[.retryAfter] = String(seconds) }
         if challenge { response.headers[.wwwAuthenticate] = #"Basic realm="pushgate", charset="UTF-8""# }

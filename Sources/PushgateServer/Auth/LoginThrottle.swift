@@ -13,20 +13,20 @@
 /// - Each table holds at most `capacity` entries: when full, expired entries and then the least
 ///   recently seen half are dropped, so a stream of random user names keeps memory flat.
 package struct LoginThrottle: Sendable {
-    package struct Key: Hashable, Sendable {
-        package var address: String
-        package var user: String
+    struct Key: Hashable, Sendable {
+        var address: String
+        var user: String
     }
 
-    package struct Record: Sendable {
-        package var failures = 0
-        package var pending = 0
-        package var lastFailure = 0.0
-        package var lastSeen = 0.0
+    struct Record: Sendable {
+        var failures = 0
+        var pending = 0
+        var lastFailure = 0.0
+        var lastSeen = 0.0
     }
 
     /// What to do with an attempt.
-    package enum Decision: Equatable, Sendable {
+    enum Decision: Equatable, Sendable {
         case proceed
         case wait(seconds: Int)
     }
@@ -37,18 +37,18 @@ package struct LoginThrottle: Sendable {
     package static let freeAddressFailures = 100
     package static let maximumBackoffSeconds = 60.0
     /// A record with no failure for this long is forgotten.
-    package static let memorySeconds = 900.0
+    static let memorySeconds = 900.0
 
-    package let capacity: Int
-    package private(set) var byUser: [Key: Record] = [:]
-    package private(set) var byAddress: [String: Record] = [:]
+    let capacity: Int
+    private(set) var byUser: [Key: Record] = [:]
+    private(set) var byAddress: [String: Record] = [:]
 
-    package init(capacity: Int = 10_000) { self.capacity = max(2, capacity) }
+    init(capacity: Int = 10_000) { self.capacity = max(2, capacity) }
 
-    package var count: Int { byUser.count + byAddress.count }
+    var count: Int { byUser.count + byAddress.count }
 
     /// Whether `key` may try now.
-    package func decision(_ key: Key, now: Double) -> Decision {
+    func decision(_ key: Key, now: Double) -> Decision {
         let user = byUser[key] ?? Record()
         if let wait = Self.wait(user, free: Self.freeFailures, now: now) { return .wait(seconds: Self.seconds(wait)) }
         // Past the client's limit only names that failed from it (or are being checked) wait.
@@ -61,19 +61,19 @@ package struct LoginThrottle: Sendable {
     }
 
     /// Reserves a pending check for `key` (after ``decision(_:now:)`` said to proceed).
-    package mutating func begin(_ key: Key, now: Double) {
+    mutating func begin(_ key: Key, now: Double) {
         Self.touch(&byUser, key, capacity: capacity, now: now) { $0.pending += 1 }
         Self.touch(&byAddress, key.address, capacity: capacity, now: now) { $0.pending += 1 }
     }
 
     /// Releases a check reserved by ``begin(_:now:)`` that was never decided (no thread took it).
-    package mutating func abandon(_ key: Key, now: Double) {
+    mutating func abandon(_ key: Key, now: Double) {
         Self.touch(&byUser, key, capacity: capacity, now: now) { $0.pending = max(0, $0.pending - 1) }
         Self.touch(&byAddress, key.address, capacity: capacity, now: now) { $0.pending = max(0, $0.pending - 1) }
     }
 
     /// Settles a check reserved by ``begin(_:now:)``.
-    package mutating func finish(_ key: Key, succeeded: Bool, now: Double) {
+    mutating func finish(_ key: Key, succeeded: Bool, now: Double) {
         Self.touch(&byAddress, key.address, capacity: capacity, now: now) { record in
             record.pending = max(0, record.pending - 1)
             if !succeeded {
@@ -93,12 +93,12 @@ package struct LoginThrottle: Sendable {
     }
 
     /// Failures not yet forgotten.
-    package static func failures(_ record: Record, now: Double) -> Int { now - record.lastFailure > memorySeconds ? 0 : record.failures }
+    static func failures(_ record: Record, now: Double) -> Int { now - record.lastFailure > memorySeconds ? 0 : record.failures }
 
-    package static func seconds(_ wait: Double) -> Int { max(1, Int(wait.rounded(.up))) }
+    static func seconds(_ wait: Double) -> Int { max(1, Int(wait.rounded(.up))) }
 
     /// Seconds to wait, or nil. Pending checks count as failures (they may be).
-    package static func wait(_ record: Record, free: Int, now: Double) -> Double? {
+    static func wait(_ record: Record, free: Int, now: Double) -> Double? {
         let failures = failures(record, now: now)
         if failures + record.pending < free { return nil }
         if failures < free { return 1 }  // only pending checks over the limit: wait for them
@@ -107,7 +107,7 @@ package struct LoginThrottle: Sendable {
         return remaining > 0 ? remaining : nil
     }
 
-    package static func touch<K: Hashable>(
+    static func touch<K: Hashable>(
         _ table: inout [K: Record], _ key: K, capacity: Int, now: Double, _ change: (inout Record) -> Void
     ) {
         if table[key] == nil, table.count >= capacity { shrink(&table, capacity: capacity, now: now) }
@@ -120,7 +120,7 @@ package struct LoginThrottle: Sendable {
 
     /// Drops forgotten records, then the least recently seen half of the rest (records with
     /// checks in flight stay).
-    package static func shrink<K: Hashable>(_ table: inout [K: Record], capacity: Int, now: Double) {
+    static func shrink<K: Hashable>(_ table: inout [K: Record], capacity: Int, now: Double) {
         table = table.filter { $0.value.pending > 0 || now - $0.value.lastFailure <= memorySeconds }
         guard table.count >= capacity else { return }
         let keep = table.sorted { $0.value.lastSeen > $1.value.lastSeen }.prefix(capacity / 2)

@@ -37,32 +37,32 @@ public struct ConnectionLimits: Sendable, Hashable {
 /// (the signature of a slowloris client), so a flood of slow clients cannot keep real ones —
 /// or `/healthz` — out; when every connection is busy with a request, the new one is closed.
 public final class ConnectionRegistry: Sendable {
-    package struct Entry {
-        package var channel: any Channel
-        package var sequence: Int
-        package var waitingForFirstHead: Bool
+    struct Entry {
+        var channel: any Channel
+        var sequence: Int
+        var waitingForFirstHead: Bool
     }
 
-    package struct State {
-        package var entries: [ObjectIdentifier: Entry] = [:]
+    struct State {
+        var entries: [ObjectIdentifier: Entry] = [:]
         /// Admissions in order, the candidates for displacement: an element whose connection has
         /// since received a head or closed is skipped when it reaches the front, and dropped when
         /// the queue outgrows the entries (so finding the oldest waiting connection is amortised
         /// O(1), not a scan of every connection at each accept of a full listener).
-        package var arrivals = CircularBuffer<(sequence: Int, id: ObjectIdentifier)>()
-        package var sequence = 0
-        package var displaced = 0
-        package var refused = 0
-        package var timedOut = 0
+        var arrivals = CircularBuffer<(sequence: Int, id: ObjectIdentifier)>()
+        var sequence = 0
+        var displaced = 0
+        var refused = 0
+        var timedOut = 0
 
-        package func isWaiting(_ arrival: (sequence: Int, id: ObjectIdentifier)) -> Bool {
+        func isWaiting(_ arrival: (sequence: Int, id: ObjectIdentifier)) -> Bool {
             guard let entry = entries[arrival.id] else { return false }
             // The identifier of a closed channel may be reused by a new one: the sequence tells.
             return entry.sequence == arrival.sequence && entry.waitingForFirstHead
         }
 
         /// The oldest connection still waiting for its first request head.
-        package mutating func oldestWaiting() -> ObjectIdentifier? {
+        mutating func oldestWaiting() -> ObjectIdentifier? {
             while let first = arrivals.first {
                 if isWaiting(first) { return first.id }
                 arrivals.removeFirst()
@@ -70,7 +70,7 @@ public final class ConnectionRegistry: Sendable {
             return nil
         }
 
-        package mutating func add(_ channel: any Channel) {
+        mutating func add(_ channel: any Channel) {
             sequence += 1
             let id = ObjectIdentifier(channel)
             entries[id] = Entry(channel: channel, sequence: sequence, waitingForFirstHead: true)
@@ -128,7 +128,7 @@ public final class ConnectionRegistry: Sendable {
         state.withLockedValue { $0.entries[ObjectIdentifier(channel)]?.waitingForFirstHead = false }
     }
 
-    package func timedOut() { state.withLockedValue { $0.timedOut += 1 } }
+    func timedOut() { state.withLockedValue { $0.timedOut += 1 } }
 
     package func remove(_ channel: any Channel) {
         state.withLockedValue { _ = $0.entries.removeValue(forKey: ObjectIdentifier(channel)) }

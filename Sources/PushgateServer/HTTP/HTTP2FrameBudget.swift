@@ -14,9 +14,9 @@ import NIOTLS
 /// A value: bytes and the time in, a verdict out (the handler below does the I/O).
 package struct HTTP2FrameMeter: Sendable {
     package struct Configuration: Sendable, Hashable {
-        package var burst = 1_000.0
-        package var perSecond = 200.0
-        package var perRequest = 10.0
+        var burst = 1_000.0
+        var perSecond = 200.0
+        var perRequest = 10.0
 
         package init(burst: Double = 1_000.0, perSecond: Double = 200.0, perRequest: Double = 10.0) {
             self.burst = burst
@@ -31,7 +31,7 @@ package struct HTTP2FrameMeter: Sendable {
         case goAway(lastStreamID: UInt32)
     }
 
-    package let configuration: Configuration
+    let configuration: Configuration
     /// The client connection preface (`PRI * HTTP/2.0…`) still to pass over.
     private var prefaceLeft = 24
     /// The frame header being read (9 bytes), and the payload bytes still to pass over.
@@ -40,8 +40,8 @@ package struct HTTP2FrameMeter: Sendable {
     private var tokens: Double
     private var refilledAt: NIODeadline
     /// The highest stream a request (HEADERS) arrived on.
-    package private(set) var lastStreamID: UInt32 = 0
-    package private(set) var overdrawn = false
+    private(set) var lastStreamID: UInt32 = 0
+    private(set) var overdrawn = false
 
     package init(configuration: Configuration = .init(), now: NIODeadline) {
         self.configuration = configuration
@@ -115,17 +115,17 @@ package struct HTTP2FrameMeter: Sendable {
 ///
 /// Invariant (why `@unchecked Sendable`): used only on its channel's event loop, as every
 /// channel handler is.
-package final class HTTP2FrameBudget: ChannelInboundHandler, RemovableChannelHandler, @unchecked Sendable {
-    package typealias InboundIn = ByteBuffer
-    package typealias InboundOut = ByteBuffer
+final class HTTP2FrameBudget: ChannelInboundHandler, RemovableChannelHandler, @unchecked Sendable {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
 
     private let configuration: HTTP2FrameMeter.Configuration
     private var meter: HTTP2FrameMeter?
     private var closing = false
 
-    package init(configuration: HTTP2FrameMeter.Configuration = .init()) { self.configuration = configuration }
+    init(configuration: HTTP2FrameMeter.Configuration = .init()) { self.configuration = configuration }
 
-    package func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let event = event as? TLSUserEvent, case .handshakeCompleted(let negotiated) = event {
             guard negotiated == "h2" else {
                 context.fireUserInboundEventTriggered(event)
@@ -137,7 +137,7 @@ package final class HTTP2FrameBudget: ChannelInboundHandler, RemovableChannelHan
         context.fireUserInboundEventTriggered(event)
     }
 
-    package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !closing else { return }
         if meter != nil, case .goAway(let last) = meter!.read(unwrapInboundIn(data).readableBytesView, now: .now()) {
             // Written below the HTTP/2 handler, between its (whole) frames; then the connection ends.

@@ -97,7 +97,7 @@ struct HandshakeLimitedChannel: HTTPChannelHandler {
 /// Closes the connection unless the TLS handshake completes within `timeout`, then steps aside.
 package final class HandshakeDeadline: ChannelInboundHandler, RemovableChannelHandler, @unchecked Sendable {
     package typealias InboundIn = NIOAny
-    package let timeout: TimeAmount
+    let timeout: TimeAmount
     private var deadline: Scheduled<Void>?
 
     package init(timeout: TimeAmount) { self.timeout = timeout }
