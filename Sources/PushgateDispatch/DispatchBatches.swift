@@ -231,13 +231,19 @@ final class DispatchWire: Sendable {
         var answersWaiting = 0
         /// The reader is to get the answers now (the interval passed, or enough are waiting).
         var answersDue = false
-        var timerRunning = false
+        /// Joined to the ticker, whose next tick makes the waiting answers due.
+        var awaitingTick = false
     }
 
     private let state = Mutex(State())
     private let flush: AnswerFlush?
+    /// The process's clock for `flush`'s interval, which this wire joins while answers wait.
+    private let ticker: AnswerFlushTicker?
 
-    init(answers: AnswerFlush?) { flush = answers }
+    init(answers: AnswerFlush?) {
+        flush = answers
+        ticker = answers.map { AnswerFlushTicker.shared(interval: $0.interval) }
+    }
 
     /// Starts delivering batch `index`, in trace context `context` when given (else the caller's).
     func start(
@@ -283,35 +289,31 @@ final class DispatchWire: Sendable {
     /// An early answer of batch `batch` (from a provider, on any thread).
     func answered(_ report: DeliveryReport, batch: Int) {
         guard let flush else { return }
-        let (reader, startTimer) = state.withLock { state -> (CheckedContinuation<Void, Never>?, Bool) in
+        let (reader, joinTicker) = state.withLock { state -> (CheckedContinuation<Void, Never>?, Bool) in
             guard state.running[batch] != nil else { return (nil, false) }
             state.answers[batch, default: []].append(report)
             state.answersWaiting += 1
-            var startTimer = false
+            var joinTicker = false
             if state.answersWaiting >= flush.count {
                 state.answersDue = true
-            } else if !state.timerRunning {
-                state.timerRunning = true
-                startTimer = true
+            } else if !state.awaitingTick {
+                state.awaitingTick = true
+                joinTicker = true
             }
-            guard state.answersDue, let reader = state.reader else { return (nil, startTimer) }
+            guard state.answersDue, let reader = state.reader else { return (nil, joinTicker) }
             state.reader = nil
-            return (reader, startTimer)
+            return (reader, joinTicker)
         }
         reader?.resume()
-        if startTimer {
-            // The flush timer (one at a time: `timerRunning`): ends by itself after the interval;
-            // nothing waits for it, and weakly it keeps no finished wire alive.
-            Task { [weak self] in
-                try? await Task.sleep(for: flush.interval)
-                self?.answersTimerFired()
-            }
-        }
+        // Once until the tick (`awaitingTick`); the ticker holds the wire weakly, so a batch done
+        // before the tick (an everyday send's) leaves nothing behind.
+        if joinTicker { ticker?.join(self) }
     }
 
-    private func answersTimerFired() {
+    /// The flush interval's tick: the answers waiting are due.
+    fileprivate func ticked() {
         let reader = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            state.timerRunning = false
+            state.awaitingTick = false
             guard state.answersWaiting > 0 else { return nil }
             state.answersDue = true
             defer { state.reader = nil }
@@ -356,5 +358,65 @@ final class DispatchWire: Sendable {
 
     deinit {
         for task in state.withLock({ Array($0.running.values) }) { task.cancel() }
+    }
+}
+
+/// The clock that makes waiting early answers due, one for the whole process per flush interval:
+/// a wire joins it when its first answers start waiting, and each tick makes the answers of every
+/// wire that joined since the last one due (so an answer waits at most the interval). Its task
+/// runs only while wires join: it ends after a tick that found none, and the next join starts it
+/// again. An everyday send, whose batch is done long before the tick, so costs a place in a list,
+/// not a task and a timer of its own.
+final class AnswerFlushTicker: Sendable {
+    private struct Joined {
+        weak var wire: DispatchWire?
+    }
+
+    private struct State {
+        var joined: [Joined] = []
+        var running = false
+    }
+
+    private let state = Mutex(State())
+    let interval: Duration
+
+    private init(interval: Duration) { self.interval = interval }
+
+    private static let tickers = Mutex<[Duration: AnswerFlushTicker]>([:])
+
+    /// The ticker of `interval`, made on first use.
+    static func shared(interval: Duration) -> AnswerFlushTicker {
+        tickers.withLock { tickers in
+            if let ticker = tickers[interval] { return ticker }
+            let ticker = AnswerFlushTicker(interval: interval)
+            tickers[interval] = ticker
+            return ticker
+        }
+    }
+
+    /// `wire` has answers waiting: at the next tick they are due.
+    func join(_ wire: DispatchWire) {
+        let start = state.withLock { state in
+            state.joined.append(Joined(wire: wire))
+            guard !state.running else { return false }
+            state.running = true
+            return true
+        }
+        // Detached: it outlives the send that started it and carries none of its context.
+        if start { Task.detached { await self.run() } }
+    }
+
+    private func run() async {
+        while true {
+            try? await Task.sleep(for: interval)
+            let due = state.withLock { state in
+                let due = state.joined
+                state.joined = []
+                if due.isEmpty { state.running = false }
+                return due
+            }
+            guard !due.isEmpty else { return }
+            for joined in due { joined.wire?.ticked() }
+        }
     }
 }

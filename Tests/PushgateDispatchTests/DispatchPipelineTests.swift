@@ -166,6 +166,51 @@ final class CountingPages: Sendable {
         #expect(try await iterator.next() == nil)
     }
 
+    /// The flush interval's clock is shared by every send and runs only while answers wait: two
+    /// sends held at once both get their answers at its tick, and once it has stopped (a tick with
+    /// none waiting) the next send's answers start it again.
+    @Test(.timeLimit(.minutes(1))) func theSharedFlushClockServesConcurrentSendsAndStartsAgainAfterIdling() async throws {
+        // An interval of its own: no other test's sends share this clock.
+        let flush = AnswerFlush(interval: .milliseconds(17), count: 1000)
+        typealias Batches = DispatchBatches<AsyncStream<[DispatchTarget]>>.AsyncIterator
+        func heldSend(answering: Int) throws -> (InMemoryPushProvider, Batches) {
+            let provider = InMemoryPushProvider()
+            provider.hold(answering: answering)
+            let iterator = Dispatcher(providers: [provider]).batches(
+                selection: .all, payloads: [.apns: try Payloads.notify(.apns)], targets: CountingPages(pages: 1, pageSize: 10).sequence(),
+                answers: flush
+            ).makeAsyncIterator()
+            return (provider, iterator)
+        }
+        func expectEarly(_ iterator: inout Batches, count: Int) async throws {
+            guard case .answered(let early)? = try await iterator.next() else {
+                Issue.record("the held batch's answers did not come ahead of it")
+                return
+            }
+            #expect(early[0]?.count == count)
+        }
+        func expectFinished(_ provider: InMemoryPushProvider, _ iterator: inout Batches) async throws {
+            provider.release()
+            guard case .finished(let batch)? = try await iterator.next() else {
+                Issue.record("the batch did not finish")
+                return
+            }
+            #expect(batch.reports.count == 10)
+            #expect(try await iterator.next() == nil)
+        }
+        var (first, firstIterator) = try heldSend(answering: 3)
+        var (second, secondIterator) = try heldSend(answering: 5)
+        try await expectEarly(&firstIterator, count: 3)
+        try await expectEarly(&secondIterator, count: 5)
+        try await expectFinished(first, &firstIterator)
+        try await expectFinished(second, &secondIterator)
+        // Several ticks with nothing waiting: the clock has stopped.
+        try await Task.sleep(for: .milliseconds(120))
+        var (third, thirdIterator) = try heldSend(answering: 4)
+        try await expectEarly(&thirdIterator, count: 4)
+        try await expectFinished(third, &thirdIterator)
+    }
+
     /// A source that fails mid-way: what was already out is finished and counted, and the
     /// summary says why the rest was not sent.
     @Test func aFailingSourceStopsTheSendAndSaysWhy() async throws {
