@@ -113,25 +113,31 @@ final class CountingPages: Sendable {
         #expect(pages.pulledCount == 3, "no page is read once cancelled")
     }
 
-    /// Asked for them, the final answers of a batch still on the wire come ahead of it, within the
-    /// flush interval: a reader records them before the batch is done (what a crash then sends
-    /// again is only what was on the wire). The batch itself still reports every target.
-    @Test(.timeLimit(.minutes(1))) func finalAnswersComeAheadOfTheirBatchWhenAskedFor() async throws {
+    typealias HeldBatches = DispatchBatches<AsyncStream<[DispatchTarget]>>.AsyncIterator
+
+    /// A send of one page of 10 APNs targets, with early answers per `flush`, whose provider
+    /// answers its first `answering` targets and then holds the rest until released.
+    static func heldSend(answering: Int, flush: AnswerFlush) throws -> (InMemoryPushProvider, HeldBatches) {
         let provider = InMemoryPushProvider()
-        provider.hold(answering: 4)
-        let pages = CountingPages(pages: 1, pageSize: 10)
-        var iterator = Dispatcher(providers: [provider]).batches(
-            selection: .all, payloads: [.apns: try Payloads.notify(.apns)], targets: pages.sequence(),
-            answers: AnswerFlush(interval: .milliseconds(20), count: 1000)
+        provider.hold(answering: answering)
+        let iterator = Dispatcher(providers: [provider]).batches(
+            selection: .all, payloads: [.apns: try Payloads.notify(.apns)], targets: CountingPages(pages: 1, pageSize: 10).sequence(),
+            answers: flush
         ).makeAsyncIterator()
+        return (provider, iterator)
+    }
+
+    /// The held send's next event, which must be early answers (nil, recorded as an issue, if not).
+    static func earlyAnswers(_ iterator: inout HeldBatches) async throws -> [Int: [DeliveryReport]]? {
         guard case .answered(let early)? = try await iterator.next() else {
-            Issue.record("the held batch's first answers did not come ahead of it")
-            return
+            Issue.record("the held batch's answers did not come ahead of it")
+            return nil
         }
-        #expect(early.keys.sorted() == [0])
-        #expect(early[0]?.count == 4)
-        #expect(early[0]?.allSatisfy { $0.verdict.outcome == .success } == true)
-        #expect(provider.waiting == 1, "the batch is still on the wire")
+        return early
+    }
+
+    /// Releases the held send: its batch finishes with a report per target, and nothing follows.
+    static func expectFinished(_ provider: InMemoryPushProvider, _ iterator: inout HeldBatches) async throws {
         provider.release()
         guard case .finished(let batch)? = try await iterator.next() else {
             Issue.record("the batch did not finish")
@@ -139,31 +145,29 @@ final class CountingPages: Sendable {
         }
         #expect(batch.reports.count == 10)
         #expect(try await iterator.next() == nil)
+    }
+
+    /// Asked for them, the final answers of a batch still on the wire come ahead of it, within the
+    /// flush interval: a reader records them before the batch is done (what a crash then sends
+    /// again is only what was on the wire). The batch itself still reports every target.
+    @Test(.timeLimit(.minutes(1))) func finalAnswersComeAheadOfTheirBatchWhenAskedFor() async throws {
+        var (provider, iterator) = try Self.heldSend(answering: 4, flush: AnswerFlush(interval: .milliseconds(20), count: 1000))
+        guard let early = try await Self.earlyAnswers(&iterator) else { return }
+        #expect(early.keys.sorted() == [0])
+        #expect(early[0]?.count == 4)
+        #expect(early[0]?.allSatisfy { $0.verdict.outcome == .success } == true)
+        #expect(provider.waiting == 1, "the batch is still on the wire")
+        try await Self.expectFinished(provider, &iterator)
         #expect(provider.delivered.count == 10, "each target delivered once")
     }
 
     /// Enough answers waiting go to the reader at once, without waiting for the interval; those
     /// still waiting when their batch finishes come with the batch instead.
     @Test(.timeLimit(.minutes(1))) func enoughWaitingAnswersComeWithoutWaitingForTheInterval() async throws {
-        let provider = InMemoryPushProvider()
-        provider.hold(answering: 6)
-        let pages = CountingPages(pages: 1, pageSize: 10)
-        var iterator = Dispatcher(providers: [provider]).batches(
-            selection: .all, payloads: [.apns: try Payloads.notify(.apns)], targets: pages.sequence(),
-            answers: AnswerFlush(interval: .seconds(3600), count: 5)
-        ).makeAsyncIterator()
-        guard case .answered(let early)? = try await iterator.next() else {
-            Issue.record("expected early answers")
-            return
-        }
+        var (provider, iterator) = try Self.heldSend(answering: 6, flush: AnswerFlush(interval: .seconds(3600), count: 5))
+        guard let early = try await Self.earlyAnswers(&iterator) else { return }
         #expect((5...6).contains(early[0]?.count ?? 0), "\(early.mapValues(\.count))")
-        provider.release()
-        guard case .finished(let batch)? = try await iterator.next() else {
-            Issue.record("expected the batch")
-            return
-        }
-        #expect(batch.reports.count == 10)
-        #expect(try await iterator.next() == nil)
+        try await Self.expectFinished(provider, &iterator)
     }
 
     /// The flush interval's clock is shared by every send and runs only while answers wait: two
@@ -172,43 +176,17 @@ final class CountingPages: Sendable {
     @Test(.timeLimit(.minutes(1))) func theSharedFlushClockServesConcurrentSendsAndStartsAgainAfterIdling() async throws {
         // An interval of its own: no other test's sends share this clock.
         let flush = AnswerFlush(interval: .milliseconds(17), count: 1000)
-        typealias Batches = DispatchBatches<AsyncStream<[DispatchTarget]>>.AsyncIterator
-        func heldSend(answering: Int) throws -> (InMemoryPushProvider, Batches) {
-            let provider = InMemoryPushProvider()
-            provider.hold(answering: answering)
-            let iterator = Dispatcher(providers: [provider]).batches(
-                selection: .all, payloads: [.apns: try Payloads.notify(.apns)], targets: CountingPages(pages: 1, pageSize: 10).sequence(),
-                answers: flush
-            ).makeAsyncIterator()
-            return (provider, iterator)
-        }
-        func expectEarly(_ iterator: inout Batches, count: Int) async throws {
-            guard case .answered(let early)? = try await iterator.next() else {
-                Issue.record("the held batch's answers did not come ahead of it")
-                return
-            }
-            #expect(early[0]?.count == count)
-        }
-        func expectFinished(_ provider: InMemoryPushProvider, _ iterator: inout Batches) async throws {
-            provider.release()
-            guard case .finished(let batch)? = try await iterator.next() else {
-                Issue.record("the batch did not finish")
-                return
-            }
-            #expect(batch.reports.count == 10)
-            #expect(try await iterator.next() == nil)
-        }
-        var (first, firstIterator) = try heldSend(answering: 3)
-        var (second, secondIterator) = try heldSend(answering: 5)
-        try await expectEarly(&firstIterator, count: 3)
-        try await expectEarly(&secondIterator, count: 5)
-        try await expectFinished(first, &firstIterator)
-        try await expectFinished(second, &secondIterator)
+        var (first, firstIterator) = try Self.heldSend(answering: 3, flush: flush)
+        var (second, secondIterator) = try Self.heldSend(answering: 5, flush: flush)
+        #expect(try await Self.earlyAnswers(&firstIterator)?[0]?.count == 3)
+        #expect(try await Self.earlyAnswers(&secondIterator)?[0]?.count == 5)
+        try await Self.expectFinished(first, &firstIterator)
+        try await Self.expectFinished(second, &secondIterator)
         // Several ticks with nothing waiting: the clock has stopped.
         try await Task.sleep(for: .milliseconds(120))
-        var (third, thirdIterator) = try heldSend(answering: 4)
-        try await expectEarly(&thirdIterator, count: 4)
-        try await expectFinished(third, &thirdIterator)
+        var (third, thirdIterator) = try Self.heldSend(answering: 4, flush: flush)
+        #expect(try await Self.earlyAnswers(&thirdIterator)?[0]?.count == 4)
+        try await Self.expectFinished(third, &thirdIterator)
     }
 
     /// A source that fails mid-way: what was already out is finished and counted, and the
