@@ -83,23 +83,31 @@ import Testing
             }
             return await group.reduce(into: [Authenticator.Verdict]()) { $0.append($1) }
         }
-        // Checks in flight count as failures: at most the free allowance was ever checked.
+        // Checks in flight count as failures: at most the free allowance was ever checked. The rest
+        // wait out the backoff, or find the name's share of the pool taken.
         #expect(verdicts.filter { $0 == .refused }.count <= LoginThrottle.freeFailures)
-        #expect(verdicts.filter { if case .rateLimited = $0 { true } else { false } }.count >= 200 - LoginThrottle.freeFailures)
+        let unchecked = verdicts.filter {
+            switch $0 {
+            case .rateLimited, .busy: true
+            default: false
+            }
+        }
+        #expect(unchecked.count >= 200 - LoginThrottle.freeFailures)
         #expect(!verdicts.contains { if case .user = $0 { true } else { false } })
     }
 
-    /// Twenty times the table's capacity in distinct names (and addresses) leaves at most twice
-    /// the capacity remembered; verified credentials are bounded the same way.
+    /// Twenty times the table's capacity in distinct names (and addresses) leaves at most the
+    /// capacity remembered in each of the three throttle tables (per client and user, per client,
+    /// per name); verified credentials are bounded the same way.
     @Test func twentyTimesTheCapacityInRandomUserNamesKeepsTheTablesBounded() async throws {
         let authenticator = Authenticator(configuration: AuthConfiguration(demoPasswordEqualsName: true), tableCapacity: 1_000)
         for index in 0..<20_000 {
             _ = await authenticator.authenticate(basic("user-\(index)", "wrong"), from: "10.1.\(index % 250).\(index % 199)")
         }
-        #expect(await authenticator.rememberedEntries <= 2 * 1_000)
+        #expect(await authenticator.rememberedEntries <= 3 * 1_000)
         // Verified credentials are bounded the same way (the demo rule accepts any name).
         for index in 0..<3_000 { _ = await authenticator.authenticate(basic("ok-\(index)", "ok-\(index)"), from: "10.2.0.1") }
-        #expect(await authenticator.rememberedEntries <= 3 * 1_000)
+        #expect(await authenticator.rememberedEntries <= 4 * 1_000)
     }
 
     @Test func malformedAuthorizationHeadersAreMissingCredentials() async throws {
@@ -111,7 +119,8 @@ import Testing
         #expect(await authenticator.authenticate("Basic " + Data([0xFF, 0x3A, 0x41]).base64EncodedString()) == .missing)
     }
 
-    /// An unknown name costs the same PBKDF2 check as a known name with a wrong password.
+    /// An unknown name takes as long as a known name with a wrong password: it waits as long as a
+    /// check takes, as measured (`LoginFloodTests` checks the wait's length without a clock).
     @Test func unknownUsersTakeAsLongAsKnownOnes() async throws {
         let hash = try PasswordHash.make(password: "pw", iterations: 100_000)
         let authenticator = Authenticator(configuration: AuthConfiguration(users: [UserCredential(name: "dave", passwordHash: hash)]))
@@ -127,12 +136,13 @@ import Testing
         }
         let knownMedian = known.sorted()[2]
         let unknownMedian = unknown.sorted()[2]
-        // Without a check for unknown names: 2-3 ms unknown against 122-169 ms known.
+        // Answering unknown names at once: 2-3 ms unknown against 122-169 ms known.
         #expect(unknownMedian * 3 > knownMedian, "unknown \(unknown), known \(known)")
     }
 
     /// The case: 110 wrong guesses from one address, then the right password of a user who
-    /// has not failed from it. Every check runs on the pool (unknown names against the dummy hash).
+    /// has not failed from it. The unknown names wait out a check's time, the first of them
+    /// checked against the dummy hash.
     @Test func theRightPasswordGetsInAfterAFloodOfWrongGuessesFromTheSameAddress() async throws {
         let hash = try PasswordHash.make(password: "right", iterations: 1000)
         let authenticator = Authenticator(configuration: AuthConfiguration(users: [UserCredential(name: "carol", passwordHash: hash)]))

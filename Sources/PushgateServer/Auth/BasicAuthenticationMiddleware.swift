@@ -31,7 +31,8 @@ package struct BasicAuthenticationMiddleware: RouterMiddleware {
         case .rateLimited(let seconds):
             return Self.refusal(
                 GatewayError(
-                    .tooManyRequests, "too many failed logins for this user from this client; try again in \(seconds) s",
+                    .tooManyRequests,
+                    "too many failed logins for this user (from this client, or from everywhere); try again in \(seconds) s",
                     retryAfterSeconds: seconds),
                 challenge: false)
         case .busy(let seconds):
