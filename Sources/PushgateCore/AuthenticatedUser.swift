@@ -25,5 +25,5 @@ extension AuthenticatedUser {
     }
 
     /// Whether this user may see `registration` in full (its id, handle and tags).
-    public func mayInspect(_ registration: Registration) -> Bool { isAdmin || registration.owner == name }
+    public func mayInspect(_ registration: Registration) -> Bool { isAdmin || registration.owner.isUser(name) }
 }

@@ -152,6 +152,13 @@ extension PostgresStore {
         CREATE UNIQUE INDEX outbox_idempotency ON outbox_notifications (app, sender, idempotency_key)
             WHERE idempotency_key IS NOT NULL;
         """,
+        // Version 5: who owns a registration is a kind (0 a user, named by `owner`; 1 the hub,
+        // `owner` empty), not a name: the hub's registrations were owned by the name `$hub`, which a
+        // user could take.
+        """
+        ALTER TABLE registrations ADD COLUMN owner_kind integer NOT NULL DEFAULT 0;
+        UPDATE registrations SET owner_kind = 1, owner = '' WHERE owner = '$hub';
+        """,
     ]
 
     /// Applies the migrations not yet applied; answers the versions it applied.

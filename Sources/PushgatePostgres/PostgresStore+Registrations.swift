@@ -6,10 +6,10 @@ import Synchronization
 
 extension PostgresStore: RegistrationStore {
     public func createRegistrationID(
-        app: AppID, owner: String, maximumReserved: Int, now: Timestamp
+        app: AppID, owner: String, maximumReserved: Int, lifetime: Double?, now: Timestamp
     ) async throws(StoreError) -> RegistrationID {
         let id = RegistrationID.random()
-        let (expiry, logger) = (now.secondsSinceEpoch + reservationLifetime, self.logger)
+        let (expiry, logger) = (now.secondsSinceEpoch + (lifetime ?? reservationLifetime), self.logger)
         try await transaction { connection in
             // One count-and-insert per user at a time, across instances.
             _ = try await connection.query("SELECT pg_advisory_xact_lock(hashtext(\(app.rawValue + "\n" + owner)))", logger: logger)
@@ -65,14 +65,14 @@ extension PostgresStore: RegistrationStore {
                 "SELECT pg_advisory_xact_lock(\(Self.registrationLockClass), hashtext(\(app) || '/' || \(id)))", logger: logger
             ).collect()
             let exists = try await connection.query(
-                "SELECT owner FROM registrations WHERE app = \(app) AND id = \(id) FOR UPDATE", logger: logger
-            ).all(String.self)
+                "SELECT owner, owner_kind FROM registrations WHERE app = \(app) AND id = \(id) FOR UPDATE", logger: logger
+            ).all((String, Int).self).map { RegistrationOwner(storedKind: $0.1, name: $0.0) }
             if let writer {
                 // Another user's registration holding the handle (or one of the endpoint's subscriptions).
                 let owner = writer.owner
                 var held =
                     !(try await connection.query(
-                        "SELECT 1 FROM registrations WHERE app = \(app) AND handle = \(writer.handle) AND id <> \(id) AND owner <> \(owner) LIMIT 1",
+                        "SELECT 1 FROM registrations WHERE app = \(app) AND handle = \(writer.handle) AND id <> \(id) AND (owner_kind <> 0 OR owner <> \(owner)) LIMIT 1",
                         logger: logger
                     ).collect()).isEmpty
                 for prefix in writer.handlePrefixes where !held {
@@ -81,7 +81,7 @@ extension PostgresStore: RegistrationStore {
                         !(try await connection.query(
                             """
                             SELECT 1 FROM registrations WHERE app = \(app) AND handle COLLATE "C" >= \(prefix) AND handle COLLATE "C" < \(upper)
-                                AND id <> \(id) AND owner <> \(owner) LIMIT 1
+                                AND id <> \(id) AND (owner_kind <> 0 OR owner <> \(owner)) LIMIT 1
                             """, logger: logger
                         ).collect()).isEmpty
                 }
@@ -132,6 +132,49 @@ extension PostgresStore: RegistrationStore {
         }
     }
 
+    public func write(_ write: HubWrite, now: Timestamp) async throws(StoreError) {
+        let templates = try write.registrations.encodedTemplates()
+        let logger = self.logger
+        let app = write.app.rawValue
+        try await transaction { [templates] connection in
+            // Writers of one id take turns, as in an upsert: a row that does not exist yet has
+            // nothing `FOR UPDATE` could lock. In id order, so two writes never wait on each other.
+            let touched = Set(write.expected.keys).union(write.registrations.map(\.id)).union(write.removing).sorted()
+            for id in touched {
+                _ = try await connection.query(
+                    "SELECT pg_advisory_xact_lock(\(Self.registrationLockClass), hashtext(\(app) || '/' || \(id.rawValue)))", logger: logger
+                ).collect()
+            }
+            let read = Array(write.expected.keys)
+            let stored = Dictionary(
+                try await Self.load(ids: read, app: write.app, connection: connection, logger: logger).map { ($0.id, $0) },
+                uniquingKeysWith: { a, _ in a })
+            for id in read {
+                if let refusal = write.refusal(id: id, stored: stored[id]) { throw refusal }
+            }
+            let written = write.registrations.map(\.id.rawValue)
+            if !written.isEmpty {
+                let reservations = try await connection.query(
+                    """
+                    SELECT r.id, r.owner FROM reserved_ids r WHERE r.app = \(app) AND r.id = ANY(\(written))
+                        AND r.expires_at > \(now.secondsSinceEpoch)
+                        AND NOT EXISTS (SELECT 1 FROM registrations g WHERE g.app = r.app AND g.id = r.id)
+                    """, logger: logger
+                ).all((String, String).self)
+                for (id, reserver) in reservations {
+                    guard let id = try? RegistrationID(id) else { continue }
+                    if let refusal = write.refusal(id: id, reservedBy: reserver) { throw refusal }
+                }
+            }
+            try await Self.write(write.registrations, templates: templates, now: now, connection: connection, logger: logger)
+            let ids = write.removing.map(\.rawValue)
+            guard !ids.isEmpty else { return }
+            try await connection.query("DELETE FROM reserved_ids WHERE app = \(app) AND id = ANY(\(ids))", logger: logger)
+            try await connection.query("DELETE FROM registration_tags WHERE app = \(app) AND id = ANY(\(ids))", logger: logger)
+            try await connection.query("DELETE FROM registrations WHERE app = \(app) AND id = ANY(\(ids))", logger: logger)
+        }
+    }
+
     /// Inserts or replaces `registrations` and their tags, consuming their reservations, in a few
     /// statements whatever their number (arrays unnested server-side); inside a transaction.
     static func write(
@@ -155,7 +198,8 @@ extension PostgresStore: RegistrationStore {
         let ids = rows.map { $0.0.id.rawValue }
         let platforms = rows.map { $0.0.platform.rawValue }
         let handles = rows.map { $0.0.handle.value }
-        let owners = rows.map { $0.0.owner }
+        let owners = rows.map { $0.0.owner.stored.name }
+        let ownerKinds = rows.map { $0.0.owner.stored.kind }
         // Arrays hold no NULLs here: a flag says which values are absent.
         let templateTexts = rows.map { $0.1 ?? "" }
         let hasTemplate = rows.map { $0.1 != nil }
@@ -165,13 +209,14 @@ extension PostgresStore: RegistrationStore {
         try await connection.query("DELETE FROM reserved_ids WHERE app = \(app) AND id = ANY(\(ids))", logger: logger)
         try await connection.query(
             """
-            INSERT INTO registrations (app, id, platform, handle, owner, template, expires_at, created_at, updated_at)
-            SELECT \(app), r.id, r.platform, r.handle, r.owner, CASE WHEN r.has_template THEN r.template END,
+            INSERT INTO registrations (app, id, platform, handle, owner, owner_kind, template, expires_at, created_at, updated_at)
+            SELECT \(app), r.id, r.platform, r.handle, r.owner, r.owner_kind, CASE WHEN r.has_template THEN r.template END,
                 CASE WHEN r.has_expiry THEN r.expires_at END, \(time), \(time)
-            FROM unnest(\(ids)::text[], \(platforms)::text[], \(handles)::text[], \(owners)::text[], \(templateTexts)::text[],
-                \(hasTemplate)::boolean[], \(expiries)::double precision[], \(hasExpiry)::boolean[])
-                AS r(id, platform, handle, owner, template, has_template, expires_at, has_expiry)
+            FROM unnest(\(ids)::text[], \(platforms)::text[], \(handles)::text[], \(owners)::text[], \(ownerKinds)::integer[],
+                \(templateTexts)::text[], \(hasTemplate)::boolean[], \(expiries)::double precision[], \(hasExpiry)::boolean[])
+                AS r(id, platform, handle, owner, owner_kind, template, has_template, expires_at, has_expiry)
             ON CONFLICT (app, id) DO UPDATE SET platform = excluded.platform, handle = excluded.handle, owner = excluded.owner,
+                owner_kind = excluded.owner_kind,
                 template = excluded.template, expires_at = excluded.expires_at, updated_at = excluded.updated_at
             """, logger: logger)
         try await connection.query("DELETE FROM registration_tags WHERE app = \(app) AND id = ANY(\(ids))", logger: logger)
@@ -189,6 +234,15 @@ extension PostgresStore: RegistrationStore {
                 INSERT INTO registration_tags (app, tag, id) SELECT \(app), t.tag, t.id FROM unnest(\(tags)::text[], \(tagIDs)::text[]) AS t(tag, id)
                 ON CONFLICT DO NOTHING
                 """, logger: logger)
+        }
+    }
+
+    public func registrationCount(app: AppID, upTo limit: Int) async throws(StoreError) -> Int {
+        let logger = self.logger
+        return try await perform { connection in
+            try await connection.query(
+                "SELECT count(*) FROM (SELECT 1 FROM registrations WHERE app = \(app.rawValue) LIMIT \(limit)) AS counted", logger: logger
+            ).all(Int.self).first ?? 0
         }
     }
 
@@ -400,14 +454,16 @@ extension PostgresStore: RegistrationStore {
         var byID: [String: Registration] = [:]
         for row in try await connection.query(
             """
-            SELECT id, platform, handle, owner, template, expires_at FROM registrations WHERE app = \(app.rawValue) AND id = ANY(\(texts))
+            SELECT id, platform, handle, owner, template, expires_at, owner_kind FROM registrations
+            WHERE app = \(app.rawValue) AND id = ANY(\(texts))
             """, logger: logger
-        ).all((String, String, String, String, String?, Double?).self) {
+        ).all((String, String, String, String, String?, Double?, Int).self) {
             guard let id = try? RegistrationID(row.0), let platform = Platform(rawValue: row.1) else { continue }
             let template = row.4.flatMap { try? JSONDecoder().decode(RegistrationTemplate.self, from: Data($0.utf8)) }
             byID[row.0] = try? Registration(
                 app: app, id: id, handle: DeviceHandle(uncheckedPlatform: platform, value: row.2), tags: tags[row.0] ?? [],
-                template: template, expiresAt: row.5.map(Timestamp.init(secondsSinceEpoch:)), owner: row.3)
+                template: template, expiresAt: row.5.map(Timestamp.init(secondsSinceEpoch:)),
+                owner: RegistrationOwner(storedKind: row.6, name: row.3))
         }
         return ids.compactMap { byID[$0.rawValue] }
     }

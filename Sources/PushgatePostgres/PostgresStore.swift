@@ -389,3 +389,16 @@ extension PostgresRowSequence {
         return result
     }
 }
+
+extension PostgresStore {
+    /// Runs `sql` as it is (statements separated by `;` and a line break), outside any rule of the
+    /// store: a test makes the database an older version wrote, to check a migration of it.
+    package func executeUnchecked(_ sql: String) async throws(StoreError) {
+        let logger = self.logger
+        try await perform { connection in
+            for statement in sql.split(separator: ";\n") where !statement.allSatisfy(\.isWhitespace) {
+                try await connection.query(PostgresQuery(unsafeSQL: String(statement)), logger: logger)
+            }
+        }
+    }
+}

@@ -156,6 +156,12 @@ extension SQLiteStore {
         CREATE UNIQUE INDEX outbox_idempotency ON outbox_notifications (app, sender, idempotency_key)
             WHERE idempotency_key IS NOT NULL;
         """,
+        // Who owns a registration is a kind (0 a user, named by `owner`; 1 the hub, `owner` empty),
+        // not a name: the hub's registrations were owned by the name `$hub`, which a user could take.
+        """
+        ALTER TABLE registrations ADD COLUMN owner_kind INTEGER NOT NULL DEFAULT 0;
+        UPDATE registrations SET owner_kind = 1, owner = '' WHERE owner = '$hub';
+        """,
     ]
 
     static func migrate(_ connection: SQLiteConnection) throws(StoreError) {

@@ -9,12 +9,12 @@ import Synchronization
 /// and the handle changes the push services ask for.
 extension SQLiteStore {
     public func createRegistrationID(
-        app: AppID, owner: String, maximumReserved: Int, now: Timestamp
+        app: AppID, owner: String, maximumReserved: Int, lifetime: Double?, now: Timestamp
     ) async throws(StoreError)
         -> RegistrationID
     {
         let id = RegistrationID.random()
-        let expiry = now.secondsSinceEpoch + reservationLifetime
+        let expiry = now.secondsSinceEpoch + (lifetime ?? reservationLifetime)
         try await groupCommit.perform(on: self) { connection throws(StoreError) in
             try connection.prepare("DELETE FROM reserved_ids WHERE app = ? AND expires_at <= ?").bind([
                 .text(app.rawValue), .real(now.secondsSinceEpoch),
@@ -62,10 +62,10 @@ extension SQLiteStore {
         try await groupCommit.perform(on: self) { connection throws(StoreError) in
             let app = SQLValue.text(registration.app.rawValue)
             let id = SQLValue.text(registration.id.rawValue)
-            let owner = try connection.prepare("SELECT owner FROM registrations WHERE app = ? AND id = ?").bind([app, id])
+            let owner = try connection.prepare("SELECT owner, owner_kind FROM registrations WHERE app = ? AND id = ?").bind([app, id])
             let exists = try owner.step()
             if let writer {
-                let idOwner = exists ? owner.text(0) ?? "" : nil
+                let idOwner = exists ? RegistrationOwner(storedKind: Int(owner.int64(1)), name: owner.text(0) ?? "") : nil
                 // Another user's registration holding the handle (or one of the endpoint's
                 // subscriptions): the holders read through the (app, handle) index and compared
                 // here. The index is named: `owner` is not in it, and without statistics SQLite
@@ -73,11 +73,12 @@ extension SQLiteStore {
                 // 1,000,000 registrations).
                 func heldByAnother(_ statement: SQLiteStatement) throws(StoreError) -> Bool {
                     while try statement.step() {
-                        if statement.text(0) != registration.id.rawValue && statement.text(1) != writer.owner { return true }
+                        let holder = RegistrationOwner(storedKind: Int(statement.int64(2)), name: statement.text(1) ?? "")
+                        if statement.text(0) != registration.id.rawValue && !holder.isUser(writer.owner) { return true }
                     }
                     return false
                 }
-                let holders = "SELECT id, owner FROM registrations INDEXED BY registrations_by_handle WHERE app = ?"
+                let holders = "SELECT id, owner, owner_kind FROM registrations INDEXED BY registrations_by_handle WHERE app = ?"
                 var held = try heldByAnother(try connection.prepare(holders + " AND handle = ?").bind([app, .text(writer.handle)]))
                 for (prefix, upper) in zip(writer.handlePrefixes, upperBounds) where !held {
                     guard let upper else { continue }
@@ -123,6 +124,38 @@ extension SQLiteStore {
         }
     }
 
+    public func write(_ write: HubWrite, now: Timestamp) async throws(StoreError) {
+        let templates = try write.registrations.encodedTemplates()
+        try await run { [templates] connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) in
+                let app = SQLValue.text(write.app.rawValue)
+                let read = Array(write.expected.keys)
+                let stored = Dictionary(
+                    try Self.load(ids: read, app: write.app, connection: connection).map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+                for id in read {
+                    if let refusal = write.refusal(id: id, stored: stored[id]) { throw refusal }
+                }
+                let exists = try connection.prepare("SELECT 1 FROM registrations WHERE app = ? AND id = ?")
+                let reservation = try connection.prepare("SELECT owner FROM reserved_ids WHERE app = ? AND id = ? AND expires_at > ?")
+                for registration in write.registrations {
+                    let id = SQLValue.text(registration.id.rawValue)
+                    exists.reset()
+                    guard !(try exists.bind([app, id]).step()) else { continue }
+                    reservation.reset()
+                    guard try reservation.bind([app, id, .real(now.secondsSinceEpoch)]).step() else { continue }
+                    if let refusal = write.refusal(id: registration.id, reservedBy: reservation.text(0) ?? "") { throw refusal }
+                }
+                try RegistrationWriter(connection).write(write.registrations, templates: templates, now: now)
+                for id in write.removing {
+                    let values: [SQLValue] = [app, .text(id.rawValue)]
+                    try connection.prepare("DELETE FROM reserved_ids WHERE app = ? AND id = ?").bind(values).run()
+                    try connection.prepare("DELETE FROM registration_tags WHERE app = ? AND id = ?").bind(values).run()
+                    try connection.prepare("DELETE FROM registrations WHERE app = ? AND id = ?").bind(values).run()
+                }
+            }
+        }
+    }
+
     public func registration(id: RegistrationID, app: AppID) async throws(StoreError) -> Registration? {
         try await run { connection throws(StoreError) in
             try Self.load(ids: [id], app: app, connection: connection).first
@@ -146,6 +179,14 @@ extension SQLiteStore {
                 found[id] = template
             }
             return found
+        }
+    }
+
+    public func registrationCount(app: AppID, upTo limit: Int) async throws(StoreError) -> Int {
+        try await run { connection throws(StoreError) in
+            let count = try connection.prepare("SELECT count(*) FROM (SELECT 1 FROM registrations WHERE app = ? LIMIT ?)")
+            guard try count.bind([.text(app.rawValue), .integer(Int64(limit))]).step() else { return 0 }
+            return Int(count.int64(0))
         }
     }
 
@@ -308,7 +349,8 @@ extension SQLiteStore {
             if let id = tagStatement.text(0), let tag = tagStatement.text(1).flatMap({ try? Tag($0) }) { tags[id, default: []].append(tag) }
         }
         let statement = try connection.prepare(
-            "SELECT id, platform, handle, owner, template, expires_at FROM registrations WHERE app = ? AND id IN (\(placeholders))")
+            "SELECT id, platform, handle, owner, template, expires_at, owner_kind FROM registrations WHERE app = ? AND id IN (\(placeholders))"
+        )
         try statement.bind(values)
         var byID: [String: Registration] = [:]
         while try statement.step() {
@@ -320,7 +362,8 @@ extension SQLiteStore {
             let registration = try? Registration(
                 app: app, id: id, handle: DeviceHandle(uncheckedPlatform: platform, value: handle), tags: tags[text] ?? [],
                 template: template,
-                expiresAt: statement.double(5).map(Timestamp.init(secondsSinceEpoch:)), owner: statement.text(3) ?? "")
+                expiresAt: statement.double(5).map(Timestamp.init(secondsSinceEpoch:)),
+                owner: RegistrationOwner(storedKind: Int(statement.int64(6)), name: statement.text(3) ?? ""))
             byID[text] = registration
         }
         return ids.compactMap { byID[$0.rawValue] }

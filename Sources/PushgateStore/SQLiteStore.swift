@@ -145,3 +145,11 @@ public final class SQLiteStore: RegistrationStore, DatabaseStore {
         }
     }
 }
+
+extension SQLiteStore {
+    /// Runs `sql` as it is (statements separated by `;`), outside any rule of the store: a test
+    /// makes the database an older version wrote, to check a migration of it.
+    package func executeUnchecked(_ sql: String) async throws(StoreError) {
+        try await run { connection throws(StoreError) in try connection.execute(sql) }
+    }
+}

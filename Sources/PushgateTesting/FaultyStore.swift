@@ -4,6 +4,7 @@ import Pushgate
 public enum StoreOperation: String, Sendable, CaseIterable {
     // Registrations
     case createRegistrationID, registrationIDs, upsert, registration, delete, registrations, deliveryTargets, restore, replace
+    case hubWrite, registrationCount
     case importRegistrations
     case apply, removals, templates
     // Secure messages
@@ -32,10 +33,10 @@ public final class FaultyStore<Inner: GatewayStore>: GatewayStore {
     // MARK: Registrations
 
     public func createRegistrationID(
-        app: AppID, owner: String, maximumReserved: Int, now: Timestamp
+        app: AppID, owner: String, maximumReserved: Int, lifetime: Double?, now: Timestamp
     ) async throws(StoreError) -> RegistrationID {
         try await fault(.createRegistrationID)
-        return try await inner.createRegistrationID(app: app, owner: owner, maximumReserved: maximumReserved, now: now)
+        return try await inner.createRegistrationID(app: app, owner: owner, maximumReserved: maximumReserved, lifetime: lifetime, now: now)
     }
     public func registrationIDs(handle: String, app: AppID) async throws(StoreError) -> [RegistrationID] {
         try await fault(.registrationIDs)
@@ -96,6 +97,14 @@ public final class FaultyStore<Inner: GatewayStore>: GatewayStore {
     public func replace(_ registrations: [Registration], removing: [RegistrationID], app: AppID, now: Timestamp) async throws(StoreError) {
         try await fault(.replace)
         try await inner.replace(registrations, removing: removing, app: app, now: now)
+    }
+    public func registrationCount(app: AppID, upTo limit: Int) async throws(StoreError) -> Int {
+        try await fault(.registrationCount)
+        return try await inner.registrationCount(app: app, upTo: limit)
+    }
+    public func write(_ write: HubWrite, now: Timestamp) async throws(StoreError) {
+        try await fault(.hubWrite)
+        try await inner.write(write, now: now)
     }
     public func apply(_ changes: [StoredHandleChange], app: AppID, now: Timestamp) async throws(StoreError) {
         try await fault(.apply)

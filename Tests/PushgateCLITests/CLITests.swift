@@ -266,7 +266,7 @@ import Testing
             let registration = try Registration(
                 jsonLine: shown.stdout.trimmingCharacters(in: .newlines), app: .default,
                 handles: HandlePolicy(wnsChannelHosts: [local.sandbox.endpoints.wnsChannelHost]))
-            #expect(registration.id.rawValue == ids[0] && registration.owner == "alice")
+            #expect(registration.id.rawValue == ids[0] && registration.owner == .user("alice"))
 
             // Export, delete two, import the export: everything is back, ids unchanged.
             let exportPath = local.directory + "/export.jsonl"
@@ -285,7 +285,7 @@ import Testing
             // Standard input is read once, as a file is.
             let imported = try await PushgateProcess.run(["registrations", "import", "--config", config, "-"], standardInput: exportPath)
             #expect(imported.stdout == "imported 6 registrations into app default\n", "\(imported.stderr)")
-            #expect(try await local.store.registration(id: try RegistrationID(ids[0]), app: .default)?.owner == "alice")
+            #expect(try await local.store.registration(id: try RegistrationID(ids[0]), app: .default)?.owner == .user("alice"))
             // The restored device still receives: the gateway finds it by tag.
             let sent = try await local.call("POST", "/api/notifications?pns=all&to_tag=bob", user: "alice", body: #""back""#)
             #expect(sent.status == 200 && sent.bodyText.contains(#""success":1"#))
@@ -377,7 +377,7 @@ import Testing
         #expect(try await sandbox.terminate() == 0)
         let text = serve.text
         for expected in [
-            "store: SQLite", "(schema 7)", "service APNs: https://127.0.0.1:", "service WNS: https://127.0.0.1:", "web console: /console",
+            "store: SQLite", "(schema 8)", "service APNs: https://127.0.0.1:", "service WNS: https://127.0.0.1:", "web console: /console",
             "sandbox mode", "DEMO AUTHENTICATION IS ON", "stopped",
         ] {
             #expect(text.contains(expected), "missing '\(expected)' in:\n\(text)")

@@ -160,11 +160,11 @@ import Testing
 
         let admin = AuthenticatedUser(name: "root", isAdmin: true)
         #expect(try await gateway.registrations.list(user: admin, tagExpression: nil, limit: 100).count == 5)
-        #expect(try await gateway.registrations.list(user: admin, tagExpression: "vip", limit: 100).map(\.owner) == ["carol"])
+        #expect(try await gateway.registrations.list(user: admin, tagExpression: "vip", limit: 100).map(\.owner) == [.user("carol")])
         #expect(try await gateway.registrations.list(user: admin, tagExpression: nil, limit: 2).count == 2)
         let alice = try await gateway.registrations.list(
             user: AuthenticatedUser(name: "alice", isAdmin: false), tagExpression: nil, limit: 100)
-        #expect(alice.count == 2 && alice.allSatisfy { $0.owner == "alice" })
+        #expect(alice.count == 2 && alice.allSatisfy { $0.owner == .user("alice") })
         #expect(
             try await gateway.registrations.list(user: AuthenticatedUser(name: "dave", isAdmin: false), tagExpression: nil, limit: 100)
                 .isEmpty)

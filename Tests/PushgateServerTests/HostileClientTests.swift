@@ -260,12 +260,12 @@ import Testing
             #expect(claimed.status == 200)
             let bobID = String(claimed.bodyText.dropFirst().dropLast())
             #expect(bobID != aliceID)
-            #expect(try await local.store.registration(id: try RegistrationID(aliceID), app: .default)?.owner == "alice")
+            #expect(try await local.store.registration(id: try RegistrationID(aliceID), app: .default)?.owner == .user("alice"))
             let put = try await local.call(
                 "PUT", "/api/register/\(bobID)", user: "bob", body: #"{"Platform":"apns","Handle":"\#(device.handle)","Tags":[]}"#)
             #expect(put.status == 409, "\(put.bodyText)")
             #expect(!put.bodyText.contains(aliceID) && !put.bodyText.contains("alice"))
-            #expect(try await local.store.registration(id: try RegistrationID(aliceID), app: .default)?.owner == "alice")
+            #expect(try await local.store.registration(id: try RegistrationID(aliceID), app: .default)?.owner == .user("alice"))
             // The owner's own second claim still finds its registration.
             let again = try await local.call("POST", "/api/register?handle=\(device.handle)", user: "alice")
             #expect(again.bodyText == "\"\(aliceID)\"")

@@ -179,7 +179,7 @@ func collect(_ stream: AsyncThrowingStream<[Registration], any Error>) async thr
         try await store.upsert(try registration(id, tags: ["username:alice", "news"]), now: start)
         var stored = try #require(try await store.registration(id: id, app: .default))
         #expect(stored.tags.map(\.rawValue) == ["news", "username:alice"])
-        #expect(stored.owner == "alice")
+        #expect(stored.owner == .user("alice"))
         // Replacing keeps the id and swaps the tags and handle.
         try await store.upsert(
             try registration(id, .wns, handle: "https://x.notify.windows.com/?token=1", tags: ["username:alice"]), now: start)
@@ -341,13 +341,13 @@ func collect(_ stream: AsyncThrowingStream<[Registration], any Error>) async thr
         try await gateway.restore(try ids.map { try registration($0, tags: ["username:alice"]) }, now: start)
         // Reads that stop on a row (a lookup by id, the schema version) must not pin a snapshot.
         #expect(try await gateway.registration(id: ids[0], app: .default) != nil)
-        #expect(try await gateway.schemaVersion() == 7)
+        #expect(try await gateway.schemaVersion() == 8)
         #expect(try await gateway.registrationIDs(handle: "h-\(ids[1].rawValue)", app: .default) == [ids[1]])
         #expect(try await operator_.delete(id: ids[0], app: .default))
         #expect(try await gateway.registration(id: ids[0], app: .default) == nil)
         let reserved = try await gateway.createRegistrationID(app: .default, now: start)
         try await gateway.upsert(try registration(reserved, tags: ["username:bob"]), now: start)
-        #expect(try await operator_.registration(id: reserved, app: .default)?.owner == "alice")
+        #expect(try await operator_.registration(id: reserved, app: .default)?.owner == .user("alice"))
         try await operator_.restore([try registration(ids[1], tags: ["vip"])], now: start)
         #expect(try await gateway.registration(id: ids[1], app: .default)?.tags.map(\.rawValue) == ["vip"])
         #expect(try await gateway.delete(id: ids[2], app: .default))
@@ -359,11 +359,11 @@ func collect(_ stream: AsyncThrowingStream<[Registration], any Error>) async thr
         var store: SQLiteStore? = try await SQLiteStore.open(path: path)
         let id = try await store!.createRegistrationID(app: .default, now: start)
         try await store!.upsert(try registration(id, tags: ["username:alice"]), now: start)
-        #expect(try await store!.schemaVersion() == 7)
+        #expect(try await store!.schemaVersion() == 8)
         store = nil
         let reopened = try await SQLiteStore.open(path: path)
         #expect(try await reopened.registration(id: id, app: .default)?.tags.map(\.rawValue) == ["username:alice"])
-        #expect(try await reopened.schemaVersion() == 7)
+        #expect(try await reopened.schemaVersion() == 8)
     }
 
     @Test func anUnreadableFileIsAClearError() async throws {

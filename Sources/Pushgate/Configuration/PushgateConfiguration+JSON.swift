@@ -77,9 +77,18 @@ extension PushgateConfiguration {
             limits.hubReservationBurst = try object.int("hubReservationBurst", in: 1...1_000_000) ?? limits.hubReservationBurst
             limits.maximumScheduledPerSender =
                 try object.int("maxScheduledPerSender", in: 1...1_000_000) ?? limits.maximumScheduledPerSender
+            limits.hubReservationLifetimeSeconds =
+                try object.int("hubReservationLifetimeSeconds", in: 60...604_800) ?? limits.hubReservationLifetimeSeconds
+            limits.hubDeviceCreationsPerMinute =
+                try object.int("hubDeviceCreationsPerMinute", in: 1...1_000_000) ?? limits.hubDeviceCreationsPerMinute
+            limits.hubDeviceCreationBurst = try object.int("hubDeviceCreationBurst", in: 1...1_000_000) ?? limits.hubDeviceCreationBurst
+            limits.maximumHubDevices = try object.int("maxHubDevices", in: 1...1_000_000_000) ?? limits.maximumHubDevices
+            limits.maximumStoredPerUserPerDay =
+                try object.int("maxStoredPerUserPerDay", in: 1...10_000_000) ?? limits.maximumStoredPerUserPerDay
             try object.finish(expected: [
                 "maxReservationsPerUser", "maxSecurePayloadBytes", "maxHubReservationsPerKey", "maxRegistrationsPerUser",
-                "maxScheduledPerSender", "hubReservationsPerSecond", "hubReservationBurst",
+                "maxScheduledPerSender", "hubReservationsPerSecond", "hubReservationBurst", "hubReservationLifetimeSeconds",
+                "hubDeviceCreationsPerMinute", "hubDeviceCreationBurst", "maxHubDevices", "maxStoredPerUserPerDay",
             ])
         }
 
@@ -221,6 +230,7 @@ extension PushgateConfiguration {
                 if name.contains(":") {
                     throw user.error("'\(name.prefix(60))' contains ':', where Basic authentication ends the user name", key: "name")
                 }
+                if name.hasPrefix("$") { throw user.error(Self.reservedUserName(name), key: "name") }
                 let hash = try user.requiredString("passwordHash")
                 do { _ = try PBKDF2PasswordHash(parsing: hash) } catch {
                     throw user.error("user '\(name.prefix(60))': \(error)", key: "passwordHash")
@@ -234,15 +244,24 @@ extension PushgateConfiguration {
         auth.admins = try object.stringArray("admins") ?? []
         // An admin who is no user would never log in; with the demo rule any name can.
         for (index, name) in auth.admins.enumerated()
-        where name.isEmpty || !auth.demoPasswordEqualsName && !auth.users.contains(where: { $0.name == name }) {
+        where name.isEmpty || name.hasPrefix("$") || !auth.demoPasswordEqualsName && !auth.users.contains(where: { $0.name == name }) {
             let users = auth.users.isEmpty ? "none" : auth.users.map(\.name).joined(separator: ", ")
             throw object.error(
                 name.isEmpty
                     ? "an admin's name is empty"
-                    : "'\(name.prefix(60))' is not a configured user (auth.users: \(users.prefix(200))); only demoPasswordEqualsName takes any name",
+                    : name.hasPrefix("$")
+                        ? reservedUserName(name)
+                        : "'\(name.prefix(60))' is not a configured user (auth.users: \(users.prefix(200))); only demoPasswordEqualsName takes any name",
                 key: "admins", index: index)
         }
         try object.finish(expected: ["users", "admins", "demoPasswordEqualsName"])
         return auth
+    }
+
+    /// Names starting with `$` are the gateway's own owners and tags (`$hub`, `$InstallationId:{…}`):
+    /// a user with one would collide with them, and no login takes one.
+    private static func reservedUserName(_ name: String) -> String {
+        "user '\(name.prefix(60))' starts with '$', which is reserved for the gateway's own owners and tags ($hub, $InstallationId:{…}); "
+            + "choose a name without a leading '$'"
     }
 }

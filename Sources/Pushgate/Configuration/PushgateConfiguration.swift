@@ -138,19 +138,38 @@ public struct LimitsConfiguration: Sendable, Hashable {
     /// Largest secure-push message stored for its recipient, in UTF-8 bytes. Default 16 KiB.
     public var maximumSecurePayloadBytes: Int
     /// Registration ids one hub key (rule) may hold reserved through `POST /{hub}/registrationIDs`
-    /// at once, per hub: reservations expire after a day, so this bounds what the Listen key an
-    /// app ships can make the store keep. Default 10,000.
+    /// at once, per hub: reservations expire after ``hubReservationLifetimeSeconds``, so this
+    /// bounds what the Listen key an app ships can make the store keep. Default 10,000.
     public var maximumHubReservationsPerKey: Int
-    /// How fast one hub key (rule) may reserve registration ids, per hub: a token bucket that
-    /// refills at this rate per second and holds ``hubReservationBurst``. Default 50/s, burst 500.
+    /// How long an id reserved through `POST /{hub}/registrationIDs` stays reserved unused, in
+    /// seconds (the tutorial API's last a day). Default 3,600.
+    public var hubReservationLifetimeSeconds: Int = 3600
+    /// How fast one client address may reserve registration ids with one hub key (rule), per hub:
+    /// a token bucket that refills at this rate per second and holds ``hubReservationBurst``.
+    /// Default 50/s, burst 500. Kept in each instance's memory.
     public var hubReservationsPerSecond: Int
     public var hubReservationBurst: Int
+    /// How many registrations and installations one client address may create with a hub's
+    /// Listen key (a key without Send or Manage) a minute: a token bucket holding
+    /// ``hubDeviceCreationBurst``. A device registers once and then updates. Default 6 a minute,
+    /// burst 10. Kept in each instance's memory.
+    public var hubDeviceCreationsPerMinute: Int = 6
+    public var hubDeviceCreationBurst: Int = 10
+    /// Active devices (registrations; an installation counts one per template) a hub may have:
+    /// creating one more through the hub API is refused with 403, as Notification Hubs refuses
+    /// past its tier's quota. Default 10,000,000 (its Standard tier's).
+    public var maximumHubDevices: Int = 10_000_000
     /// Registrations a user's own tag (`username:<user>`) may be on: a user (not an admin) adding
     /// one more is refused. Default 1,000.
     public var maximumRegistrationsPerUser: Int
     /// Scheduled notifications one sender (a user, or a hub key) may have waiting for their time.
     /// Default 1,000.
     public var maximumScheduledPerSender: Int
+    /// Notifications and secure messages one user of the tutorial API may have stored in a day
+    /// (each send stores its notification for 7 days, a secure one its message for a day): past it a
+    /// send is refused with 429 until the day's window moves on. Hub keys (backends) are not
+    /// limited by it. Default 10,000. Kept in each instance's memory.
+    public var maximumStoredPerUserPerDay: Int = 10_000
 
     public init(
         maximumReservationsPerUser: Int = 100, maximumSecurePayloadBytes: Int = 16384, maximumHubReservationsPerKey: Int = 10_000,

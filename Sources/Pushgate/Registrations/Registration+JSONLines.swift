@@ -23,7 +23,7 @@ extension Registration {
             Escaping.appendJSONString(tag.rawValue, to: &out)
         }
         out.append(contentsOf: #"],"owner":"#.utf8)
-        Escaping.appendJSONString(owner, to: &out)
+        Escaping.appendJSONString(owner.exportText, to: &out)
         if let expiresAt {
             out.append(contentsOf: #","expiresAt":"#.utf8)
             out.append(contentsOf: String(expiresAt.secondsSinceEpoch).utf8)
@@ -100,8 +100,13 @@ extension Registration {
         }
         let handle: DeviceHandle
         do { handle = try handles.validate(handleText, for: platform) } catch { throw RegistrationLineError("'handle': \(error)") }
-        let owner = try string("owner")
-        guard !owner.isEmpty else { throw RegistrationLineError("'owner' must not be empty") }
+        let ownerText = try string("owner")
+        guard let owner = RegistrationOwner(exportText: ownerText) else {
+            throw RegistrationLineError(
+                ownerText.isEmpty
+                    ? "'owner' must not be empty"
+                    : "'owner': a user name may not begin with $ (only \(RegistrationOwner.exportName), the hub's registrations)")
+        }
         var tags: [Tag] = []
         if let value = root["tags"] {
             guard let elements = value.arrayElements else { throw RegistrationLineError("'tags' must be an array of strings") }

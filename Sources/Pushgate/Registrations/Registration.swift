@@ -10,14 +10,14 @@ public struct Registration: Sendable, Hashable {
     public var template: RegistrationTemplate?
     /// When the registration stops being used; nil means never.
     public var expiresAt: Timestamp?
-    /// The user who owns the registration (the authenticated user that created it).
-    public var owner: String
+    /// Who owns the registration: the authenticated user that wrote it, or the hub.
+    public var owner: RegistrationOwner
 
     public var platform: Platform { handle.platform }
 
     public init(
         app: AppID = .default, id: RegistrationID, handle: DeviceHandle, tags: [Tag],
-        template: RegistrationTemplate? = nil, expiresAt: Timestamp? = nil, owner: String
+        template: RegistrationTemplate? = nil, expiresAt: Timestamp? = nil, owner: RegistrationOwner
     ) throws(TagError) {
         self.app = app
         self.id = id
@@ -27,6 +27,14 @@ public struct Registration: Sendable, Hashable {
         self.expiresAt = expiresAt
         self.owner = owner
         try setTags(tags)
+    }
+
+    /// A registration of user `owner`.
+    public init(
+        app: AppID = .default, id: RegistrationID, handle: DeviceHandle, tags: [Tag],
+        template: RegistrationTemplate? = nil, expiresAt: Timestamp? = nil, owner: String
+    ) throws(TagError) {
+        try self.init(app: app, id: id, handle: handle, tags: tags, template: template, expiresAt: expiresAt, owner: .user(owner))
     }
 
     /// Replaces the tags (deduplicated and sorted), enforcing the per-registration limit.

@@ -12,7 +12,7 @@ public actor InMemoryRegistrationStore: RegistrationStore {
     public init(reservationLifetime: Double = 86400) { self.reservationLifetime = reservationLifetime }
 
     public func createRegistrationID(
-        app: AppID, owner: String, maximumReserved: Int, now: Timestamp
+        app: AppID, owner: String, maximumReserved: Int, lifetime: Double?, now: Timestamp
     ) throws(StoreError)
         -> RegistrationID
     {
@@ -20,7 +20,7 @@ public actor InMemoryRegistrationStore: RegistrationStore {
         let held = reserved[app]?.values.count(where: { $0.owner == owner }) ?? 0
         if held >= maximumReserved { throw StoreError.tooManyReservations(maximumReserved) }
         let id = RegistrationID.random()
-        reserved[app, default: [:]][id] = (now.adding(seconds: reservationLifetime), owner)
+        reserved[app, default: [:]][id] = (now.adding(seconds: lifetime ?? reservationLifetime), owner)
         return id
     }
 
@@ -36,7 +36,7 @@ public actor InMemoryRegistrationStore: RegistrationStore {
         let app = registration.app
         if let writer {
             let held = (registrations[app] ?? [:]).values.contains { other in
-                other.id != registration.id && other.owner != writer.owner
+                other.id != registration.id && !other.owner.isUser(writer.owner)
                     && (other.handle.value == writer.handle
                         || writer.handlePrefixes.contains { other.handle.value.utf8.starts(with: $0.utf8) })
             }
@@ -85,7 +85,26 @@ public actor InMemoryRegistrationStore: RegistrationStore {
         for id in removing { _ = try delete(id: id, app: app) }
     }
 
+    public func write(_ write: HubWrite, now: Timestamp) throws(StoreError) {
+        let app = write.app
+        for id in write.expected.keys {
+            if let refusal = write.refusal(id: id, stored: registrations[app]?[id]) { throw refusal }
+        }
+        for registration in write.registrations where registrations[app]?[registration.id] == nil {
+            if let reservation = reserved[app]?[registration.id], now < reservation.expiry,
+                let refusal = write.refusal(id: registration.id, reservedBy: reservation.owner)
+            {
+                throw refusal
+            }
+        }
+        try replace(write.registrations, removing: write.removing, app: app, now: now)
+    }
+
     public func registration(id: RegistrationID, app: AppID) throws(StoreError) -> Registration? { registrations[app]?[id] }
+
+    public func registrationCount(app: AppID, upTo limit: Int) throws(StoreError) -> Int {
+        min(limit, registrations[app]?.count ?? 0)
+    }
 
     public func delete(id: RegistrationID, app: AppID) throws(StoreError) -> Bool {
         reserved[app]?[id] = nil

@@ -6,8 +6,10 @@ public protocol RegistrationStore: Sendable {
     /// A new registration id, reserved for `owner` until it is used or expires
     /// (`POST /api/register`). Fails with `.limitReached` when `owner` already holds
     /// `maximumReserved` unused reservations.
+    /// `lifetime`: how long the reservation lasts, in seconds (nil: the store's
+    /// `reservationLifetime`).
     func createRegistrationID(
-        app: AppID, owner: String, maximumReserved: Int, now: Timestamp
+        app: AppID, owner: String, maximumReserved: Int, lifetime: Double?, now: Timestamp
     ) async throws(StoreError)
         -> RegistrationID
     /// Ids of registrations holding `handle` (`POST /api/register?handle=`).
@@ -23,6 +25,8 @@ public protocol RegistrationStore: Sendable {
     /// store.
     func upsert(_ registration: Registration, now: Timestamp, writer: WriterGuard?) async throws(StoreError)
     func registration(id: RegistrationID, app: AppID) async throws(StoreError) -> Registration?
+    /// How many registrations `app` has, counted up to `limit` (a hub's quota of devices).
+    func registrationCount(app: AppID, upTo limit: Int) async throws(StoreError) -> Int
     /// Deletes a registration; false when there was none.
     func delete(id: RegistrationID, app: AppID) async throws(StoreError) -> Bool
     /// Registrations on `platforms` whose tags satisfy `expression` (every one when nil), ordered
@@ -62,6 +66,10 @@ public protocol RegistrationStore: Sendable {
     /// of `app`, in one transaction: an installation and the templates it no longer has change
     /// together or not at all.
     func replace(_ registrations: [Registration], removing: [RegistrationID], app: AppID, now: Timestamp) async throws(StoreError)
+    /// Writes and removes a hub write's registrations in one transaction, when its conditions hold
+    /// there (``HubWrite``): `.changed` when a registration it read has changed since, `.conflict`
+    /// when a new id is reserved by a user.
+    func write(_ write: HubWrite, now: Timestamp) async throws(StoreError)
     /// Applies what the push services said about handles: removes gone ones (recording when, which
     /// handle and why) and replaces canonical ones.
     func apply(_ changes: [StoredHandleChange], app: AppID, now: Timestamp) async throws(StoreError)
@@ -98,7 +106,16 @@ extension RegistrationStore {
 
     /// A new registration id with no per-owner cap (tools and tests).
     public func createRegistrationID(app: AppID, now: Timestamp) async throws(StoreError) -> RegistrationID {
-        try await createRegistrationID(app: app, owner: "", maximumReserved: .max, now: now)
+        try await createRegistrationID(app: app, owner: "", maximumReserved: .max, lifetime: nil, now: now)
+    }
+
+    /// A new registration id reserved for `owner` for the store's `reservationLifetime`.
+    public func createRegistrationID(
+        app: AppID, owner: String, maximumReserved: Int, now: Timestamp
+    ) async throws(StoreError)
+        -> RegistrationID
+    {
+        try await createRegistrationID(app: app, owner: owner, maximumReserved: maximumReserved, lifetime: nil, now: now)
     }
 }
 
@@ -152,8 +169,13 @@ public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
         case unavailable
         /// The write would take another user's registration (HTTP 403).
         case forbidden
-        /// The write would take a device another user's registration holds (HTTP 409).
+        /// The write would take a device another user's registration holds, or an id another user
+        /// reserved (HTTP 409).
         case conflict
+        /// A registration changed between the read a write was decided on and the write (a
+        /// compare-and-set lost, ``HubWrite``): read again and decide again (HTTP 409 if it keeps
+        /// changing).
+        case changed
     }
 
     public let kind: Kind
@@ -220,8 +242,8 @@ public struct WriterGuard: Sendable, Hashable {
     /// The refusal of writing registration `id`, whose stored owner is `idOwner` (nil: not stored
     /// yet), when another user's registration other than `id` holds the handle
     /// (`handleHeldByAnother`); nil when the write may go on.
-    public func refusal(id: RegistrationID, idOwner: String?, handleHeldByAnother: Bool) -> StoreError? {
-        if let idOwner, idOwner != owner { return StoreError(.forbidden, "registration \(id) belongs to another user") }
+    public func refusal(id: RegistrationID, idOwner: RegistrationOwner?, handleHeldByAnother: Bool) -> StoreError? {
+        if let idOwner, !idOwner.isUser(owner) { return StoreError(.forbidden, "registration \(id) belongs to another user") }
         if handleHeldByAnother {
             return StoreError(
                 .conflict,

@@ -66,7 +66,7 @@ struct RegistrationsCommand: AsyncParsableCommand {
                     }
                     let platform = registration.platform.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)
                     let handle = DemoOutput.clip(registration.handle.masked, 18).padding(toLength: 18, withPad: " ", startingAt: 0)
-                    let owner = registration.owner.padding(toLength: 11, withPad: " ", startingAt: 0)
+                    let owner = registration.owner.exportText.padding(toLength: 11, withPad: " ", startingAt: 0)
                     print(
                         "\(registration.id.rawValue)  \(platform) \(handle) \(owner) \(registration.tags.map(\.rawValue).joined(separator: ","))"
                     )

@@ -121,7 +121,7 @@ public final class Gateway: Sendable {
         // The reason names the database's state (down, no connection in time), never a secret.
         case .unavailable: GatewayError(.unavailable, "\(error.message); retry later")
         case .forbidden: GatewayError.forbidden(error.message)
-        case .conflict: GatewayError(.conflict, error.message)
+        case .conflict, .changed: GatewayError(.conflict, error.message)
         }
     }
 }

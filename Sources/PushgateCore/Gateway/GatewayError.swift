@@ -58,13 +58,13 @@ public struct GatewayError: Error, Hashable, Sendable, CustomStringConvertible {
         self.retryAfterSeconds = retryAfterSeconds
     }
 
-    /// The most of a message an answer carries: messages quote client input by its first few
-    /// dozen characters, and this bounds any that quotes more (an error never echoes a large input).
-    public static let maximumMessageCharacters = 600
+    /// The most of a message an answer carries, in bytes of UTF-8: messages quote client input by
+    /// its first few dozen characters, and this bounds any that quotes more (an error never echoes
+    /// a large input, however many combining marks one of its characters carries).
+    public static let maximumMessageBytes = 600
 
     private static func bounded(_ message: String) -> String {
-        guard message.utf8.count > maximumMessageCharacters else { return message }
-        return String(message.prefix(maximumMessageCharacters)) + "… (cut)"
+        message.excerpt(maximumBytes: maximumMessageBytes, marker: "… (cut)")
     }
 
     public var description: String { "\(kind): \(message)" }

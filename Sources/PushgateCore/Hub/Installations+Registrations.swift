@@ -16,9 +16,6 @@ extension Installations {
         var tagWriter: TagPolicy.Writer { self == .backend ? .hubBackend : .hubDevice }
     }
 
-    /// The owner of registrations written through the hub API (a user's are owned by that user).
-    package static let hubOwner = "$hub"
-
     /// Supplied tags as ``TagPolicy`` checks them for `writer`, `field` naming where they were.
     package static func hubTags(_ texts: [String], writer: HubWriter, field: String) throws(GatewayError) -> [Tag] {
         do { return try TagPolicy.check(texts, writer: writer.tagWriter) } catch {
@@ -32,49 +29,87 @@ extension Installations {
     }
 
     /// A fresh registration id (`POST /{hub}/registrationIDs`), reserved for the key `rule`: each
-    /// key of a hub holds at most `limits.maxHubReservationsPerKey` unused ids (they expire), and
-    /// reserves them at most at `limits.hubReservationsPerSecond` (429 with `Retry-After` past it).
-    package func reserveRegistrationID(rule: String) async throws(GatewayError) -> RegistrationID {
+    /// key of a hub holds at most `limits.maxHubReservationsPerKey` unused ids, for
+    /// `limits.hubReservationLifetimeSeconds` each, and one client address (`client`) reserves
+    /// them at most at `limits.hubReservationsPerSecond` per key (429 with `Retry-After` past it):
+    /// one device flooding the Listen key cannot starve the others.
+    package func reserveRegistrationID(rule: String, client: String) async throws(GatewayError) -> RegistrationID {
         let time = now()
-        let (owner, limit) = (Self.hubOwner + ":" + rule, limits.maximumHubReservationsPerKey)
-        if case .wait(let seconds) = reservationRate.withLock({ $0.take(owner, now: time.secondsSinceEpoch) }) {
+        let (owner, limit) = (RegistrationOwner.hubKeyReservation(rule: rule), limits.maximumHubReservationsPerKey)
+        if case .wait(let seconds) = reservationRate.withLock({ $0.take(rule + "\n" + client, now: time.secondsSinceEpoch) }) {
             throw GatewayError(
                 .tooManyRequests,
-                "the key '\(rule)' reserves registration ids at most \(limits.hubReservationsPerSecond)/s "
+                "this client reserves registration ids with the key '\(rule)' at most \(limits.hubReservationsPerSecond)/s "
                     + "(limits.hubReservationsPerSecond, burst \(limits.hubReservationBurst)); retry in \(seconds) s",
                 retryAfterSeconds: seconds)
         }
+        let lifetime = Double(limits.hubReservationLifetimeSeconds)
         return try await storeCall { () throws(StoreError) in
-            try await store.createRegistrationID(app: appID, owner: owner, maximumReserved: limit, now: time)
+            try await store.createRegistrationID(app: appID, owner: owner, maximumReserved: limit, lifetime: lifetime, now: time)
         }
     }
 
     /// Writes `registration` (made by the hub API, owned by the hub): a user's registration
-    /// (made through the authenticated `/api/register`) is out of a device key's reach, and
-    /// `ifMatch`, when given, must name the current ETag.
-    package func writeRegistration(_ registration: Registration, writer: HubWriter, ifMatch: String?) async throws(GatewayError) {
-        let current = try await self.registration(registration.id)
-        if let current {
-            try Self.checkHubOwner(current, writer: writer)
-            try Self.checkBinding(of: current, writer: writer, change: .registrationWrite)
+    /// (made through the authenticated `/api/register`) is out of a device key's reach, an id a
+    /// user reserved is that user's (409), and `ifMatch`, when given, must name the current ETag.
+    /// A new registration counts against the hub's device quota and, for a device key, against
+    /// what one client address may create (``admitCreation(writer:client:)``). What the rules read
+    /// is what is written over (``HubWrite``): a write that lost a race decides again.
+    package func writeRegistration(
+        _ registration: Registration, writer: HubWriter, ifMatch: String?, client: String
+    ) async throws(GatewayError) {
+        var admitted = false
+        for _ in 0..<Self.writeAttempts {
+            let current = try await self.registration(registration.id)
+            if let current {
+                try Self.checkHubOwner(current, writer: writer)
+                try Self.checkBinding(of: current, writer: writer, change: .registrationWrite)
+            }
+            if ifMatch != nil { try Self.checkIfMatch(ifMatch, current) }
+            if current == nil, !admitted {
+                try await admitCreation(writer: writer, client: client)
+                admitted = true
+            }
+            let write = HubWrite(app: appID, registrations: [registration], expected: [registration.id: current])
+            if try await commit(write) { return }
         }
-        if ifMatch != nil { try Self.checkIfMatch(ifMatch, current) }
-        let time = now()
-        try await storeCall { () throws(StoreError) in try await store.restore([registration], now: time) }
+        throw Self.keptChanging("registration \(registration.id.rawValue)")
     }
 
-    /// Deletes a registration by the same rules as ``writeRegistration(_:writer:ifMatch:)``.
+    /// Deletes a registration by the same rules as ``writeRegistration(_:writer:ifMatch:client:)``.
     package func deleteRegistration(_ id: RegistrationID, writer: HubWriter, ifMatch: String?) async throws(GatewayError) {
-        guard let registration = try await registration(id) else { throw .notFound("no registration \(id.rawValue)") }
-        try Self.checkIfMatch(ifMatch, registration)
-        try Self.checkHubOwner(registration, writer: writer)
-        try Self.checkBinding(of: registration, writer: writer, change: .registrationDelete)
-        _ = try await storeCall { () throws(StoreError) in try await store.delete(id: id, app: appID) }
+        for _ in 0..<Self.writeAttempts {
+            guard let registration = try await registration(id) else { throw .notFound("no registration \(id.rawValue)") }
+            try Self.checkIfMatch(ifMatch, registration)
+            try Self.checkHubOwner(registration, writer: writer)
+            try Self.checkBinding(of: registration, writer: writer, change: .registrationDelete)
+            if try await commit(HubWrite(app: appID, registrations: [], removing: [id], expected: [id: registration])) { return }
+        }
+        throw Self.keptChanging("registration \(id.rawValue)")
+    }
+
+    /// How often a hub write reads and decides again when what it read changed meanwhile.
+    static let writeAttempts = 3
+
+    /// The refusal of a write whose registrations kept changing under it.
+    static func keptChanging(_ what: String) -> GatewayError {
+        GatewayError(.conflict, "\(what) kept changing while it was being written (\(writeAttempts) tries); try again")
+    }
+
+    /// Writes `write`; false when a registration it read changed before it was written.
+    func commit(_ write: HubWrite) async throws(GatewayError) -> Bool {
+        do {
+            try await store.write(write, now: now())
+            return true
+        } catch {
+            if error.kind == .changed { return false }
+            throw Gateway.storeFailure(error)
+        }
     }
 
     /// A user's registration is theirs: a device key may not replace or delete it.
     static func checkHubOwner(_ registration: Registration, writer: HubWriter) throws(GatewayError) {
-        guard registration.owner != hubOwner, writer == .device else { return }
+        guard registration.owner != .hub, writer == .device else { return }
         throw GatewayError(
             .forbidden,
             "registration \(registration.id.rawValue) belongs to a user (registered by that user); a Listen key may not change it")
@@ -201,39 +236,55 @@ extension Installations {
     ///   receives: a device key may keep the `userId` a backend set, not choose one;
     /// - and once bound, a device key may neither drop nor change it, nor point the installation
     ///   at another push channel (``checkBinding(of:writer:change:)``).
+    ///
+    /// What the rules read is what is written over, in one transaction (``HubWrite``): a device
+    /// key's write racing a backend's bind decides again on the bound installation, so it cannot
+    /// drop the binding. A new installation counts as ``writeRegistration(_:writer:ifMatch:client:)``'s
+    /// new registration does.
     package func writeInstallation(
-        _ id: String, registrations: [Registration], userID: String?, writer: HubWriter
+        _ id: String, registrations: [Registration], userID: String?, writer: HubWriter, client: String
     ) async throws(GatewayError) {
         guard let native = registrations.first else { return }
-        let previous = try await self.registrations(ofInstallation: id)
-        let previousNative = previous.first(where: { $0.id == native.id })
-        if let previousNative {
-            try Self.checkBinding(
-                of: previousNative, writer: writer, change: .installationWrite(userID: userID, channel: native.handle.value))
+        var admitted = false
+        for _ in 0..<Self.writeAttempts {
+            let previous = try await self.registrations(ofInstallation: id)
+            let previousNative = try await self.registration(native.id)
+            if let previousNative {
+                try Self.checkBinding(
+                    of: previousNative, writer: writer, change: .installationWrite(userID: userID, channel: native.handle.value))
+            }
+            if let userID, writer == .device, previousNative.flatMap(Self.boundUser(of:)) != userID {
+                throw GatewayError(
+                    .forbidden,
+                    "userId: '\(userID.prefix(60))' may be set only with a Send or Manage key; a Listen key may keep the installation's userId (whoever sets it receives that user's notifications)"
+                )
+            }
+            if previousNative == nil, !admitted {
+                try await admitCreation(writer: writer, client: client)
+                admitted = true
+            }
+            let kept = Set(registrations.map(\.id))
+            var expected: [RegistrationID: Registration?] = [native.id: previousNative]
+            for registration in previous { expected[registration.id] = registration }
+            let write = HubWrite(
+                app: appID, registrations: registrations, removing: previous.map(\.id).filter { !kept.contains($0) }, expected: expected)
+            if try await commit(write) { return }
         }
-        if let userID, writer == .device, previousNative.flatMap(Self.boundUser(of:)) != userID {
-            throw GatewayError(
-                .forbidden,
-                "userId: '\(userID.prefix(60))' may be set only with a Send or Manage key; a Listen key may keep the installation's userId (whoever sets it receives that user's notifications)"
-            )
-        }
-        let kept = Set(registrations.map(\.id))
-        try await replaceRegistrations(registrations, removing: previous.map(\.id).filter { !kept.contains($0) })
+        throw Self.keptChanging("installation \(id.prefix(60))")
     }
 
     /// Deletes installation `id` (its native registration and its templates' ones); a no-op when
     /// it does not exist. A Listen key may not delete one bound to a user (``checkBinding``).
     package func deleteInstallation(_ id: String, writer: HubWriter) async throws(GatewayError) {
-        let registrations = try await registrations(ofInstallation: id)
-        for registration in registrations { try Self.checkBinding(of: registration, writer: writer, change: .installationDelete) }
-        try await replaceRegistrations([], removing: registrations.map(\.id))
-    }
-
-    /// Writes an installation's registrations and drops the ones it no longer has, in one
-    /// transaction: a crash leaves the old installation or the new one, never a mix.
-    package func replaceRegistrations(_ written: [Registration], removing stale: [RegistrationID]) async throws(GatewayError) {
-        let time = now()
-        try await storeCall { () throws(StoreError) in try await store.replace(written, removing: stale, app: appID, now: time) }
+        for _ in 0..<Self.writeAttempts {
+            let registrations = try await registrations(ofInstallation: id)
+            for registration in registrations { try Self.checkBinding(of: registration, writer: writer, change: .installationDelete) }
+            let write = HubWrite(
+                app: appID, registrations: [], removing: registrations.map(\.id),
+                expected: Dictionary(uniqueKeysWithValues: registrations.map { ($0.id, Optional($0)) }))
+            if try await commit(write) { return }
+        }
+        throw Self.keptChanging("installation \(id.prefix(60))")
     }
 }
 

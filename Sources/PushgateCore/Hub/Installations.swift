@@ -47,7 +47,7 @@ public struct InstallationTemplate: Sendable, Equatable {
 /// registration and one per template, all carrying `$InstallationId:{id}` (and
 /// `$UserId:{userId}`), so that sends to those tags reach it. Reading one gathers them back;
 /// writing one validates everything, then writes them at once and removes templates it no
-/// longer has, by the binding rules of ``Gateway/writeInstallation(_:registrations:userID:writer:)``.
+/// longer has, by the binding rules of ``writeInstallation(_:registrations:userID:writer:client:)``.
 ///
 /// (About 30 members: the registration rules of the hub API — who may write what, `If-Match`,
 /// bound installations — live here once, in `+Registrations`; splitting them would split the
@@ -60,8 +60,14 @@ public final class Installations: Sendable {
     let tutorialRegistrations: Registrations
     let limits: LimitsConfiguration
     let clock: any PushgateClock
-    /// How fast each hub key reserves registration ids (``reserveRegistrationID(rule:)``).
+    /// How fast each client address reserves registration ids with each hub key
+    /// (``reserveRegistrationID(rule:client:)``).
     let reservationRate: Mutex<TokenBuckets>
+    /// How fast each client address creates registrations and installations with a device key
+    /// (``admitCreation(writer:client:)``).
+    let creationRate: Mutex<TokenBuckets>
+    /// The hub's quota of active devices.
+    let deviceQuota: Mutex<HubDeviceQuota>
 
     init(
         store: any RegistrationStore, app: CurrentApp, registrations: Registrations, limits: LimitsConfiguration,
@@ -74,10 +80,46 @@ public final class Installations: Sendable {
         self.clock = clock
         reservationRate = Mutex(
             TokenBuckets(ratePerSecond: Double(limits.hubReservationsPerSecond), burst: Double(limits.hubReservationBurst)))
+        creationRate = Mutex(
+            TokenBuckets(ratePerSecond: Double(limits.hubDeviceCreationsPerMinute) / 60, burst: Double(limits.hubDeviceCreationBurst)))
+        deviceQuota = Mutex(HubDeviceQuota(maximum: limits.maximumHubDevices))
     }
 
     var appID: AppID { tutorialRegistrations.appID }
     package func now() -> Timestamp { clock.now }
+
+    /// Admits the creation of a registration or installation through the hub API: within the
+    /// hub's quota of active devices (`limits.maxHubDevices`: 403 naming the quota, as Notification
+    /// Hubs answers its tiers' quotas), and, for a device key (the Listen key every copy of the app
+    /// carries), within what one client address (`client`) may create
+    /// (`limits.hubDeviceCreationsPerMinute`, burst `limits.hubDeviceCreationBurst`: 429 with
+    /// `Retry-After`). Both are kept in this instance's memory.
+    package func admitCreation(writer: HubWriter, client: String) async throws(GatewayError) {
+        let time = now().secondsSinceEpoch
+        if writer == .device, case .wait(let seconds) = creationRate.withLock({ $0.take(client, now: time) }) {
+            throw GatewayError(
+                .tooManyRequests,
+                "this client creates registrations and installations with a Listen key at most \(limits.hubDeviceCreationsPerMinute) a minute "
+                    + "(limits.hubDeviceCreationsPerMinute, burst \(limits.hubDeviceCreationBurst)); retry in \(seconds) s",
+                retryAfterSeconds: seconds)
+        }
+        if deviceQuota.withLock({ $0.decide(now: time) }) == .count {
+            let maximum = limits.maximumHubDevices
+            let count = try await storeCall { () throws(StoreError) in try await store.registrationCount(app: appID, upTo: maximum) }
+            deviceQuota.withLock { $0.counted(count, at: time) }
+        }
+        let admitted = deviceQuota.withLock { quota in
+            guard quota.decide(now: time) != .refuse else { return false }
+            quota.created()
+            return true
+        }
+        guard admitted else {
+            throw GatewayError(
+                .forbidden,
+                "QuotaExceeded: the hub has reached its quota of \(limits.maximumHubDevices) active devices (limits.maxHubDevices); delete registrations or installations first"
+            )
+        }
+    }
 
     /// The native registration's id, and each template's: derived from the installation id.
     public static func registrationID(of installation: String, template: String? = nil) -> RegistrationID {
@@ -117,7 +159,7 @@ public final class Installations: Sendable {
     /// Validates everything (errors name the field: `pushChannel`, `tags`, `templates.<name>.body`
     /// …), then writes the native and template registrations at once and removes templates the
     /// installation no longer has.
-    public func write(_ installation: Installation, writer: HubWriter) async throws(GatewayError) {
+    public func write(_ installation: Installation, writer: HubWriter, client: String) async throws(GatewayError) {
         let handle: DeviceHandle
         do { handle = try current.value.configuration.handles.validate(installation.pushChannel, for: installation.platform) } catch {
             throw .badRequest("pushChannel: \(error.description)")
@@ -132,7 +174,7 @@ public final class Installations: Sendable {
             registrations.append(
                 try Registration(
                     app: appID, id: Self.registrationID(of: installation.id), handle: handle, tags: tags + implicitTags,
-                    expiresAt: installation.expiration, owner: Self.hubOwner))
+                    expiresAt: installation.expiration, owner: .hub))
         } catch {
             throw .badRequest("tags: \(error.description)")
         }
@@ -153,11 +195,12 @@ public final class Installations: Sendable {
                 registrations.append(
                     try Registration(
                         app: appID, id: Self.registrationID(of: installation.id, template: name), handle: handle,
-                        tags: tags + own + implicitTags, template: candidate, expiresAt: installation.expiration, owner: Self.hubOwner))
+                        tags: tags + own + implicitTags, template: candidate, expiresAt: installation.expiration, owner: .hub))
             } catch {
                 throw .badRequest("templates.\(name).tags: \(error.description)")
             }
         }
-        try await writeInstallation(installation.id, registrations: registrations, userID: installation.userID, writer: writer)
+        try await writeInstallation(
+            installation.id, registrations: registrations, userID: installation.userID, writer: writer, client: client)
     }
 }

@@ -98,7 +98,7 @@ public struct Registrations: Sendable {
 
     /// Ids of `user`'s registrations holding `handle`.
     package func ownRegistrationIDs(handle: String, user: AuthenticatedUser) async throws(GatewayError) -> [RegistrationID] {
-        try await holders(of: handle).filter { $0.owner == user.name }.map(\.id)
+        try await holders(of: handle).filter { $0.owner.isUser(user.name) }.map(\.id)
     }
 
     /// The body of `PUT /api/register/{id}`: `{"Platform", "Handle", "Tags"}` (any key case).
@@ -186,7 +186,7 @@ public struct Registrations: Sendable {
         let id = try Self.registrationID(text)
         let existing = try await storeCall { () throws(StoreError) in try await store.registration(id: id, app: appID) }
         guard let existing else { throw .notFound("registration \(id) not found") }
-        guard existing.owner == user.name || user.isAdmin else { throw .forbidden("registration \(id) belongs to another user") }
+        guard existing.owner.isUser(user.name) || user.isAdmin else { throw .forbidden("registration \(id) belongs to another user") }
         _ = try await storeCall { () throws(StoreError) in try await store.delete(id: id, app: appID) }
     }
 
@@ -208,7 +208,7 @@ public struct Registrations: Sendable {
             for try await batch in store.registrations(
                 matching: expression, platforms: .all, app: appID, batchSize: min(limit, 500), now: now())
             {
-                found += batch.filter { user.isAdmin || $0.owner == user.name }
+                found += batch.filter { user.isAdmin || $0.owner.isUser(user.name) }
                 if found.count >= limit { break }
             }
         } catch {

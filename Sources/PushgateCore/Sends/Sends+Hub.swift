@@ -76,7 +76,15 @@ extension Sends {
                 }
             }
             audience = .direct(handles: checked)
-        } else if let text = request.tags?.trimmingCharacters(in: .whitespaces), !text.isEmpty {
+        } else if let given = request.tags {
+            // Only an absent header means everyone (as Notification Hubs documents it): a blank one
+            // is a mistake, never a broadcast.
+            let text = given.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard !text.isEmpty else {
+                throw .badRequest(
+                    "ServiceBusNotification-Tags is present but blank; give a tag or tag expression, or omit the header to send to every registration"
+                )
+            }
             do { audience = .tags(try TagExpression(parsing: text)) } catch {
                 throw .badRequest("ServiceBusNotification-Tags: \(error.description)")
             }

@@ -4,6 +4,7 @@ import Pushgate
 import PushgateConfig
 import PushgateDispatch
 import PushgateOutbox
+import Synchronization
 
 /// Every rule of a send, decided once for both APIs: an API parses a request into a
 /// ``SendCommand``, calls ``run(_:logger:)`` and answers the ``SendAnswer`` in its own terms.
@@ -43,6 +44,9 @@ public final class Sends: Sendable {
     let inFlight: InFlightSends
     let settings: Settings
     let logger: Logger
+    /// What each user of the tutorial API has stored lately (``admitStored(_:)``): a bucket of
+    /// `limits.maxStoredPerUserPerDay` sends that refills over a day.
+    let storedPerUser: Mutex<TokenBuckets>
 
     init(store: any SendStore, app: CurrentApp, driver: OutboxDriver, inFlight: InFlightSends, settings: Settings, logger: Logger) {
         self.store = store
@@ -51,6 +55,8 @@ public final class Sends: Sendable {
         self.inFlight = inFlight
         self.settings = settings
         self.logger = logger
+        let perDay = Double(settings.limits.maximumStoredPerUserPerDay)
+        storedPerUser = Mutex(TokenBuckets(ratePerSecond: perDay / 86400, burst: perDay))
     }
 
     /// The app's configuration and templates as they are now (a reload replaces them).
@@ -105,6 +111,7 @@ public final class Sends: Sendable {
                 ? .accepted(Accepted(record: record, replayed: true)) : .delivered(replayed(record))
         }
         let prepared = try await prepare(command)
+        try admitStored(command.sender)
         if command.isAccepted {
             return .accepted(try await enqueue(prepared, deliverAt: command.deliverAt?.value, idempotencyKey: key))
         }
@@ -113,6 +120,19 @@ public final class Sends: Sendable {
             disclosed: mayInspectDevices(command, audience: prepared.audience), logger: logger)
         if command.mode == .streamed { return .streamed(send) }
         return .delivered(await send.run())
+    }
+
+    /// Admits a send that stores a notification (kept 7 days) and perhaps a secure message (a
+    /// day): a user of the tutorial API stores at most `limits.maxStoredPerUserPerDay` a day, so
+    /// that one signed-in user cannot fill the disk (429 with `Retry-After`). Hub keys (backends)
+    /// are not limited by it. Kept in this instance's memory.
+    func admitStored(_ sender: SendCommand.Sender) throws(GatewayError) {
+        guard case .user(let user) = sender else { return }
+        guard case .wait(let seconds) = storedPerUser.withLock({ $0.take(user.name, now: now().secondsSinceEpoch) }) else { return }
+        throw GatewayError(
+            .tooManyRequests,
+            "too many notifications stored: a user stores at most \(limits.maximumStoredPerUserPerDay) a day (limits.maxStoredPerUserPerDay); retry in \(seconds) s",
+            retryAfterSeconds: seconds)
     }
 
     /// The rules between a send's parts, checked before anything is stored or sent.

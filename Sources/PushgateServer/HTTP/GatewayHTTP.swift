@@ -71,7 +71,9 @@ public enum GatewayHTTP {
             TutorialAPI(gateway: gateway, maximumBodyBytes: maximumBodyBytes, sandbox: sandbox, hubs: hubs)
                 .routes(authenticator: authenticator),
             atPath: "api")
-        if let hubs { router.addRoutes(HubHTTP.routes(hubs: hubs, maximumBodyBytes: maximumBodyBytes, scheme: scheme)) }
+        if let hubs {
+            router.addRoutes(HubHTTP.routes(hubs: hubs, maximumBodyBytes: maximumBodyBytes, scheme: scheme, clients: authenticator.clients))
+        }
         return router
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import HummingbirdCore
+import Pushgate
 import PushgateCore
 
 /// A request's query, parsed once and strictly: names and values percent-decoded (`%24filter` is
@@ -75,10 +76,8 @@ struct QueryParameters: Sendable {
         }
     }
 
-    /// At most 60 characters of client input, for an error message.
-    static func quoted(_ text: String) -> String {
-        text.count > 60 ? String(text.prefix(60)) + "…" : text
-    }
+    /// At most 60 bytes of client input, for an error message.
+    static func quoted(_ text: String) -> String { text.excerpt(maximumBytes: 60) }
 
     /// A name without case, `_` or `-`: `dry_run` and `dryrun` fold to `dryRun`'s.
     private static func folded(_ name: String) -> String {

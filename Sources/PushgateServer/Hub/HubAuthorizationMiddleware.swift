@@ -13,6 +13,8 @@ struct HubAuthorizationMiddleware: RouterMiddleware {
     let hubs: HubDirectory
     /// How clients reach this listener (`https`), for the links the hub writes.
     let scheme: String
+    /// Who a request comes from, for the rates kept per client address.
+    let clients: ClientAddressResolver
 
     func handle(
         _ request: Request, context: GatewayContext, next: (Request, GatewayContext) async throws -> Response
@@ -21,7 +23,7 @@ struct HubAuthorizationMiddleware: RouterMiddleware {
     {
         var context = context
         do {
-            context.hubCall = try HubHTTP.authorize(request, context: context, hubs: hubs, scheme: scheme)
+            context.hubCall = try HubHTTP.authorize(request, context: context, hubs: hubs, scheme: scheme, clients: clients)
             return try await next(request, context)
         } catch let error as GatewayError {
             if error.kind == .unauthorized || error.kind == .forbidden {

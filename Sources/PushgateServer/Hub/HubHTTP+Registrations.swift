@@ -53,11 +53,11 @@ extension HubHTTP {
         do {
             registration = try Registration(
                 app: gateway.appID, id: id, handle: handle, tags: tags, template: template, expiresAt: description.expiration,
-                owner: Installations.hubOwner)
+                owner: .hub)
         } catch {
             throw .badRequest("Tags: \(error.description)")
         }
-        try await gateway.installations.writeRegistration(registration, writer: call.writer, ifMatch: expected)
+        try await gateway.installations.writeRegistration(registration, writer: call.writer, ifMatch: expected, client: call.client)
         return registration
     }
 
@@ -73,8 +73,10 @@ extension HubHTTP {
     /// `GET /{hub}/registrations` (`$filter`, `$top`, continuation) and `GET /{hub}/tags/{tag}/registrations`.
     static func list(_ request: Request, call: HubCall, tag: String?) async throws(GatewayError) -> EditedResponse<XMLAnswer> {
         let gateway = call.gateway
-        // Names decoded as values are: `%24filter` is `$filter`.
-        let query = try QueryParameters(request.uri)
+        // Names decoded as values are: `%24filter` is `$filter`; a name the listing does not take
+        // (a misspelled `$filter`) is a 400 naming it, never a silent listing of everything.
+        let query = try QueryParameters(
+            request.uri, accepting: ["api-version", "$filter", "$top", "ContinuationToken", "continuationtoken", "continuationToken"])
         let topText = query.get("$top") ?? "100"
         guard let top = Int(topText), (1...100).contains(top) else { throw .badRequest("$top: '\(topText.prefix(20))' must be 1 to 100") }
         var after: RegistrationID?

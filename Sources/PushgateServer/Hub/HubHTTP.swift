@@ -35,12 +35,14 @@ enum HubHTTP {
 
     /// The Notification Hubs API's routes under `/{hub}/…`; `scheme` is how clients reach this
     /// listener (`https`).
-    static func routes(hubs: HubDirectory, maximumBodyBytes: Int, scheme: String) -> RouteCollection<GatewayContext> {
+    static func routes(
+        hubs: HubDirectory, maximumBodyBytes: Int, scheme: String, clients: ClientAddressResolver
+    ) -> RouteCollection<GatewayContext> {
         let router = RouteCollection(context: GatewayContext.self)
         // Every hub route runs in a context that has its authorized call: the middleware checks the
         // hub, the API version and the signature first, and answers every refusal and error of the
         // hub's routes as NH's XML <Error>; each route then checks the right it needs.
-        let authorized = router.group(":hub").add(middleware: HubAuthorizationMiddleware(hubs: hubs, scheme: scheme))
+        let authorized = router.group(":hub").add(middleware: HubAuthorizationMiddleware(hubs: hubs, scheme: scheme, clients: clients))
             .group(context: HubRequestContext.self)
         func route(
             _ method: HTTPRequest.Method, _ path: RouterPath, _ right: AccessRight,
@@ -132,7 +134,7 @@ enum HubHTTP {
 
     /// `POST /{hub}/registrationIDs`: `201` whose Location's last segment is the id, as NH answers.
     static func reserveRegistrationID(_ request: Request, call: HubCall) async throws(GatewayError) -> EmptyAnswer {
-        let id = try await call.gateway.installations.reserveRegistrationID(rule: call.grant.rule)
+        let id = try await call.gateway.installations.reserveRegistrationID(rule: call.grant.rule, client: call.client)
         return EmptyAnswer(.created, headers: [.location: "\(call.base)/registrationids/\(id.rawValue)?api-version=\(call.apiVersion)"])
     }
 
@@ -175,11 +177,9 @@ enum HubHTTP {
 
     static let refusals = Logger(label: "pushgate.hub")
 
-    /// Who owns registrations made through the hub API.
-
     /// Resolves the hub, checks the API version and the signature, and the right the route needs.
     static func authorize(
-        _ request: Request, context: GatewayContext, hubs: HubDirectory, scheme: String
+        _ request: Request, context: GatewayContext, hubs: HubDirectory, scheme: String, clients: ClientAddressResolver
     ) throws(GatewayError) -> HubCall {
         let name = context.parameters.get("hub") ?? ""
         guard let hub = hubs.hub(named: name) else { throw .notFound("no hub '\(name.prefix(60))' is configured here") }
@@ -194,7 +194,9 @@ enum HubHTTP {
         case .success(let grant):
             return HubCall(
                 hub: hub, grant: grant, parameters: context.parameters, apiVersion: version, scheme: scheme,
-                authority: "\(host)/\(hub.id.rawValue)")
+                authority: "\(host)/\(hub.id.rawValue)",
+                client: clients.client(
+                    peer: context.remoteAddress, forwardedFor: request.headers[values: BasicAuthenticationMiddleware.forwardedFor]))
         }
     }
 
@@ -207,6 +209,9 @@ enum HubHTTP {
         /// The scheme the request came in on, and `host:port/hub`.
         let scheme: String
         let authority: String
+        /// Who sent the request (the peer, or the address a trusted proxy forwarded): what the
+        /// Listen key's rates are kept by.
+        let client: String
 
         /// `https://host:port/hub`: links to the hub's resources.
         var base: String { "\(scheme)://\(authority)" }

@@ -54,7 +54,7 @@ package enum HubInstallations {
         try HubHTTP.requireContentType(request, "json", "an installation as JSON (application/json)")
         let id = try installationID(call.parameter("id"))
         let installation = try parse(try await HubHTTP.body(request, limit: limit), id: id)
-        try await call.gateway.installations.write(installation, writer: call.writer)
+        try await call.gateway.installations.write(installation, writer: call.writer, client: call.client)
         return EmptyAnswer(.ok)
     }
 
@@ -66,7 +66,7 @@ package enum HubInstallations {
             throw GatewayError.notFound("no installation '\(id)'")
         }
         try patch(&installation, try await HubHTTP.body(request, limit: limit))
-        try await call.gateway.installations.write(installation, writer: call.writer)
+        try await call.gateway.installations.write(installation, writer: call.writer, client: call.client)
         return EmptyAnswer(.ok)
     }
 
