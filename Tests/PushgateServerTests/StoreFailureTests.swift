@@ -57,9 +57,10 @@ import Testing
         let metrics = GatewayMetrics()
         let gateway = Gateway(
             app: loaded.defaultApp, store: store, dispatcher: Dispatcher(providers: [provider]), shared: Gateway.Shared(metrics: metrics))
-        let prepared = try gateway.sends.prepare(
-            Sends.SendRequest(pns: "apns", toTag: "carol", body: Array(#""hi""#.utf8)),
-            user: AuthenticatedUser(name: "bob", isAdmin: false))
+        let prepared = try await gateway.sends.prepare(
+            SendCommand(
+                route: .tutorialNotifications, sender: .user(AuthenticatedUser(name: "bob", isAdmin: false)), audience: .user("carol"),
+                content: .message(body: Array(#""hi""#.utf8), secure: false), platforms: "apns"))
         let outcome = await gateway.sends.deliver(prepared)
 
         #expect(outcome.ending == .interrupted)

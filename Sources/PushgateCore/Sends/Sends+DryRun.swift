@@ -61,19 +61,18 @@ extension Sends {
     /// placeholder id, and no message stored), its audience walked and counted, its first
     /// `sample` registrations listed, and each payload built into the request its service would
     /// get. Refused as the send itself would be.
-    public func dryRun(_ request: SendRequest, secure: Bool, user: AuthenticatedUser, sample: Int) async throws(GatewayError) -> DryRun {
+    func dryRun(_ command: SendCommand, user: AuthenticatedUser, sample: Int) async throws(GatewayError) -> DryRun {
         guard (1...DryRun.maximumSample).contains(sample) else {
             throw .badRequest("sample must be 1…\(DryRun.maximumSample), not \(sample)")
         }
-        let prepared: PreparedSend
+        guard case .message(let body, let secure) = command.content else { throw .badRequest("a dry run is the tutorial API's") }
         let purpose = secure ? "secure" : "notify"
-        if secure {
-            // The send's own checks and rendering, with a placeholder id; no message stored.
-            prepared = try prepareSecurePayloads(
-                request, user: user, id: "00000000-0000-0000-0000-000000000000", deliverAt: request.deliverAt)
-        } else {
-            prepared = try prepare(request, user: user)
-        }
+        let audience = try audience(of: command, platform: nil)
+        // The send's own checks and rendering (a secure one with a placeholder id); no message stored.
+        let prepared =
+            secure
+            ? try securePayloads(command, body: body, audience: audience, user: user, id: "00000000-0000-0000-0000-000000000000")
+            : try renderMessage(command, body: body, audience: audience, user: user, purpose: purpose)
 
         var counts: [Platform: Int] = [:]
         var matches: [DryRun.Match] = []

@@ -6,101 +6,72 @@ import PushgateDispatch
 import PushgateXML
 import Synchronization
 
-extension Sends {
-    /// A send through the Notification Hubs API (`POST /{hub}/messages`).
-    public struct HubSendRequest: Sendable {
-        /// `ServiceBusNotification-Format`.
-        public var format: String?
-        public var body: [UInt8]
-        /// Request headers, for the platform's pass-through headers (`apns-*`, `X-WNS-*`).
-        public var headers: [(name: String, value: String)]
-        /// `ServiceBusNotification-Tags`: a tag or tag expression; nil broadcasts.
-        public var tags: String?
-        /// `ServiceBusNotification-DeviceHandle` with `?direct`, or the handles of a `$batch`.
-        public var directHandles: [String]?
-        /// Where the direct handles came from, for errors: a `$batch`'s are `devices[i]`.
-        public var directHandlesField = "ServiceBusNotification-DeviceHandle"
-        /// The rule that signed the request (recorded as the sender).
-        public var sender: String
+/// `ServiceBusNotification-Format`, as Notification Hubs names it: a platform's native payload,
+/// or a template send. The one table of the hub's format names, derived from ``Platform``
+/// (``Platform/notificationHubsName``), read by the send's planning and its messages.
+enum HubFormat: Equatable, Sendable {
+    case native(Platform)
+    case template
 
-        public init(
-            format: String?, body: [UInt8], headers: [(name: String, value: String)], tags: String?, directHandles: [String]?,
-            sender: String
-        ) {
-            self.format = format
-            self.body = body
-            self.headers = headers
-            self.tags = tags
-            self.directHandles = directHandles
-            self.sender = sender
+    /// The formats, natives in ``Platform``'s order and `template` last.
+    static let all: [HubFormat] = Platform.allCases.map { .native($0) } + [.template]
+
+    /// The format's name as clients send it (compared without case: the .NET SDK sends `fcmV1`).
+    var name: String {
+        switch self {
+        case .native(let platform): platform.notificationHubsName.lowercased()
+        case .template: "template"
         }
     }
 
-    /// Validates a hub send and builds its payloads: a native body is sent as it is, after the
-    /// service's checks; a template body is a JSON object of properties, rendered per registration
-    /// when delivered.
-    public func prepareHub(_ request: HubSendRequest) throws(GatewayError) -> PreparedSend {
-        guard let format = request.format?.trimmingCharacters(in: .whitespaces), !format.isEmpty else {
-            throw .badRequest("ServiceBusNotification-Format is required: apple, gcm, fcmv1, windows, browser or template")
+    /// `apple, gcm, fcmv1, windows, browser or template`.
+    static let names = all.dropLast().map(\.name).joined(separator: ", ") + " or " + all.last!.name
+    /// The native formats' names: `apple, gcm, fcmv1, windows, browser`.
+    static let nativeNames = all.dropLast().map(\.name).joined(separator: ", ")
+
+    /// The format `text` names; throws the hub's refusal for a retired, unsupported or unknown one.
+    init(parsing text: String?) throws(GatewayError) {
+        guard let text = text?.trimmingCharacters(in: .whitespaces), !text.isEmpty else {
+            throw .badRequest("ServiceBusNotification-Format is required: \(Self.names)")
         }
-        let platform: Platform?
-        switch format.lowercased() {
-        case "apple": platform = .apns
-        case "gcm": platform = .gcm
-        case "fcmv1": platform = .fcm
-        case "windows": platform = .wns
-        case "browser": platform = .browser
-        case "template": platform = nil
+        let lowered = text.lowercased()
+        if let format = Self.all.first(where: { $0.name == lowered }) {
+            self = format
+            return
+        }
+        switch lowered {
         case "windowsphone":
             throw .badRequest("ServiceBusNotification-Format: windowsphone (MPNS) is retired by Microsoft; use windows (WNS)")
         case "adm", "baidu", "xiaomi":
-            throw .badRequest(
-                "ServiceBusNotification-Format: \(format) is not supported; use apple, gcm, fcmv1, windows, browser or template")
+            throw .badRequest("ServiceBusNotification-Format: \(text) is not supported; use \(Self.names)")
         default:
-            throw .badRequest(
-                "ServiceBusNotification-Format: '\(format.prefix(40))' is unknown; use apple, gcm, fcmv1, windows, browser or template")
+            throw .badRequest("ServiceBusNotification-Format: '\(text.prefix(40))' is unknown; use \(Self.names)")
         }
-        let audience: Audience
-        if let handles = request.directHandles {
-            guard let platform else {
-                throw .badRequest("a direct send takes a native format (apple, gcm, fcmv1, windows, browser), not template")
-            }
-            guard !handles.isEmpty, handles.count <= Audience.maximumDirectHandles else {
-                throw .badRequest("a direct send takes 1 to \(Audience.maximumDirectHandles) device handles, not \(handles.count)")
-            }
-            var checked: [DeviceHandle] = []
-            for (index, text) in handles.enumerated() {
-                do { checked.append(try app.configuration.handles.validate(text, for: platform)) } catch {
-                    let field = handles.count > 1 ? "\(request.directHandlesField)[\(index)]" : request.directHandlesField
-                    throw .badRequest("\(field): \(error.description)")
-                }
-            }
-            audience = .direct(handles: checked)
-        } else if let given = request.tags {
-            // Only an absent header means everyone (as Notification Hubs documents it): a blank one
-            // is a mistake, never a broadcast.
-            let text = given.trimmingCharacters(in: .whitespacesAndNewlines)
-            guard !text.isEmpty else {
-                throw .badRequest(
-                    "ServiceBusNotification-Tags is present but blank; give a tag or tag expression, or omit the header to send to every registration"
-                )
-            }
-            do { audience = .tags(try TagExpression(parsing: text)) } catch {
-                throw .badRequest("ServiceBusNotification-Tags: \(error.description)")
-            }
-        } else {
-            audience = .everyone
-        }
-        let direct = request.directHandles != nil
+    }
+}
+
+extension Sends {
+    /// A send through the Notification Hubs API (`POST /{hub}/messages`) planned: a native body is
+    /// sent as it is, after the service's checks; a template body is a JSON object of properties,
+    /// rendered per registration when delivered.
+    func prepareHub(
+        _ command: SendCommand, format text: String?, body: [UInt8], headers: [SendCommand.Header]
+    ) throws(GatewayError) -> PreparedSend {
+        let format = try HubFormat(parsing: text)
+        var platform: Platform?
+        if case .native(let native) = format { platform = native }
+        let audience = try audience(of: command, platform: platform)
         guard let platform else {
-            let properties = try HubPayloads.hubTemplateProperties(request.body)
+            let properties = try HubPayloads.hubTemplateProperties(body)
             return PreparedSend(
-                selection: PlatformSelection(Platform.allCases), audience: audience, payloads: [:], sender: request.sender,
+                selection: PlatformSelection(Platform.allCases), audience: audience, payloads: [:], sender: command.sender.name,
                 delivery: .templates(properties))
         }
-        let payload = try HubPayloads.nativePayload(platform: platform, body: request.body, headers: request.headers)
+        var direct = false
+        if case .devices = command.audience { direct = true }
+        let payload = try HubPayloads.nativePayload(platform: platform, body: body, headers: headers.map { ($0.name, $0.value) })
         return PreparedSend(
-            selection: PlatformSelection([platform]), audience: audience, payloads: [platform: payload], sender: request.sender,
+            selection: PlatformSelection([platform]), audience: audience, payloads: [platform: payload], sender: command.sender.name,
             delivery: direct ? .allRegistrations : .nativeRegistrations)
     }
 }
@@ -160,7 +131,7 @@ public enum HubPayloads {
         do {
             checked = try PlatformTemplate(platform: platform, template: try Template(format: format, text: bodyText), headers: passed)
         } catch {
-            throw .badRequest("\(platform == .wns ? "windows" : platform.notificationHubsName) notification: \(error.description)")
+            throw .badRequest("\(HubFormat.native(platform).name) notification: \(error.description)")
         }
         let bytes = Array(bodyText.utf8)
         do { try PayloadLimit.check(size: bytes.count, platform: platform, apnsPushType: checked.header("apns-push-type")) } catch {

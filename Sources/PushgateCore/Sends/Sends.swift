@@ -11,15 +11,15 @@ import Synchronization
 ///
 /// The path of one send: ``check(_:)`` (the rules between its parts, and whether it needs the
 /// outbox) → a dry run answers here → the idempotency key (a repeat answers the first send's
-/// notification) → prepared (validated and rendered: ``prepare(_:user:purpose:)``,
-/// ``prepareSecure(_:user:deliverAt:)``, ``prepareHub(_:)``) → stored and answered
+/// notification) → planned (validated and rendered in one step from the command: ``prepare(_:)``,
+/// its audience by ``audience(of:platform:)``) → stored and answered
 /// (asynchronous, scheduled, hub), or stored and driven by this request (synchronous, streamed,
 /// test). The outbox counts what a drive reached in the metrics (``OutboxDriver``), once.
 ///
 /// (About 30 members, past the 25 a type here keeps to: the issue this was built for asks for
 /// one place that owns every rule of a send. They are split by phase, one extension file each:
 /// `+Prepare`, `+Hub`, `+Deliver`, `+Idempotency`, `+DryRun`; pure rules of a payload live in
-/// ``HubPayloads`` and ``SendRequest``.)
+/// ``HubPayloads``, ``HubFormat`` and ``SendCommand``.)
 public final class Sends: Sendable {
     /// What a send is checked against, beside the outbox's settings.
     public struct Settings: Sendable {
@@ -103,7 +103,7 @@ public final class Sends: Sendable {
         try check(command)
         if case .dryRun(let sample) = command.mode {
             guard case .user(let user) = command.sender else { throw .badRequest("a dry run is the tutorial API's") }
-            return .dryRun(try await dryRun(try sendRequest(command), secure: command.isSecure, user: user, sample: sample))
+            return .dryRun(try await dryRun(command, user: user, sample: sample))
         }
         let key = try idempotencyKey(command)
         if let record = try await repeatedSend(key, sender: command.sender.name) {
@@ -180,52 +180,6 @@ public final class Sends: Sendable {
         return IdempotencyKey(
             key: key, fingerprint: fingerprint, otherVersions: others,
             storedSince: Timestamp(secondsSinceEpoch: now().secondsSinceEpoch - window))
-    }
-
-    /// The command validated and rendered, by the API's rules.
-    private func prepare(_ command: SendCommand) async throws(GatewayError) -> PreparedSend {
-        switch command.content {
-        case .message(_, let secure):
-            guard case .user(let user) = command.sender else { throw .badRequest("a message send is the tutorial API's") }
-            let request = try sendRequest(command)
-            return secure
-                ? try await prepareSecure(request, user: user, deliverAt: command.deliverAt?.value)
-                : try prepare(request, user: user)
-        case .notificationHubs(let format, let body, let headers):
-            var tags: String?
-            var handles: [String]?
-            var field = "ServiceBusNotification-DeviceHandle"
-            switch command.audience {
-            case .tags(let expression): tags = expression
-            case .devices(let given, let given_field):
-                handles = given
-                field = given_field
-            case .everyone: break
-            case .user, .fcmTopic, .fcmCondition:
-                throw .badRequest("a hub send names tags or device handles")
-            }
-            var request = HubSendRequest(
-                format: format, body: body, headers: headers.map { ($0.name, $0.value) }, tags: tags, directHandles: handles,
-                sender: command.sender.name)
-            request.directHandlesField = field
-            return try prepareHub(request)
-        }
-    }
-
-    /// The tutorial API's send request of a command.
-    private func sendRequest(_ command: SendCommand) throws(GatewayError) -> SendRequest {
-        var request = SendRequest(
-            pns: command.platforms, toTag: nil, body: command.body, timeToLive: command.timeToLive?.value,
-            deliverAt: command.deliverAt?.value)
-        switch command.audience {
-        case .user(let name): request.toTag = name
-        case .tags(let expression): request.tagExpression = expression
-        case .fcmTopic(let topic): request.fcmTopic = topic
-        case .fcmCondition(let condition): request.fcmCondition = condition
-        case .devices, .everyone: throw .badRequest("a message send names to_tag, tags, topic or condition")
-        }
-        request.validateOnly = command.validateOnly
-        return request
     }
 
     /// Runs a send to its end even when the client goes away (a disconnect does not cancel it);

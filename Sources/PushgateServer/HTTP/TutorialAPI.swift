@@ -165,7 +165,7 @@ struct TutorialAPI: Sendable {
         let deliverAt = try gateway.sends.scheduleTime(query.get("deliverAt")).map {
             SendCommand.Given($0, text: query.get("deliverAt") ?? "")
         }
-        let timeToLive = try Sends.SendRequest.timeToLive(query.get("ttl")).map { SendCommand.Given($0, text: query.get("ttl") ?? "") }
+        let timeToLive = try SendCommand.timeToLive(parsing: query.get("ttl")).map { SendCommand.Given($0, text: query.get("ttl") ?? "") }
         let audience = try SendCommand.Audience.tutorial(
             toTag: query.get("to_tag"), tags: query.get("tags"), topic: query.get("topic"), condition: query.get("condition"))
         let streaming = (request.headers[.accept] ?? "").lowercased().contains(GatewayHTTP.progressMediaType)

@@ -44,10 +44,18 @@ enum HubHTTP {
         // hub's routes as NH's XML <Error>; each route then checks the right it needs.
         let authorized = router.group(":hub").add(middleware: HubAuthorizationMiddleware(hubs: hubs, scheme: scheme, clients: clients))
             .group(context: HubRequestContext.self)
+        // The one table of the hub's resources and their methods: what each route adds, read
+        // again below for the 405 and OPTIONS answers.
+        var resources: [(path: RouterPath, methods: [HTTPRequest.Method])] = []
         func route(
             _ method: HTTPRequest.Method, _ path: RouterPath, _ right: AccessRight,
             _ handler: @escaping @Sendable (Request, HubCall) async throws -> any ResponseGenerator
         ) {
+            if let index = resources.firstIndex(where: { $0.path == path }) {
+                resources[index].methods.append(method)
+            } else {
+                resources.append((path, [method]))
+            }
             authorized.on(path, method: method) { request, context in
                 try context.call.require(right)
                 return try await handler(request, context.call).response(from: request, context: context)
@@ -73,12 +81,6 @@ enum HubHTTP {
         // Anything else under a configured hub: NH's XML error; 405 naming the methods a known
         // resource takes (any method a client may try, QUERY included: RFC 9110's registry).
         let methods: [HTTPRequest.Method] = [.get, .post, .put, .delete, .patch, .trace, HTTPRequest.Method("QUERY")!]
-        let resources: [(RouterPath, [HTTPRequest.Method])] = [
-            ("messages", [.post]), ("messages/$batch", [.post]), ("messages/:id", [.get]), ("schedulednotifications", [.post]),
-            ("schedulednotifications/:id", [.delete]), ("registrationIDs", [.post]), ("registrations", [.get, .post]),
-            ("registrations/:id", [.get, .put, .delete]), ("tags/:tag/registrations", [.get]),
-            ("installations/:id", [.get, .put, .patch, .delete]),
-        ]
         for (path, allowed) in resources {
             // HEAD wherever GET goes (the router generates it), OPTIONS everywhere.
             let allow = (allowed + (allowed.contains(.get) ? [.head] : []) + [.options]).map(\.rawValue).joined(separator: ", ")

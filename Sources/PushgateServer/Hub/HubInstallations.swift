@@ -12,7 +12,7 @@ package enum HubInstallations {
     typealias Installation = PushgateCore.Installation
     typealias InstallationTemplate = PushgateCore.InstallationTemplate
 
-    static let platforms: [String: Platform] = ["apns": .apns, "gcm": .gcm, "fcmv1": .fcm, "wns": .wns, "browser": .browser]
+    static let platforms = Dictionary(uniqueKeysWithValues: Platform.allCases.map { ($0.notificationHubs.installation, $0) })
 
     /// A browser installation's `pushChannel`, `{"endpoint", "p256dh", "auth"}`, as the
     /// subscription JSON the core reads as a browser's handle.
@@ -122,7 +122,9 @@ package enum HubInstallations {
         }
         let platformText = try string("platform", required: true)!
         guard let platform = platforms[platformText.lowercased()] else {
-            throw .badRequest("body: platform '\(platformText.prefix(20))' is not supported; use apns, gcm, fcmV1, wns or browser")
+            throw .badRequest(
+                "body: platform '\(platformText.prefix(20))' is not supported; use \(Platform.allCases.map(\.notificationHubs.installation).joined(separator: ", "))"
+            )
         }
         let channel =
             if platform == .browser, let value = root["pushChannel"], value.objectMembers != nil {

@@ -28,10 +28,9 @@ enum HubRegistrationXML {
     }
 
     /// Description element names by platform (the native one; the template one inserts `Template`).
-    static let types: [(name: String, platform: Platform, handleElement: String)] = [
-        ("Apple", .apns, "DeviceToken"), ("Gcm", .gcm, "GcmRegistrationId"), ("FcmV1", .fcm, "FcmV1RegistrationId"),
-        ("Windows", .wns, "ChannelUri"), ("Browser", .browser, "Endpoint"),
-    ]
+    static let types: [(name: String, platform: Platform, handleElement: String)] = Platform.allCases.map {
+        ($0.notificationHubs.registrationDescription, $0, $0.notificationHubs.handleElement)
+    }
 
     /// A browser registration's subscription keys, beside its `<Endpoint>`.
     static let browserKeyElements = ["P256DH", "Auth"]

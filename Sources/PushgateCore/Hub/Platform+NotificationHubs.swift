@@ -1,0 +1,27 @@
+import Pushgate
+
+/// How Notification Hubs names a platform in each place it names one: one exhaustive table, so
+/// that a new platform is named everywhere at once (the compiler asks for its row). The send's
+/// `ServiceBusNotification-Format` and the results' `ApplicationPlatform` are
+/// ``Platform/notificationHubsName`` (``HubFormat``).
+package struct NotificationHubsNames: Sendable, Hashable {
+    /// An installation's `platform` (`apns`, `fcmv1`, …).
+    package var installation: String
+    /// A registration description's type, less `RegistrationDescription` / `TemplateRegistrationDescription`
+    /// (`Apple`, `FcmV1`, …).
+    package var registrationDescription: String
+    /// The element holding a registration description's handle (`DeviceToken`, …).
+    package var handleElement: String
+}
+
+extension Platform {
+    package var notificationHubs: NotificationHubsNames {
+        switch self {
+        case .apns: NotificationHubsNames(installation: "apns", registrationDescription: "Apple", handleElement: "DeviceToken")
+        case .gcm: NotificationHubsNames(installation: "gcm", registrationDescription: "Gcm", handleElement: "GcmRegistrationId")
+        case .fcm: NotificationHubsNames(installation: "fcmv1", registrationDescription: "FcmV1", handleElement: "FcmV1RegistrationId")
+        case .wns: NotificationHubsNames(installation: "wns", registrationDescription: "Windows", handleElement: "ChannelUri")
+        case .browser: NotificationHubsNames(installation: "browser", registrationDescription: "Browser", handleElement: "Endpoint")
+        }
+    }
+}
