@@ -118,6 +118,26 @@ import Testing
     }
 }
 
+@Suite struct DemoKeepRunningTests {
+    /// `pushgate demo --keep-running` as a new user leaves it: its lines appear as they happen
+    /// with its output in a pipe, and SIGTERM (as SIGINT) stops it at once, with 0, removing the
+    /// folder it made (keys, store).
+    @Test(arguments: [SIGTERM, SIGINT]) func aDemoLeftRunningWritesAsItGoesAndStopsOnASignal(signal: Int32) async throws {
+        let demo = try RunningProcess(["demo", "--keep-running"])
+        let text = try await demo.waitFor("sandbox control API:", seconds: 120)
+        let config = try #require(
+            text.split(separator: "\n").first { $0.contains("gateway config: ") }.map {
+                String($0.split(separator: " ").last ?? "")
+            })
+        let folder = (config as NSString).deletingLastPathComponent
+        #expect(FileManager.default.fileExists(atPath: config), "\(config)")
+        kill(demo.processIdentifier, signal)
+        #expect(try await demo.waitForExit(seconds: 20) == 0, "\(demo.text.suffix(2000))")
+        #expect(!FileManager.default.fileExists(atPath: folder), "\(folder) is left behind")
+        #expect(demo.text.contains("stopping:"), "\(demo.text.suffix(500))")
+    }
+}
+
 @Suite struct SendCommandTests {
     @Test func sendPrintsTheOutcomesAndExitsByWhatHappened() async throws {
         let local = try await LocalGateway.start()

@@ -28,6 +28,14 @@ import Testing
         HubAPITests.appleRegistration(token: token, tags: tags)
     }
 
+    /// Writes registrations `r-0` … with the Full key, each answered 200.
+    static func putRegistrations(_ count: Int, _ client: HubAPITests.Client) async throws {
+        for index in 0..<count {
+            let put = try await client.call("PUT", "registrations/r-\(index)", body: appleEntry(token()), contentType: HubAPITests.atom)
+            #expect(put.status == 200, "\(put.bodyText)")
+        }
+    }
+
     static func token() -> String { (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined() }
 
     /// Only an absent `ServiceBusNotification-Tags` sends to every registration, as Notification
@@ -139,12 +147,7 @@ import Testing
     @Test func aHubHasAQuotaOfActiveDevices() async throws {
         try await InMemoryGatewayFixture.with(rewrite: Self.limits(["maxHubDevices": 3])) { fixture in
             let client = try HubAPITests.Client(fixture)
-            for index in 0..<3 {
-                #expect(
-                    try await client.call(
-                        "PUT", "registrations/r-\(index)", body: Self.appleEntry(Self.token()), contentType: HubAPITests.atom
-                    ).status == 200)
-            }
+            try await Self.putRegistrations(3, client)
             let refused = try await client.call(
                 "PUT", "registrations/r-3", body: Self.appleEntry(Self.token()), contentType: HubAPITests.atom)
             #expect(refused.status == 403, "\(refused.bodyText)")
@@ -224,12 +227,7 @@ import Testing
     @Test func theHubListingParsesItsQueryStrictly() async throws {
         try await InMemoryGatewayFixture.with { fixture in
             let client = try HubAPITests.Client(fixture)
-            for index in 0..<3 {
-                #expect(
-                    try await client.call(
-                        "PUT", "registrations/r-\(index)", body: Self.appleEntry(Self.token()), contentType: HubAPITests.atom
-                    ).status == 200)
-            }
+            try await Self.putRegistrations(3, client)
             let misspelled = try await client.call("GET", "registrations?$filtr=Tags%20eq%20'news'")
             #expect(misspelled.status == 400 && misspelled.bodyText.contains("unknown parameter '$filtr'"), "\(misspelled.bodyText)")
             let encoded = try await client.call("GET", "registrations?%24top=1")

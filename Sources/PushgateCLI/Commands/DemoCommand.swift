@@ -12,6 +12,7 @@ import PushgateLocal
 import PushgateServer
 import PushgateStore
 import ServiceLifecycle
+import UnixSignals
 
 /// `pushgate demo`: the main job on an embedded default, end to end, on this machine.
 struct DemoCommand: AsyncParsableCommand {
@@ -78,7 +79,8 @@ struct DemoCommand: AsyncParsableCommand {
                 out.line("  Notification Hubs SDKs (trusting \(environment.directory)/ca.pem), hub 'default':")
                 out.line("    \(connection)")
             }
-            await waitForInterrupt(environment)
+            await waitForInterrupt()
+            out.line("stopping: the gateway, the sandbox, and \(environment.directory) removed")
         }
         await environment.stop()
     }
@@ -157,12 +159,10 @@ struct DemoCommand: AsyncParsableCommand {
         out.line("mallory asking for the same id: 404")
     }
 
-    /// Runs the sandbox as a service until SIGINT or SIGTERM.
-    private func waitForInterrupt(_ environment: LocalGateway) async {
-        let group = ServiceGroup(
-            configuration: .init(
-                services: [.init(service: environment.sandbox)], gracefulShutdownSignals: [.sigint, .sigterm],
-                logger: Logger(label: "pushgate.demo")))
-        try? await group.run()
+    /// Waits for SIGINT or SIGTERM, trapped (not their default action, which would end the process
+    /// and leave the folder behind), while the gateway and the sandbox run; the caller then stops
+    /// both and removes what the demo created.
+    private func waitForInterrupt() async {
+        for await _ in await UnixSignalsSequence(trapping: .sigint, .sigterm) { return }
     }
 }
