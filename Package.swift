@@ -121,7 +121,7 @@ let package = Package(
         .target(
             name: "PushgateCore",
             dependencies: [
-                "Pushgate", "PushgateXML", "PushgateConfig", "PushgateDispatch", "PushgateOutbox",
+                "Pushgate", "PushgateXML", "PushgateDispatch", "PushgateOutbox",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

@@ -107,10 +107,3 @@ public struct LoadedConfiguration: Sendable {
     }
 }
 
-/// One app with its templates compiled, by purpose and platform.
-public struct LoadedApp: Sendable {
-    public let configuration: AppConfiguration
-    public let templates: [String: [Platform: PlatformTemplate]]
-
-    public var id: AppID { configuration.id }
-}

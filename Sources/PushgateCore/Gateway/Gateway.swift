@@ -1,7 +1,6 @@
 import Foundation
 import Logging
 import Pushgate
-import PushgateConfig
 import PushgateDispatch
 import PushgateOutbox
 import Synchronization

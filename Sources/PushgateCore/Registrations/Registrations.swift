@@ -1,5 +1,4 @@
 import Pushgate
-import PushgateConfig
 
 /// The tutorial API's registrations, with its semantics: an id reserved per user, a user's own
 /// registrations written and deleted by that user (an admin may touch any), the device no other
