@@ -106,4 +106,3 @@ public struct LoadedConfiguration: Sendable {
         LoadedConfiguration(configuration: configuration, apps: apps, baseDirectory: baseDirectory)
     }
 }
-
