@@ -89,7 +89,7 @@ public struct DispatchBatches<Targets: AsyncSequence>: AsyncSequence where Targe
     let lease: Dispatcher.Lease
 
     init(
-        targets: Targets, batchesInFlight: Int, answers: AnswerFlush?, logger: Logger,
+        targets: Targets, batchesInFlight: Int, answers: AnswerFlush?, tickers: AnswerFlushTickers, logger: Logger,
         spanContext: (@Sendable (Int) -> ServiceContext?)? = nil, lease: Dispatcher.Lease,
         deliver: @escaping @Sendable ([DispatchTarget], DeliveryAnswers?) async -> [DeliveryReport]
     ) {
@@ -99,7 +99,7 @@ public struct DispatchBatches<Targets: AsyncSequence>: AsyncSequence where Targe
         self.logger = logger
         self.spanContext = spanContext
         self.deliver = deliver
-        wire = DispatchWire(answers: answers)
+        wire = DispatchWire(answers: answers, tickers: tickers)
     }
 
     public func makeAsyncIterator() -> AsyncIterator {
@@ -237,12 +237,12 @@ final class DispatchWire: Sendable {
 
     private let state = Mutex(State())
     private let flush: AnswerFlush?
-    /// The process's clock for `flush`'s interval, which this wire joins while answers wait.
+    /// The server's clock for `flush`'s interval, which this wire joins while answers wait.
     private let ticker: AnswerFlushTicker?
 
-    init(answers: AnswerFlush?) {
+    init(answers: AnswerFlush?, tickers: AnswerFlushTickers) {
         flush = answers
-        ticker = answers.map { AnswerFlushTicker.shared(interval: $0.interval) }
+        ticker = answers.map { tickers.ticker(interval: $0.interval) }
     }
 
     /// Starts delivering batch `index`, in trace context `context` when given (else the caller's).
@@ -361,7 +361,26 @@ final class DispatchWire: Sendable {
     }
 }
 
-/// The clock that makes waiting early answers due, one for the whole process per flush interval:
+/// The clocks that make waiting early answers due, one per flush interval, owned by the server
+/// (``Dispatcher/answerTickers``: every dispatcher of one server shares them): the sends of all its
+/// hubs join one clock instead of starting timers of their own.
+public final class AnswerFlushTickers: Sendable {
+    private let tickers = Mutex<[Duration: AnswerFlushTicker]>([:])
+
+    public init() {}
+
+    /// The ticker of `interval`, made on first use.
+    func ticker(interval: Duration) -> AnswerFlushTicker {
+        tickers.withLock { tickers in
+            if let ticker = tickers[interval] { return ticker }
+            let ticker = AnswerFlushTicker(interval: interval)
+            tickers[interval] = ticker
+            return ticker
+        }
+    }
+}
+
+/// The clock that makes waiting early answers due, one per flush interval (``AnswerFlushTickers``):
 /// a wire joins it when its first answers start waiting, and each tick makes the answers of every
 /// wire that joined since the last one due (so an answer waits at most the interval). Its task
 /// runs only while wires join: it ends after a tick that found none, and the next join starts it
@@ -380,19 +399,7 @@ final class AnswerFlushTicker: Sendable {
     private let state = Mutex(State())
     let interval: Duration
 
-    private init(interval: Duration) { self.interval = interval }
-
-    private static let tickers = Mutex<[Duration: AnswerFlushTicker]>([:])
-
-    /// The ticker of `interval`, made on first use.
-    static func shared(interval: Duration) -> AnswerFlushTicker {
-        tickers.withLock { tickers in
-            if let ticker = tickers[interval] { return ticker }
-            let ticker = AnswerFlushTicker(interval: interval)
-            tickers[interval] = ticker
-            return ticker
-        }
-    }
+    fileprivate init(interval: Duration) { self.interval = interval }
 
     /// `wire` has answers waiting: at the next tick they are due.
     func join(_ wire: DispatchWire) {

@@ -21,10 +21,13 @@ public final class Dispatcher: Sendable {
     /// The gateway's tracing, for those who drive deliveries through this dispatcher (the outbox
     /// pages' spans); the providers were given the same.
     public let tracing: PushgateTracing
+    /// The clocks of early answers (``AnswerFlushTickers``): the server's, shared by its dispatchers.
+    public let answerTickers: AnswerFlushTickers
 
-    public init(providers: [any PushProvider], tracing: PushgateTracing = .off) {
+    public init(providers: [any PushProvider], tracing: PushgateTracing = .off, answerTickers: AnswerFlushTickers = AnswerFlushTickers()) {
         generations = Mutex(Generations(Self.byPlatform(providers)))
         self.tracing = tracing
+        self.answerTickers = answerTickers
     }
 
     private static func byPlatform(_ providers: [any PushProvider]) -> [Platform: any PushProvider] {
@@ -119,7 +122,8 @@ public final class Dispatcher: Sendable {
     ) -> DispatchBatches<Targets> where Targets.Element == [DispatchTarget] {
         let lease = lease()
         return DispatchBatches(
-            targets: targets, batchesInFlight: max(1, batchesInFlight), answers: answers, logger: logger, spanContext: spanContext,
+            targets: targets, batchesInFlight: max(1, batchesInFlight), answers: answers, tickers: answerTickers, logger: logger,
+            spanContext: spanContext,
             // The page goes out with the providers of its start, whatever a reload does meanwhile;
             // the sequence gives them back at its end.
             lease: lease,

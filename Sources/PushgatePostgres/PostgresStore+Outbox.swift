@@ -36,7 +36,7 @@ package struct PostgresOutboxDatabase: SQLDatabase {
     package func transaction<T: Sendable>(
         _ body: @escaping @Sendable (PostgresOutboxSession) async throws -> T
     ) async throws(StoreError) -> T {
-        let (logger, prepared) = (store.logger, store.preparedStatements)
+        let (logger, prepared) = (store.logger, store.preparedNames)
         return try await store.transaction { connection in
             try await body(PostgresOutboxSession(connection: connection, logger: logger, prepared: prepared))
         }
@@ -50,7 +50,7 @@ package struct PostgresOutboxDatabase: SQLDatabase {
     package func statementByStatement<T: Sendable>(
         _ body: @escaping @Sendable (PostgresOutboxSession) async throws -> T
     ) async throws(StoreError) -> T {
-        let (logger, prepared) = (store.logger, store.preparedStatements)
+        let (logger, prepared) = (store.logger, store.preparedNames)
         return try await store.perform { connection in
             try await body(PostgresOutboxSession(connection: connection, logger: logger, prepared: prepared))
         }
@@ -61,8 +61,8 @@ package struct PostgresOutboxDatabase: SQLDatabase {
 package struct PostgresOutboxSession: SQLSession {
     let connection: PostgresConnection
     let logger: Logger
-    /// Statements as named prepared statements (``PreparedSQL``).
-    let prepared: Bool
+    /// Statements as named prepared statements under these names (``PreparedSQL``); nil: unnamed.
+    let prepared: PreparedSQLNames?
 
     package func rows(_ sql: String, _ values: [SQLValue]) async throws -> [PostgresRowReader] {
         try await connection.rows(sql, values, prepared: prepared, logger: logger).map(PostgresRowReader.init)

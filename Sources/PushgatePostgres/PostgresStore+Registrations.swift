@@ -315,10 +315,10 @@ extension PostgresStore: RegistrationStore {
     }
 
     /// The targets of `query` after `after`, at most `limit`.
-    /// `prepared`: as a named prepared statement (``PreparedSQL``; the outbox's pages of one
-    /// audience repeat one text).
+    /// `prepared`: as a named prepared statement under these names (``PreparedSQL``; the outbox's
+    /// pages of one audience repeat one text).
     static func targets(
-        _ query: TagQuery, after: String, limit: Int, prepared: Bool = false, connection: PostgresConnection, logger: Logger
+        _ query: TagQuery, after: String, limit: Int, prepared: PreparedSQLNames? = nil, connection: PostgresConnection, logger: Logger
     ) async throws
         -> [DispatchTarget]
     {

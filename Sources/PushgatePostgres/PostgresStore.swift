@@ -30,8 +30,9 @@ public final class PostgresStore: Sendable {
     let client: PostgresClient
     let logger: Logger
     let timeout: Duration
-    /// Whether the outbox's statements are named prepared statements (``PreparedSQL``).
-    let preparedStatements: Bool
+    /// The names of the outbox's statements as named prepared statements (``PreparedSQL``), this
+    /// store's connections' own; nil: unnamed statements (`preparedStatements` off).
+    let preparedNames: PreparedSQLNames?
     /// The server and database, without the password.
     public let summary: String
     private let running: Task<Void, Never>
@@ -56,7 +57,7 @@ public final class PostgresStore: Sendable {
         self.logger = logger
         self.reservationLifetime = reservationLifetime
         self.timeout = .seconds(settings.timeoutSeconds)
-        self.preparedStatements = settings.preparedStatements
+        self.preparedNames = settings.preparedStatements ? PreparedSQLNames(capacity: PreparedSQLNames.defaultCapacity) : nil
         self.summary = "PostgreSQL \(settings.url)"
         running = Task { await client.run() }
     }

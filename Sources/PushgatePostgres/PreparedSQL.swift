@@ -10,7 +10,7 @@ import Synchronization
 /// PostgresNIO prepares a statement from its type's static `name` and `sql`, which it reads on the
 /// calling task when the statement is executed; ``current`` (a task-local value) gives them for the
 /// call under way. Each distinct text, with the types of its values, is one name; at most
-/// ``capacity`` of them per process (statements whose text varies beyond that, such as multi-row
+/// ``PreparedSQLNames/defaultCapacity`` of them per store, whose connections they name (statements whose text varies beyond that, such as multi-row
 /// inserts of unusual sizes or hostile tag expressions, go unnamed, as before), so that the server
 /// keeps a bounded number per connection.
 struct PreparedSQL: PostgresPreparedStatement {
@@ -30,9 +30,6 @@ struct PreparedSQL: PostgresPreparedStatement {
     func makeBindings() throws -> PostgresBindings { bindings }
     func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
 
-    /// The process's names (``PreparedSQLNames``).
-    static let names = PreparedSQLNames(capacity: 400)
-
     /// SQLSTATEs of failures that may pass and may befall a preparation: `lock_not_available`
     /// (`lock_timeout`), `query_canceled` (`statement_timeout`).
     static let passingFailures: Set<String> = ["55P03", "57014"]
@@ -42,6 +39,8 @@ struct PreparedSQL: PostgresPreparedStatement {
 /// kept with the text as PostgreSQL reads it (placeholders numbered once, not at every call).
 package final class PreparedSQLNames: Sendable {
     package let capacity: Int
+    /// A store's: enough for the outbox's statements and the audiences' texts.
+    package static let defaultCapacity = 400
     private let names = Mutex<[String: PreparedSQL.Statement]>([:])
 
     package init(capacity: Int) { self.capacity = capacity }
@@ -76,11 +75,11 @@ package final class PreparedSQLNames: Sendable {
 }
 
 extension PostgresConnection {
-    /// Runs `sql` (`?` placeholders) with `values`, as a named prepared statement when `prepared`
-    /// (and a name is left), else unnamed; every row.
-    func rows(_ sql: String, _ values: [SQLValue], prepared: Bool, logger: Logger) async throws -> [PostgresRow] {
+    /// Runs `sql` (`?` placeholders) with `values`, as a named prepared statement under `prepared`'s
+    /// names (when one is left), else unnamed; every row.
+    func rows(_ sql: String, _ values: [SQLValue], prepared: PreparedSQLNames?, logger: Logger) async throws -> [PostgresRow] {
         var rows: [PostgresRow] = []
-        if prepared, let statement = PreparedSQL.names.statement(sql, values: values) {
+        if let statement = prepared?.statement(sql, values: values) {
             do {
                 try await PreparedSQL.$current.withValue(statement) {
                     for try await row in try await execute(PreparedSQL(bindings: dynamicBindings(values)), logger: logger) {

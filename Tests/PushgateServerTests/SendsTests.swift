@@ -125,13 +125,16 @@ extension SendsTests {
     @Test func registrationTemplatesAreCompiledOncePerText() throws {
         let body = #"{"aps":{"alert":"$(title)"},"k":"\#(UUID().uuidString)"}"#
         let template = RegistrationTemplate(name: "a", body: body, headers: ["apns-push-type": "alert"])
-        #expect(!HubTemplates.compiledTemplates.contains(platform: .apns, body: body, headers: template.headers))
-        let first = try HubTemplates.compile(template, platform: .apns)
-        #expect(HubTemplates.compiledTemplates.contains(platform: .apns, body: body, headers: template.headers))
+        let cache = CompiledTemplates()
+        #expect(!cache.contains(platform: .apns, body: body, headers: template.headers))
+        let first = try HubTemplates.compile(template, platform: .apns, cache: cache)
+        #expect(cache.contains(platform: .apns, body: body, headers: template.headers))
         // The same text under another name is the same compiled template; another header is not.
-        let again = try HubTemplates.compile(RegistrationTemplate(name: "b", body: body, headers: template.headers), platform: .apns)
+        let again = try HubTemplates.compile(
+            RegistrationTemplate(name: "b", body: body, headers: template.headers), platform: .apns, cache: cache)
         #expect(again.headers == first.headers)
         #expect(String(decoding: try again.render(["title": "Hi"]).body, as: UTF8.self).contains("Hi"))
-        #expect(!HubTemplates.compiledTemplates.contains(platform: .apns, body: body, headers: ["apns-push-type": "background"]))
+        #expect(!cache.contains(platform: .apns, body: body, headers: ["apns-push-type": "background"]))
+        #expect(cache.count == 1)
     }
 }

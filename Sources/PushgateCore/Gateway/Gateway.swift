@@ -36,6 +36,8 @@ public final class Gateway: Sendable {
         public var clock: any PushgateClock
         /// Sends being delivered, so that shutdown can cancel them at its deadline.
         public var inFlight: InFlightSends
+        /// Registration templates compiled by their text, for every hub's template sends.
+        package var compiledTemplates = CompiledTemplates()
 
         public init(
             metrics: GatewayMetrics = GatewayMetrics(), logger: Logger = Logger(label: "pushgate.gateway"),
@@ -85,8 +87,8 @@ public final class Gateway: Sendable {
         driver = OutboxDriver(
             app: app.id, queue: store, registrations: store, dispatcher: dispatcher, control: control, clock: clock,
             drives: drives, metrics: shared.metrics, settings: OutboxDriver.settings(settings.outbox),
-            grouping: { [store, id = app.id] delivery, payloads in
-                HubTemplates.payloadGrouping(for: delivery, payloads: payloads, store: store, app: id)
+            grouping: { [store, id = app.id, cache = shared.compiledTemplates] delivery, payloads in
+                HubTemplates.payloadGrouping(for: delivery, payloads: payloads, store: store, app: id, cache: cache)
             })
         sends = Sends(
             store: store, app: current, driver: driver, inFlight: shared.inFlight,

@@ -40,7 +40,8 @@ public enum HubTemplates {
     /// template send renders each template registration's own template (once per distinct
     /// template in the page) and skips native ones.
     package static func payloadGrouping(
-        for delivery: NotificationDelivery, payloads: [Platform: RenderedNotification], store: any RegistrationStore, app: AppID
+        for delivery: NotificationDelivery, payloads: [Platform: RenderedNotification], store: any RegistrationStore, app: AppID,
+        cache: CompiledTemplates
     ) -> PayloadGrouping? {
         if case .allRegistrations = delivery { return nil }
         return { batch in
@@ -88,7 +89,7 @@ public enum HubTemplates {
                     let targets = byTemplate[template] ?? []
                     guard let platform = targets.first?.handle.platform else { continue }
                     do {
-                        let rendered = try Self.compile(template, platform: platform).render(properties)
+                        let rendered = try Self.compile(template, platform: platform, cache: cache).render(properties)
                         groups.append((targets, [platform: rendered]))
                     } catch {
                         ignored += targets.map {
@@ -104,22 +105,21 @@ public enum HubTemplates {
         }
     }
 
-    /// A registration's template compiled for its platform (checked as an app template is),
-    /// compiled once per text: a template send renders the same few templates for every page of
-    /// every send (``CompiledTemplates``).
-    package static func compile(_ template: RegistrationTemplate, platform: Platform) throws(TemplateError) -> PlatformTemplate {
+    /// A registration's template compiled for its platform (checked as an app template is); with
+    /// a `cache`, compiled once per text: a template send renders the same few templates for every
+    /// page of every send (``CompiledTemplates``, one per server: ``Gateway/Shared``).
+    package static func compile(
+        _ template: RegistrationTemplate, platform: Platform, cache: CompiledTemplates? = nil
+    ) throws(TemplateError) -> PlatformTemplate {
         let key = CompiledTemplates.Key(platform: platform, body: template.body, headers: template.headers)
-        if let compiled = compiledTemplates.get(key) { return compiled }
+        if let compiled = cache?.get(key) { return compiled }
         let headers = template.headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
         let format = Template.Format.resolved(for: platform, headers: headers, body: template.body)
         let compiled = try PlatformTemplate(
             platform: platform, template: try Template(format: format, text: template.body), headers: headers)
-        compiledTemplates.put(key, compiled)
+        cache?.put(key, compiled)
         return compiled
     }
-
-    /// The registrations' templates compiled so far (compiling is a pure function of the text).
-    package static let compiledTemplates = CompiledTemplates(capacity: 4096)
 }
 
 /// Compiled registration templates by their text, at most `capacity` of them (when full, the
@@ -135,7 +135,7 @@ package final class CompiledTemplates: Sendable {
     private let table = Mutex<[Key: PlatformTemplate]>([:])
     let capacity: Int
 
-    init(capacity: Int) { self.capacity = max(1, capacity) }
+    package init(capacity: Int = 4096) { self.capacity = max(1, capacity) }
 
     package func get(_ key: Key) -> PlatformTemplate? { table.withLock { $0[key] } }
 

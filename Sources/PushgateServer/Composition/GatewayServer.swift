@@ -72,6 +72,8 @@ public struct GatewayServer: Sendable {
         let metrics = GatewayMetrics()
         let (tracing, tracingService) = try makeTracing(configuration.tracing, logger: logger)
         let shared = Gateway.Shared(metrics: metrics, logger: Logger(label: "pushgate.gateway"), clock: clock)
+        // The clocks of early answers, one per interval for the whole server (every hub's sends).
+        let answerTickers = AnswerFlushTickers()
         // One gateway per hub (its own providers and outbox driver), sharing the store, metrics and
         // sends in flight; the tutorial API `/api` is the default app's.
         var gateways: [Gateway] = []
@@ -85,7 +87,8 @@ public struct GatewayServer: Sendable {
                     }
                 gateways.append(
                     Gateway(
-                        app: hubApp, store: store, dispatcher: Dispatcher(providers: providers, tracing: tracing),
+                        app: hubApp, store: store,
+                        dispatcher: Dispatcher(providers: providers, tracing: tracing, answerTickers: answerTickers),
                         settings: Gateway.Settings(limits: configuration.limits, outbox: configuration.outbox), shared: shared))
             }
             let gateway = gateways[0]
