@@ -94,7 +94,7 @@ let package = Package(
         // stored columns read back. No database driver.
         .target(name: "PushgateSQL", dependencies: ["Pushgate"]),
         // The SQLite store (registrations, secure messages, the outbox): the embedded default.
-        .target(name: "PushgateStore", dependencies: ["Pushgate", "PushgateSQL", "CSQLite"]),
+        .target(name: "PushgateSQLite", dependencies: ["Pushgate", "PushgateSQL", "CSQLite"]),
         // The PostgreSQL store: the same stores on postgres-nio, shared by several instances.
         .target(
             name: "PushgatePostgres",
@@ -160,7 +160,7 @@ let package = Package(
         .target(
             name: "PushgateLocal",
             dependencies: [
-                "Pushgate", "PushgateConfig", "PushgateCore", "PushgateCurl", "PushgateDispatch", "PushgateServer", "PushgateStore",
+                "Pushgate", "PushgateConfig", "PushgateCore", "PushgateCurl", "PushgateDispatch", "PushgateServer", "PushgateSQLite",
                 "PNSSandbox",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -173,7 +173,7 @@ let package = Package(
             name: "PushgateTesting",
             dependencies: [
                 "Pushgate", "PushgateConfig", "PushgateCore", "PushgateCurl", "PushgateDispatch", "PushgateLocal", "PushgateServer",
-                "PushgateStore",
+                "PushgateSQLite",
                 "PNSSandbox", "CSpawn",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
@@ -209,7 +209,7 @@ let package = Package(
             name: "PushgateCLI",
             dependencies: [
                 "Pushgate", "PushgateXML", "PushgateConfig", "PushgateCurl", "PNSSandbox", "PushgateDispatch", "PushgateServer",
-                "PushgateStore", "PushgatePostgres", "PushgateLocal", "PushgateCore",
+                "PushgateSQLite", "PushgatePostgres", "PushgateLocal", "PushgateCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -223,11 +223,11 @@ let package = Package(
         .testTarget(name: "PushgateTests", dependencies: ["Pushgate"]),
         .testTarget(name: "PushgateXMLTests", dependencies: ["Pushgate", "PushgateXML"]),
         .testTarget(name: "PushgateCurlTests", dependencies: ["PushgateCurl"]),
-        .testTarget(name: "PushgateStoreTests", dependencies: ["PushgateStore", "PushgatePostgres", "PushgateSQL", "Pushgate"]),
+        .testTarget(name: "PushgateStoreTests", dependencies: ["PushgateSQLite", "PushgatePostgres", "PushgateSQL", "Pushgate"]),
         .testTarget(
             name: "PushgateServerTests",
             dependencies: [
-                "PushgateServer", "PushgateCore", "PNSSandbox", "PushgateCurl", "PushgateConfig", "PushgateDispatch", "PushgateStore",
+                "PushgateServer", "PushgateCore", "PNSSandbox", "PushgateCurl", "PushgateConfig", "PushgateDispatch", "PushgateSQLite",
                 "Pushgate",
                 "PushgateLocal", "PushgateTesting",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -257,7 +257,7 @@ let package = Package(
         .testTarget(
             name: "PushgateCLITests",
             dependencies: [
-                "PushgateCLI", "PushgateCore", "PushgateLocal", "PNSSandbox", "PushgateStore", "PushgatePostgres", "PushgateCurl",
+                "PushgateCLI", "PushgateCore", "PushgateLocal", "PNSSandbox", "PushgateSQLite", "PushgatePostgres", "PushgateCurl",
                 "PushgateDispatch", "Pushgate",
                 "PushgateTesting",
             ]),

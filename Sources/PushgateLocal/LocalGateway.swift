@@ -6,8 +6,8 @@ import Pushgate
 import PushgateConfig
 import PushgateCurl
 import PushgateDispatch
+import PushgateSQLite
 import PushgateServer
-import PushgateStore
 import ServiceLifecycle
 
 /// The push-service sandbox and a gateway configured against it (generated `config.json`, SQLite

@@ -7,7 +7,7 @@ import Pushgate
 import PushgateCurl
 import PushgateDispatch
 import PushgateLocal
-import PushgateStore
+import PushgateSQLite
 
 /// The local gateway (sandbox + gateway on a free port) with the tests' defaults: alice calls
 /// unless told otherwise, few retries. ``inProcess(clock:rewrite:adjust:_:)`` calls the router

@@ -3,7 +3,7 @@ import Pushgate
 import PushgateCurl
 import PushgateDispatch
 import PushgateLocal
-import PushgateStore
+import PushgateSQLite
 import PushgateTesting
 import Synchronization
 import Testing

@@ -3,7 +3,7 @@ import Pushgate
 import PushgateCurl
 import PushgateDispatch
 import PushgatePostgres
-import PushgateStore
+import PushgateSQLite
 import PushgateTesting
 import Testing
 

@@ -5,7 +5,7 @@ import PushgateConfig
 import PushgateCore
 import PushgateDispatch
 import PushgateOutbox
-import PushgateStore
+import PushgateSQLite
 import PushgateTesting
 import Synchronization
 import Testing

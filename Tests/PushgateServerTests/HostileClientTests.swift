@@ -3,8 +3,8 @@ import PNSSandbox
 import Pushgate
 import PushgateCurl
 import PushgateLocal
+import PushgateSQLite
 import PushgateServer
-import PushgateStore
 import PushgateTesting
 import Testing
 

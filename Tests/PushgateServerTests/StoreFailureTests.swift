@@ -3,8 +3,8 @@ import Pushgate
 import PushgateConfig
 import PushgateCore
 import PushgateDispatch
+import PushgateSQLite
 import PushgateServer
-import PushgateStore
 import PushgateTesting
 import Synchronization
 import Testing

@@ -7,8 +7,8 @@ import PushgateConfig
 import PushgateCurl
 import PushgateDispatch
 import PushgateLocal
+import PushgateSQLite
 import PushgateServer
-import PushgateStore
 import PushgateTesting
 import ServiceLifecycle
 import Testing

@@ -1,7 +1,7 @@
 import Foundation
 import Pushgate
 import PushgatePostgres
-import PushgateStore
+import PushgateSQLite
 import Testing
 
 /// A page of an audience costs the same whatever the audience: measured in SQLite's own

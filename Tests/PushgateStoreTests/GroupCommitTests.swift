@@ -2,7 +2,7 @@ import Foundation
 import Pushgate
 import PushgatePostgres
 import PushgateSQL
-import PushgateStore
+import PushgateSQLite
 import Testing
 
 /// Registrations at the rate apps register: concurrent writes share transactions, each answered

@@ -1,7 +1,7 @@
 import Foundation
 import Pushgate
 import PushgatePostgres
-import PushgateStore
+import PushgateSQLite
 import Testing
 
 /// The rules about stored data a hostile client leans on, held on every store (in memory, SQLite,

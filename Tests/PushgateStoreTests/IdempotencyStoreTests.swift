@@ -1,6 +1,6 @@
 import Foundation
 import Pushgate
-import PushgateStore
+import PushgateSQLite
 import Testing
 
 /// Idempotency keys in the outbox, the same in every store: held with their notification, in the

@@ -1,6 +1,6 @@
 import Foundation
 import Pushgate
-import PushgateStore
+import PushgateSQLite
 import Testing
 
 /// The outbox's transitions, the same in both stores: enqueue, take, claim in leased pages,

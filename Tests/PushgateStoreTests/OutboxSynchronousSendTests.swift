@@ -1,6 +1,6 @@
 import Foundation
 import Pushgate
-import PushgateStore
+import PushgateSQLite
 import Testing
 
 /// A synchronous send's two transactions, the same in every store: the enqueue that claims the

@@ -1,6 +1,6 @@
 import Foundation
 import Pushgate
-import PushgateStore
+import PushgateSQLite
 import Synchronization
 import Testing
 

@@ -1,7 +1,7 @@
 import Foundation
 import Pushgate
 import PushgatePostgres
-import PushgateStore
+import PushgateSQLite
 import Testing
 
 /// Makes a fresh store of each kind; the same behaviour is expected of all three. PostgreSQL's

@@ -1,6 +1,6 @@
 import Foundation
 import Pushgate
-import PushgateStore
+import PushgateSQLite
 import Testing
 
 /// The SQLite store's write-ahead log stays bounded under sustained one-row writes: its

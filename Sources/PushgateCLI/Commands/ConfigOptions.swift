@@ -2,7 +2,7 @@ import ArgumentParser
 import Pushgate
 import PushgateConfig
 import PushgatePostgres
-import PushgateStore
+import PushgateSQLite
 
 /// Options shared by commands that read `config.json`.
 struct ConfigOptions: ParsableArguments {

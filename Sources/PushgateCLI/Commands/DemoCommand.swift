@@ -9,8 +9,8 @@ import PushgateCore
 import PushgateCurl
 import PushgateDispatch
 import PushgateLocal
+import PushgateSQLite
 import PushgateServer
-import PushgateStore
 import ServiceLifecycle
 import UnixSignals
 

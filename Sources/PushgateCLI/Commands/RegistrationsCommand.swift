@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import Pushgate
 import PushgateConfig
-import PushgateStore
+import PushgateSQLite
 
 /// `pushgate registrations`: operator verbs over the configured store (safe beside a running
 /// gateway: SQLite in WAL mode, writes wait for each other).

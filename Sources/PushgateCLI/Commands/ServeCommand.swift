@@ -6,8 +6,8 @@ import Pushgate
 import PushgateConfig
 import PushgateCore
 import PushgateDispatch
+import PushgateSQLite
 import PushgateServer
-import PushgateStore
 import ServiceLifecycle
 
 /// `pushgate serve`: runs the gateway from a configuration file.
