@@ -12,7 +12,8 @@ struct PushgateCommand: AsyncParsableCommand {
             `pushgate templates render --pns apns --set message=Hello --set user=alice`.
             """,
         subcommands: [
-            DemoCommand.self, ServeCommand.self, ReloadCommand.self, SendCommand.self, NotificationsCommand.self, RegistrationsCommand.self,
+            DemoCommand.self, ServeCommand.self, ReloadCommand.self, SendNotificationCommand.self, NotificationsCommand.self,
+            RegistrationsCommand.self,
             SandboxCommand.self, TemplatesCommand.self, StoreCommand.self, HubsCommand.self,
             UsersCommand.self, VAPIDCommand.self,
             BenchCommand.self,

@@ -66,7 +66,7 @@ struct NotificationsCommand: AsyncParsableCommand {
 
         func run() async throws {
             var path = "/api/notifications?limit=\(limit)"
-            if let sender { path += "&sender=\(SendCommand.encode(sender))" }
+            if let sender { path += "&sender=\(SendNotificationCommand.encode(sender))" }
             let response = try await connection.call("GET", path)
             if json {
                 print(response.bodyText)
@@ -102,7 +102,7 @@ struct NotificationsCommand: AsyncParsableCommand {
         var xml = false
 
         func run() async throws {
-            let path = "/api/notifications/\(SendCommand.encode(id))/outcome"
+            let path = "/api/notifications/\(SendNotificationCommand.encode(id))/outcome"
             if xml {
                 print(try await connection.call("GET", path, accept: "application/xml").bodyText)
                 return
@@ -130,7 +130,7 @@ struct NotificationsCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let response = try await connection.call("DELETE", "/api/notifications/\(SendCommand.encode(id))")
+            let response = try await connection.call("DELETE", "/api/notifications/\(SendNotificationCommand.encode(id))")
             try JSONDecoder().decode(NotificationRecordBody.self, from: Data(response.body)).printReport()
         }
     }

@@ -6,7 +6,7 @@ import PushgateServer
 import Synchronization
 
 /// `pushgate send`: sends through a running gateway and prints what every push service said.
-struct SendCommand: AsyncParsableCommand {
+struct SendNotificationCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "send",
         abstract: "Send a message through a running gateway and print the per-platform and per-device outcomes.",

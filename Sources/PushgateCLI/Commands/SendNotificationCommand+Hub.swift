@@ -8,7 +8,7 @@ import PushgateServer
 /// backend sends it: one native send per platform (`apple`, `fcmv1`, `gcm`, `windows`) or one
 /// template send, signed with a connection string's key, each followed through
 /// `GET /{hub}/messages/{id}` to its final state.
-extension SendCommand {
+extension SendNotificationCommand {
     /// A connection string's parts.
     struct HubConnection {
         var endpoint: String
