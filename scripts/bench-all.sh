@@ -313,6 +313,10 @@ services["wns"] = {"tokenEndpoint": sink + "/wns-token", "clientId": "ms-app://s
                    "clientSecret": {"value": "bench-secret"}, "caFile": ca}
 app["handles"]["webPushHosts"] = [f"127.0.0.1:{port}"]
 services["browser"]["caFile"] = ca
+# One sender (bob) makes hundreds of thousands of sends a run: past the per-user cap of stored
+# sends a day (limits.maxStoredPerUserPerDay, 10,000, a bound against hostile users) they would be
+# 429s. Raised here; every send still takes its token, so that cost is measured.
+config.setdefault("limits", {})["maxStoredPerUserPerDay"] = 10_000_000
 json.dump(config, open(path, "w"), indent=2)
 PY
 config=$work/sandbox/config.json
