@@ -22,8 +22,10 @@
 #    user's 3 APNs devices, wrk with a random user of PUSHGATE_BENCH_USERS (20,000) per request:
 #    sends/s at 64 connections, p50/p99 at 4, gateway CPU per send, for outbox on + SQLite,
 #    outbox off + SQLite and outbox on + PostgreSQL, each beside the gateway's /healthz rate and
-#    the C libcurl client on the same (counting) nginx sink; every answer and the sink's count
-#    checked; idle RSS of the default gateway.
+#    the C libcurl client on the same (counting) nginx sink (and, on PostgreSQL, pgbench's two
+#    commits a send on the same database): the wire's bound 1 / (1/H + 3/C [+ 1/P]), the ratio to
+#    it and the issue's targets (pass or miss); every answer and the sink's count checked; idle
+#    RSS of the default gateway.
 # 2. broadcast: BROADCAST registrations in SQLite (65% APNs, 25% FCM v1, 5% WNS, 5% browsers (Web Push:
 #    PUSHGATE_BENCH_BROWSER_SHARE=0 puts them back to APNs, as before Web Push); one APNs device
 #    in 256 answers 410 Unregistered and is pruned), one POST /api/notifications from request to
@@ -41,7 +43,12 @@
 #    generator, Benchmarks/FixedRate) with the full store; reference: the same generator against
 #    nginx answering directly.
 # 4. upserts: PUT /api/register/{id} with wrk (closed loop, 32 connections) on random ids of one
-#    account with changing tags, in the broadcast's store; reference: the gateway's /healthz.
+#    account with changing tags, in the broadcast's store; references: the gateway's /healthz (H)
+#    and, measured first, the store's own bound S: the same statements in the same transaction
+#    groups (32 upserts a commit, one per connection) from a plain C program against the same file,
+#    no HTTP (Benchmarks/StoreBound). Target (issue 55, section 5): at least 0.5 × 1 / (1/H + 1/S)
+#    with p99 at most 10 ms, printed as pass or miss; a rate above the bound stops the run.
+#    PUSHGATE_BENCH_UPSERT_SECONDS (10) per wrk run and for the store's bound.
 # 5. idle RSS: a gateway started on the generated configuration, nothing sent, empty store; split
 #    into private memory and file-backed code pages, with the mappings that hold them.
 set -euo pipefail
@@ -107,6 +114,7 @@ bench_tokens() { python3 scripts/bench-tokens.py "$1" "$2"; }
 
 cc -O2 -o "$work/curl_floor" Benchmarks/CurlFloor/curl_floor.c -lcurl -lpthread
 cc -O2 -o "$work/fixed_rate" Benchmarks/FixedRate/fixed_rate.c -lcurl -lm
+if want upserts; then cc -O2 -o "$work/store_bound" Benchmarks/StoreBound/store_bound.c -lsqlite3; fi
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$work/key.pem" -out "$work/cert.pem" \
   -days 1 -subj "/CN=localhost" -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" 2>/dev/null
 
@@ -507,12 +515,14 @@ fi
 
 # ---------------------------------------------------------------------------------------------
 if want upserts; then
-echo "== 4. registration upserts (wrk, 32 connections, 10 s): random ids of one account, changing tags" >&2
+echo "== 4. registration upserts (wrk, 32 connections, ${PUSHGATE_BENCH_UPSERT_SECONDS:-10} s): random ids of one account, changing tags" >&2
 # Every app launch re-registers: alice's $upsert_ids registrations (reserved 100 at a time, the
 # default cap on reservations, and registered once), then PUT on a random one of them with a
 # random tag, beside the gateway's own /healthz at 32 connections in the same run. Every answer
 # must be 2xx.
 upsert_ids=${PUSHGATE_BENCH_UPSERT_IDS:-500}
+upsert_seconds=${PUSHGATE_BENCH_UPSERT_SECONDS:-10}
+upsert_connections=32
 alice="Basic $(printf 'alice:alice' | base64)"
 : > "$work/upsert-ids.txt"
 upsert_handle() { printf 'cd%062x' "$1"; }
@@ -533,8 +543,15 @@ request = function()
 end
 LUA
 } > "$work/upsert.lua"
-upsert_healthz=$(wrk -t 2 -c 32 -d 10s "$base/healthz" | awk '/Requests\/sec/ { printf "%.0f", $2 }')
-upserts=$(wrk -t 2 -c 32 -d 10s --latency -s "$work/upsert.lua" "$base/api/register/")
+upsert_healthz=$(wrk -t 2 -c "$upsert_connections" -d "${upsert_seconds}s" "$base/healthz" | awk '/Requests\/sec/ { printf "%.0f", $2 }')
+# The store's own bound S, first: the same statements in the same transaction groups (one upsert
+# per connection in a commit, the most sharing 32 connections allow) on the same file, from a plain
+# C program while the gateway idles; it checks its own writes.
+store_bound=$("$work/store_bound" "$work/sandbox/bench.sqlite" "$work/upsert-ids.txt" alice "$upsert_connections" "$upsert_seconds") \
+  || { echo "upserts: the store's bound could not be measured: $store_bound" >&2; exit 1; }
+echo "$store_bound" >&2
+store_rate=$(sed -nE 's/.* = ([0-9]+) upserts\/s.*/\1/p' <<<"$store_bound")
+upserts=$(wrk -t 2 -c "$upsert_connections" -d "${upsert_seconds}s" --latency -s "$work/upsert.lua" "$base/api/register/")
 upsert_rate=$(echo "$upserts" | awk '/Requests\/sec/ { printf "%.0f", $2 }')
 upsert_bad=$(echo "$upserts" | awk '/Non-2xx/ { n = $5 } END { print n + 0 }')
 upsert_errors=$(echo "$upserts" | awk '/Socket errors/ { gsub(/,/, ""); n = $4 + $6 + $8 + $10 } END { print n + 0 }')
@@ -548,6 +565,27 @@ record "upserts.gateway.p50" "$(echo "$upserts" | awk '$1 == "50%" { print $2 }'
 record "upserts.gateway.p99" "$(echo "$upserts" | awk '$1 == "99%" { print $2 }')"
 record "upserts.healthz.per_second" "$upsert_healthz"
 record "upserts.over_healthz" "$(awk -v u="$upsert_rate" -v h="$upsert_healthz" 'BEGIN { printf "%.3f", u / h }')"
+# The bound 1 / (1/H + 1/S), the ratio to it and the target (≥ 0.5 ×, p99 ≤ 10 ms): pass or miss.
+[ "${store_rate:-0}" -gt 0 ] || { echo "upserts: implausible store bound: '$store_bound'" >&2; exit 1; }
+upsert_p99_ms=$(awk '$1 == "99%" { v = $2; n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) ; else if (v ~ /m$/) n *= 60000; else if (v ~ /s$/) n *= 1000; printf "%.2f", n }' <<<"$upserts")
+upsert_bound=$(awk -v h="$upsert_healthz" -v s="$store_rate" 'BEGIN { printf "%.1f", 1 / (1 / h + 1 / s) }')
+upsert_of_bound=$(awk -v u="$upsert_rate" -v b="$upsert_bound" 'BEGIN { printf "%.4f", u / b }')
+record "upserts.store_bound.per_second" "$store_rate"
+record "upserts.store_bound.group" "$upsert_connections"
+record "upserts.store_bound.commit_p99_ms" "$(sed -nE 's/.*commit p50 [0-9.]+ ms, p99 ([0-9.]+) ms.*/\1/p' <<<"$store_bound")"
+record "upserts.store_bound.cpu_us_per_upsert" "$(sed -nE 's/.*CPU ([0-9.]+) us per upsert.*/\1/p' <<<"$store_bound")"
+record "upserts.bound.per_second" "$upsert_bound"
+record "upserts.of_bound" "$upsert_of_bound"
+record "upserts.gateway.p99_ms" "$upsert_p99_ms"
+awk -v x="$upsert_of_bound" 'BEGIN { exit !(x > 0 && x <= 1.0) }' \
+  || { echo "upserts: implausible: $upsert_rate upserts/s is $upsert_of_bound × the bound $upsert_bound/s (H $upsert_healthz, S $store_rate)" >&2; exit 1; }
+upsert_verdict() { awk -v x="$1" -v m="$2" -v op="$3" 'BEGIN { ok = op == ">=" ? x >= m : x <= m; print ok ? "pass" : "miss" }'; }
+record "upserts.target.of_bound_min" "0.5"
+record "upserts.target.of_bound" "$(upsert_verdict "$upsert_of_bound" 0.5 ">=")"
+record "upserts.target.p99_max_ms" "10"
+record "upserts.target.p99" "$(upsert_verdict "$upsert_p99_ms" 10 "<=")"
+echo "-- upserts: bound 1 / (1/H + 1/S) = $upsert_bound/s (H $upsert_healthz, S $store_rate); $upsert_rate upserts/s = $upsert_of_bound × the bound;" \
+  "targets: ≥ 0.5 ×: $(upsert_verdict "$upsert_of_bound" 0.5 ">="), p99 $upsert_p99_ms ms ≤ 10 ms: $(upsert_verdict "$upsert_p99_ms" 10 "<=")" >&2
 fi
 kill "$gateway_pid"; wait "$gateway" 2>/dev/null || true
 fi
@@ -685,7 +723,14 @@ rows.append(("single-target send at 1,000/s: p50 / p99 / p99.9 (ms)",
              f"nginx {l.get('nginx.p50_ms')} / {l.get('nginx.p99_ms')} / {l.get('nginx.p999_ms')}", "", "p99 < 5"))
 u = summary["upserts"]
 rows.append(("registration upserts (per s, wrk 32 conn.; p99 ms)", f"{u.get('gateway.per_second', 'n/a')}; {u.get('gateway.p99', 'n/a')}",
-             "/healthz " + u.get("healthz.per_second", "n/a"), u.get("over_healthz", "n/a"), "≥ 0.6; p99 ≤ 10 ms"))
+             "/healthz " + u.get("healthz.per_second", "n/a"), u.get("over_healthz", "n/a"), ""))
+if u.get("store_bound.per_second"):
+    rows.append((f"  the store's own bound S (plain C, same statements, groups of {u.get('store_bound.group', '?')}; per s)",
+                 fmt(num("upserts.store_bound.per_second")),
+                 f"commit p99 {u.get('store_bound.commit_p99_ms', 'n/a')} ms, CPU {u.get('store_bound.cpu_us_per_upsert', 'n/a')} µs per upsert", "", ""))
+    rows.append(("  upserts vs the bound 1 / (1/H + 1/S) (per s)", fmt(num("upserts.gateway.per_second")), "bound " + fmt(num("upserts.bound.per_second")),
+                 "× " + u.get("of_bound", "n/a"),
+                 f"≥ {u.get('target.of_bound_min')}: {u.get('target.of_bound')}; p99 ≤ {u.get('target.p99_max_ms')} ms: {u.get('target.p99')}"))
 rows.append(("idle RSS (MiB): all / private / file-backed code", f"{fmt(summary['idle']['rss_mib'])} / {fmt(summary['idle']['rss_anon_mib'])} / {fmt(summary['idle']['rss_file_mib'])}", "", "", "< 30"))
 widths = [max(len(r[i]) for r in rows + [("figure", "Pushgate", "reference (same run)", "ratio", "target")]) for i in range(5)]
 header = ("figure", "Pushgate", "reference (same run)", "ratio", "target")
@@ -706,6 +751,15 @@ everyday_configs = [(k, label) for k, label in [("sqlite_outbox", "outbox on, SQ
 if everyday_configs:
     def cell(value, digits=0):
         return "n/a" if value in ({}, None) or isinstance(value, (dict, str)) else f"{value:,.{digits}f}"
+    # The issue's targets (issue 55, section 5) as the section judged them: pass or miss each.
+    def target_text(c):
+        t = e(c, "target")
+        if not isinstance(t, dict) or not t: return "n/a"
+        parts = []
+        if "of_bound" in t: parts.append(f"≥ {t.get('of_bound_min')} × bound: {t['of_bound']}")
+        if "p99_c4" in t: parts.append(f"p99@4 ≤ {t.get('p99_c4_max_ms')} ms: {t['p99_c4']}")
+        if "cpu" in t: parts.append(f"CPU ≤ {t.get('cpu_us_max')} µs: {t['cpu']}")
+        return "; ".join(parts)
     rows = [
         ("sends/s, 64 connections", lambda c: cell(e(c, "c64", "sends_per_second"))),
         (f"notifications/s ({everyday.get('devices_per_user', 3)} per send)", lambda c: cell(e(c, "c64", "notifications_per_second"))),
@@ -718,7 +772,13 @@ if everyday_configs:
         ("sends/s ÷ healthz/s", lambda c: cell(e(c, "sends_over_healthz"), 4)),
         ("reference: C libcurl client, same sink (req/s)", lambda c: cell(e(c, "curl_per_second"))),
         ("notifications/s ÷ C client", lambda c: cell(e(c, "notifications_over_curl"), 4)),
-        ("machine idle (healthz, 64, 4, curl)", lambda c: " ".join(str(e(c, step, "idle")) if e(c, step, "idle") != {} else "?" for step in ("healthz", "sends64", "sends4", "curl"))),
+        ("reference: pgbench, insert + update, pool's clients (sends/s)",
+         lambda c: f"{cell(e(c, 'pgbench', 'sends_per_second'))} ({e(c, 'pgbench', 'clients')} clients)" if c.startswith("postgres") else "–"),
+        ("wire bound (sends/s)", lambda c: cell(e(c, "wire_bound_per_second"))),
+        ("of the bound", lambda c: cell(e(c, "of_bound"), 3)),
+        ("target", target_text),
+        ("machine idle (healthz, 64, 4, curl[, pgbench])", lambda c: " ".join(str(e(c, step, "idle")) if e(c, step, "idle") != {} else "?"
+                                                                   for step in ("healthz", "sends64", "sends4", "curl") + (("pgbench",) if c.startswith("postgres") else ()))),
     ]
     header = [f"everyday send, {everyday.get('users', 0):,} users × {everyday.get('devices_per_user', 3)} APNs devices"] + [label for _, label in everyday_configs]
     table = [header] + [[name] + [f(c) for c, _ in everyday_configs] for name, f in rows]
@@ -767,6 +827,13 @@ for c, _ in everyday_configs:
         problems.append(f"everyday {c}: no sends/s recorded")
     elif isinstance(healthz, (int, float)) and sends >= healthz:
         problems.append(f"everyday {c}: {sends:,.0f} sends/s at or above the gateway's own /healthz {healthz:,.0f}/s")
+    bound, share = e(c, "wire_bound_per_second"), e(c, "of_bound")
+    if not isinstance(bound, (int, float)) or bound <= 0:
+        problems.append(f"everyday {c}: no wire bound recorded")
+    elif isinstance(share, (int, float)) and share > 1.0:
+        problems.append(f"everyday {c}: {share:.3f} × the wire's bound {bound:,.0f}/s (above what its own requests and commits allow)")
+if (num("upserts.of_bound") or 0) > 1.0:
+    problems.append(f"upserts: {raw['upserts.of_bound']} × the bound 1 / (1/H + 1/S) = {raw.get('upserts.bound.per_second')}/s")
 broadcast_total = int(os.environ.get("PUSHGATE_BENCH_BROADCAST_TOTAL", "0"))
 for key in raw:
     m = re.fullmatch(r"(broadcast(?:_direct)?\.r\d+)\.rate", key)

@@ -26,7 +26,18 @@
 #      the sink saw: its count / 3);
 #   4. wrk, 4 connections: p50 / p99 latency (closed loop: wrk's own percentiles);
 #   5. the C libcurl client (Benchmarks/CurlFloor, socket mode, 2 pools × 100 streams) against
-#      the same sink: the wire's reference.
+#      the same sink, gateway stopped: the wire's reference;
+#   6. PostgreSQL only, gateway stopped: pgbench with as many clients as the gateway's pool holds
+#      (8), 2 threads, as long as a wrk run, on the gateway's database, a script of two commits a
+#      "send" (insert a row into a scratch table, then update it: what a durable send cannot do
+#      without; prepared statements; the table is made before and dropped after).
+# The wire's bound (issue 55, section 5): a send that cost only its own requests and commits would
+# run at 1 / (1/H + 3/C) sends/s on SQLite and 1 / (1/H + 3/C + 1/P) on PostgreSQL (H: /healthz/s,
+# C: the C client's requests/s, P: pgbench's sends/s, all of this configuration's run). The
+# 64-connection rate is set beside it ("of the bound") and against the issue's targets, each
+# printed as pass or miss (a miss does not fail the run): outbox on + SQLite ≥ 0.5 × the bound,
+# p99 at 4 connections ≤ 5 ms, ≤ 500 µs gateway CPU per send; outbox off + SQLite ≥ 0.6 ×;
+# outbox on + PostgreSQL ≥ 0.5 ×, p99 at 4 connections ≤ 8 ms.
 # Idle RSS (VmRSS, RssAnon) of the default gateway is taken before its warm-up.
 #
 # Every answer is checked (the wrk Lua script's `response`): HTTP 200 with "success":3. The run
@@ -34,7 +45,9 @@
 # outside [3 × sends, 3 × (sends + connections)] (wrk stops with up to one request per connection
 # in flight, which the gateway still delivers), a sink answer other than 200, or an implausible
 # figure (0; sends/s above /healthz/s; notifications/s above 1.5 × the C client's; more gateway CPU
-# than the machine has).
+# than the machine has), a bound that cannot be (C or P zero or missing; pgbench's failed
+# transactions, or its rows not as many as its sends, inserted and updated; sends/s above the
+# bound).
 #
 # Environment: PUSHGATE_BENCH_USERS (20000), PUSHGATE_BENCH_EVERYDAY_SECONDS (15 per wrk run),
 # PUSHGATE_BENCH_EVERYDAY_CURL (50000 requests of the C client), PUSHGATE_BENCH_EVERYDAY_CONFIGS
@@ -46,7 +59,9 @@
 # preloads pg_stat_statements, planning tracked; its top statements of the whole run go to
 # <results>-postgres-statements.txt).
 #
-# Figures: everyday.* in the results (JSON: "everyday"), and a table at the end of bench-all.
+# Figures: everyday.* in the results (JSON: "everyday"), and a table at the end of bench-all; per
+# configuration also wire_bound_per_second, of_bound, pgbench.* (PostgreSQL) and target.* (each
+# target's threshold and pass or miss).
 echo "== everyday: one message to one user's 3 APNs devices (wrk, a random user per request)" >&2
 ev_users=${PUSHGATE_BENCH_USERS:-20000}
 ev_seconds=${PUSHGATE_BENCH_EVERYDAY_SECONDS:-15}
@@ -58,6 +73,14 @@ case "$ev_pg_prepared" in "" | true | false) ;; *) echo "bench-everyday: PUSHGAT
 ev_idle_wait=${PUSHGATE_BENCH_IDLE_WAIT:-900}
 ev_devices=3
 ev_cores=$(nproc)
+ev_pg_pool=8  # store.postgres.poolSize of the PostgreSQL configuration (the default), and pgbench's clients
+ev_pgbench_bin=""
+case " $ev_configs " in
+*" postgres_outbox "*)
+  ev_pgbench_bin=$(command -v pgbench || ls -d /usr/lib/postgresql/*/bin/pgbench 2>/dev/null | sort -V | tail -1)
+  [ -x "${ev_pgbench_bin:-}" ] || { echo "bench-everyday: pgbench not found (PostgreSQL's server package: scripts/setup.sh --postgres)" >&2; exit 1; }
+  ;;
+esac
 record "everyday.users" "$ev_users"
 record "everyday.devices_per_user" "$ev_devices"
 record "everyday.seconds_per_run" "$ev_seconds"
@@ -245,11 +268,13 @@ ev_start() {  # name config
   wait_http "$ev_base/healthz" || ev_fail "the $1 gateway did not start (log: $(tail -n 5 "$ev_dir/gateway-$1.log"))"
 }
 ev_stop() { kill -TERM "$ev_gateway" 2>/dev/null; wait "$ev_gateway" 2>/dev/null || true; ev_gateway=""; }
-# CPU seconds of this section's PostgreSQL server: its postmaster and every process it started.
+# CPU seconds of this section's PostgreSQL server: its postmaster and every process it started,
+# those that have ended too (the postmaster's cutime and cstime: pgbench's backends end with it).
 ev_pg_cpu() {
-  local total=0 pid postmaster
+  local total pid postmaster
   postmaster=$(head -n 1 "$ev_pg_dir/data/postmaster.pid")
-  for pid in "$postmaster" $(pgrep -P "$postmaster"); do
+  total=$(awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15 + $16 + $17) / hz }' "/proc/$postmaster/stat")
+  for pid in $(pgrep -P "$postmaster"); do
     total=$(ev_calc 't + c' t="$total" c="$(cpu_seconds "$pid" 2>/dev/null || echo 0)")
   done
   echo "$total"
@@ -317,8 +342,93 @@ ev_sends() {
   ev_true 'p > 0 && p <= q' p="$ev_w_p50_us" q="$ev_w_p99_us" || ev_fail "$prefix: implausible latency: p50 $ev_w_p50_us µs, p99 $ev_w_p99_us µs"
 }
 
+# The commits a durable send cannot do without, on the gateway's database with the gateway
+# stopped: pgbench, as many clients as the gateway's pool holds, two commits a "send" (insert a row
+# into a scratch table, then update it). Checks that every send committed both; sets ev_pg_rate
+# (sends/s).
+cat > "$ev_dir/wire-send.sql" <<'SQL'
+INSERT INTO bench_wire_sends (sender, state, payload) VALUES ('bob', 'queued', '"hello"') RETURNING id \gset
+UPDATE bench_wire_sends SET state = 'sent', ended_at = now() WHERE id = :id;
+SQL
+ev_pgbench() {  # name
+  local name=$1 output processed failed latency rows sent pg_before pg_after
+  psql -q -v ON_ERROR_STOP=1 "$ev_pg_url" >&2 <<'SQL' || ev_fail "$name: could not make pgbench's scratch table"
+DROP TABLE IF EXISTS bench_wire_sends;
+CREATE TABLE bench_wire_sends (
+  id bigserial PRIMARY KEY, sender text NOT NULL, state text NOT NULL, payload text NOT NULL,
+  enqueued_at timestamptz NOT NULL DEFAULT now(), ended_at timestamptz);
+SQL
+  pg_before=$(ev_pg_cpu)
+  output=$("$ev_pgbench_bin" -n -M prepared -c "$ev_pg_pool" -j 2 -T "$ev_seconds" -f "$ev_dir/wire-send.sql" "$ev_pg_url" 2>&1) \
+    || ev_fail "$name: pgbench failed: $output"
+  pg_after=$(ev_pg_cpu)
+  ev_pg_rate=$(sed -nE 's/^tps = ([0-9.]+) .*/\1/p' <<<"$output")
+  processed=$(sed -nE 's/^number of transactions actually processed: ([0-9]+).*/\1/p' <<<"$output")
+  failed=$(sed -nE 's/^number of failed transactions: ([0-9]+).*/\1/p' <<<"$output")
+  latency=$(sed -nE 's/^latency average = ([0-9.]+) ms.*/\1/p' <<<"$output")
+  read -r rows sent < <(psql -At -F ' ' "$ev_pg_url" -c "SELECT count(*), count(*) FILTER (WHERE state = 'sent') FROM bench_wire_sends")
+  psql -q "$ev_pg_url" -c "DROP TABLE bench_wire_sends" >&2
+  ev_true 'r > 0 && n > 0' r="${ev_pg_rate:-0}" n="${processed:-0}" || ev_fail "$name: pgbench measured no sends: $output"
+  [ "${failed:-0}" -eq 0 ] || ev_fail "$name: pgbench: $failed failed sends: $output"
+  # A client stopped by the clock ends its script; at most one send per client beyond the count.
+  rows=${rows:-0}; sent=${sent:-0}
+  if [ "$rows" -lt "$processed" ] || [ "$rows" -gt $((processed + ev_pg_pool)) ] || [ "$sent" -lt "$processed" ]; then
+    ev_fail "$name: pgbench counted $processed sends, its table holds $rows rows of which $sent updated"
+  fi
+  record "everyday.$name.pgbench.clients" "$ev_pg_pool"
+  record "everyday.$name.pgbench.sends" "$processed"
+  record "everyday.$name.pgbench.sends_per_second" "$(printf '%.1f' "$ev_pg_rate")"
+  record "everyday.$name.pgbench.latency_ms" "${latency:-}"
+  record "everyday.$name.pgbench.server_cpu_us_per_send" "$(ev_calc 'sprintf("%.0f", (b - a) * 1e6 / n)' a="$pg_before" b="$pg_after" n="$processed")"
+}
+
+# The wire's bound of configuration $1 from its own run's H ($2), C ($3) and P ($4, empty on
+# SQLite); its 64-connection rate ($5) beside it, and the issue's targets with the p99 at 4
+# connections ($6, ms) and the gateway's CPU per send at 64 ($7, µs): each pass or miss.
+ev_bound() {
+  local name=$1 h=$2 c=$3 p=$4 r=$5 p99=$6 cpu=$7 bound ratio formula minimum p99_max="" cpu_max="" verdict all=pass line
+  ev_true 'c > 0' c="${c:-0}" || ev_fail "$name: no C client rate for the bound (C = '${c:-}')"
+  if [ -n "${ev_pg:-}" ]; then
+    ev_true 'p > 0' p="${p:-0}" || ev_fail "$name: no pgbench rate for the bound (P = '${p:-}')"
+    bound=$(ev_calc '1 / (1 / h + k / c + 1 / p)' h="$h" k="$ev_devices" c="$c" p="$p")
+    formula="1 / (1/H + $ev_devices/C + 1/P), H $h, C $c, P $(printf '%.0f' "$p")"
+  else
+    bound=$(ev_calc '1 / (1 / h + k / c)' h="$h" k="$ev_devices" c="$c")
+    formula="1 / (1/H + $ev_devices/C), H $h, C $c"
+  fi
+  ratio=$(ev_calc 'r / b' r="$r" b="$bound")
+  record "everyday.$name.wire_bound_per_second" "$(printf '%.1f' "$bound")"
+  record "everyday.$name.of_bound" "$(printf '%.4f' "$ratio")"
+  ev_true 'x > 0 && x <= 1.0' x="$ratio" \
+    || ev_fail "$name: $r sends/s is $(printf '%.3f' "$ratio") × the wire's bound $(printf '%.0f' "$bound")/s ($formula): more than its own requests and commits allow"
+  case "$name" in
+  sqlite_outbox) minimum=0.5; p99_max=5; cpu_max=500 ;;
+  sqlite_direct) minimum=0.6 ;;
+  postgres_outbox) minimum=0.5; p99_max=8 ;;
+  esac
+  verdict=$(ev_true 'x >= m' x="$ratio" m="$minimum" && echo pass || echo miss); [ "$verdict" = pass ] || all=miss
+  record "everyday.$name.target.of_bound_min" "$minimum"
+  record "everyday.$name.target.of_bound" "$verdict"
+  line="≥ $minimum × the bound: $verdict ($(printf '%.3f' "$ratio") ×)"
+  if [ -n "$p99_max" ]; then
+    verdict=$(ev_true 'x <= m' x="$p99" m="$p99_max" && echo pass || echo miss); [ "$verdict" = pass ] || all=miss
+    record "everyday.$name.target.p99_c4_max_ms" "$p99_max"
+    record "everyday.$name.target.p99_c4" "$verdict"
+    line+="; p99 at 4 connections ≤ $p99_max ms: $verdict ($p99 ms)"
+  fi
+  if [ -n "$cpu_max" ]; then
+    verdict=$(ev_true 'x <= m' x="$cpu" m="$cpu_max" && echo pass || echo miss); [ "$verdict" = pass ] || all=miss
+    record "everyday.$name.target.cpu_us_max" "$cpu_max"
+    record "everyday.$name.target.cpu" "$verdict"
+    line+="; gateway CPU ≤ $cpu_max µs per send: $verdict ($(printf '%.0f' "$cpu") µs)"
+  fi
+  record "everyday.$name.target.all" "$all"
+  echo "-- $name: wire bound $(printf '%.0f' "$bound") sends/s ($formula); $(printf '%.0f' "$r") sends/s at 64 connections = $(printf '%.3f' "$ratio") × the bound" >&2
+  echo "-- $name: targets: $line" >&2
+}
+
 ev_run() {  # name config
-  local name=$1 conf=$2 healthz output non2xx errors floor floor_failed warm
+  local name=$1 conf=$2 healthz output non2xx errors floor floor_failed curl_rate
   ev_start "$name" "$conf"
   if [ "$name" = sqlite_outbox ]; then
     sleep 2
@@ -340,10 +450,11 @@ ev_run() {  # name config
   ev_sends "everyday.$name.c64" 64 "$ev_seconds"
   ev_true 'r < h' r="$ev_rate" h="$healthz" || ev_fail "$name: $ev_rate sends/s is above the gateway's own /healthz rate ($healthz/s)"
   record "everyday.$name.sends_over_healthz" "$(ev_calc 'sprintf("%.4f", r / h)' r="$ev_rate" h="$healthz")"
-  local rate64=$ev_rate
+  local rate64=$ev_rate cpu64=$ev_cpu_us
 
   ev_wait_idle "$name.sends4"
   ev_sends "everyday.$name.c4" 4 "$ev_seconds"
+  local p99_c4=$ev_p99_ms
   ev_stop
 
   # The wire's reference: the C libcurl client against the same sink, gateway stopped.
@@ -353,11 +464,22 @@ ev_run() {  # name config
   floor_failed=$(sed -nE 's/.*\(([0-9]+) failed\).*/\1/p' <<<"$floor")
   [ "${floor_failed:-1}" -eq 0 ] || ev_fail "$name: the C client's requests failed: $floor"
   ev_settle > /dev/null
-  record "everyday.$name.curl_per_second" "$(rate_of <<<"$floor")"
+  curl_rate=$(rate_of <<<"$floor")
+  ev_true 'c > 0' c="${curl_rate:-0}" || ev_fail "$name: the C client measured no rate: $floor"
+  record "everyday.$name.curl_per_second" "$curl_rate"
   record "everyday.$name.curl_cpu_us" "$(cpu_of <<<"$floor")"
-  ev_true 'r * k <= c * 1.5' r="$rate64" k="$ev_devices" c="$(rate_of <<<"$floor")" \
-    || ev_fail "$name: $rate64 sends/s × $ev_devices is above 1.5 × the C client's $(rate_of <<<"$floor") requests/s on the same sink"
-  record "everyday.$name.notifications_over_curl" "$(ev_calc 'sprintf("%.4f", r * k / c)' r="$rate64" k="$ev_devices" c="$(rate_of <<<"$floor")")"
+  ev_true 'r * k <= c * 1.5' r="$rate64" k="$ev_devices" c="$curl_rate" \
+    || ev_fail "$name: $rate64 sends/s × $ev_devices is above 1.5 × the C client's $curl_rate requests/s on the same sink"
+  record "everyday.$name.notifications_over_curl" "$(ev_calc 'sprintf("%.4f", r * k / c)' r="$rate64" k="$ev_devices" c="$curl_rate")"
+
+  # PostgreSQL: the two commits a send cannot do without, on the same database (gateway stopped).
+  local pg_rate=""
+  if [ -n "${ev_pg:-}" ]; then
+    ev_wait_idle "$name.pgbench"
+    ev_pgbench "$name"
+    pg_rate=$ev_pg_rate
+  fi
+  ev_bound "$name" "$healthz" "$curl_rate" "$pg_rate" "$rate64" "$p99_c4" "$cpu64"
 }
 
 for ev_name in $ev_configs; do
@@ -371,10 +493,10 @@ for ev_name in $ev_configs; do
     ev_pg_options=""
     [ -n "$ev_pg_statements" ] && ev_pg_options="-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all -c pg_stat_statements.track_planning=on"
     ev_pg_url=$(PUSHGATE_PG_OPTIONS="$ev_pg_options" "$root/scripts/postgres.sh" start "$ev_pg_dir" --durable)
-    python3 - "$ev_conf-sqlite_outbox.json" "$ev_conf-postgres_outbox.json" "$ev_pg_url" "$ev_pg_prepared" <<'PY'
+    python3 - "$ev_conf-sqlite_outbox.json" "$ev_conf-postgres_outbox.json" "$ev_pg_url" "$ev_pg_prepared" "$ev_pg_pool" <<'PY'
 import json, sys
 config = json.load(open(sys.argv[1]))
-config["store"] = {"postgres": {"url": sys.argv[3], "poolSize": 8}}
+config["store"] = {"postgres": {"url": sys.argv[3], "poolSize": int(sys.argv[5])}}
 if sys.argv[4]:
     config["store"]["postgres"]["preparedStatements"] = sys.argv[4] == "true"
 json.dump(config, open(sys.argv[2], "w"), indent=2)
