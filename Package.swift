@@ -102,6 +102,7 @@ let package = Package(
                 "Pushgate", "PushgateSQL",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         // The outbox's drive: its decisions as a value (OutboxDrive), the driver that performs them
@@ -109,7 +110,7 @@ let package = Package(
         .target(
             name: "PushgateOutbox",
             dependencies: [
-                "Pushgate", "PushgateDispatch",
+                "Pushgate", "PushgateDispatch", "PushgateXML",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
@@ -223,7 +224,13 @@ let package = Package(
         .testTarget(name: "PushgateTests", dependencies: ["Pushgate"]),
         .testTarget(name: "PushgateXMLTests", dependencies: ["Pushgate", "PushgateXML"]),
         .testTarget(name: "PushgateCurlTests", dependencies: ["PushgateCurl"]),
-        .testTarget(name: "PushgateStoreTests", dependencies: ["PushgateSQLite", "PushgatePostgres", "PushgateSQL", "Pushgate"]),
+        .testTarget(
+            name: "PushgateStoreTests",
+            dependencies: [
+                "PushgateSQLite", "PushgatePostgres", "PushgateSQL", "Pushgate",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]),
         .testTarget(
             name: "PushgateServerTests",
             dependencies: [

@@ -3,16 +3,14 @@ import Pushgate
 import Synchronization
 import Tracing
 
-/// Fans one message out to its targets on every selected platform and yields each batch's
-/// reports as it finishes.
+/// Delivers pages of targets to the push services and answers per target: it knows pages,
+/// providers and the wire, nothing above them. Its caller (the outbox driver) claims the pages,
+/// resolves each target's payload, hands them over through a ``DispatchWire`` and records what
+/// comes back; the dispatcher never calls back up.
 ///
-/// Targets arrive in batches (a store streams them); each batch is delivered with the providers'
-/// bounded concurrency, so memory stays proportional to the batch size. The dispatcher answers
-/// what happened and leaves what to do with it (count, record, prune handles) to its caller.
-///
-/// Its providers can be replaced (a configuration reload with new credentials): a page of
-/// targets (``batches(selection:payloads:targets:batchesInFlight:payloadGroups:answers:logger:)``)
-/// is delivered to its end by the providers it started with; the next one uses the new ones.
+/// Its providers can be replaced (a configuration reload with new credentials): the pages of a
+/// wire (``wire(selection:answers:logger:)``) are delivered to their end by the providers it
+/// opened with; the next wire uses the new ones.
 /// Replaced providers are shut down when the last delivery that started with them lets go of
 /// them, however many reloads came meanwhile.
 public final class Dispatcher: Sendable {
@@ -92,59 +90,27 @@ public final class Dispatcher: Sendable {
         await perform(generations.withLock { $0.replace(with: Self.byPlatform(replacement)) })
     }
 
-    /// Delivers the rendered `payloads` (one per platform) to `targets`, as a pipeline, and yields
-    /// each batch when its last target has an answer.
-    ///
-    /// Up to `batchesInFlight` batches are out at once: while the push services answer one, the
-    /// next page of targets is read. Pages are pulled only when there is room for them, and a
-    /// finished batch waits for its reader: memory follows `batchesInFlight` × the page size, not
-    /// the audience.
+    /// Opens a wire for the pages of one round of a delivery (``DispatchWire``): the caller sends
+    /// pages as it has them and reads their answers, with the providers the dispatcher has now.
     ///
     /// Targets of a platform with no configured provider get `InvalidCredentials`, with no payload
-    /// `InvalidNotificationFormat`; a second target with the same handle in a batch gets
-    /// `Skipped`. `payloadGroups` gives targets payloads of their own (template registrations).
-    /// When `targets` throws (the store failed), the batches already out are yielded first and
-    /// the sequence then throws ``DispatchTargetsError`` saying why the rest was not sent. When
-    /// the reading task is cancelled, no further page is read and the batches on the wire end
-    /// with what their providers answered (`Abandoned` for what was not sent).
-    ///
-    /// With `answers`, targets whose answer is final while the rest of their batch is still on
-    /// the wire come early too (``DispatchEvent/answered(_:)``), at most `answers.interval` late
-    /// or `answers.count` at a time: what a reader that records them as they arrive needs.
-    ///
-    /// `spanContext` gives the trace context a batch is delivered in, by batch index, asked right
-    /// after its page is read (the outbox page's span, which the push-service requests' spans are
-    /// children of); without it, or when it answers nil, the reading task's.
-    public func batches<Targets: AsyncSequence>(
-        selection: PlatformSelection, payloads: [Platform: RenderedNotification], targets: Targets, batchesInFlight: Int = 3,
-        payloadGroups: PayloadGrouping? = nil, answers: AnswerFlush? = nil, logger: Logger = Logger(label: "pushgate.dispatch"),
-        spanContext: (@Sendable (_ batch: Int) -> ServiceContext?)? = nil
-    ) -> DispatchBatches<Targets> where Targets.Element == [DispatchTarget] {
-        let lease = lease()
-        return DispatchBatches(
-            targets: targets, batchesInFlight: max(1, batchesInFlight), answers: answers, tickers: answerTickers, logger: logger,
-            spanContext: spanContext,
-            // The page goes out with the providers of its start, whatever a reload does meanwhile;
-            // the sequence gives them back at its end.
-            lease: lease,
-            deliver: { [self, providers = lease.providers] batch, early in
-                guard let payloadGroups else {
-                    return await self.deliver(batch, providers: providers, selection: selection, payloads: payloads, answers: early)
-                }
-                // Each target's own payload (template registrations): one delivery per distinct payload.
-                let grouped = await payloadGroups(batch)
-                var reports = grouped.ignored
-                for part in grouped.groups {
-                    reports += await self.deliver(
-                        part.targets, providers: providers, selection: selection, payloads: part.payloads, answers: early)
-                }
-                return reports
-            })
+    /// `InvalidNotificationFormat`; a second target with the same handle in a payload group gets
+    /// `Skipped`; targets of platforms outside `selection` get no report. With `answers`, targets
+    /// whose answer is final while the rest of their page is still on the wire come early too
+    /// (``DispatchEvent/answered(_:)``), at most `answers.interval` late or `answers.count` at a
+    /// time: what a reader that records them as they arrive needs.
+    public func wire(
+        selection: PlatformSelection, answers: AnswerFlush? = nil, logger: Logger = Logger(label: "pushgate.dispatch")
+    ) -> DispatchWire {
+        DispatchWire(selection: selection, answers: answers, tickers: answerTickers, lease: lease(), logger: logger)
     }
 
     /// Delivers to every target and sums up: counts per platform and outcome, targets listed up
     /// to `maximumReportedTargets` (failures first once the limit is reached), and every handle
-    /// change the services asked for. The tools' and benchmarks' whole dispatch.
+    /// change the services asked for. The tools' and benchmarks' whole dispatch: it reads pages of
+    /// `targets` while fewer than `batchesInFlight` are on the wire (memory follows that bound ×
+    /// the page size, not the audience). When `targets` throws, the pages already out are counted
+    /// and the summary says why the rest was not sent.
     public func dispatch<Targets: AsyncSequence>(
         notificationID: String, selection: PlatformSelection, payloads: [Platform: RenderedNotification],
         targets: Targets, maximumReportedTargets: Int = 10_000, batchesInFlight: Int = 3,
@@ -153,25 +119,36 @@ public final class Dispatcher: Sendable {
         var tally = OutcomeTally(maximumReportedTargets: maximumReportedTargets)
         var updates: [HandleUpdate] = []
         var targetsFailure: String?
-        do {
-            for try await batch in batches(
-                selection: selection, payloads: payloads, targets: targets, batchesInFlight: batchesInFlight, logger: logger)
-            {
-                guard case .finished(let batch) = batch else { continue }
-                for report in batch.reports { tally.record(report) }
-                updates += batch.handleUpdates
+        let wire = wire(selection: selection, logger: logger)
+        var pages = targets.makeAsyncIterator()
+        var exhausted = false
+        while true {
+            while !exhausted, wire.inFlight < max(1, batchesInFlight), !Task.isCancelled, !wire.isCancelled {
+                do {
+                    guard let page = try await pages.next() else {
+                        exhausted = true
+                        break
+                    }
+                    wire.send(DispatchPage(targets: page, payloads: payloads))
+                } catch {
+                    targetsFailure = String(describing: error)
+                    exhausted = true
+                }
             }
-        } catch {
-            targetsFailure = String(describing: error)
+            guard let event = await wire.next() else { break }
+            guard case .finished(let batch) = event else { continue }
+            for report in batch.reports { tally.record(report) }
+            updates += batch.handleUpdates
         }
+        await wire.close()
         return DispatchSummary(
             result: NotificationResult(notificationID: notificationID, selection: selection, counts: tally.counts, targets: tally.results),
             handleUpdates: updates, targetsFailure: targetsFailure)
     }
 
-    /// One batch: each platform's targets to its provider, concurrently; a batch of one platform
-    /// (a user's devices, as a rule) on this task, without a task of its own.
-    private func deliver(
+    /// One payload group of a page: each platform's targets to its provider, concurrently; a
+    /// group of one platform (a user's devices, as a rule) on this task, without a task of its own.
+    static func deliver(
         _ batch: [DispatchTarget], providers: [Platform: any PushProvider], selection: PlatformSelection,
         payloads: [Platform: RenderedNotification], answers: DeliveryAnswers?
     ) async -> [DeliveryReport] {
@@ -244,22 +221,6 @@ public final class Dispatcher: Sendable {
         await withCheckedContinuation { continuation in
             if case .resume(let waiter) = generations.withLock({ $0.waitForClosings(continuation) }) { waiter.resume() }
         }
-    }
-}
-
-/// Splits a batch of targets by the payload each gets (a template registration renders its own
-/// template): the groups to deliver, and the reports of targets the notification does not reach.
-public typealias PayloadGrouping = @Sendable (_ batch: [DispatchTarget]) async -> PayloadGroups
-
-/// A batch split by payload.
-public struct PayloadGroups: Sendable {
-    public var groups: [(targets: [DispatchTarget], payloads: [Platform: RenderedNotification])]
-    /// Targets answered without a request (`Skipped`, or a template that cannot render).
-    public var ignored: [DeliveryReport]
-
-    public init(groups: [(targets: [DispatchTarget], payloads: [Platform: RenderedNotification])] = [], ignored: [DeliveryReport] = []) {
-        self.groups = groups
-        self.ignored = ignored
     }
 }
 

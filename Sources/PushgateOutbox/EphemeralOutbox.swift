@@ -10,12 +10,15 @@ import Pushgate
 /// range and a lease each), not the audience's targets. Leases never expire: only this process drives these notifications.
 public actor EphemeralOutbox: OutboxQueue {
     private let registrations: any RegistrationStore
+    /// Where rows written with pages' records go (the durable store's).
+    private let rowLog: (any OutboxRowLog)?
     private var outbox = InMemoryOutbox()
     /// The audience's pages as the store reads them (one notification per ephemeral outbox).
     private var pages: AsyncThrowingStream<[DispatchTarget], any Error>.Iterator?
 
-    public init(registrations: any RegistrationStore) {
+    public init(registrations: any RegistrationStore, rowLog: (any OutboxRowLog)? = nil) {
         self.registrations = registrations
+        self.rowLog = rowLog
     }
 
     /// A lease that outlives any send.
@@ -55,31 +58,37 @@ public actor EphemeralOutbox: OutboxQueue {
     private func page(
         of notification: OutboxNotification, after: RegistrationID?, limit: Int, now: Timestamp
     ) async throws(StoreError) -> [DispatchTarget] {
-        guard notification.audience.walksRegistrations else {
-            return notification.audience.targets(after: after, limit: limit) { _, _, _ in [] }
-        }
-        // The store's page sequence, read one page per claim (pages are read only when asked for).
-        var iterator =
-            pages
-            ?? registrations.deliveryTargets(
-                matching: notification.audience.expression, platforms: notification.selection, app: notification.app, pageSize: limit,
-                now: now
-            ).makeAsyncIterator()
-        defer { pages = iterator }
-        do {
-            return try await iterator.next(isolation: self) ?? []
-        } catch let error as StoreError {
-            throw error
-        } catch {
-            throw StoreError(.storage, String(describing: error))
+        // The store's page sequence, read one page per claim (pages are read only when asked for);
+        // an audience the sender gave (a topic, direct handles) is its own.
+        try await notification.audience.targets(after: after, limit: limit) {
+            expression, _, limit async throws(StoreError) -> [DispatchTarget] in
+            var iterator =
+                pages
+                ?? registrations.deliveryTargets(
+                    matching: expression, platforms: notification.selection, app: notification.app, pageSize: limit, now: now
+                ).makeAsyncIterator()
+            defer { pages = iterator }
+            do {
+                return try await iterator.next(isolation: self) ?? []
+            } catch let error as StoreError {
+                throw error
+            } catch {
+                throw StoreError(.storage, String(describing: error))
+            }
         }
     }
 
+    /// Records the page in memory; its rows go to the durable store's log (``OutboxRowLog``) in a
+    /// transaction of their own, after the page (no page of this outbox is stored to write them
+    /// with). Without a log they are dropped.
     public func completePage(
         notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult],
-        retry: OutboxRetry?
-    ) -> Bool {
-        outbox.completePage(notificationID: notificationID, app: app, number: number, counts: counts, failures: [], retry: retry)
+        retry: OutboxRetry?, rows: [OutboxRecordRow]
+    ) async throws(StoreError) -> Bool {
+        guard outbox.completePage(notificationID: notificationID, app: app, number: number, counts: counts, failures: [], retry: retry)
+        else { return false }
+        if !rows.isEmpty, let rowLog { try await rowLog.appendRows(rows, notificationID: notificationID, page: number, app: app) }
+        return true
     }
 
     /// Nothing to keep: only this process drives the notification, and its pages are never

@@ -76,18 +76,23 @@ public struct OutboxDrive: Sendable {
         public var stop: Stop?
     }
 
-    /// A page's outcomes to record (``OutboxStore/completePage(notificationID:app:number:counts:failures:retry:)``).
+    /// A page's outcomes to record (``OutboxStore/completePage(notificationID:app:number:counts:failures:retry:rows:)``).
     public struct PageRecord: Sendable, Hashable {
         public var number: Int
         public var counts: [Platform: [Outcome: Int]]
         public var failures: [TargetResult]
         public var retry: OutboxRetry?
+        /// Rows other features write with the record (``OutboxHooks/rows(for:page:of:)``), in its transaction.
+        public var rows: [OutboxRecordRow]
 
-        public init(number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult], retry: OutboxRetry?) {
+        public init(
+            number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult], retry: OutboxRetry?, rows: [OutboxRecordRow] = []
+        ) {
             self.number = number
             self.counts = counts
             self.failures = failures
             self.retry = retry
+            self.rows = rows
         }
     }
 
@@ -295,6 +300,17 @@ public struct OutboxDrive: Sendable {
         return answers
     }
 
+    /// The final reports of page `number` handed to the store and not recorded yet (between
+    /// ``batchFinished(_:now:cancelledByUser:shuttingDown:)`` and its record), each with its final
+    /// outcome: what the loop's hooks are given. Targets put off to a retry page are not among them.
+    public func outcomes(ofPage number: Int) -> [DeliveryReport] {
+        (unrecorded[number] ?? []).map { final in
+            var report = final.report
+            report.verdict.outcome = final.outcome
+            return report
+        }
+    }
+
     /// The store did not record these answers: their failures go with their pages' records.
     public mutating func answersNotRecorded(_ answers: [OutboxAnswers]) {
         for page in answers {
@@ -303,11 +319,11 @@ public struct OutboxDrive: Sendable {
     }
 
     /// The handle changes of a batch to store: the removals and replacements the services asked
-    /// for, when the audience is registrations. A direct send's handles and an FCM topic are no
-    /// registrations: nothing is stored for them (a registration whose id looked like theirs
-    /// must not be touched).
+    /// for, of its registrations. A direct send's handles and an FCM topic are no registrations
+    /// (``DispatchTarget/Kind``): nothing is stored for them (a registration whose id looked like
+    /// theirs must not be touched).
     public func storedHandleChanges(_ batch: DispatchedBatch) -> [HandleUpdate] {
-        notification.audience.walksRegistrations ? batch.handleUpdates : []
+        batch.handleUpdates.filter(\.target.isRegistration)
     }
 
     /// What the store said to a page's record. A page recorded before is not counted again; one

@@ -1,6 +1,7 @@
 import Logging
 import Pushgate
 import PushgateDispatch
+import PushgateXML
 import Synchronization
 
 /// What the outbox tells the gateway's metrics.
@@ -20,9 +21,12 @@ public protocol OutboxMetrics: Sendable {
     func sendFinished(duration: Duration)
 }
 
-/// Drives notifications through an outbox: performs what ``OutboxDrive`` decides. It claims pages
-/// from `queue`, hands them to the dispatcher, records each finished batch, applies the handle
-/// changes the services asked for to `registrations`, and finishes, parks or stops.
+/// Drives notifications through an outbox: performs what ``OutboxDrive`` decides. It owns the
+/// loop of a send: it claims pages from `queue`, asks its hooks which targets are superseded,
+/// resolves each target's payload (``PagePayloads``), hands the page to the dispatcher's wire,
+/// records each finished page (with the rows its hooks write), tells the hooks, applies the
+/// handle changes the services asked for to `registrations`, and finishes, parks or stops. The
+/// dispatcher only delivers: it never calls back into the driver.
 ///
 /// The same driver runs over the durable store (the outbox on) and over an ``EphemeralOutbox``
 /// (the outbox off): one send path.
@@ -38,17 +42,22 @@ public struct OutboxDriver: Sendable {
     public let drives: ActiveDrives
     public let metrics: any OutboxMetrics
     public let settings: OutboxDrive.Settings
-    /// Splits a page by the payload each target gets (the hub API's native and template sends).
-    public let grouping: @Sendable (NotificationDelivery, [Platform: RenderedNotification]) -> PayloadGrouping?
+    /// Registration templates compiled once per text (the server's), for the hub's template sends.
+    public let templates: CompiledTemplates
+    /// What features add to the loop (``OutboxHooks``).
+    public let hooks: any OutboxHooks
     /// Handle changes are applied in chunks of this many while the send goes on.
     public var handleUpdateChunk = 500
+    /// Pages on the wire at once: while the push services answer one, the next is claimed. Memory
+    /// follows this × the page size, not the audience.
+    public var pagesInFlight = 3
 
-    /// (Ten parameters: the composition root hands a driver every part it performs a drive with;
-    /// the app's gateway builds it once, ``ephemeral()`` derives the outbox-off driver from it.)
+    /// (Eleven parameters: the composition root hands a driver every part it performs a drive
+    /// with; the app's gateway builds it once, ``ephemeral()`` derives the outbox-off driver from it.)
     public init(
         app: AppID, queue: any OutboxQueue, registrations: any RegistrationStore, dispatcher: Dispatcher, control: OutboxControl,
         clock: any PushgateClock, drives: ActiveDrives, metrics: any OutboxMetrics, settings: OutboxDrive.Settings,
-        grouping: @escaping @Sendable (NotificationDelivery, [Platform: RenderedNotification]) -> PayloadGrouping?
+        templates: CompiledTemplates, hooks: any OutboxHooks = NoOutboxHooks()
     ) {
         self.app = app
         self.queue = queue
@@ -59,7 +68,8 @@ public struct OutboxDriver: Sendable {
         self.drives = drives
         self.metrics = metrics
         self.settings = settings
-        self.grouping = grouping
+        self.templates = templates
+        self.hooks = hooks
     }
 
     /// The settings of the durable outbox's drives.
@@ -74,12 +84,14 @@ public struct OutboxDriver: Sendable {
     /// counted (the send's and the handle updates' are).
     public func ephemeral() -> OutboxDriver {
         OutboxDriver(
-            app: app, queue: EphemeralOutbox(registrations: registrations), registrations: registrations, dispatcher: dispatcher,
+            app: app, queue: EphemeralOutbox(registrations: registrations, rowLog: queue as? any OutboxRowLog),
+            registrations: registrations,
+            dispatcher: dispatcher,
             control: control, clock: clock, drives: drives, metrics: SendMetricsOnly(metrics),
             settings: OutboxDrive.Settings(
                 throttledRetries: 0, throttledBackoffSeconds: 0, maximumRetryDelaySeconds: 0, durable: false,
                 maximumReportedTargets: settings.maximumReportedTargets),
-            grouping: grouping)
+            templates: templates, hooks: hooks)
     }
 
     /// Delivers the pages of a notification this driver holds the lease of, until its audience is
@@ -158,76 +170,96 @@ public struct OutboxDriver: Sendable {
 
     /// One round: pages claimed and delivered until none is left, each recorded as it finishes.
     ///
-    /// A cancel stops the batches on the wire at once, also while this task records a page or
-    /// applies handle changes: the caller's cancellation (a shutdown past its deadline) through the
-    /// cancellation handler below, a user's cancel through `drive`, where the round registers its
-    /// batches. Either reads no further page.
+    /// The loop is this task's: it claims a page while fewer than ``pagesInFlight`` are on the
+    /// wire, sends it, and otherwise waits for the wire's next event (a finished page to record,
+    /// or early answers). A cancel stops the pages on the wire at once, also while this task
+    /// records a page or applies handle changes: the caller's cancellation (a shutdown past its
+    /// deadline) through the cancellation handler below, a user's cancel through `drive`, where
+    /// the round registers its wire. Either claims no further page.
     private func round(
         _ start: OutboxDrive, payloads: [Platform: RenderedNotification], firstClaim: OutboxClaim?, drive: ActiveDrives.Drive,
         progress: (@Sendable (DispatchProgress) -> Void)?, logger: Logger
     ) async -> OutboxDrive {
-        // The page reader runs inside the dispatcher's reads, on this task: it and the recorder
-        // below take turns with the round's drive.
         var machine = start
         let notification = machine.notification
         // nil unless tracing is on.
         let spans = OutboxPageSpans(tracing: dispatcher.tracing, notificationID: notification.id)
-        // Whether the round was cancelled (its batches were): set once they exist, below. It asks
-        // their wire only, not the batches (which hold these pages: a cycle).
-        var batchesCancelled: () -> Bool = { false }
-        var claimed = firstClaim
-        let pages = RoundPages { [self] in
-            try await self.nextPage(
-                of: notification, machine: &machine, claimed: &claimed, cancelled: { Task.isCancelled || batchesCancelled() },
-                drive: drive, spans: spans)
-        }
-        let batches = dispatcher.batches(
-            selection: notification.selection, payloads: payloads, targets: pages, payloadGroups: grouping(notification.delivery, payloads),
-            answers: settings.answers, logger: logger, spanContext: spans?.batchContext)
-        batchesCancelled = batches.cancelled
-        // A user's cancel stops this round's batches; a later round (after a cancel) is not
+        let wire = dispatcher.wire(selection: notification.selection, answers: settings.answers, logger: logger)
+        // A user's cancel stops this round's wire; a later round (after a cancel) is not
         // cancelled: the pages it claims come marked cancelled and are counted without being sent.
-        drive.running(cancel: batches.cancellation)
-        let cancel = batches.cancellation
+        drive.running(cancel: wire.cancellation)
+        let resolver = PagePayloads(registrations: registrations, app: app, cache: templates)
+        var claimed = firstClaim
+        var exhausted = false
         var pending: [HandleUpdate] = []
         await withTaskCancellationHandler {
-            do {
-                for try await event in batches {
-                    let batch: DispatchedBatch
-                    switch event {
-                    case .answered(let early):
-                        let answers = machine.answers(early)
-                        if await !record(answers, of: notification, logger: logger) {
-                            machine.answersNotRecorded(answers)
+            while true {
+                while !exhausted, wire.inFlight < max(1, pagesInFlight) {
+                    do {
+                        guard
+                            let targets = try await nextPage(
+                                of: notification, machine: &machine, claimed: &claimed, cancelled: Task.isCancelled || wire.isCancelled,
+                                drive: drive, spans: spans)
+                        else {
+                            exhausted = true
+                            break
                         }
-                        continue
-                    case .finished(let finished):
-                        batch = finished
+                        let superseded = await hooks.superseded(targets, of: notification)
+                        let answered =
+                            superseded.isEmpty
+                            ? []
+                            : targets.compactMap { target in
+                                superseded[target.registrationID].map {
+                                    DeliveryReport(target: target, verdict: $0, attempts: 0, latencyMilliseconds: 0)
+                                }
+                            }
+                        let page = await resolver.page(
+                            superseded.isEmpty ? targets : targets.filter { superseded[$0.registrationID] == nil },
+                            delivery: notification.delivery, payloads: payloads, answered: answered)
+                        wire.send(page, context: spans?.nextContext())
+                    } catch {
+                        machine.targetsFailed(String(describing: error))
+                        exhausted = true
                     }
-                    let page = machine.batchFinished(
-                        batch, now: clock.now, cancelledByUser: drive.cancelledByUser, shuttingDown: Task.isCancelled)
-                    var recorded = false
-                    if let page {
-                        // The last page finishes the notification in its record's transaction,
-                        // unless handle changes are to be stored first (the order the contract keeps).
-                        let finishing = pending.isEmpty && machine.storedHandleChanges(batch).isEmpty && machine.finishes(with: page)
-                        recorded = await record(page, of: notification, machine: &machine, finishing: finishing, logger: logger)
-                    }
-                    spans?.finished(batch, record: page, recorded: recorded)
-                    pending += machine.storedHandleChanges(batch)
-                    if pending.count >= handleUpdateChunk {
-                        // The other batches stay on the wire meanwhile.
-                        await apply(pending, logger: logger)
-                        pending.removeAll(keepingCapacity: true)
-                    }
-                    if let progress { progress(machine.progress) }
                 }
-            } catch {
-                machine.targetsFailed(String(describing: error))
+                guard let event = await wire.next() else { break }
+                let batch: DispatchedBatch
+                switch event {
+                case .answered(let early):
+                    let answers = machine.answers(early)
+                    if await !record(answers, of: notification, logger: logger) {
+                        machine.answersNotRecorded(answers)
+                    }
+                    continue
+                case .finished(let finished):
+                    batch = finished
+                }
+                var page = machine.batchFinished(
+                    batch, now: clock.now, cancelledByUser: drive.cancelledByUser, shuttingDown: Task.isCancelled)
+                var recorded = false
+                if var record = page {
+                    let outcomes = machine.outcomes(ofPage: record.number)
+                    record.rows = hooks.rows(for: outcomes, page: record.number, of: notification)
+                    page = record
+                    // The last page finishes the notification in its record's transaction,
+                    // unless handle changes are to be stored first (the order the contract keeps).
+                    let finishing = pending.isEmpty && machine.storedHandleChanges(batch).isEmpty && machine.finishes(with: record)
+                    recorded = await self.record(record, of: notification, machine: &machine, finishing: finishing, logger: logger)
+                    if recorded { await hooks.recorded(outcomes, page: record.number, of: notification) }
+                }
+                spans?.finished(batch, record: page, recorded: recorded)
+                pending += machine.storedHandleChanges(batch)
+                if pending.count >= handleUpdateChunk {
+                    // The other pages stay on the wire meanwhile.
+                    await apply(pending, logger: logger)
+                    pending.removeAll(keepingCapacity: true)
+                }
+                if let progress { progress(machine.progress) }
             }
         } onCancel: {
-            cancel()
+            wire.cancel()
         }
+        await wire.close()
         spans?.endAll()
         await apply(pending, logger: logger)
         return machine
@@ -237,11 +269,11 @@ public struct OutboxDriver: Sendable {
     /// notification's) are recorded here. `cancelled`: whether the round was cancelled.
     /// `claimed`: a page claimed already (with the enqueue), taken instead of claiming one.
     private func nextPage(
-        of notification: OutboxNotification, machine: inout OutboxDrive, claimed: inout OutboxClaim?, cancelled: () -> Bool,
+        of notification: OutboxNotification, machine: inout OutboxDrive, claimed: inout OutboxClaim?, cancelled: Bool,
         drive: ActiveDrives.Drive, spans: OutboxPageSpans?
     ) async throws(StoreError) -> [DispatchTarget]? {
         while true {
-            let step = machine.nextPage(draining: control.isDraining, cancelled: cancelled(), cancelledByUser: drive.cancelledByUser)
+            let step = machine.nextPage(draining: control.isDraining, cancelled: cancelled, cancelledByUser: drive.cancelledByUser)
             guard step == .claim else { return nil }
             let time = clock.now
             let helping = machine.helping
@@ -267,7 +299,7 @@ public struct OutboxDriver: Sendable {
             case .record(let page):
                 _ = try await queue.completePage(
                     notificationID: notification.id, app: notification.app, number: page.number, counts: page.counts,
-                    failures: page.failures, retry: page.retry)
+                    failures: page.failures, retry: page.retry, rows: page.rows)
             }
         }
     }
@@ -284,14 +316,14 @@ public struct OutboxDriver: Sendable {
             let answer = await Result(storeCall: { () throws(StoreError) in
                 try await queue.completeLastPage(
                     notificationID: notification.id, app: notification.app, number: page.number, counts: page.counts,
-                    failures: page.failures, owner: control.owner, now: time)
+                    failures: page.failures, owner: control.owner, now: time, rows: page.rows)
             })
             step = machine.recordedLast(page, answer)
         } else {
             let answer = await Result(storeCall: { () throws(StoreError) in
                 try await queue.completePage(
                     notificationID: notification.id, app: notification.app, number: page.number, counts: page.counts,
-                    failures: page.failures, retry: page.retry)
+                    failures: page.failures, retry: page.retry, rows: page.rows)
             })
             step = machine.recorded(page, answer)
         }
@@ -367,23 +399,6 @@ struct SendMetricsOnly: OutboxMetrics {
     func outboxPruned(_ count: Int) {}
     func sent(_ result: NotificationResult) { base.sent(result) }
     func sendFinished(duration: Duration) { base.sendFinished(duration: duration) }
-}
-
-/// A round's pages, as the dispatcher reads them: each read claims the next (``OutboxDriver``'s
-/// `nextPage`), on the round's own task. Not `Sendable`: it shares the round's drive with the
-/// recorder, which takes turns with it on that task.
-struct RoundPages: AsyncSequence {
-    typealias Element = [DispatchTarget]
-
-    let claim: () async throws -> [DispatchTarget]?
-
-    func makeAsyncIterator() -> Iterator { Iterator(claim: claim) }
-
-    struct Iterator: AsyncIteratorProtocol {
-        let claim: () async throws -> [DispatchTarget]?
-
-        func next() async throws -> [DispatchTarget]? { try await claim() }
-    }
 }
 
 extension Result where Failure == StoreError {

@@ -12,7 +12,7 @@ import Tracing
 /// the outcome counts (`succeeded`, `failed`, `deferred`, and every outcome by name). No handle,
 /// no payload.
 ///
-/// Batches are numbered in the order their pages are read (``DispatchedBatch/index``): the n-th
+/// Batches are numbered in the order their pages are sent (``DispatchedBatch/index``): the n-th
 /// page claimed for delivery in a round is batch n.
 final class OutboxPageSpans: Sendable {
     static let name = "outbox.page"
@@ -49,10 +49,9 @@ final class OutboxPageSpans: Sendable {
         }
     }
 
-    /// The context each batch is delivered in, by index: its page's span
-    /// (``Dispatcher/batches(selection:payloads:targets:batchesInFlight:payloadGroups:answers:logger:spanContext:)``).
-    var batchContext: @Sendable (_ batch: Int) -> ServiceContext? {
-        { [self] index in state.withLock { $0.open[index]?.context } }
+    /// The context the page claimed last is delivered in (``DispatchWire/send(_:context:)``): its span's.
+    func nextContext() -> ServiceContext? {
+        state.withLock { $0.open[$0.claimed - 1]?.context }
     }
 
     /// Batch `batch` is done and its page recorded as `record` says (nil: not recorded, its page is

@@ -1,3 +1,4 @@
+import Logging
 import PostgresNIO
 import Pushgate
 
@@ -159,14 +160,58 @@ extension PostgresStore {
         ALTER TABLE registrations ADD COLUMN owner_kind integer NOT NULL DEFAULT 0;
         UPDATE registrations SET owner_kind = 1, owner = '' WHERE owner = '$hub';
         """,
+        // Version 6: rows other features write with a page's record (outcome webhooks' events), in
+        // its transaction; their feature reads them in order and removes them.
+        """
+        CREATE TABLE outbox_rows (
+            sequence bigserial PRIMARY KEY,
+            app text COLLATE "C" NOT NULL,
+            notification_id text COLLATE "C" NOT NULL,
+            page integer NOT NULL,
+            kind text NOT NULL,
+            body text NOT NULL CHECK (octet_length(body) <= 16384)
+        );
+        CREATE INDEX outbox_rows_by_app ON outbox_rows (app, sequence);
+        """,
     ]
+
+    /// The schema version this Pushgate migrates a database to: an opened store's database has it
+    /// (a newer one refuses to open).
+    public static var currentSchemaVersion: Int { migrations.count }
 
     /// Applies the migrations not yet applied; answers the versions it applied.
     @discardableResult
     public func migrate() async throws(StoreError) -> [Int] {
         let logger = self.logger
-        let count = Self.migrations.count
-        return try await transaction { connection in
+        return try await perform { connection in try await Self.migrate(on: connection, logger: logger) }
+    }
+
+    /// Applies the migrations not yet applied on a connection of its own, opened with
+    /// `configuration` (the health probe's server and credentials) and closed afterwards: the
+    /// store's pool need not run yet.
+    @discardableResult
+    static func migrate(configuration: PostgresConnection.Configuration, logger: Logger) async throws(StoreError) -> [Int] {
+        var configuration = configuration
+        configuration.options.additionalStartupParameters = [("application_name", "pushgate-migrate"), ("TimeZone", "UTC")]
+        do {
+            let connection = try await PostgresConnection.connect(configuration: configuration, id: 0, logger: logger)
+            do {
+                let applied = try await migrate(on: connection, logger: logger)
+                try await connection.close()
+                return applied
+            } catch {
+                try? await connection.close()
+                throw error
+            }
+        } catch {
+            throw storeError(error)
+        }
+    }
+
+    /// The migrations not yet applied, in one transaction on `connection`.
+    private static func migrate(on connection: PostgresConnection, logger: Logger) async throws -> [Int] {
+        let count = migrations.count
+        return try await transaction(on: connection, logger: logger) { connection in
             // One instance migrates at a time (the lock ends with the transaction).
             // A migration may take longer than a store call: no lock or statement timeout here.
             try await connection.query("SET LOCAL lock_timeout = 0", logger: logger)
@@ -186,7 +231,7 @@ extension PostgresStore {
             var applied: [Int] = []
             for version in current..<count {
                 // One statement at a time (the extended protocol takes one per query).
-                for statement in Self.migrations[version].split(separator: ";\n") where !statement.allSatisfy(\.isWhitespace) {
+                for statement in migrations[version].split(separator: ";\n") where !statement.allSatisfy(\.isWhitespace) {
                     try await connection.query(PostgresQuery(unsafeSQL: String(statement)), logger: logger)
                 }
                 try await connection.query("INSERT INTO pushgate_schema (version) VALUES (\(version + 1))", logger: logger)

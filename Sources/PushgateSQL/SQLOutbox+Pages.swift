@@ -71,11 +71,12 @@ extension SQLOutbox {
                 """, [.text(lease.owner), .real(lease.until.secondsSinceEpoch)] + key + [.integer(Int64(number))])
             var targets: [DispatchTarget] = []
             if let stored = expired.text(3) {
-                // A retry page: its own targets, as their registrations are now (a topic or
-                // direct handles: as sent).
-                guard let decoded = OutboxRetry.decode(stored) else { throw StoreError(.storage, "a stored retry page is corrupt") }
-                targets =
-                    audience.walksRegistrations ? try await Self.current(decoded, app: app, now: now, session: session) : decoded
+                // A retry page: its own targets, registrations as they are now (a topic or direct
+                // handles: as sent).
+                guard let decoded = OutboxRetry.decode(stored, kind: audience.targetKind) else {
+                    throw StoreError(.storage, "a stored retry page is corrupt")
+                }
+                targets = try await Self.current(decoded, app: app, now: now, session: session)
             } else {
                 // The range `(after, last]` read again, in steps of the page size, until it passes `last`:
                 // registrations added to it since are included, deleted ones are not.
@@ -132,7 +133,8 @@ extension SQLOutbox {
     static func plan(
         _ audience: Audience, selection: PlatformSelection, app: AppID, now: Timestamp, session: Database.Session
     ) async throws -> TagQuery? {
-        audience.walksRegistrations ? try await session.plan(audience, selection: selection, app: app, now: now) : nil
+        guard case .registrations = audience else { return nil }
+        return try await session.plan(audience, selection: selection, app: app, now: now)
     }
 
     /// At most `limit` targets of `audience` after `after`, in id order: its registrations by
@@ -157,9 +159,9 @@ extension SQLOutbox {
 
     package func completePage(
         notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult],
-        retry: OutboxRetry?
+        retry: OutboxRetry?, rows: [OutboxRecordRow]
     ) async throws(StoreError) -> Bool {
-        let write = PageRecordWrite(number: number, counts: counts, failures: failures, retry: retry, dialect: dialect)
+        let write = PageRecordWrite(number: number, counts: counts, failures: failures, retry: retry, rows: rows, dialect: dialect)
         return try await database.transaction { session -> Bool in
             try await Self.recordPage(write, key: [.text(app.rawValue), .text(notificationID)], session: session)
         }
@@ -167,9 +169,9 @@ extension SQLOutbox {
 
     package func completeLastPage(
         notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult], owner: String,
-        now: Timestamp
+        now: Timestamp, rows: [OutboxRecordRow]
     ) async throws(StoreError) -> OutboxLastPageRecord {
-        let write = PageRecordWrite(number: number, counts: counts, failures: failures, retry: nil, dialect: dialect)
+        let write = PageRecordWrite(number: number, counts: counts, failures: failures, retry: nil, rows: rows, dialect: dialect)
         let dialect = self.dialect
         return try await database.transaction { session -> OutboxLastPageRecord in
             let key: [SQLValue] = [.text(app.rawValue), .text(notificationID)]
@@ -233,6 +235,7 @@ extension SQLOutbox {
             try await Self.addCounts(write, key: key, session: session)
             try await Self.end(record.state, at: now, key: key, session: session)
         }
+        try await Self.insertRows(write.rows, page: write.number, key: key, session: session)
         return .finished(record)
     }
 
@@ -244,9 +247,14 @@ extension SQLOutbox {
         let countRows: [[SQLValue]]
         let failureRows: [[SQLValue]]
         let retry: OutboxRetry?
+        /// Other features' rows, written last in the record's transaction (``OutboxRecordRow``).
+        let rows: [OutboxRecordRow]
         let dialect: SQLDialect
 
-        init(number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult], retry: OutboxRetry?, dialect: SQLDialect) {
+        init(
+            number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult], retry: OutboxRetry?, rows: [OutboxRecordRow],
+            dialect: SQLDialect
+        ) {
             // Counts in one order, so that two transactions adding to the same rows never deadlock.
             var countRows: [[SQLValue]] = []
             var stored: [Platform: [Outcome: Int]] = [:]
@@ -261,8 +269,19 @@ extension SQLOutbox {
             self.countRows = countRows
             self.failureRows = SQLOutbox.failureRows(failures)
             self.retry = retry
+            self.rows = rows
             self.dialect = dialect
         }
+    }
+
+    /// Writes a record's rows in the caller's transaction, after everything else it writes: a
+    /// row the table refuses (longer than ``OutboxRecordRow/maximumBodyBytes``) fails the whole
+    /// record.
+    static func insertRows(_ rows: [OutboxRecordRow], page: Int, key: [SQLValue], session: Database.Session) async throws {
+        guard !rows.isEmpty else { return }
+        _ = try await session.rows(
+            "INSERT INTO outbox_rows (app, notification_id, page, kind, body) VALUES \(Self.placeholders(rows: rows.count, row: "(?, ?, ?, ?, ?)"))",
+            rows.flatMap { key + [.integer(Int64(page)), .text($0.kind), .text($0.body)] })
     }
 
     /// Records a page and marks it done, in the caller's transaction; false when it was done already.
@@ -297,6 +316,7 @@ extension SQLOutbox {
             _ = try await session.rows("UPDATE outbox_notifications SET next_page = next_page + 1 WHERE app = ? AND id = ?", key)
         }
         try await addCounts(write, key: key, session: session)
+        try await insertRows(write.rows, page: write.number, key: key, session: session)
         return true
     }
 

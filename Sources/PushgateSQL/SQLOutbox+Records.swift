@@ -187,6 +187,38 @@ extension SQLOutbox {
         }
     }
 
+    // MARK: Rows written with records
+
+    package func recordedRows(app: AppID, after sequence: Int64, limit: Int) async throws(StoreError) -> [StoredOutboxRow] {
+        try await database.read { session -> [StoredOutboxRow] in
+            try await session.rows(
+                "SELECT sequence, notification_id, page, kind, body FROM outbox_rows WHERE app = ? AND sequence > ? ORDER BY sequence LIMIT ?",
+                [.text(app.rawValue), .integer(sequence), .integer(Int64(max(0, limit)))]
+            ).map { row in
+                guard let sequence = row.integer(0), let id = row.text(1), let page = row.integer(2), let kind = row.text(3),
+                    let body = row.text(4)
+                else { throw StoreError(.storage, "a stored outbox row is corrupt") }
+                return StoredOutboxRow(
+                    sequence: Int64(sequence), notificationID: id, page: page, row: OutboxRecordRow(kind: kind, body: body))
+            }
+        }
+    }
+
+    package func removeRecordedRows(app: AppID, through sequence: Int64) async throws(StoreError) -> Int {
+        try await database.transaction { session -> Int in
+            try await session.rows(
+                "DELETE FROM outbox_rows WHERE app = ? AND sequence <= ? RETURNING sequence", [.text(app.rawValue), .integer(sequence)]
+            ).count
+        }
+    }
+
+    package func appendRows(_ rows: [OutboxRecordRow], notificationID: String, page: Int, app: AppID) async throws(StoreError) {
+        guard !rows.isEmpty else { return }
+        try await database.transaction { session in
+            try await Self.insertRows(rows, page: page, key: [.text(app.rawValue), .text(notificationID)], session: session)
+        }
+    }
+
     package func outboxDepth(now: Timestamp) async throws(StoreError) -> OutboxDepth {
         try await database.read { session -> OutboxDepth in
             let time = now.secondsSinceEpoch
@@ -214,11 +246,13 @@ extension SQLOutbox {
     static func current(
         _ targets: [DispatchTarget], app: AppID, now: Timestamp, session: Database.Session
     ) async throws -> [DispatchTarget] {
-        guard !targets.isEmpty else { return [] }
+        // Only registrations are read again; other targets go as they were sent.
+        let registrations = targets.filter(\.isRegistration)
+        guard !registrations.isEmpty else { return targets }
         var handles: [String: DeviceHandle] = [:]
-        var start = targets.startIndex
-        while start < targets.endIndex {
-            let chunk = targets[start..<min(start + 500, targets.endIndex)]
+        var start = registrations.startIndex
+        while start < registrations.endIndex {
+            let chunk = registrations[start..<min(start + 500, registrations.endIndex)]
             let rows = try await session.rows(
                 """
                 SELECT id, platform, handle FROM registrations
@@ -232,7 +266,8 @@ extension SQLOutbox {
             start += chunk.count
         }
         return targets.compactMap { target in
-            handles[target.registrationID.rawValue].map { DispatchTarget(registrationID: target.registrationID, handle: $0) }
+            guard target.isRegistration else { return target }
+            return handles[target.registrationID.rawValue].map { DispatchTarget(registrationID: target.registrationID, handle: $0) }
         }
     }
 

@@ -40,18 +40,32 @@ extension SQLOutboxStore {
 
     public func completePage(
         notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult],
-        retry: OutboxRetry?
+        retry: OutboxRetry?, rows: [OutboxRecordRow]
     ) async throws(StoreError) -> Bool {
         try await outbox.completePage(
-            notificationID: notificationID, app: app, number: number, counts: counts, failures: failures, retry: retry)
+            notificationID: notificationID, app: app, number: number, counts: counts, failures: failures, retry: retry, rows: rows)
+    }
+
+    public func recordedRows(app: AppID, after sequence: Int64, limit: Int) async throws(StoreError) -> [StoredOutboxRow] {
+        try await outbox.recordedRows(app: app, after: sequence, limit: limit)
+    }
+
+    @discardableResult
+    public func removeRecordedRows(app: AppID, through sequence: Int64) async throws(StoreError) -> Int {
+        try await outbox.removeRecordedRows(app: app, through: sequence)
+    }
+
+    public func appendRows(_ rows: [OutboxRecordRow], notificationID: String, page: Int, app: AppID) async throws(StoreError) {
+        try await outbox.appendRows(rows, notificationID: notificationID, page: page, app: app)
     }
 
     public func completeLastPage(
         notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult], owner: String,
-        now: Timestamp
+        now: Timestamp, rows: [OutboxRecordRow]
     ) async throws(StoreError) -> OutboxLastPageRecord {
         try await outbox.completeLastPage(
-            notificationID: notificationID, app: app, number: number, counts: counts, failures: failures, owner: owner, now: now)
+            notificationID: notificationID, app: app, number: number, counts: counts, failures: failures, owner: owner, now: now,
+            rows: rows)
     }
 
     public func recordAnswers(notificationID: String, app: AppID, answers: [OutboxAnswers]) async throws(StoreError) {

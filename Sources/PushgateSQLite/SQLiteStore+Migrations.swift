@@ -162,6 +162,19 @@ extension SQLiteStore {
         ALTER TABLE registrations ADD COLUMN owner_kind INTEGER NOT NULL DEFAULT 0;
         UPDATE registrations SET owner_kind = 1, owner = '' WHERE owner = '$hub';
         """,
+        // Rows other features write with a page's record (outcome webhooks' events), in its
+        // transaction; their feature reads them in order and removes them.
+        """
+        CREATE TABLE outbox_rows (
+            sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+            app TEXT NOT NULL,
+            notification_id TEXT NOT NULL,
+            page INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            body TEXT NOT NULL CHECK (length(CAST(body AS BLOB)) <= 16384)
+        );
+        CREATE INDEX outbox_rows_by_app ON outbox_rows (app, sequence);
+        """,
     ]
 
     static func migrate(_ connection: SQLiteConnection) throws(StoreError) {

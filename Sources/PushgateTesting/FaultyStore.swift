@@ -157,11 +157,20 @@ public final class FaultyStore<Inner: GatewayStore>: GatewayStore {
     }
     public func completePage(
         notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult],
-        retry: OutboxRetry?
+        retry: OutboxRetry?, rows: [OutboxRecordRow]
     ) async throws(StoreError) -> Bool {
         try await fault(.completePage)
         return try await inner.completePage(
-            notificationID: notificationID, app: app, number: number, counts: counts, failures: failures, retry: retry)
+            notificationID: notificationID, app: app, number: number, counts: counts, failures: failures, retry: retry, rows: rows)
+    }
+    public func recordedRows(app: AppID, after sequence: Int64, limit: Int) async throws(StoreError) -> [StoredOutboxRow] {
+        try await inner.recordedRows(app: app, after: sequence, limit: limit)
+    }
+    public func removeRecordedRows(app: AppID, through sequence: Int64) async throws(StoreError) -> Int {
+        try await inner.removeRecordedRows(app: app, through: sequence)
+    }
+    public func appendRows(_ rows: [OutboxRecordRow], notificationID: String, page: Int, app: AppID) async throws(StoreError) {
+        try await inner.appendRows(rows, notificationID: notificationID, page: page, app: app)
     }
     public func recordAnswers(notificationID: String, app: AppID, answers: [OutboxAnswers]) async throws(StoreError) {
         try await fault(.recordAnswers)

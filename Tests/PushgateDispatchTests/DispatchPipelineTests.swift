@@ -33,13 +33,17 @@ final class CountingPages: Sendable {
                 return pulled - 1
             }
             guard let index else { return nil }
-            return (0..<self.pageSize).map { offset in
-                let number = index * self.pageSize + offset
-                return DispatchTarget(
-                    registrationID: try! RegistrationID(String(format: "p%07d", number)),
-                    handle: DeviceHandle(uncheckedPlatform: .apns, value: String(format: "%064x", number)))
-            }
+            return Self.targets((index * self.pageSize)..<((index + 1) * self.pageSize))
         })
+    }
+
+    /// APNs targets numbered `numbers`.
+    static func targets(_ numbers: Range<Int>) -> [DispatchTarget] {
+        numbers.map { number in
+            DispatchTarget(
+                registrationID: try! RegistrationID(String(format: "p%07d", number)),
+                handle: DeviceHandle(uncheckedPlatform: .apns, value: String(format: "%064x", number)))
+        }
     }
 }
 
@@ -71,122 +75,161 @@ final class CountingPages: Sendable {
         #expect(summary.handleUpdates.count == 200, "with no applier, every change is returned")
     }
 
-    /// Each batch comes with the handle changes its services asked for, as it finishes and while
-    /// the audience is still being read: a caller prunes devices as the send goes, holding a
-    /// batch's changes, not all of them.
-    @Test(.timeLimit(.minutes(1))) func eachBatchBringsItsHandleChangesWhileTheSendGoesOn() async throws {
-        let provider = goneProvider()
-        let pages = CountingPages(pages: 10, pageSize: 25)
-        var seen: [(updates: Int, pagesReadBefore: Int, index: Int)] = []
-        for try await event in Dispatcher(providers: [provider]).batches(
-            selection: .all, payloads: [.apns: try Payloads.notify(.apns)], targets: pages.sequence(), batchesInFlight: 2)
-        {
-            guard case .finished(let batch) = event else {
+    /// Each page comes back with the handle changes its services asked for, as it finishes and
+    /// while further pages are still being sent: a caller prunes devices as the send goes,
+    /// holding a page's changes, not all of them.
+    @Test(.timeLimit(.minutes(1))) func eachPageBringsItsHandleChangesWhileTheSendGoesOn() async throws {
+        let wire = Dispatcher(providers: [goneProvider()]).wire(selection: .all)
+        let payloads = [Platform.apns: try Payloads.notify(.apns)]
+        var seen: [(updates: Int, sentBefore: Int, index: Int)] = []
+        var sent = 0
+        while sent < 10 || wire.inFlight > 0 {
+            while sent < 10, wire.inFlight < 2 {
+                #expect(
+                    wire.send(DispatchPage(targets: CountingPages.targets((sent * 25)..<((sent + 1) * 25)), payloads: payloads)) == sent)
+                sent += 1
+            }
+            guard case .finished(let batch)? = await wire.next() else {
                 Issue.record("early answers came although none were asked for")
                 continue
             }
-            seen.append((batch.handleUpdates.count, pages.pulledCount, batch.index))
+            seen.append((batch.handleUpdates.count, sent, batch.index))
         }
+        #expect(await wire.next() == nil, "nothing outstanding")
+        await wire.close()
         #expect(seen.count == 10)
-        #expect(seen.allSatisfy { $0.updates == 25 }, "every removal comes with its batch, once")
+        #expect(seen.allSatisfy { $0.updates == 25 }, "every removal comes with its page, once")
         #expect(Set(seen.map(\.index)) == Set(0..<10))
-        #expect(seen.first.map { $0.pagesReadBefore < 10 } == true, "the first batch is yielded before the audience is read")
+        #expect(seen.first.map { $0.sentBefore < 10 } == true, "the first page is back before the last is sent")
     }
 
-    /// A reader that stops early cancels the batches still on the wire.
-    @Test(.timeLimit(.minutes(1))) func droppingTheBatchesCancelsWhatIsOnTheWire() async throws {
+    /// Cancelling the task that reads the wire cancels the pages on it (their providers answer
+    /// `Abandoned` for what they had not sent), and a page sent after that is abandoned at once.
+    @Test(.timeLimit(.minutes(1))) func cancellingTheReaderCancelsWhatIsOnTheWire() async throws {
         let provider = goneProvider()
         provider.hold()
-        let pages = CountingPages(pages: 5, pageSize: 10)
+        let wire = Dispatcher(providers: [provider]).wire(selection: .all)
+        let payloads = [Platform.apns: try Payloads.notify(.apns)]
+        for page in 0..<3 { wire.send(DispatchPage(targets: CountingPages.targets((page * 10)..<((page + 1) * 10)), payloads: payloads)) }
         let reader = Task {
-            var iterator = Dispatcher(providers: [provider]).batches(
-                selection: .all, payloads: [.apns: try Payloads.notify(.apns)], targets: pages.sequence(), batchesInFlight: 3
-            ).makeAsyncIterator()
-            guard case .finished(let batch)? = try await iterator.next() else { return nil as DispatchedBatch? }
+            guard case .finished(let batch)? = await wire.next() else { return nil as DispatchedBatch? }
             return batch
         }
         try await Self.waitUntil { provider.waiting == 3 }
         reader.cancel()
-        let first = try await reader.value
+        let first = await reader.value
         #expect(first?.reports.count == 10)
         #expect(first?.reports.allSatisfy { $0.verdict.outcome == .abandoned } == true, "\(String(describing: first?.reports.first))")
-        #expect(pages.pulledCount == 3, "no page is read once cancelled")
+        #expect(wire.isCancelled)
+        wire.send(DispatchPage(targets: CountingPages.targets(30..<31), payloads: payloads))
+        var rest: [DeliveryReport] = []
+        while let event = await wire.next() { if case .finished(let batch) = event { rest += batch.reports } }
+        #expect(rest.count == 21 && rest.allSatisfy { $0.verdict.outcome == .abandoned })
+        await wire.close()
     }
 
-    typealias HeldBatches = DispatchBatches<AsyncStream<[DispatchTarget]>>.AsyncIterator
+    /// A page whose every target was answered before the wire (superseded, skipped) comes back
+    /// with those answers and sends nothing.
+    @Test func aPageAnsweredBeforeTheWireSendsNothing() async throws {
+        let provider = goneProvider()
+        let wire = Dispatcher(providers: [provider]).wire(selection: .all)
+        let target = CountingPages.targets(0..<1)[0]
+        let skipped = DeliveryReport(
+            target: target, verdict: DeliveryVerdict(outcome: .skipped, reason: "newer"), attempts: 0, latencyMilliseconds: 0)
+        wire.send(DispatchPage(groups: [], answered: [skipped]))
+        guard case .finished(let batch)? = await wire.next() else {
+            Issue.record("no batch")
+            return
+        }
+        #expect(batch.reports == [skipped])
+        #expect(provider.deliveries == 0)
+        await wire.close()
+    }
 
-    /// A send of one page of 10 APNs targets, with early answers per `flush`, whose provider
-    /// answers its first `answering` targets and then holds the rest until released.
-    static func heldSend(answering: Int, flush: AnswerFlush) throws -> (InMemoryPushProvider, HeldBatches) {
+    /// A send of one page of 10 APNs targets, with early answers per `flush` on `tickers`, whose
+    /// provider answers its first `answering` targets and then holds the rest until released.
+    static func heldSend(answering: Int, flush: AnswerFlush, tickers: AnswerFlushTickers) throws -> (InMemoryPushProvider, DispatchWire) {
         let provider = InMemoryPushProvider()
         provider.hold(answering: answering)
-        let iterator = Dispatcher(providers: [provider]).batches(
-            selection: .all, payloads: [.apns: try Payloads.notify(.apns)], targets: CountingPages(pages: 1, pageSize: 10).sequence(),
-            answers: flush
-        ).makeAsyncIterator()
-        return (provider, iterator)
+        let wire = Dispatcher(providers: [provider], answerTickers: tickers).wire(selection: .all, answers: flush)
+        wire.send(DispatchPage(targets: CountingPages.targets(0..<10), payloads: [.apns: try Payloads.notify(.apns)]))
+        return (provider, wire)
     }
 
     /// The held send's next event, which must be early answers (nil, recorded as an issue, if not).
-    static func earlyAnswers(_ iterator: inout HeldBatches) async throws -> [Int: [DeliveryReport]]? {
-        guard case .answered(let early)? = try await iterator.next() else {
-            Issue.record("the held batch's answers did not come ahead of it")
+    static func earlyAnswers(_ wire: DispatchWire) async -> [Int: [DeliveryReport]]? {
+        guard case .answered(let early)? = await wire.next() else {
+            Issue.record("the held page's answers did not come ahead of it")
             return nil
         }
         return early
     }
 
-    /// Releases the held send: its batch finishes with a report per target, and nothing follows.
-    static func expectFinished(_ provider: InMemoryPushProvider, _ iterator: inout HeldBatches) async throws {
+    /// Releases the held send: its page finishes with a report per target, and nothing follows.
+    static func expectFinished(_ provider: InMemoryPushProvider, _ wire: DispatchWire) async {
         provider.release()
-        guard case .finished(let batch)? = try await iterator.next() else {
-            Issue.record("the batch did not finish")
+        guard case .finished(let batch)? = await wire.next() else {
+            Issue.record("the page did not finish")
             return
         }
         #expect(batch.reports.count == 10)
-        #expect(try await iterator.next() == nil)
+        #expect(await wire.next() == nil)
+        await wire.close()
     }
 
-    /// Asked for them, the final answers of a batch still on the wire come ahead of it, within the
-    /// flush interval: a reader records them before the batch is done (what a crash then sends
-    /// again is only what was on the wire). The batch itself still reports every target.
-    @Test(.timeLimit(.minutes(1))) func finalAnswersComeAheadOfTheirBatchWhenAskedFor() async throws {
-        var (provider, iterator) = try Self.heldSend(answering: 4, flush: AnswerFlush(interval: .milliseconds(20), count: 1000))
-        guard let early = try await Self.earlyAnswers(&iterator) else { return }
+    /// Asked for them, the final answers of a page still on the wire come ahead of it, at the
+    /// flush clock's tick: a reader records them before the page is done (what a crash then sends
+    /// again is only what was on the wire). The page itself still reports every target.
+    @Test(.timeLimit(.minutes(1))) func finalAnswersComeAheadOfTheirPageWhenAskedFor() async throws {
+        let clock = SteppedClock()
+        let (provider, wire) = try Self.heldSend(
+            answering: 4, flush: AnswerFlush(interval: .milliseconds(20), count: 1000), tickers: AnswerFlushTickers(clock: clock))
+        try await Self.waitUntil { provider.waiting == 1 && clock.sleepers == 1 }
+        clock.step()
+        guard let early = await Self.earlyAnswers(wire) else { return }
         #expect(early.keys.sorted() == [0])
         #expect(early[0]?.count == 4)
         #expect(early[0]?.allSatisfy { $0.verdict.outcome == .success } == true)
-        #expect(provider.waiting == 1, "the batch is still on the wire")
-        try await Self.expectFinished(provider, &iterator)
+        #expect(provider.waiting == 1, "the page is still on the wire")
+        await Self.expectFinished(provider, wire)
         #expect(provider.delivered.count == 10, "each target delivered once")
     }
 
-    /// Enough answers waiting go to the reader at once, without waiting for the interval; those
-    /// still waiting when their batch finishes come with the batch instead.
-    @Test(.timeLimit(.minutes(1))) func enoughWaitingAnswersComeWithoutWaitingForTheInterval() async throws {
-        var (provider, iterator) = try Self.heldSend(answering: 6, flush: AnswerFlush(interval: .seconds(3600), count: 5))
-        guard let early = try await Self.earlyAnswers(&iterator) else { return }
+    /// Enough answers waiting go to the reader at once, without waiting for the clock's tick;
+    /// those still waiting when their page finishes come with the page instead.
+    @Test(.timeLimit(.minutes(1))) func enoughWaitingAnswersComeWithoutWaitingForTheTick() async throws {
+        let (provider, wire) = try Self.heldSend(
+            answering: 6, flush: AnswerFlush(interval: .seconds(3600), count: 5), tickers: AnswerFlushTickers(clock: SteppedClock()))
+        guard let early = await Self.earlyAnswers(wire) else { return }
         #expect((5...6).contains(early[0]?.count ?? 0), "\(early.mapValues(\.count))")
-        try await Self.expectFinished(provider, &iterator)
+        await Self.expectFinished(provider, wire)
     }
 
-    /// The flush interval's clock is shared by every send and runs only while answers wait: two
-    /// sends held at once both get their answers at its tick, and once it has stopped (a tick with
-    /// none waiting) the next send's answers start it again.
+    /// The flush clock is shared by every send of a server and runs only while answers wait: two
+    /// sends held at once both get their answers at one tick; a tick that finds none waiting
+    /// stops it (nothing sleeps on the clock), and the next send's answers start it again.
     @Test(.timeLimit(.minutes(1))) func theSharedFlushClockServesConcurrentSendsAndStartsAgainAfterIdling() async throws {
-        // An interval of its own: no other test's sends share this clock.
-        let flush = AnswerFlush(interval: .milliseconds(17), count: 1000)
-        var (first, firstIterator) = try Self.heldSend(answering: 3, flush: flush)
-        var (second, secondIterator) = try Self.heldSend(answering: 5, flush: flush)
-        #expect(try await Self.earlyAnswers(&firstIterator)?[0]?.count == 3)
-        #expect(try await Self.earlyAnswers(&secondIterator)?[0]?.count == 5)
-        try await Self.expectFinished(first, &firstIterator)
-        try await Self.expectFinished(second, &secondIterator)
-        // Several ticks with nothing waiting: the clock has stopped.
-        try await Task.sleep(for: .milliseconds(120))
-        var (third, thirdIterator) = try Self.heldSend(answering: 4, flush: flush)
-        #expect(try await Self.earlyAnswers(&thirdIterator)?[0]?.count == 4)
-        try await Self.expectFinished(third, &thirdIterator)
+        let clock = SteppedClock()
+        let tickers = AnswerFlushTickers(clock: clock)
+        let flush = AnswerFlush(interval: .milliseconds(50), count: 1000)
+        let (first, firstWire) = try Self.heldSend(answering: 3, flush: flush, tickers: tickers)
+        let (second, secondWire) = try Self.heldSend(answering: 5, flush: flush, tickers: tickers)
+        try await Self.waitUntil { first.waiting == 1 && second.waiting == 1 && clock.sleepers == 1 }
+        // One clock for both: one sleeper, one tick.
+        clock.step()
+        #expect(await Self.earlyAnswers(firstWire)?[0]?.count == 3)
+        #expect(await Self.earlyAnswers(secondWire)?[0]?.count == 5)
+        await Self.expectFinished(first, firstWire)
+        await Self.expectFinished(second, secondWire)
+        // The tick after found nothing waiting: the clock stops.
+        try await Self.waitUntil { clock.sleepers == 1 }
+        clock.step()
+        try await Self.waitUntil { clock.sleepers == 0 }
+        let (third, thirdWire) = try Self.heldSend(answering: 4, flush: flush, tickers: tickers)
+        try await Self.waitUntil { third.waiting == 1 && clock.sleepers == 1 }
+        clock.step()
+        #expect(await Self.earlyAnswers(thirdWire)?[0]?.count == 4)
+        await Self.expectFinished(third, thirdWire)
     }
 
     /// A source that fails mid-way: what was already out is finished and counted, and the

@@ -15,11 +15,8 @@ import Testing
         let payloads = [Platform.apns: try Payloads.notify(.apns)]
         let pages = CountingPages(pages: 1, pageSize: 10)
         let reader = Task {
-            var reports = 0
-            for try await event in dispatcher.batches(selection: .all, payloads: payloads, targets: pages.sequence()) {
-                if case .finished(let batch) = event { reports += batch.reports.count }
-            }
-            return reports
+            await dispatcher.dispatch(notificationID: "n", selection: .all, payloads: payloads, targets: pages.sequence()).result
+                .platforms.reduce(0) { $0 + $1.total }
         }
         _ = try await eventually {
             first.waiting
@@ -39,7 +36,7 @@ import Testing
         #expect(dispatcher.retiredGenerations == 1)
 
         first.release()
-        #expect(try await reader.value == 10)
+        #expect(await reader.value == 10)
         #expect(first.delivered.count == 10 && later.allSatisfy { $0.deliveries == 0 })
         // The page has ended and let go of its providers.
         _ = try await eventually {
@@ -94,14 +91,14 @@ import Testing
         let dispatcher = Dispatcher(providers: [first])
         let payloads = [Platform.apns: try Payloads.notify(.apns)]
         do {
-            var iterator = dispatcher.batches(
-                selection: .all, payloads: payloads, targets: CountingPages(pages: 1, pageSize: 2).sequence()
-            ).makeAsyncIterator()
+            let wire = dispatcher.wire(selection: .all)
+            wire.send(DispatchPage(targets: CountingPages.targets(0..<2), payloads: payloads))
             await dispatcher.replace(providers: [InMemoryPushProvider()])
             #expect(first.closed == 0 && dispatcher.retiredGenerations == 1)
-            while try await iterator.next() != nil {}
+            while await wire.next() != nil {}
+            await wire.close()
         }
-        // The page is over: the read of its end gave its providers back and shut them down.
+        // The page is over: the wire's close gave its providers back and shut them down.
         _ = try await eventually {
             dispatcher.retiredGenerations
         } until: {

@@ -3,6 +3,7 @@ import Pushgate
 import PushgateDispatch
 import PushgateOutbox
 import PushgateTesting
+import PushgateXML
 import Synchronization
 import Testing
 
@@ -18,7 +19,8 @@ import Testing
     let metrics = CountingMetrics()
 
     func driver(
-        _ provider: InMemoryPushProvider, pageSize: Int = 100, retries: Int = 2, configure: (inout OutboxConfiguration) -> Void = { _ in }
+        _ provider: InMemoryPushProvider, pageSize: Int = 100, retries: Int = 2, hooks: any OutboxHooks = NoOutboxHooks(),
+        configure: (inout OutboxConfiguration) -> Void = { _ in }
     ) -> OutboxDriver {
         var configuration = OutboxConfiguration()
         configuration.pageSize = pageSize
@@ -27,7 +29,7 @@ import Testing
         return OutboxDriver(
             app: .default, queue: store, registrations: store, dispatcher: Dispatcher(providers: [provider]),
             control: OutboxControl(configuration: configuration), clock: clock, drives: ActiveDrives(), metrics: metrics,
-            settings: OutboxDriver.settings(configuration), grouping: { _, _ in nil })
+            settings: OutboxDriver.settings(configuration), templates: CompiledTemplates(), hooks: hooks)
     }
 
     func seed(_ count: Int) async throws -> [Registration] {
@@ -217,7 +219,7 @@ extension OutboxDriverTests {
         let helper = OutboxDriver(
             app: .default, queue: store, registrations: store, dispatcher: Dispatcher(providers: [provider]),
             control: OutboxControl(configuration: holder.control.configuration), clock: clock, drives: ActiveDrives(),
-            metrics: helperMetrics, settings: holder.settings, grouping: { _, _ in nil })
+            metrics: helperMetrics, settings: holder.settings, templates: CompiledTemplates())
         let notification = try notification()
         try await store.enqueue(notification, lease: nil)
         let taken = try #require(

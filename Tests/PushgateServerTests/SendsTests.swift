@@ -6,6 +6,7 @@ import PushgateCore
 import PushgateCurl
 import PushgateServer
 import PushgateTesting
+import PushgateXML
 import Testing
 
 /// The one send path (`Sends`): every kind of send, through either API, is counted in the metrics
@@ -127,11 +128,10 @@ extension SendsTests {
         let template = RegistrationTemplate(name: "a", body: body, headers: ["apns-push-type": "alert"])
         let cache = CompiledTemplates()
         #expect(!cache.contains(platform: .apns, body: body, headers: template.headers))
-        let first = try HubTemplates.compile(template, platform: .apns, cache: cache)
+        let first = try template.compiled(for: .apns, cache: cache)
         #expect(cache.contains(platform: .apns, body: body, headers: template.headers))
         // The same text under another name is the same compiled template; another header is not.
-        let again = try HubTemplates.compile(
-            RegistrationTemplate(name: "b", body: body, headers: template.headers), platform: .apns, cache: cache)
+        let again = try RegistrationTemplate(name: "b", body: body, headers: template.headers).compiled(for: .apns, cache: cache)
         #expect(again.headers == first.headers)
         #expect(String(decoding: try again.render(["title": "Hi"]).body, as: UTF8.self).contains("Hi"))
         #expect(!cache.contains(platform: .apns, body: body, headers: ["apns-push-type": "background"]))

@@ -17,10 +17,15 @@ public enum Audience: Sendable, Hashable, CustomStringConvertible {
     /// Every registration.
     public static let everyone = Audience.registrations(nil)
 
-    /// Whether the audience is a walk of registrations (tags, or every one).
-    public var walksRegistrations: Bool {
-        if case .registrations = self { return true }
-        return false
+    /// What its targets are (``DispatchTarget/Kind``): stored registrations, handles given with
+    /// the send, or an audience the service fans out. Every target of one audience is of one kind,
+    /// so a stored page's targets get theirs back from their notification's audience.
+    public var targetKind: DispatchTarget.Kind {
+        switch self {
+        case .registrations: .registration
+        case .handles: .device
+        case .fcm: .audience
+        }
     }
 
     /// Most handles in one direct send (Notification Hubs' batch limit).
@@ -118,13 +123,31 @@ public enum Audience: Sendable, Hashable, CustomStringConvertible {
     public func targets<Failure: Error>(
         after: RegistrationID?, limit: Int, registrations: (TagExpression?, RegistrationID?, Int) throws(Failure) -> [DispatchTarget]
     ) throws(Failure) -> [DispatchTarget] {
+        if let given = givenTargets(after: after, limit: limit) { return given }
+        return try registrations(expression, after, limit)
+    }
+
+    /// ``targets(after:limit:registrations:)`` where the registrations' walk waits (a store's pages).
+    public func targets<Failure: Error>(
+        after: RegistrationID?, limit: Int, isolation: isolated (any Actor)? = #isolation,
+        registrations: (TagExpression?, RegistrationID?, Int) async throws(Failure) -> [DispatchTarget]
+    ) async throws(Failure) -> [DispatchTarget] {
+        if let given = givenTargets(after: after, limit: limit) { return given }
+        return try await registrations(expression, after, limit)
+    }
+
+    /// The targets the sender gave (a topic, direct handles) after `after`, at most `limit`; nil
+    /// when the audience is registrations (walked from a store).
+    private func givenTargets(after: RegistrationID?, limit: Int) -> [DispatchTarget]? {
         switch self {
-        case .registrations(let expression): try registrations(expression, after, limit)
+        case .registrations: nil
         case .fcm(let recipient): after == nil && limit > 0 ? [recipient.target] : []
         case .handles(let handles):
             Array(
-                handles.enumerated().lazy.map { DispatchTarget(registrationID: Self.directTargetID($0.offset + 1), handle: $0.element) }
-                    .filter { after == nil || $0.registrationID > after! }.prefix(limit))
+                handles.enumerated().lazy.map {
+                    DispatchTarget(registrationID: Self.directTargetID($0.offset + 1), handle: $0.element, kind: .device)
+                }
+                .filter { after == nil || $0.registrationID > after! }.prefix(limit))
         }
     }
 }
@@ -244,7 +267,7 @@ public enum FCMRecipient: Sendable, Hashable, CustomStringConvertible {
     public var target: DispatchTarget {
         DispatchTarget(
             registrationID: { if case .topic = self { Self.topicTargetID } else { Self.conditionTargetID } }(),
-            handle: DeviceHandle(uncheckedPlatform: .fcm, value: handleValue))
+            handle: DeviceHandle(uncheckedPlatform: .fcm, value: handleValue), kind: .audience)
     }
 
     /// The v1 message member: `topic` or `condition`.

@@ -53,6 +53,9 @@ public struct InMemoryOutbox: Sendable {
     }
 
     private var entries: [Key: Entry] = [:]
+    /// Rows written with pages' records, per app, in order.
+    private var rows: [AppID: [StoredOutboxRow]] = [:]
+    private var rowSequence: Int64 = 0
 
     /// Changes an entry where it is stored (no copy of its pages).
     private mutating func modify<T>(_ key: Key, _ body: (inout Entry) -> T) -> T? {
@@ -144,7 +147,7 @@ public struct InMemoryOutbox: Sendable {
                 let page = entry.pages[number]
                 let notification = entry.notification
                 let walked =
-                    page.targets.map { notification.audience.walksRegistrations ? $0.compactMap(current) : $0 }
+                    page.targets.map { $0.compactMap { $0.isRegistration ? current($0) : $0 } }
                     ?? OutboxPage.targets(after: page.after, through: page.last, size: size) { after, limit in
                         audience(notification, after, limit)
                     }
@@ -177,30 +180,51 @@ public struct InMemoryOutbox: Sendable {
 
     public mutating func completePage(
         notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult],
-        retry: OutboxRetry?
+        retry: OutboxRetry?, rows written: [OutboxRecordRow] = []
     ) -> Bool {
-        modify(Key(app: app, id: notificationID)) { entry -> Bool in
-            guard entry.pages.indices.contains(number), !entry.pages[number].done else { return false }
-            entry.pages[number].done = true
-            entry.pages[number].answered = []
-            entry.open.removeAll { $0 == number }
-            if let retry, let last = retry.targets.last {
-                entry.open.append(entry.pages.count)
-                entry.pages.append(
-                    Page(
-                        after: nil, last: last.registrationID,
-                        lease: OutboxLease(
-                            owner: Self.nobody, until: entry.record.cancelRequested ? Timestamp(secondsSinceEpoch: 0) : retry.due),
-                        targets: retry.targets, attempt: retry.attempt, claims: 0))
-            }
-            for (platform, outcomes) in counts {
-                for (outcome, count) in outcomes where count > 0 {
-                    entry.record.counts[platform, default: [:]][outcome, default: 0] += count
+        let recorded =
+            modify(Key(app: app, id: notificationID)) { entry -> Bool in
+                guard entry.pages.indices.contains(number), !entry.pages[number].done else { return false }
+                entry.pages[number].done = true
+                entry.pages[number].answered = []
+                entry.open.removeAll { $0 == number }
+                if let retry, let last = retry.targets.last {
+                    entry.open.append(entry.pages.count)
+                    entry.pages.append(
+                        Page(
+                            after: nil, last: last.registrationID,
+                            lease: OutboxLease(
+                                owner: Self.nobody, until: entry.record.cancelRequested ? Timestamp(secondsSinceEpoch: 0) : retry.due),
+                            targets: retry.targets, attempt: retry.attempt, claims: 0))
                 }
-            }
-            for failure in failures { entry.failures[failure.registrationID] = failure }
-            return true
-        } ?? false
+                for (platform, outcomes) in counts {
+                    for (outcome, count) in outcomes where count > 0 {
+                        entry.record.counts[platform, default: [:]][outcome, default: 0] += count
+                    }
+                }
+                for failure in failures { entry.failures[failure.registrationID] = failure }
+                return true
+            } ?? false
+        if recorded { appendRows(written, notificationID: notificationID, page: number, app: app) }
+        return recorded
+    }
+
+    /// Rows written with a record (or on their own: ``OutboxRowLog/appendRows(_:notificationID:page:app:)``).
+    public mutating func appendRows(_ written: [OutboxRecordRow], notificationID: String, page: Int, app: AppID) {
+        for row in written {
+            rowSequence += 1
+            rows[app, default: []].append(StoredOutboxRow(sequence: rowSequence, notificationID: notificationID, page: page, row: row))
+        }
+    }
+
+    public func recordedRows(app: AppID, after sequence: Int64, limit: Int) -> [StoredOutboxRow] {
+        Array((rows[app] ?? []).lazy.filter { $0.sequence > sequence }.prefix(max(0, limit)))
+    }
+
+    public mutating func removeRecordedRows(app: AppID, through sequence: Int64) -> Int {
+        let before = rows[app]?.count ?? 0
+        rows[app]?.removeAll { $0.sequence <= sequence }
+        return before - (rows[app]?.count ?? 0)
     }
 
     public mutating func recordAnswers(notificationID: String, app: AppID, answers: [OutboxAnswers]) {
@@ -350,9 +374,32 @@ extension InMemoryRegistrationStore: OutboxStore {
 
     public func completePage(
         notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult],
-        retry: OutboxRetry?
-    ) -> Bool {
-        outbox.completePage(notificationID: notificationID, app: app, number: number, counts: counts, failures: failures, retry: retry)
+        retry: OutboxRetry?, rows: [OutboxRecordRow]
+    ) throws(StoreError) -> Bool {
+        // As the SQL stores' table refuses it, failing the whole record.
+        if let long = rows.first(where: { $0.body.utf8.count > OutboxRecordRow.maximumBodyBytes }) {
+            throw StoreError(
+                .storage, "an outbox row of kind \(long.kind) is \(long.body.utf8.count) bytes; at most \(OutboxRecordRow.maximumBodyBytes)"
+            )
+        }
+        return outbox.completePage(
+            notificationID: notificationID, app: app, number: number, counts: counts, failures: failures, retry: retry, rows: rows)
+    }
+
+    public func recordedRows(app: AppID, after sequence: Int64, limit: Int) -> [StoredOutboxRow] {
+        outbox.recordedRows(app: app, after: sequence, limit: limit)
+    }
+
+    @discardableResult
+    public func removeRecordedRows(app: AppID, through sequence: Int64) -> Int { outbox.removeRecordedRows(app: app, through: sequence) }
+
+    public func appendRows(_ rows: [OutboxRecordRow], notificationID: String, page: Int, app: AppID) throws(StoreError) {
+        if let long = rows.first(where: { $0.body.utf8.count > OutboxRecordRow.maximumBodyBytes }) {
+            throw StoreError(
+                .storage, "an outbox row of kind \(long.kind) is \(long.body.utf8.count) bytes; at most \(OutboxRecordRow.maximumBodyBytes)"
+            )
+        }
+        outbox.appendRows(rows, notificationID: notificationID, page: page, app: app)
     }
 
     public func recordAnswers(notificationID: String, app: AppID, answers: [OutboxAnswers]) {

@@ -199,10 +199,11 @@ extension OutboxQueue {
     /// (the SQL outbox) answer it themselves.
     public func completeLastPage(
         notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult], owner: String,
-        now: Timestamp
+        now: Timestamp, rows: [OutboxRecordRow]
     ) async throws(StoreError) -> OutboxLastPageRecord {
         guard
-            try await completePage(notificationID: notificationID, app: app, number: number, counts: counts, failures: failures, retry: nil)
+            try await completePage(
+                notificationID: notificationID, app: app, number: number, counts: counts, failures: failures, retry: nil, rows: rows)
         else { return .recordedBefore }
         return try await finish(notificationID: notificationID, app: app, owner: owner, now: now).map(OutboxLastPageRecord.finished)
             ?? .recorded
@@ -215,11 +216,30 @@ extension OutboxQueue {
         try await claimPage(notificationID: notificationID, app: app, lease: lease, pageSize: pageSize, now: now, helping: false)
     }
 
-    /// Records a page's outcomes with no retry.
+    /// Records a page's outcomes with no retry and no rows.
     public func completePage(
         notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult]
     ) async throws(StoreError) -> Bool {
-        try await completePage(notificationID: notificationID, app: app, number: number, counts: counts, failures: failures, retry: nil)
+        try await completePage(
+            notificationID: notificationID, app: app, number: number, counts: counts, failures: failures, retry: nil, rows: [])
+    }
+
+    /// Records a page's outcomes with no rows.
+    public func completePage(
+        notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult],
+        retry: OutboxRetry?
+    ) async throws(StoreError) -> Bool {
+        try await completePage(
+            notificationID: notificationID, app: app, number: number, counts: counts, failures: failures, retry: retry, rows: [])
+    }
+
+    /// Records the last page with no rows.
+    public func completeLastPage(
+        notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult], owner: String,
+        now: Timestamp
+    ) async throws(StoreError) -> OutboxLastPageRecord {
+        try await completeLastPage(
+            notificationID: notificationID, app: app, number: number, counts: counts, failures: failures, owner: owner, now: now, rows: [])
     }
 }
 
@@ -244,14 +264,16 @@ public struct OutboxRetry: Sendable, Hashable {
         targets.map { "\($0.registrationID.rawValue)\t\($0.handle.platform.rawValue)\t\($0.handle.value)" }.joined(separator: "\n")
     }
 
-    /// The targets back from ``encode(_:)``; nil when the text is not its form.
-    public static func decode(_ text: String) -> [DispatchTarget]? {
+    /// The targets back from ``encode(_:)``, of `kind` (their audience's, ``Audience/targetKind``);
+    /// nil when the text is not its form.
+    public static func decode(_ text: String, kind: DispatchTarget.Kind = .registration) -> [DispatchTarget]? {
         var targets: [DispatchTarget] = []
         for line in text.split(separator: "\n") {
             let fields = line.split(separator: "\t", maxSplits: 2, omittingEmptySubsequences: false)
             guard fields.count == 3, let id = try? RegistrationID(String(fields[0])), let platform = Platform(rawValue: String(fields[1]))
             else { return nil }
-            targets.append(DispatchTarget(registrationID: id, handle: DeviceHandle(uncheckedPlatform: platform, value: String(fields[2]))))
+            targets.append(
+                DispatchTarget(registrationID: id, handle: DeviceHandle(uncheckedPlatform: platform, value: String(fields[2])), kind: kind))
         }
         return targets
     }

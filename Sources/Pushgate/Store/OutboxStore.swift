@@ -55,17 +55,19 @@ public protocol OutboxQueue: Sendable {
     func takeRunningNotification(app: AppID, owner: String, now: Timestamp) async throws(StoreError) -> OutboxNotification?
     /// Records a page's outcomes and marks it done; false (nothing recorded) when it was done already.
     /// With a `retry`, its targets (which a service throttled; they are not in `counts`) become a
-    /// page of their own, due at `retry.due`, in the same transaction.
+    /// page of their own, due at `retry.due`, in the same transaction. `rows` (other features'
+    /// rows, ``OutboxRecordRow``) are written in that transaction too, only when the page is
+    /// recorded now: they commit or fail with it.
     func completePage(
         notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult],
-        retry: OutboxRetry?
+        retry: OutboxRetry?, rows: [OutboxRecordRow]
     ) async throws(StoreError) -> Bool
     /// Records the last page of a notification (its claim said ``OutboxPage/last``) and, in the
     /// same transaction, finishes the notification as ``finish(notificationID:app:owner:now:)``
     /// does: one commit where a send of one page would pay two. Answers what each part did.
     func completeLastPage(
         notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult], owner: String,
-        now: Timestamp
+        now: Timestamp, rows: [OutboxRecordRow]
     ) async throws(StoreError) -> OutboxLastPageRecord
     /// Records the final answers of targets of pages still on the wire, as they arrive (a driver
     /// flushes them every few tens of milliseconds): a page claimed again after its driver died
@@ -120,8 +122,22 @@ public protocol OutboxMaintenance: Sendable {
     func outboxDepth(now: Timestamp) async throws(StoreError) -> OutboxDepth
 }
 
-/// The outbox as a store keeps it: the queue drivers work, the senders' telemetry, the housekeeping.
-public typealias OutboxStore = OutboxQueue & NotificationLog & OutboxMaintenance
+/// The rows other features write with pages' records (``OutboxRecordRow``), as their feature reads
+/// and removes them: in the order they were recorded, per app.
+public protocol OutboxRowLog: Sendable {
+    /// Rows recorded after `sequence` (0: from the first), oldest first, at most `limit`.
+    func recordedRows(app: AppID, after sequence: Int64, limit: Int) async throws(StoreError) -> [StoredOutboxRow]
+    /// Removes the rows up to and including `sequence` (their feature is done with them); how many.
+    @discardableResult
+    func removeRecordedRows(app: AppID, through sequence: Int64) async throws(StoreError) -> Int
+    /// Writes rows in a transaction of their own: a send whose pages are not stored (the outbox
+    /// off) has no page record to write them with.
+    func appendRows(_ rows: [OutboxRecordRow], notificationID: String, page: Int, app: AppID) async throws(StoreError)
+}
+
+/// The outbox as a store keeps it: the queue drivers work, the senders' telemetry, the
+/// housekeeping, the rows written with records.
+public typealias OutboxStore = OutboxQueue & NotificationLog & OutboxMaintenance & OutboxRowLog
 
 /// What a send uses: its audience (registrations), secure messages, the outbox's queue and its
 /// log; not the outbox's housekeeping.

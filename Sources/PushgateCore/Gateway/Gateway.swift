@@ -3,6 +3,7 @@ import Logging
 import Pushgate
 import PushgateDispatch
 import PushgateOutbox
+import PushgateXML
 import Synchronization
 
 /// One app's gateway (the tutorial API's default app, or a hub), independent of HTTP: the
@@ -37,7 +38,7 @@ public final class Gateway: Sendable {
         /// Sends being delivered, so that shutdown can cancel them at its deadline.
         public var inFlight: InFlightSends
         /// Registration templates compiled by their text, for every hub's template sends.
-        package var compiledTemplates = CompiledTemplates()
+        public var compiledTemplates = CompiledTemplates()
 
         public init(
             metrics: GatewayMetrics = GatewayMetrics(), logger: Logger = Logger(label: "pushgate.gateway"),
@@ -87,9 +88,7 @@ public final class Gateway: Sendable {
         driver = OutboxDriver(
             app: app.id, queue: store, registrations: store, dispatcher: dispatcher, control: control, clock: clock,
             drives: drives, metrics: shared.metrics, settings: OutboxDriver.settings(settings.outbox),
-            grouping: { [store, id = app.id, cache = shared.compiledTemplates] delivery, payloads in
-                HubTemplates.payloadGrouping(for: delivery, payloads: payloads, store: store, app: id, cache: cache)
-            })
+            templates: shared.compiledTemplates)
         sends = Sends(
             store: store, app: current, driver: driver, inFlight: shared.inFlight,
             settings: Sends.Settings(limits: settings.limits, secureMessageLifetime: settings.secureMessageLifetime), logger: logger)

@@ -185,10 +185,10 @@ public final class Installations: Sendable {
             let body = installation.platform == .fcm ? HubTemplates.unwrappedFCMTemplate(template.body) : template.body
             let candidate = RegistrationTemplate(name: name, body: body, headers: headers)
             // The body alone first, so that an error names the field at fault.
-            do { _ = try HubTemplates.compile(RegistrationTemplate(name: name, body: body), platform: installation.platform) } catch {
+            do { _ = try RegistrationTemplate(name: name, body: body).compiled(for: installation.platform) } catch {
                 throw .badRequest("templates.\(name).body: \(error.description)")
             }
-            do { _ = try HubTemplates.compile(candidate, platform: installation.platform) } catch {
+            do { _ = try candidate.compiled(for: installation.platform) } catch {
                 throw .badRequest("templates.\(name).\(template.expiry == nil ? "headers" : "headers or expiry"): \(error.description)")
             }
             do {

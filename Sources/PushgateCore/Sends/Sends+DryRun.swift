@@ -78,7 +78,7 @@ extension Sends {
         var matches: [DryRun.Match] = []
         var firstTargets: [Platform: DispatchTarget] = [:]
         var total: Int? = 0
-        if prepared.audience.walksRegistrations {
+        if prepared.audience.targetKind == .registration {
             let expression = prepared.audience.expression
             let at = now()
             do {

@@ -205,8 +205,8 @@ extension Sends {
 
     /// Whether any registration matches a prepared send.
     package func hasTargets(_ prepared: PreparedSend, at time: Timestamp) async throws(GatewayError) -> Bool {
-        // A topic or condition: Firebase knows its subscribers.
-        guard prepared.audience.walksRegistrations else { return true }
+        // A topic or condition: Firebase knows its subscribers (and direct handles are there).
+        guard prepared.audience.targetKind == .registration else { return true }
         let expression = prepared.audience.expression
         do {
             for try await batch in store.registrations(

@@ -17,14 +17,15 @@ public struct DeliveryReport: Sendable, Hashable {
 
     /// The report as a unified per-target result.
     public var targetResult: TargetResult {
+        // Only a registration's handle is removed or replaced (``DispatchTarget/Kind``).
         let action: HandleAction? =
-            switch verdict.handleChange {
+            switch target.isRegistration ? verdict.handleChange : nil {
             case .remove: .removed
             case .replace: .replaced
             case nil: nil
             }
         return TargetResult(
-            registrationID: target.registrationID, platform: target.handle.platform, maskedHandle: target.handle.masked,
+            registrationID: target.registrationID, platform: target.handle.platform, maskedHandle: target.reported,
             outcome: verdict.outcome, statusCode: verdict.statusCode, reason: verdict.reason, serviceMessageID: verdict.serviceMessageID,
             attempts: attempts, latencyMilliseconds: latencyMilliseconds, handleAction: action, diagnostics: verdict.diagnostics)
     }
@@ -285,7 +286,7 @@ func boundedConcurrentMap<Element: Sendable, Result: Sendable>(
 }
 
 /// A credential for one attempt: issued, or refused with the verdict to report.
-enum CredentialOutcome: Sendable {
+package enum CredentialOutcome: Sendable {
     case issued(String)
     case refused(DeliveryVerdict)
 }

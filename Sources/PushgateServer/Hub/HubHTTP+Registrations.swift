@@ -44,7 +44,7 @@ extension HubHTTP {
             let candidate = RegistrationTemplate(
                 name: description.templateName, body: description.platform == .fcm ? HubTemplates.unwrappedFCMTemplate(body) : body,
                 headers: headers)
-            do { _ = try HubTemplates.compile(candidate, platform: description.platform) } catch {
+            do { _ = try candidate.compiled(for: description.platform) } catch {
                 throw .badRequest("BodyTemplate: \(error.description)")
             }
             template = candidate

@@ -60,131 +60,41 @@ public struct DeliveryAnswers: Sendable {
 /// The targets stopped coming before their end (the store failed while reading them).
 public struct DispatchTargetsError: Error, CustomStringConvertible, Sendable {
     public var description: String
+
+    public init(description: String) { self.description = description }
 }
 
-/// The batches of a dispatch, each yielded when it finishes (not in the order they were read):
-/// see ``Dispatcher/batches(selection:payloads:targets:batchesInFlight:payloadGroups:logger:)``.
-///
-/// Iterate it once, to its end. Its batches run as tasks of their own: ``cancel()``, cancelling
-/// the task that reads it while it waits for a batch, or dropping the iterator cancels the
-/// batches still on the wire (their providers then answer `Abandoned` for what was not sent).
-/// A reader that must stop them at any moment — also while it is busy with a finished batch —
-/// calls ``cancel()`` from its own cancellation handler.
-///
-/// The batches go out with the providers the dispatcher had when the sequence was made; the read
-/// that ends it (nil, or the targets' failure) gives them back, and shuts them down first when a
-/// reload replaced them and no other delivery holds them. A sequence dropped before its end keeps
-/// them until the dispatcher shuts down.
-public struct DispatchBatches<Targets: AsyncSequence>: AsyncSequence where Targets.Element == [DispatchTarget] {
-    public typealias Element = DispatchEvent
+/// A page of targets handed to the wire: its targets grouped by the payloads they get (one group
+/// for a plain send; one per distinct template for a template send), and the targets answered
+/// without a request (`Skipped`, a template that cannot render, a superseded message), which come
+/// back in the batch's reports with the rest.
+public struct DispatchPage: Sendable {
+    public struct Group: Sendable {
+        public var targets: [DispatchTarget]
+        /// One payload per platform.
+        public var payloads: [Platform: RenderedNotification]
 
-    let targets: Targets
-    let batchesInFlight: Int
-    let logger: Logger
-    let deliver: @Sendable ([DispatchTarget], DeliveryAnswers?) async -> [DeliveryReport]
-    /// The trace context each batch is delivered in, by index (nil: the reader's).
-    let spanContext: (@Sendable (Int) -> ServiceContext?)?
-    let wire: DispatchWire
-    /// The providers the batches go out with, given back at the end.
-    let lease: Dispatcher.Lease
-
-    init(
-        targets: Targets, batchesInFlight: Int, answers: AnswerFlush?, tickers: AnswerFlushTickers, logger: Logger,
-        spanContext: (@Sendable (Int) -> ServiceContext?)? = nil, lease: Dispatcher.Lease,
-        deliver: @escaping @Sendable ([DispatchTarget], DeliveryAnswers?) async -> [DeliveryReport]
-    ) {
-        self.lease = lease
-        self.targets = targets
-        self.batchesInFlight = batchesInFlight
-        self.logger = logger
-        self.spanContext = spanContext
-        self.deliver = deliver
-        wire = DispatchWire(answers: answers, tickers: tickers)
-    }
-
-    public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(targets: targets.makeAsyncIterator(), batches: self, wire: wire)
-    }
-
-    /// Cancels the batches on the wire and reads no further page.
-    public func cancel() { wire.cancelAll() }
-
-    /// ``cancel()``, to call from a cancellation handler.
-    public var cancellation: @Sendable () -> Void { { [wire] in wire.cancelAll() } }
-
-    /// Whether the batches were cancelled (``cancel()``, or the reading task's cancellation), to
-    /// ask where the sequence is not at hand (its own targets).
-    package var cancelled: @Sendable () -> Bool { { [wire] in wire.isCancelled } }
-
-    public struct AsyncIterator: AsyncIteratorProtocol {
-        var targets: Targets.AsyncIterator
-        let batches: DispatchBatches
-        let wire: DispatchWire
-        var read = 0
-        var inFlight = 0
-        var exhausted = false
-        var failure: DispatchTargetsError?
-
-        /// The next finished batch, or early answers; nil once every batch is yielded. Throws
-        /// ``DispatchTargetsError`` after the last batch when reading the targets failed.
-        public mutating func next() async throws -> DispatchEvent? {
-            // Keep the pipeline full: read pages while there is room.
-            while !exhausted, inFlight < batches.batchesInFlight {
-                // Cancelled (shutdown, a user's cancel): no further page is attempted.
-                if Task.isCancelled || wire.isCancelled {
-                    exhausted = true
-                    wire.cancelAll()
-                    break
-                }
-                let page: [DispatchTarget]?
-                do {
-                    page = try await targets.next()
-                } catch {
-                    failure = DispatchTargetsError(description: String(describing: error))
-                    page = nil
-                }
-                guard let page else {
-                    exhausted = true
-                    break
-                }
-                wire.start(index: read, targets: page, context: batches.spanContext?(read), deliver: batches.deliver)
-                read += 1
-                inFlight += 1
-            }
-            guard inFlight > 0 else {
-                // Every batch is done: the providers are no longer needed.
-                await batches.lease.release()
-                if let failure {
-                    self.failure = nil
-                    throw failure
-                }
-                return nil
-            }
-            let wire = self.wire
-            let event = await withTaskCancellationHandler {
-                await wire.nextEvent()
-            } onCancel: {
-                wire.cancelAll()
-            }
-            guard case .finished(let batch) = event else { return event }
-            inFlight -= 1
-            for report in batch.reports where !report.verdict.outcome.isSuccess { Self.logFailure(report, logger: batches.logger) }
-            batches.logger.trace("batch delivered", metadata: ["batch": "\(batch.index)", "targets": "\(batch.reports.count)"])
-            return event
-        }
-
-        /// Handles are masked; reasons are the services' own words, never credentials.
-        private static func logFailure(_ report: DeliveryReport, logger: Logger) {
-            logger.debug(
-                "delivery failed",
-                metadata: [
-                    "registration": "\(report.target.registrationID)", "platform": "\(report.target.handle.platform)",
-                    "handle": "\(report.target.handle.masked)", "outcome": "\(report.verdict.outcome)",
-                    "status": "\(report.verdict.statusCode.map(String.init) ?? "-")", "reason": "\(report.verdict.reason ?? "-")",
-                    "attempts": "\(report.attempts)",
-                ])
+        public init(targets: [DispatchTarget], payloads: [Platform: RenderedNotification]) {
+            self.targets = targets
+            self.payloads = payloads
         }
     }
+
+    public var groups: [Group]
+    public var answered: [DeliveryReport]
+
+    public init(groups: [Group], answered: [DeliveryReport] = []) {
+        self.groups = groups
+        self.answered = answered
+    }
+
+    /// Every target gets its platform's payload of `payloads`.
+    public init(targets: [DispatchTarget], payloads: [Platform: RenderedNotification]) {
+        self.init(groups: [Group(targets: targets, payloads: payloads)])
+    }
+
+    /// How many targets the page holds, answered or not.
+    public var count: Int { groups.reduce(answered.count) { $0 + $1.targets.count } }
 }
 
 /// Counts reports per platform and outcome and lists their targets up to a limit, failures first
@@ -218,14 +128,30 @@ public struct OutcomeTally: Sendable {
     }
 }
 
-/// The batches on the wire and those finished but not yet read, first finished first; with
-/// answers on, the early answers of the batches on the wire until the reader takes them.
-final class DispatchWire: Sendable {
+/// The pages a driver hands to the push services, on the wire at once, and their answers as they
+/// come: ``Dispatcher/wire(selection:answers:logger:)`` opens one per round of a drive.
+///
+/// The driver calls it; it calls nothing above itself. ``send(_:context:)`` starts a page on a
+/// task of its own (a driver cannot keep a task group open across its other awaits: the claims,
+/// the records); ``next()`` waits for the first page to finish or, with `answers`, for final
+/// answers of pages still on the wire; ``close()`` gives back the providers.
+///
+/// The pages go out with the providers the dispatcher had when the wire was opened, whatever a
+/// reload does meanwhile; ``close()`` gives them back, and shuts them down first when a reload
+/// replaced them and no other delivery holds them. A wire dropped without ``close()`` keeps them
+/// until the dispatcher shuts down, and cancels what it still runs.
+///
+/// Pages are numbered in the order they are sent (``DispatchedBatch/index``): the n-th page sent
+/// is batch n.
+public final class DispatchWire: Sendable {
     private struct State {
         var running: [Int: Task<Void, Never>] = [:]
         var finished: [DispatchedBatch] = []
         var reader: CheckedContinuation<Void, Never>?
         var cancelled = false
+        /// Pages sent whose batch the reader has not taken yet.
+        var outstanding = 0
+        var sent = 0
         /// Early answers not yet read, by batch.
         var answers: [Int: [DeliveryReport]] = [:]
         var answersWaiting = 0
@@ -239,40 +165,68 @@ final class DispatchWire: Sendable {
     private let flush: AnswerFlush?
     /// The server's clock for `flush`'s interval, which this wire joins while answers wait.
     private let ticker: AnswerFlushTicker?
+    private let lease: Dispatcher.Lease
+    private let selection: PlatformSelection
+    private let logger: Logger
 
-    init(answers: AnswerFlush?, tickers: AnswerFlushTickers) {
+    init(selection: PlatformSelection, answers: AnswerFlush?, tickers: AnswerFlushTickers, lease: Dispatcher.Lease, logger: Logger) {
         flush = answers
         ticker = answers.map { tickers.ticker(interval: $0.interval) }
+        self.lease = lease
+        self.selection = selection
+        self.logger = logger
     }
 
-    /// Starts delivering batch `index`, in trace context `context` when given (else the caller's).
-    func start(
-        index: Int, targets: [DispatchTarget], context: ServiceContext? = nil,
-        deliver: @escaping @Sendable ([DispatchTarget], DeliveryAnswers?) async -> [DeliveryReport]
-    ) {
+    /// Starts delivering `page`, in trace context `context` when given (else the caller's), and
+    /// returns its batch index. A page sent after ``cancel()`` is cancelled at once: its targets
+    /// are answered `Abandoned` without a request.
+    @discardableResult
+    public func send(_ page: DispatchPage, context: ServiceContext? = nil) -> Int {
+        let index = state.withLock { state in
+            defer { state.sent += 1 }
+            state.outstanding += 1
+            return state.sent
+        }
+        // A page answered without the wire (every target skipped or superseded) needs no task.
+        if page.groups.allSatisfy(\.targets.isEmpty) {
+            finish(DispatchedBatch(index: index, reports: page.answered))
+            return index
+        }
         let answers = flush == nil ? nil : DeliveryAnswers(wire: self, batch: index)
+        let (providers, selection) = (lease.providers, selection)
+        // The page's own task: it ends when its delivery returns, which the reader waits for
+        // (``next()``, until nothing is outstanding); ``cancel()`` (the driver's, from its
+        // cancellation handler or a user's cancel) or the wire's deinit cancels it, and its
+        // providers then answer at once. Weakly: a dropped wire goes away and cancels what it runs.
         state.withLock { state in
-            // The batch's own task (a sequence cannot keep a task group open across its reads):
-            // it ends when its delivery returns, which the reader waits for (`nextEvent`, to the
-            // sequence's end); `cancelAll()` (the reader's cancel or cancellation) or the wire's
-            // deinit (the iterator dropped) cancels it, and its providers then answer at once.
-            // Weakly: a dropped iterator's wire goes away and cancels what it still runs.
+            // The page's own task: it ends when its delivery returns, which the reader waits for
+            // (``next()``, until nothing is outstanding); ``cancel()`` (the driver's, from its
+            // cancellation handler or a user's cancel) or the wire's deinit cancels it, and its
+            // providers then answer at once. Weakly: a dropped wire goes away and cancels what it runs.
             let task = Task { [weak self] in
-                let reports =
-                    if let context {
-                        await ServiceContext.withValue(context) { await deliver(targets, answers) }
-                    } else {
-                        await deliver(targets, answers)
+                let deliver = {
+                    var reports = page.answered
+                    for group in page.groups where !group.targets.isEmpty {
+                        reports += await Dispatcher.deliver(
+                            group.targets, providers: providers, selection: selection, payloads: group.payloads, answers: answers)
                     }
+                    return reports
+                }
+                let reports = if let context { await ServiceContext.withValue(context) { await deliver() } } else { await deliver() }
                 self?.finish(DispatchedBatch(index: index, reports: reports))
             }
-            // Started after a cancel (a page read as it came): cancelled at once.
+            // Sent after a cancel: cancelled at once.
             if state.cancelled { task.cancel() }
             state.running[index] = task
         }
+        return index
     }
 
-    var isCancelled: Bool { state.withLock { $0.cancelled } }
+    /// Pages sent whose batch ``next()`` has not returned yet.
+    public var inFlight: Int { state.withLock { $0.outstanding } }
+
+    /// Whether the wire was cancelled (``cancel()``).
+    public var isCancelled: Bool { state.withLock { $0.cancelled } }
 
     private func finish(_ batch: DispatchedBatch) {
         let reader = state.withLock { state in
@@ -322,8 +276,24 @@ final class DispatchWire: Sendable {
         reader?.resume()
     }
 
-    /// Waits for a batch to finish, or for early answers to be due (one reader at a time).
-    func nextEvent() async -> DispatchEvent {
+    /// The next finished batch (not in the order sent), or early answers of batches on the wire;
+    /// nil when no page is outstanding. One reader at a time. Cancelling the reading task cancels
+    /// the pages on the wire (they then finish with what their providers answered).
+    public func next() async -> DispatchEvent? {
+        guard inFlight > 0 else { return nil }
+        let event = await withTaskCancellationHandler {
+            await nextEvent()
+        } onCancel: {
+            cancel()
+        }
+        guard case .finished(let batch) = event else { return event }
+        state.withLock { $0.outstanding -= 1 }
+        for report in batch.reports where !report.verdict.outcome.isSuccess { Self.logFailure(report, logger: logger) }
+        logger.trace("batch delivered", metadata: ["batch": "\(batch.index)", "targets": "\(batch.reports.count)"])
+        return event
+    }
+
+    private func nextEvent() async -> DispatchEvent {
         while true {
             let ready = state.withLock { state -> DispatchEvent? in
                 if !state.finished.isEmpty { return .finished(state.finished.removeFirst()) }
@@ -348,12 +318,32 @@ final class DispatchWire: Sendable {
         }
     }
 
-    func cancelAll() {
+    /// Cancels the pages on the wire and every page sent from now on.
+    public func cancel() {
         let running = state.withLock { state in
             state.cancelled = true
             return Array(state.running.values)
         }
         for task in running { task.cancel() }
+    }
+
+    /// ``cancel()``, to hand to whoever may stop the round (a user's cancel).
+    public var cancellation: @Sendable () -> Void { { [weak self] in self?.cancel() } }
+
+    /// Gives back the providers (once every page is read): shuts them down when a reload replaced
+    /// them and this was the last delivery holding them.
+    public func close() async { await lease.release() }
+
+    /// Handles are masked; reasons are the services' own words, never credentials.
+    private static func logFailure(_ report: DeliveryReport, logger: Logger) {
+        logger.debug(
+            "delivery failed",
+            metadata: [
+                "registration": "\(report.target.registrationID)", "platform": "\(report.target.handle.platform)",
+                "handle": "\(report.target.handle.masked)", "outcome": "\(report.verdict.outcome)",
+                "status": "\(report.verdict.statusCode.map(String.init) ?? "-")", "reason": "\(report.verdict.reason ?? "-")",
+                "attempts": "\(report.attempts)",
+            ])
     }
 
     deinit {
@@ -366,14 +356,16 @@ final class DispatchWire: Sendable {
 /// hubs join one clock instead of starting timers of their own.
 public final class AnswerFlushTickers: Sendable {
     private let tickers = Mutex<[Duration: AnswerFlushTicker]>([:])
+    /// What the tickers wait on (the server's clock; a test's steps it).
+    let clock: any PushgateClock
 
-    public init() {}
+    public init(clock: any PushgateClock = SystemClock()) { self.clock = clock }
 
     /// The ticker of `interval`, made on first use.
     func ticker(interval: Duration) -> AnswerFlushTicker {
         tickers.withLock { tickers in
             if let ticker = tickers[interval] { return ticker }
-            let ticker = AnswerFlushTicker(interval: interval)
+            let ticker = AnswerFlushTicker(interval: interval, clock: clock)
             tickers[interval] = ticker
             return ticker
         }
@@ -398,8 +390,12 @@ final class AnswerFlushTicker: Sendable {
 
     private let state = Mutex(State())
     let interval: Duration
+    private let clock: any PushgateClock
 
-    fileprivate init(interval: Duration) { self.interval = interval }
+    fileprivate init(interval: Duration, clock: any PushgateClock) {
+        self.interval = interval
+        self.clock = clock
+    }
 
     /// `wire` has answers waiting: at the next tick they are due.
     func join(_ wire: DispatchWire) {
@@ -409,13 +405,14 @@ final class AnswerFlushTicker: Sendable {
             state.running = true
             return true
         }
-        // Detached: it outlives the send that started it and carries none of its context.
+        // Detached: it outlives the send that started it and carries none of its context. It ends
+        // itself after a tick that found no wire waiting (``run()``), so nobody else ends it.
         if start { Task.detached { await self.run() } }
     }
 
     private func run() async {
         while true {
-            try? await Task.sleep(for: interval)
+            try? await clock.sleep(for: interval)
             let due = state.withLock { state in
                 let due = state.joined
                 state.joined = []
