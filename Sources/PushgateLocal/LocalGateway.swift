@@ -63,6 +63,7 @@ public struct LocalGateway: Sendable {
             logger: Logger(label: "pushgate.local"), clock: clock, onListening: { portContinuation.yield($0) },
             onListeningSecurely: { securePortContinuation.yield($0) })
         let services = server.serviceGroup(listening: listening)
+        // Ended by ``stop()``: graceful shutdown, then awaited.
         let serverTask = Task { try await services.run() }
         guard listening else {
             // No socket: HummingbirdTesting's router mode names `localhost` as every request's authority.

@@ -92,6 +92,7 @@ final class PostgresHealthProbe: Sendable {
         let (timeout, logger) = (self.timeout, self.logger)
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             let answer = FirstAnswer(continuation)
+            // The deadline: ends at `timeout`, or earlier when the query's task below cancels it.
             let deadline = Task {
                 try await Task.sleep(for: timeout)
                 guard answer.give(.failure(StoreError(.unavailable, "the database is unavailable: no answer within \(timeout)"))) else {
@@ -99,6 +100,10 @@ final class PostgresHealthProbe: Sendable {
                 }
                 try? await connection.close()
             }
+            // The query: not a child, so that the probe need not wait for it past the deadline. It
+            // ends with the query's answer or failure (closing the connection at the deadline fails
+            // it); only in the case named above, a query on a connection closed in between, nothing
+            // ends it, and it holds no more than that connection.
             Task {
                 do {
                     _ = try await connection.query("SELECT 1", logger: logger).collect()

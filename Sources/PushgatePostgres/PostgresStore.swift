@@ -20,9 +20,17 @@ import Synchronization
 ///   most once per interval and at once after a call found the database unavailable: `/healthz`
 ///   costs the database no login, however often it is called.
 ///
+/// Its connection pool (postgres-nio's `PostgresClient`) runs as a ServiceLifecycle service:
+/// `pushgate serve` opens the store with ``openForServiceGroup(settings:password:reservationLifetime:clock:logger:)``
+/// and puts ``PostgresPoolService`` first in the server's service group, so that the pool stops
+/// last, after the outbox has released its leases. Callers outside a service group (the command
+/// line's store commands, tests) use ``open(settings:password:reservationLifetime:clock:logger:)``,
+/// whose store runs its pool itself until ``close()``:
+///
 /// ```swift
 /// let store = try await PostgresStore.open(settings: settings, password: password)
-/// defer { Task { await store.close() } }
+/// let version = try await store.schemaVersion()
+/// await store.close()
 /// ```
 public final class PostgresStore: Sendable {
     /// How long a created but unused registration id stays valid, in seconds.
@@ -35,7 +43,9 @@ public final class PostgresStore: Sendable {
     let preparedNames: PreparedSQLNames?
     /// The server and database, without the password.
     public let summary: String
-    private let running: Task<Void, Never>
+    /// The pool's run when the store runs it itself (``open(settings:password:reservationLifetime:clock:logger:)``);
+    /// nil when a service group runs it (``PostgresPoolService``).
+    private let running: Task<Void, Never>?
     let healthProbe: PostgresHealthProbe
     /// Health probes made, and connections opened for them (logins), since the store opened.
     package var healthProbeCounts: (checks: Int, connectionsOpened: Int) { healthProbe.counts }
@@ -46,9 +56,10 @@ public final class PostgresStore: Sendable {
     /// The outbox's wake-up channel.
     static let outboxChannel = "pushgate_outbox"
 
+    /// `runsPool`: whether the store runs its pool itself, in a task of its own.
     private init(
         client: PostgresClient, probeConfiguration: PostgresConnection.Configuration, settings: PostgresSettings,
-        reservationLifetime: Double, clock: any PushgateClock, logger: Logger
+        reservationLifetime: Double, clock: any PushgateClock, logger: Logger, runsPool: Bool
     ) {
         self.client = client
         let probe = PostgresHealthProbe(configuration: probeConfiguration, timeout: .seconds(settings.timeoutSeconds), logger: logger)
@@ -59,26 +70,57 @@ public final class PostgresStore: Sendable {
         self.timeout = .seconds(settings.timeoutSeconds)
         self.preparedNames = settings.preparedStatements ? PreparedSQLNames(capacity: PreparedSQLNames.defaultCapacity) : nil
         self.summary = "PostgreSQL \(settings.url)"
-        running = Task { await client.run() }
+        // Outside a service group the store owns its pool's run: ``close()`` ends this task (and
+        // waits for the pool to close); `deinit` cancels it for a store let go without close().
+        running = runsPool ? Task { await client.run() } : nil
     }
 
-    /// Connects to the database and migrates it to the current schema (creating it when empty).
-    /// `clock` ages the health monitor's findings.
+    /// Migrates the database to the current schema (creating it when empty) on a connection of its
+    /// own, then answers the store and the service that runs its connection pool. The caller runs
+    /// the service in its service group (`pushgate serve`: first in the server's, so that it stops
+    /// last); store calls made before it runs wait for it, at most `timeoutSeconds`. ``close()``
+    /// then closes only the health probe's connection: the pool closes when the service ends
+    /// (graceful shutdown or cancellation). `clock` ages the health monitor's findings.
+    ///
+    /// ```swift
+    /// let (store, pool) = try await PostgresStore.openForServiceGroup(settings: settings, password: password)
+    /// let group = ServiceGroup(services: [pool, serviceUsingTheStore], logger: logger)
+    /// try await group.run()
+    /// await store.close()
+    /// ```
+    public static func openForServiceGroup(
+        settings: PostgresSettings, password: String?, reservationLifetime: Double = 86400, clock: any PushgateClock = SystemClock(),
+        logger: Logger = Logger(label: "pushgate.postgres")
+    ) async throws(StoreError) -> (store: PostgresStore, service: PostgresPoolService) {
+        let store = try await opened(
+            settings: settings, password: password, reservationLifetime: reservationLifetime, clock: clock, logger: logger,
+            runsPool: false)
+        return (store, PostgresPoolService(client: store.client))
+    }
+
+    /// Migrates the database as ``openForServiceGroup(settings:password:reservationLifetime:clock:logger:)``
+    /// does, for a caller outside a service group (the command line's store commands, tests): the
+    /// store runs its connection pool itself, in a task of its own that ``close()`` ends.
     public static func open(
         settings: PostgresSettings, password: String?, reservationLifetime: Double = 86400, clock: any PushgateClock = SystemClock(),
         logger: Logger = Logger(label: "pushgate.postgres")
     ) async throws(StoreError) -> PostgresStore {
-        let store = PostgresStore(
+        try await opened(
+            settings: settings, password: password, reservationLifetime: reservationLifetime, clock: clock, logger: logger,
+            runsPool: true)
+    }
+
+    /// The schema migrated on a connection of its own (the pool need not run yet), then the store.
+    private static func opened(
+        settings: PostgresSettings, password: String?, reservationLifetime: Double, clock: any PushgateClock, logger: Logger,
+        runsPool: Bool
+    ) async throws(StoreError) -> PostgresStore {
+        let probeConfiguration = try probeConfiguration(settings, password: password)
+        try await migrate(configuration: probeConfiguration, logger: logger)
+        return PostgresStore(
             client: PostgresClient(configuration: configuration(settings, password: password), backgroundLogger: logger),
-            probeConfiguration: try probeConfiguration(settings, password: password), settings: settings,
-            reservationLifetime: reservationLifetime, clock: clock, logger: logger)
-        do {
-            try await store.migrate()
-        } catch {
-            await store.close()
-            throw error
-        }
-        return store
+            probeConfiguration: probeConfiguration, settings: settings, reservationLifetime: reservationLifetime, clock: clock,
+            logger: logger, runsPool: runsPool)
     }
 
     static func configuration(_ settings: PostgresSettings, password: String?) -> PostgresClient.Configuration {
@@ -117,7 +159,7 @@ public final class PostgresStore: Sendable {
     }
 
     deinit {
-        running.cancel()
+        running?.cancel()
     }
 
     /// libpq's modes: `prefer` and `require` encrypt without checking the certificate (a server's
@@ -156,11 +198,12 @@ public final class PostgresStore: Sendable {
         return configuration
     }
 
-    /// Closes the pool and the health probe's connection.
+    /// Closes the health probe's connection and, when the store runs its pool itself, the pool
+    /// (a service group's pool closes when its ``PostgresPoolService`` ends).
     public func close() async {
         await healthProbe.close()
-        running.cancel()
-        _ = await running.value
+        running?.cancel()
+        _ = await running?.value
     }
 
     // MARK: Outbox wake-ups
@@ -217,21 +260,27 @@ public final class PostgresStore: Sendable {
     /// Runs `body` in a transaction: committed when it returns, rolled back when it throws.
     func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws(StoreError) -> T {
         let logger = self.logger
-        return try await perform { connection in
-            try await connection.query("BEGIN", logger: logger)
+        return try await perform { connection in try await Self.transaction(on: connection, logger: logger, body) }
+    }
+
+    /// `body` in a transaction on `connection`: committed when it returns, rolled back when it throws.
+    static func transaction<T: Sendable>(
+        on connection: PostgresConnection, logger: Logger, _ body: (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        try await connection.query("BEGIN", logger: logger)
+        do {
+            let value = try await body(connection)
+            try await connection.query("COMMIT", logger: logger)
+            return value
+        } catch {
             do {
-                let value = try await body(connection)
-                try await connection.query("COMMIT", logger: logger)
-                return value
+                try await connection.query("ROLLBACK", logger: logger)
             } catch {
-                do {
-                    try await connection.query("ROLLBACK", logger: logger)
-                } catch {
-                    // A connection in an unknown state goes back to the pool closed.
-                    try? await connection.close()
-                }
-                throw error
+                // A connection in an unknown state is closed (a pooled one goes back to the pool
+                // closed).
+                try? await connection.close()
             }
+            throw error
         }
     }
 

@@ -46,6 +46,7 @@ final class CommitQueue<Work: Sendable>: Sendable {
                 state.committing = true
                 return true
             }
+            // The leader: it ends itself once no work is waiting (``commitUntilIdle(_:)``).
             if leads { Task(executorPreference: store.thread) { await self.commitUntilIdle(store) } }
         }
     }

@@ -209,6 +209,8 @@ extension SQLiteStore {
     ) -> AsyncThrowingStream<[Registration], any Error> {
         let batch = max(1, batchSize)
         return AsyncThrowingStream { continuation in
+            // The stream's producer: it ends after the last page or a failure, or when the reader
+            // stops or drops the stream (`onTermination` below cancels it).
             let task = Task {
                 var after = start?.rawValue ?? ""
                 do {

@@ -82,6 +82,8 @@ public final class OTLPTraceReceiver: Sendable {
             router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
             onServerRunning: { continuation.yield($0.localAddress?.port ?? 0) }, logger: logger)
         let services = ServiceGroup(configuration: .init(services: [application], logger: logger))
+        // Ended by ``stop()`` (graceful shutdown, then awaited), or cancelled below when the
+        // receiver does not start.
         let task = Task { try await services.run() }
         var iterator = ports.makeAsyncIterator()
         guard let port = await iterator.next(), port > 0 else {

@@ -114,6 +114,8 @@ extension SandboxHTTPResponder {
     /// handlers' bridge from the event loop into async code and back).
     func answer(_ request: SandboxHTTPRequest, on eventLoop: any EventLoop, then write: @escaping (SandboxHTTPResponse) -> Void) {
         let promise = eventLoop.makePromise(of: SandboxHTTPResponse.self)
+        // An unstructured task (NIO's bridge): it ends when `respond` does, which every responder
+        // does on its own (a fault's delay included).
         promise.completeWithTask { await self.respond(to: request) }
         promise.futureResult.assumeIsolated().whenSuccess(write)
     }

@@ -93,6 +93,8 @@ public final class HealthMonitor: Sendable {
     /// Starts a probe (the machine has recorded it as running); called with the state locked.
     @discardableResult
     private func start(_ state: inout State) -> Task<Finding, Never> {
+        // Shared by every caller waiting for this probe, so no one caller's child. It ends when the
+        // probe returns, which must end on its own (``init(clock:configuration:probe:)``).
         let task = Task {
             let finding = await self.probe().map(Finding.unavailable) ?? .healthy
             self.finished(finding)

@@ -116,6 +116,8 @@ public actor InMemoryRegistrationStore: RegistrationStore {
         after: RegistrationID?
     ) -> AsyncThrowingStream<[Registration], any Error> {
         AsyncThrowingStream { continuation in
+            // The stream's producer: it ends after the last batch, or when the reader stops or
+            // drops the stream (`onTermination` below cancels it).
             let task = Task {
                 let all = await self.snapshot(app: app).filter { registration in
                     after.map { registration.id > $0 } ?? true

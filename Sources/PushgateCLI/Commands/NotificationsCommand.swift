@@ -29,7 +29,6 @@ struct NotificationsCommand: AsyncParsableCommand {
         func call(_ method: String, _ path: String, accept: String = "application/json") async throws -> CurlResponse {
             let client = try CurlHTTPClient(
                 configuration: .init(httpVersion: .http1, connectTimeoutMilliseconds: 5000, totalTimeoutMilliseconds: 60_000))
-            defer { Task { await client.shutdown() } }
             let headers: [(name: String, value: String)] = [
                 ("Authorization", "Basic \(Data(user.utf8).base64EncodedString())"), ("Accept", accept),
             ]
@@ -38,9 +37,11 @@ struct NotificationsCommand: AsyncParsableCommand {
             do {
                 response = try await client.execute(CurlRequest(method: method, url: url, headers: headers))
             } catch {
+                await client.shutdown()
                 printError("error: cannot reach the gateway at \(server): \(error.message)")
                 throw ExitCode(3)
             }
+            await client.shutdown()
             guard (200..<300).contains(response.status) else {
                 let reason = (try? JSONParser.parse(response.body))?["error"]?.stringValue ?? response.bodyText
                 printError("error: the gateway answered \(response.status): \(reason)")

@@ -43,17 +43,20 @@ struct ServeCommand: AsyncParsableCommand {
         let configuration = loaded.configuration
         let listener = configuration.listener
 
-        let store = try await options.openStore(loaded)
+        // The store's connections (PostgreSQL's pool) run in the server's service group, first, so
+        // that they stop last; until the group runs, the store is not called.
+        let served = try await options.openServedStore(loaded)
+        let store = served.store
         // One port speaks HTTPS when listener.tls has no port of its own.
         let scheme = listener.tls != nil && listener.tls?.port == nil ? "https" : "http"
         let server = try await GatewayServer.assemble(
-            configuration: loaded, app: app, store: store, health: store.health, port: port, securePort: tlsPort, logger: logger,
+            configuration: loaded, app: app, store: store, storeService: served.service, health: store.health, port: port,
+            securePort: tlsPort, logger: logger,
             onListening: { port in logger.info("listening on \(scheme)://\(listener.host):\(port)") },
             onListeningSecurely: { port in logger.info("listening on https://\(listener.host):\(port) (HTTP/2 and HTTP/1.1)") },
             onMetricsListening: { port in logger.info("metrics: http://\(configuration.metrics.host):\(port)/metrics") })
 
-        let schema = try await store.schemaVersion()
-        logger.info("store: \(store.summary) (schema \(schema))")
+        logger.info("store: \(store.summary) (schema \(served.schemaVersion))")
         for platform in app.configuration.services.configuredPlatforms {
             logger.info("service \(platform.serviceName): \(Self.endpoint(of: platform, in: app.configuration.services))")
         }

@@ -53,6 +53,8 @@ public actor APNSTokenManager {
         let issuedAt = now.rounded(.down)
         let claims = ProviderClaims(iss: teamID, iat: IssuedAtClaim(value: Date(timeIntervalSince1970: issuedAt)))
         let (keys, keyID) = (self.keys, self.keyID)
+        // Shared with the callers that arrive while it signs (`inFlight`); it ends when the signing
+        // does (no I/O), awaited below.
         let task = Task<String, any Error> { try await keys.sign(claims, kid: JWKIdentifier(string: keyID)) }
         inFlight = task
         defer { inFlight = nil }

@@ -34,6 +34,9 @@ public actor OAuthTokenManager {
     /// One fetch at a time: callers arriving while a fetch runs wait for its result.
     private func fetchOnce() async throws -> String {
         if let inFlight { return try await inFlight.value }
+        // Shared with the callers that arrive while it fetches (`inFlight`), so that one caller's
+        // cancellation does not fail the others. It ends when `fetch` does: a request on the
+        // provider's transport, bounded by its timeouts and failed at once by its shutdown.
         let task = Task<String, any Error> {
             let (token, lifetime) = try await fetch()
             store(token, lifetime: lifetime)

@@ -77,6 +77,8 @@ public actor VAPIDSigner {
         let expires = (now + Self.lifetime).rounded(.down)
         let claims = Claims(aud: audience, exp: ExpirationClaim(value: Date(timeIntervalSince1970: expires)), sub: subject)
         let keys = self.keys
+        // Shared with the callers that arrive while it signs (`signing`); it ends when the signing
+        // does (no I/O), awaited below.
         let task = Task<String, any Error> { try await keys.sign(claims, header: ["typ": "JWT"]) }
         signing[audience] = task
         defer { signing[audience] = nil }

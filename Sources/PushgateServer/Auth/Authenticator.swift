@@ -226,6 +226,10 @@ public actor Authenticator {
         poolChecks += 1
         let generation = self.generation
         let (verify, clock) = (self.verify, self.clock)
+        // Not a child of any request's task: every request with the same credentials waits for
+        // it (``outcome(of:)``), and a request that goes away must not cancel the others' check.
+        // It ends itself: `pool.run` returns once the one check has run on a pool thread (tens of
+        // milliseconds), or at once when the pool has stopped. Nobody else ends it.
         Task { [pool] in
             let timed = await pool.run {
                 let start = clock.now
@@ -249,6 +253,9 @@ public actor Authenticator {
         checks[verifiedKey] = [:]
         unknownNameWaits += 1
         let generation = self.generation
+        // Unstructured for the reason ``startCheck`` gives. It ends itself: the calibration check
+        // it may wait for resumes it when that check ends, and its sleep is bounded (`turns`
+        // checks' measured time, on `clock`). Nobody else ends it.
         Task {
             if estimate.secondsPerIteration == nil, case .running = calibration {
                 await withCheckedContinuation { calibrationWaiters.append($0) }
@@ -288,6 +295,8 @@ public actor Authenticator {
                 checks[verifiedKey]?[waiter] = continuation
             }
         } onCancel: {
+            // The cancellation handler cannot wait for the actor: this hop does, and ends as soon
+            // as the waiter is resumed. Nobody else ends it.
             Task { await self.stopWaiting(verifiedKey, waiter) }
         }
     }

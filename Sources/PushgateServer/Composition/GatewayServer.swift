@@ -22,11 +22,14 @@ import UnixSignals
 /// have out; past the deadline they are cancelled (a synchronous send then answers 202 with what
 /// it reached). The outbox delivery service gets the same deadline, counted from the same moment,
 /// then releases every lease this instance holds, so that the next start resumes the rest at
-/// once; then the sandbox bridge and the curl pools close.
+/// once; then the sandbox bridge and the curl pools close, and last the store's own service if it
+/// has one (PostgreSQL's connection pool, which the outbox released its leases through).
 ///
 /// ```swift
-/// let server = try await GatewayServer.assemble(configuration: loaded, app: app, store: store)
+/// let (store, pool) = try await PostgresStore.openForServiceGroup(settings: settings, password: password)
+/// let server = try await GatewayServer.assemble(configuration: loaded, app: app, store: store, storeService: pool)
 /// try await server.serviceGroup(signals: [.sigterm, .sigint]).run()
+/// await store.close()
 /// ```
 public struct GatewayServer: Sendable {
     public let gateway: Gateway
@@ -48,17 +51,23 @@ public struct GatewayServer: Sendable {
     let logger: Logger
     /// The span exporter's service when `tracing` is on.
     var tracingService: (any Service)? = nil
+    /// What runs the store's connections (PostgreSQL's pool), when the group runs them.
+    var storeService: (any Service)? = nil
 
     /// Builds every part; nothing listens until the service group runs. `onListening` gets the
     /// bound port of `listener.port`, `onListeningSecurely` that of `listener.tls.port` (`port`
     /// and `securePort` override them). `providers` gives each app's push services instead of
-    /// building them from the configuration (the in-memory test gateway's).
+    /// building them from the configuration (the in-memory test gateway's). `storeService` runs
+    /// the store's connections when the store does not run them itself (PushgatePostgres'
+    /// `PostgresPoolService`): it starts before every service that uses the store and stops after
+    /// them.
     ///
     /// (Its parameters are the composition root's inputs, each defaulted; callers name the few
     /// they set.)
     public static func assemble(
-        configuration loaded: LoadedConfiguration, app: LoadedApp, store: any GatewayStore, health: HealthMonitor? = nil,
-        policy: RetryPolicy = RetryPolicy(), port: Int? = nil, securePort: Int? = nil, logger: Logger = Logger(label: "pushgate"),
+        configuration loaded: LoadedConfiguration, app: LoadedApp, store: any GatewayStore, storeService: (any Service)? = nil,
+        health: HealthMonitor? = nil, policy: RetryPolicy = RetryPolicy(), port: Int? = nil, securePort: Int? = nil,
+        logger: Logger = Logger(label: "pushgate"),
         clock: any PushgateClock = SystemClock(), onListening: @escaping @Sendable (Int) -> Void = { _ in },
         onListeningSecurely: @escaping @Sendable (Int) -> Void = { _ in },
         onMetricsListening: @escaping @Sendable (Int) -> Void = { _ in },
@@ -159,7 +168,7 @@ public struct GatewayServer: Sendable {
                 sandboxBridge: sandboxBridge,
                 application: application, secureApplication: secureApplication, metricsApplication: metricsApplication,
                 settings: ReloadableSettings(configuration: configuration, policy: policy, clock: clock, authenticator: authenticator),
-                listener: listener, logger: logger, tracingService: tracingService)
+                listener: listener, logger: logger, tracingService: tracingService, storeService: storeService)
         } catch {
             // A refused start leaves no connection pool open (tests start many gateways in one process).
             for built in gateways { await built.dispatcher.shutdown() }
@@ -172,6 +181,8 @@ public struct GatewayServer: Sendable {
         let gateways = hubs.order.compactMap { hubs.hubs[$0]?.gateway }
         // The span exporter first: it stops last, once every span has ended.
         var services: [any Service] = tracingService.map { [$0] } ?? []
+        // Then the store's connections: they stop once nothing uses the store.
+        if let storeService { services.append(storeService) }
         services.append(ShutdownAction(label: "curl pools") { for gateway in gateways { await gateway.dispatcher.shutdown() } })
         if let sandboxBridge { services.append(ShutdownAction(label: "sandbox bridge") { await sandboxBridge.shutdown() }) }
         for gateway in gateways {
@@ -224,21 +235,33 @@ struct HTTPListenerService: Service {
     func run() async throws {
         let (sends, outboxes, deadline, logger) = (self.sends, self.outboxes, self.deadline, self.logger)
         let applications = self.applications
-        try await withGracefulShutdownHandler {
-            // Child tasks inherit the graceful-shutdown context: each listener stops accepting.
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for application in applications { group.addTask { try await application.run() } }
-                try await group.waitForAll()
-            }
-        } onGracefulShutdown: {
-            // Sends in flight (synchronous ones included) stop claiming pages now.
-            for outbox in outboxes { outbox.beginDraining() }
-            Task {
-                try? await Task.sleep(for: outboxes[0].remaining(of: deadline))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            // The shutdown deadline, a child of this service: it waits for graceful shutdown, then
+            // for what is left of the deadline. When the listeners have stopped first, it is
+            // cancelled below (or with the service), so it never outlives run().
+            group.addTask {
+                do {
+                    try await gracefulShutdown()
+                    try await Task.sleep(for: outboxes[0].remaining(of: deadline))
+                } catch {
+                    return
+                }
                 let count = sends.count
                 guard count > 0 else { return }
                 logger.warning("shutdown deadline reached: cancelling \(count) sends in flight")
                 sends.cancelAll()
+            }
+            defer { group.cancelAll() }
+            try await withGracefulShutdownHandler {
+                // Child tasks inherit the graceful-shutdown context: each listener stops accepting.
+                try await withThrowingTaskGroup(of: Void.self) { listeners in
+                    for application in applications { listeners.addTask { try await application.run() } }
+                    try await listeners.waitForAll()
+                }
+            } onGracefulShutdown: {
+                // Sends in flight (synchronous ones included) stop claiming pages now; the deadline
+                // counts from here.
+                for outbox in outboxes { outbox.beginDraining() }
             }
         }
     }
