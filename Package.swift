@@ -116,11 +116,11 @@ let package = Package(
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
-        // The core both APIs share, framework-free (no Hummingbird, no HTTP status): registrations,
+        // The gateway both APIs share (a `Gateway` per app), framework-free (no Hummingbird, no HTTP status): registrations,
         // sends, secure push, telemetry and cancel with their rules and typed errors, on the
         // outbox (`PushgateOutbox` drives and delivers); the gateway's metrics.
         .target(
-            name: "PushgateCore",
+            name: "PushgateGateway",
             dependencies: [
                 "Pushgate", "PushgateXML", "PushgateDispatch", "PushgateOutbox",
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -133,7 +133,7 @@ let package = Package(
         .target(
             name: "PushgateServer",
             dependencies: [
-                "Pushgate", "PushgateCore", "PushgateOutbox", "PushgateXML", "PushgateConfig", "PushgateDispatch",
+                "Pushgate", "PushgateGateway", "PushgateOutbox", "PushgateXML", "PushgateConfig", "PushgateDispatch",
                 "PushgateCurl",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -161,7 +161,7 @@ let package = Package(
         .target(
             name: "PushgateLocal",
             dependencies: [
-                "Pushgate", "PushgateConfig", "PushgateCore", "PushgateCurl", "PushgateDispatch", "PushgateServer", "PushgateSQLite",
+                "Pushgate", "PushgateConfig", "PushgateGateway", "PushgateCurl", "PushgateDispatch", "PushgateServer", "PushgateSQLite",
                 "PNSSandbox",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -173,7 +173,7 @@ let package = Package(
         .target(
             name: "PushgateTesting",
             dependencies: [
-                "Pushgate", "PushgateConfig", "PushgateCore", "PushgateCurl", "PushgateDispatch", "PushgateLocal", "PushgateServer",
+                "Pushgate", "PushgateConfig", "PushgateGateway", "PushgateCurl", "PushgateDispatch", "PushgateLocal", "PushgateServer",
                 "PushgateSQLite",
                 "PNSSandbox", "CSpawn",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -210,7 +210,7 @@ let package = Package(
             name: "PushgateCLI",
             dependencies: [
                 "Pushgate", "PushgateXML", "PushgateConfig", "PushgateCurl", "PNSSandbox", "PushgateDispatch", "PushgateServer",
-                "PushgateSQLite", "PushgatePostgres", "PushgateLocal", "PushgateCore",
+                "PushgateSQLite", "PushgatePostgres", "PushgateLocal", "PushgateGateway",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -234,7 +234,7 @@ let package = Package(
         .testTarget(
             name: "PushgateServerTests",
             dependencies: [
-                "PushgateServer", "PushgateCore", "PNSSandbox", "PushgateCurl", "PushgateConfig", "PushgateDispatch", "PushgateSQLite",
+                "PushgateServer", "PushgateGateway", "PNSSandbox", "PushgateCurl", "PushgateConfig", "PushgateDispatch", "PushgateSQLite",
                 "Pushgate",
                 "PushgateLocal", "PushgateTesting",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -264,7 +264,7 @@ let package = Package(
         .testTarget(
             name: "PushgateCLITests",
             dependencies: [
-                "PushgateCLI", "PushgateCore", "PushgateLocal", "PNSSandbox", "PushgateSQLite", "PushgatePostgres", "PushgateCurl",
+                "PushgateCLI", "PushgateGateway", "PushgateLocal", "PNSSandbox", "PushgateSQLite", "PushgatePostgres", "PushgateCurl",
                 "PushgateDispatch", "Pushgate",
                 "PushgateTesting",
             ]),

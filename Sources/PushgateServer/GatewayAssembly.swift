@@ -1,9 +1,9 @@
 import Foundation
 import Pushgate
 import PushgateConfig
-import PushgateCore
 import PushgateCurl
 import PushgateDispatch
+import PushgateGateway
 
 /// Builds a gateway's providers from an app's configuration: reads secrets, signs nothing yet.
 public enum GatewayAssembly {

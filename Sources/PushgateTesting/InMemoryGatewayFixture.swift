@@ -5,9 +5,9 @@ import HummingbirdTesting
 import Logging
 import Pushgate
 import PushgateConfig
-import PushgateCore
 import PushgateCurl
 import PushgateDispatch
+import PushgateGateway
 import PushgateLocal
 import PushgateServer
 import ServiceLifecycle

@@ -5,7 +5,7 @@ import HummingbirdTesting
 import NIOCore
 import Pushgate
 import PushgateConfig
-import PushgateCore
+import PushgateGateway
 import PushgateServer
 import PushgateTesting
 import Synchronization

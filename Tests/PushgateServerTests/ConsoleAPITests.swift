@@ -2,9 +2,9 @@ import Foundation
 import PNSSandbox
 import Pushgate
 import PushgateConfig
-import PushgateCore
 import PushgateCurl
 import PushgateDispatch
+import PushgateGateway
 import PushgateServer
 import PushgateTesting
 import Testing

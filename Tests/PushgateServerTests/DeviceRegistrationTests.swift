@@ -1,5 +1,5 @@
 import Pushgate
-import PushgateCore
+import PushgateGateway
 import PushgateServer
 import PushgateTesting
 import Testing

@@ -1,9 +1,9 @@
 import Foundation
 import Pushgate
 import PushgateConfig
-import PushgateCore
 import PushgateCurl
 import PushgateDispatch
+import PushgateGateway
 import PushgateServer
 import PushgateTesting
 import Synchronization

@@ -2,7 +2,7 @@ import Dispatch
 import Foundation
 import Glibc
 import Logging
-import PushgateCore
+import PushgateGateway
 import Synchronization
 import Testing
 
@@ -143,7 +143,7 @@ import Testing
         let lines = capture.lines.map(Self.withoutTime)
         #expect(lines.filter { $0.hasSuffix(message.description) }.count == waiting)
         #expect(lines.first == "info stuck: [PushgateServerTests] the write that blocks")
-        #expect(lines.contains("warning pushgate: [PushgateCore] \(100 - waiting) log lines dropped: the log output did not keep up"))
+        #expect(lines.contains("warning pushgate: [PushgateGateway] \(100 - waiting) log lines dropped: the log output did not keep up"))
         // Writing works again once the output does.
         logger.info("after")
         #expect(capture.lines.last.map(Self.withoutTime) == "info stuck: [PushgateServerTests] after")

@@ -1,6 +1,6 @@
 import Foundation
 import Pushgate
-import PushgateCore
+import PushgateGateway
 import PushgateServer
 import Synchronization
 import Testing

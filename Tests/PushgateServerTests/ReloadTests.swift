@@ -2,8 +2,8 @@ import Foundation
 import PNSSandbox
 import Pushgate
 import PushgateConfig
-import PushgateCore
 import PushgateCurl
+import PushgateGateway
 import PushgateServer
 import PushgateTesting
 import Testing

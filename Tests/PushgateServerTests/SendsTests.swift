@@ -2,8 +2,8 @@ import Crypto
 import Foundation
 import PNSSandbox
 import Pushgate
-import PushgateCore
 import PushgateCurl
+import PushgateGateway
 import PushgateServer
 import PushgateTesting
 import PushgateXML

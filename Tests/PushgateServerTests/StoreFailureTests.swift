@@ -1,8 +1,8 @@
 import Foundation
 import Pushgate
 import PushgateConfig
-import PushgateCore
 import PushgateDispatch
+import PushgateGateway
 import PushgateSQLite
 import PushgateServer
 import PushgateTesting

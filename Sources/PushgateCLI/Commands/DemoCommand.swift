@@ -5,9 +5,9 @@ import Logging
 import PNSSandbox
 import Pushgate
 import PushgateConfig
-import PushgateCore
 import PushgateCurl
 import PushgateDispatch
+import PushgateGateway
 import PushgateLocal
 import PushgateSQLite
 import PushgateServer

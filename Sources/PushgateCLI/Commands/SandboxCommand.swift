@@ -3,7 +3,7 @@ import Foundation
 import Logging
 import PNSSandbox
 import PushgateConfig
-import PushgateCore
+import PushgateGateway
 import PushgateLocal
 import ServiceLifecycle
 

@@ -4,8 +4,8 @@ import Hummingbird
 import Logging
 import Pushgate
 import PushgateConfig
-import PushgateCore
 import PushgateDispatch
+import PushgateGateway
 import PushgateSQLite
 import PushgateServer
 import ServiceLifecycle

@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import Pushgate
-import PushgateCore
+import PushgateGateway
 
 /// Basic authentication against configured users (PBKDF2 hashes), or — only when explicitly
 /// configured, for demos — the tutorials' "password equals user name" rule.

@@ -1,6 +1,6 @@
 import HTTPTypes
 import Hummingbird
-import PushgateCore
+import PushgateGateway
 
 /// Basic authentication for every `/api` route.
 package struct BasicAuthenticationMiddleware: RouterMiddleware {

@@ -2,8 +2,8 @@ import Foundation
 import Logging
 import Pushgate
 import PushgateConfig
-import PushgateCore
 import PushgateDispatch
+import PushgateGateway
 import ServiceLifecycle
 import Synchronization
 import UnixSignals

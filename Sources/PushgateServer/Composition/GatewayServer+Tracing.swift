@@ -2,8 +2,8 @@ import Foundation
 import Logging
 import OTel
 import Pushgate
-import PushgateCore
 import PushgateDispatch
+import PushgateGateway
 import ServiceLifecycle
 
 extension GatewayServer {

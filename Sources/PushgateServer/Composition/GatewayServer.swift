@@ -5,8 +5,8 @@ import Logging
 import NIOCore
 import Pushgate
 import PushgateConfig
-import PushgateCore
 import PushgateDispatch
+import PushgateGateway
 import PushgateOutbox
 import ServiceLifecycle
 import UnixSignals

@@ -1,7 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import PushgateCore
+import PushgateGateway
 
 /// Answers a method that a known resource does not take with `405` and `Allow` (RFC 9110
 /// section 15.5.6), in the API's `{"error","status"}` shape, and `OPTIONS` on it with `204` and

@@ -2,7 +2,7 @@ import Foundation
 import Hummingbird
 import Logging
 import NIOCore
-import PushgateCore
+import PushgateGateway
 
 /// The request context: Hummingbird's core storage, the client's address, and the authenticated
 /// user (set by ``BasicAuthenticationMiddleware`` on every `/api` route).

@@ -3,7 +3,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import Pushgate
-import PushgateCore
+import PushgateGateway
 
 extension GatewayError: HTTPResponseError {
     /// The HTTP status each kind of refusal answers, in both APIs.

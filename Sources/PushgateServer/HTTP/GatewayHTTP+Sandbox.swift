@@ -4,8 +4,8 @@ import Hummingbird
 import Logging
 import NIOCore
 import Pushgate
-import PushgateCore
 import PushgateDispatch
+import PushgateGateway
 import PushgateXML
 
 extension GatewayHTTP {

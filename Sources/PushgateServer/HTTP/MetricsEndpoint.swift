@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
-import PushgateCore
+import PushgateGateway
 
 /// Who may read `/metrics`: anyone who reaches it, or only a caller with the bearer token
 /// (`metrics.bearerToken`), compared in constant time.

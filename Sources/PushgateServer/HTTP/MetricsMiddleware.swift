@@ -1,5 +1,5 @@
 import Hummingbird
-import PushgateCore
+import PushgateGateway
 
 /// Counts every request and its duration.
 struct MetricsMiddleware<Context: RequestContext>: RouterMiddleware {

@@ -2,7 +2,7 @@ import Foundation
 import Hummingbird
 import HummingbirdCore
 import Pushgate
-import PushgateCore
+import PushgateGateway
 
 /// A request's query, parsed once and strictly: names and values percent-decoded (`%24filter` is
 /// `$filter`, as Python's requests and JavaScript's URLSearchParams write it), each name given at

@@ -1,6 +1,6 @@
 import Hummingbird
 import NIOCore
-import PushgateCore
+import PushgateGateway
 
 extension Request {
     /// The whole body, at most `limit` bytes: over it is ``GatewayError/Kind/tooLarge`` (the rest

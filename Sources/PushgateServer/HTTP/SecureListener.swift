@@ -8,7 +8,7 @@ import NIOSSL
 import NIOTLS
 import Pushgate
 import PushgateConfig
-import PushgateCore
+import PushgateGateway
 
 /// HTTPS for the listener (`listener.tls`): the certificate chain and key read as secrets, TLS 1.2
 /// or later, HTTP/2 or HTTP/1.1 by ALPN. Notification Hubs clients derive `https://host:port/`

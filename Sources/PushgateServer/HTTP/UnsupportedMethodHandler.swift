@@ -3,7 +3,7 @@ import HTTPTypes
 import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
-import PushgateCore
+import PushgateGateway
 
 /// Per HTTP/1 connection, after decoding: answers what the router never sees, or cannot answer
 /// whole, as a complete refusal in the API's `{"error","status"}` shape, with `Content-Length`

@@ -1,6 +1,6 @@
 import Hummingbird
 import Logging
-import PushgateCore
+import PushgateGateway
 
 /// Authorizes a hub request before any hub route runs: the hub must be configured, the API
 /// version one NH clients send, the Shared Access Signature one of the hub's rules'. The route

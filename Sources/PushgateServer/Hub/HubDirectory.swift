@@ -1,7 +1,7 @@
 import Foundation
 import Pushgate
 import PushgateConfig
-import PushgateCore
+import PushgateGateway
 import Synchronization
 
 /// The hubs one instance serves: each configured app's gateway and its shared access rules with

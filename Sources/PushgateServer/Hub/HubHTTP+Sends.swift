@@ -4,7 +4,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import Pushgate
-import PushgateCore
+import PushgateGateway
 import PushgateXML
 
 extension HubHTTP {

@@ -4,7 +4,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import Pushgate
-import PushgateCore
+import PushgateGateway
 
 extension HubInstallations {
     // MARK: JSON Patch

@@ -3,14 +3,14 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import Pushgate
-import PushgateCore
+import PushgateGateway
 
 /// Notification Hubs installations (JSON): one device with its tags and named templates, kept as
 /// registrations: a native one, and one per template, all carrying `$InstallationId:{id}` (and
 /// `$UserId:{userId}`), so that sends to those tags reach it.
 package enum HubInstallations {
-    typealias Installation = PushgateCore.Installation
-    typealias InstallationTemplate = PushgateCore.InstallationTemplate
+    typealias Installation = PushgateGateway.Installation
+    typealias InstallationTemplate = PushgateGateway.InstallationTemplate
 
     static let platforms = Dictionary(uniqueKeysWithValues: Platform.allCases.map { ($0.notificationHubs.installation, $0) })
 

@@ -1,6 +1,6 @@
 import Foundation
 import Pushgate
-import PushgateCore
+import PushgateGateway
 import PushgateXML
 
 /// Notification Hubs' registration descriptions in Atom XML: parsing a request's entry, writing

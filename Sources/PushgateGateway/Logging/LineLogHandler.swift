@@ -170,7 +170,7 @@ public final class LogOutput: @unchecked Sendable {
             writing = true
             var batch: [UInt8] = []
             if dropped > 0 {
-                let notice = "warning pushgate: [PushgateCore] \(dropped) log lines dropped: the log output did not keep up"
+                let notice = "warning pushgate: [PushgateGateway] \(dropped) log lines dropped: the log output did not keep up"
                 batch = Array("\(timestamp()) \(notice)\n".utf8)
                 dropped = 0
             }
