@@ -288,12 +288,16 @@ ev_sends() {
   before=$(ev_count)
   cpu_before=$(cpu_seconds "$ev_gateway")
   [ -n "${ev_pg:-}" ] && pg_before=$(ev_pg_cpu)
-  # PUSHGATE_BENCH_PERF=1: the gateway profiled during the 64-connection runs (perf, call graphs),
+  # PUSHGATE_BENCH_PERF=1 (or dwarf): the gateway profiled during the 64-connection runs (perf, call graphs),
   # the report beside the JSON (`<out>.<prefix>.perf.txt`, and the recording itself as `.perf.data` for
   # `perf report -g caller`); the figures of a profiled run are slower.
   local perf_pid=""
   if [ -n "${PUSHGATE_BENCH_PERF:-}" ] && [ "$connections" -ge 64 ] && command -v perf >/dev/null; then
-    perf record -F 499 -g -p "$ev_gateway" -o "$ev_dir/$prefix.perf.data" -- sleep "$seconds" >/dev/null 2>&1 &
+    # PUSHGATE_BENCH_PERF=dwarf: call graphs unwound from DWARF (callers through libc and the
+    # Swift runtime, which frame pointers lose), at a lower rate.
+    local graph=(-F 499 -g)
+    [ "${PUSHGATE_BENCH_PERF}" = dwarf ] && graph=(-F 149 --call-graph dwarf,16384)
+    perf record "${graph[@]}" -p "$ev_gateway" -o "$ev_dir/$prefix.perf.data" -- sleep "$seconds" >/dev/null 2>&1 &
     perf_pid=$!
   fi
   output=$(wrk -t 2 -c "$connections" -d "${seconds}s" --timeout 10s -s "$ev_dir/everyday.lua" "$ev_base") \

@@ -159,3 +159,16 @@ final class ManyTokenProvider: PushProvider {
         #expect(reports.allSatisfy { $0.verdict.outcome == .success })
     }
 }
+
+/// A fan-out is split across the curl pools only where each part carries enough requests: a
+/// user's three devices go to one pool in one submission (one crossing to its thread and back).
+@Suite struct TransportSplitTests {
+    @Test func aFewRequestsGoToOnePoolAndAFanOutIsSplit() {
+        #expect(CurlPushTransport.parts(requests: 3, pools: 2) == 1)
+        #expect(CurlPushTransport.parts(requests: 63, pools: 2) == 1)
+        #expect(CurlPushTransport.parts(requests: 64, pools: 2) == 2)
+        #expect(CurlPushTransport.parts(requests: 500, pools: 2) == 2)
+        #expect(CurlPushTransport.parts(requests: 500, pools: 1) == 1)
+        #expect(CurlPushTransport.parts(requests: 1, pools: 4) == 1)
+    }
+}

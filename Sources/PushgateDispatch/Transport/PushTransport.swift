@@ -73,14 +73,25 @@ public final class CurlPushTransport: PushTransport {
         }
     }
 
+    /// A fan-out is split across the pools only where each part carries at least this many
+    /// requests: a user's few devices go to one pool in one submission (successive sends take
+    /// the pools in turn), not one crossing to and from each pool's thread per request.
+    static let minimumRequestsPerPart = 32
+
+    /// How many parts `requests` requests are split into over `pools` pools.
+    package static func parts(requests: Int, pools: Int) -> Int {
+        max(1, min(pools, requests / minimumRequestsPerPart))
+    }
+
     /// One submission per pool: the requests are split into as many contiguous parts as there are
-    /// pools, each sent as a batch.
+    /// pools (at most one per ``minimumRequestsPerPart``), each sent as a batch; one part goes out
+    /// on this task, without a task group.
     public func executeAll(
         _ requests: [PushHTTPRequest], each: @escaping @Sendable (Int, Result<PushHTTPResponse, PushTransportError>) -> Void
     ) async {
         guard !requests.isEmpty else { return }
         let clients = self.clients
-        let parts = min(clients.count, requests.count)
+        let parts = Self.parts(requests: requests.count, pools: clients.count)
         let size = (requests.count + parts - 1) / parts
         let first = next.wrappingAdd(1, ordering: .relaxed).oldValue
         // A fan-out's requests share one headers array: convert it once, not once per request
@@ -93,6 +104,11 @@ public final class CurlPushTransport: PushTransport {
                 lastConverted = request.headers.map { ($0.name, $0.value) }
             }
             return Self.request(request, headers: lastConverted)
+        }
+        guard parts > 1 else {
+            await clients[first % clients.count].execute(
+                batch: converted, each: { index, answer in each(index, answer.map(Self.response).mapError(Self.error)) })
+            return
         }
         await withTaskGroup(of: Void.self) { group in
             for part in 0..<parts {
