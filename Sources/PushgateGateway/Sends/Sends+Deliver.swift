@@ -106,7 +106,7 @@ extension Sends {
         _ prepared: PreparedSend, enqueuedAt: Timestamp, deliverAt: Timestamp?, idempotencyKey: IdempotencyKey? = nil
     ) -> OutboxNotification {
         OutboxNotification(
-            id: UUID().uuidString.lowercased(), app: appID, sender: prepared.sender, selection: prepared.selection,
+            id: TimeOrderedID.make(at: enqueuedAt), app: appID, sender: prepared.sender, selection: prepared.selection,
             audience: prepared.audience, payloads: prepared.payloads, secureID: prepared.secureID, enqueuedAt: enqueuedAt,
             deliverAt: deliverAt, delivery: prepared.delivery, idempotencyKey: idempotencyKey)
     }
