@@ -43,7 +43,8 @@ public struct RetryPolicy: Sendable, Hashable {
 /// time; it answers what to do. No I/O, no clock of its own.
 ///
 /// ```swift
-/// var retries = RetryStateMachine(policy: .init(), startedAt: clock.now)
+/// var seeds = JitterSeeds()
+/// var retries = RetryStateMachine(policy: .init(), startedAt: clock.now, seed: seeds.next())
 /// switch retries.record(verdict, now: clock.now) {
 /// case .retry(let delay): try await Task.sleep(for: .seconds(delay)); // send again
 /// case .refreshCredentialsAndRetry: // refresh, send again
@@ -73,7 +74,7 @@ public struct RetryStateMachine: Sendable {
     /// - Parameters:
     ///   - startedAt: when the first attempt starts (seconds, any epoch; the same clock as `now`).
     ///   - seed: seeds the jitter (tests pass a fixed seed; the default is random).
-    public init(policy: RetryPolicy, startedAt: Double, seed: UInt64 = JitterSeeds.next()) {
+    public init(policy: RetryPolicy, startedAt: Double, seed: UInt64) {
         self.policy = policy
         self.deadline = startedAt + policy.deadlineSeconds
         self.random = SplitMix64(seed: seed)
@@ -109,16 +110,18 @@ public struct RetryStateMachine: Sendable {
     }
 }
 
-/// Seeds for retry jitter: one system-random base per process, then a counter through SplitMix64.
-/// (Drawing each seed from the system generator cost a `getrandom` syscall per delivery.)
-public enum JitterSeeds {
-    private static let base = UInt64.random(in: .min ... .max)
-    private static let counter = Atomic<UInt64>(0)
+/// Seeds for the retry jitter of one delivery's targets: one system-random base per delivery (a
+/// page, not a target: drawing each seed from the system generator cost a `getrandom` syscall per
+/// target), then SplitMix64. A value the delivery owns, no state shared by the process.
+public struct JitterSeeds: Sendable {
+    private var mixer: SplitMix64
 
-    public static func next() -> UInt64 {
-        var mixer = SplitMix64(seed: base &+ counter.wrappingAdd(1, ordering: .relaxed).oldValue)
-        return mixer.next()
+    public init() {
+        var system = SystemRandomNumberGenerator()
+        mixer = SplitMix64(seed: system.next())
     }
+
+    public mutating func next() -> UInt64 { mixer.next() }
 }
 
 /// A small, fast, seedable random generator (for jitter).

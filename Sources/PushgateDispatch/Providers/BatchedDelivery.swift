@@ -42,7 +42,8 @@ package struct BatchedRetryingDelivery: Sendable {
         guard !targets.isEmpty else { return [] }
         let started = ContinuousClock.now
         let startedAt = clock.now.secondsSinceEpoch
-        var machines = targets.map { _ in RetryStateMachine(policy: policy, startedAt: startedAt) }
+        var seeds = JitterSeeds()
+        var machines = targets.map { _ in RetryStateMachine(policy: policy, startedAt: startedAt, seed: seeds.next()) }
         var reports = [DeliveryReport?](repeating: nil, count: targets.count)
         var lastVerdicts = [DeliveryVerdict?](repeating: nil, count: targets.count)
         var pending = Array(targets.indices)

@@ -43,7 +43,8 @@ public final class GCMProvider: PushProvider {
         let started = ContinuousClock.now
         let span = spans.start(first: first)
         var (rounds, lastStatus): (Int, Int?) = (0, nil)
-        var machines = batch.map { _ in RetryStateMachine(policy: policy, startedAt: clock.now.secondsSinceEpoch) }
+        var seeds = JitterSeeds()
+        var machines = batch.map { _ in RetryStateMachine(policy: policy, startedAt: clock.now.secondsSinceEpoch, seed: seeds.next()) }
         var final = [DeliveryVerdict?](repeating: nil, count: batch.count)
         // Each target's latest answer, named if a cancellation ends its wait for a retry.
         var latest = [DeliveryVerdict?](repeating: nil, count: batch.count)

@@ -82,7 +82,12 @@ struct RetryingDelivery {
         resuming: FirstAttempt? = nil, started: ContinuousClock.Instant = .now,
         _ attempt: (_ kind: AttemptKind) async -> DeliveryVerdict
     ) async -> (verdict: DeliveryVerdict, attempts: Int, milliseconds: Double) {
-        var machine = resuming?.machine ?? RetryStateMachine(policy: policy, startedAt: clock.now.secondsSinceEpoch)
+        var machine =
+            resuming?.machine
+            ?? {
+                var seeds = JitterSeeds()
+                return RetryStateMachine(policy: policy, startedAt: clock.now.secondsSinceEpoch, seed: seeds.next())
+            }()
         // A resumed delivery starts from what its batched first attempt decided.
         var decided = resuming.map { (verdict: $0.verdict, action: $0.action) }
         var kind = AttemptKind.plain
@@ -188,8 +193,11 @@ struct RetryingDelivery {
         let spans = self.spans.start(targets.count)
         let (policy, clock) = (policy, clock)
         let token = issued
+        // One system-random draw for the page; each target's jitter from its place after it.
+        var seeds = JitterSeeds()
+        let seedBase = seeds.next()
         let settle: @Sendable (Int, DeliveryVerdict, Double) -> Void = { index, verdict, now in
-            var machine = RetryStateMachine(policy: policy, startedAt: startedAt)
+            var machine = RetryStateMachine(policy: policy, startedAt: startedAt, seed: seedBase &+ UInt64(index))
             let action = machine.record(verdict, now: now)
             let first: First
             if action == .finish {
