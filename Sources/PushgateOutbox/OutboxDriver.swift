@@ -189,6 +189,7 @@ public struct OutboxDriver: Sendable {
         // cancelled: the pages it claims come marked cancelled and are counted without being sent.
         drive.running(cancel: wire.cancellation)
         let resolver = PagePayloads(registrations: registrations, app: app, cache: templates)
+        let hooked = !(hooks is NoOutboxHooks)
         var claimed = firstClaim
         var exhausted = false
         var pending: [HandleUpdate] = []
@@ -204,7 +205,7 @@ public struct OutboxDriver: Sendable {
                             exhausted = true
                             break
                         }
-                        let superseded = await hooks.superseded(targets, of: notification)
+                        let superseded = hooked ? await hooks.superseded(targets, of: notification) : [:]
                         let answered =
                             superseded.isEmpty
                             ? []
@@ -238,14 +239,15 @@ public struct OutboxDriver: Sendable {
                     batch, now: clock.now, cancelledByUser: drive.cancelledByUser, shuttingDown: Task.isCancelled)
                 var recorded = false
                 if var record = page {
-                    let outcomes = machine.outcomes(ofPage: record.number)
-                    record.rows = hooks.rows(for: outcomes, page: record.number, of: notification)
+                    // Each target's final report, for the hooks (none by default: not made then).
+                    let outcomes = hooked ? machine.outcomes(ofPage: record.number) : []
+                    if hooked { record.rows = hooks.rows(for: outcomes, page: record.number, of: notification) }
                     page = record
                     // The last page finishes the notification in its record's transaction,
                     // unless handle changes are to be stored first (the order the contract keeps).
                     let finishing = pending.isEmpty && machine.storedHandleChanges(batch).isEmpty && machine.finishes(with: record)
                     recorded = await self.record(record, of: notification, machine: &machine, finishing: finishing, logger: logger)
-                    if recorded { await hooks.recorded(outcomes, page: record.number, of: notification) }
+                    if recorded, hooked { await hooks.recorded(outcomes, page: record.number, of: notification) }
                 }
                 spans?.finished(batch, record: page, recorded: recorded)
                 pending += machine.storedHandleChanges(batch)

@@ -165,8 +165,9 @@ final class ManyTokenProvider: PushProvider {
 @Suite struct TransportSplitTests {
     @Test func aFewRequestsGoToOnePoolAndAFanOutIsSplit() {
         #expect(CurlPushTransport.parts(requests: 3, pools: 2) == 1)
-        #expect(CurlPushTransport.parts(requests: 63, pools: 2) == 1)
-        #expect(CurlPushTransport.parts(requests: 64, pools: 2) == 2)
+        #expect(CurlPushTransport.parts(requests: 15, pools: 2) == 1)
+        #expect(CurlPushTransport.parts(requests: 16, pools: 2) == 2)
+        #expect(CurlPushTransport.parts(requests: 25, pools: 2) == 2)
         #expect(CurlPushTransport.parts(requests: 500, pools: 2) == 2)
         #expect(CurlPushTransport.parts(requests: 500, pools: 1) == 1)
         #expect(CurlPushTransport.parts(requests: 1, pools: 4) == 1)
