@@ -28,18 +28,18 @@ public struct PagePayloads: Sendable {
         _ targets: [DispatchTarget], delivery: NotificationDelivery, payloads: [Platform: RenderedNotification],
         answered: [DeliveryReport] = []
     ) async -> DispatchPage {
-        if case .allRegistrations = delivery {
-            return DispatchPage(groups: [.init(targets: targets, payloads: payloads)], answered: answered)
+        let properties: TemplateProperties?
+        switch delivery {
+        case .allRegistrations: return DispatchPage(groups: [.init(targets: targets, payloads: payloads)], answered: answered)
+        case .nativeRegistrations: properties = nil
+        case .templates(let given): properties = given
         }
         let templates: [RegistrationID: RegistrationTemplate]
         do { templates = try await registrations.templates(of: targets.map(\.registrationID), app: app) } catch {
             return DispatchPage(groups: [], answered: answered + targets.map { Self.report($0, .abandoned, "the store failed: \(error)") })
         }
         var ignored = answered
-        switch delivery {
-        case .allRegistrations:
-            return DispatchPage(groups: [.init(targets: targets, payloads: payloads)], answered: answered)
-        case .nativeRegistrations:
+        guard let properties else {
             var native: [DispatchTarget] = []
             for target in targets {
                 if templates[target.registrationID] != nil {
@@ -49,30 +49,29 @@ public struct PagePayloads: Sendable {
                 }
             }
             return DispatchPage(groups: native.isEmpty ? [] : [.init(targets: native, payloads: payloads)], answered: ignored)
-        case .templates(let properties):
-            var order: [RegistrationTemplate] = []
-            var byTemplate: [RegistrationTemplate: [DispatchTarget]] = [:]
-            for target in targets {
-                guard let template = templates[target.registrationID] else {
-                    ignored.append(Self.report(target, .skipped, "a native registration: template notifications do not reach it"))
-                    continue
-                }
-                if byTemplate[template] == nil { order.append(template) }
-                byTemplate[template, default: []].append(target)
-            }
-            var groups: [DispatchPage.Group] = []
-            for template in order {
-                let targets = byTemplate[template] ?? []
-                guard let platform = targets.first?.handle.platform else { continue }
-                do {
-                    let rendered = try template.compiled(for: platform, cache: cache).render(properties)
-                    groups.append(.init(targets: targets, payloads: [platform: rendered]))
-                } catch {
-                    ignored += targets.map { Self.report($0, .invalidNotificationFormat, "the template: \(error)") }
-                }
-            }
-            return DispatchPage(groups: groups, answered: ignored)
         }
+        var order: [RegistrationTemplate] = []
+        var byTemplate: [RegistrationTemplate: [DispatchTarget]] = [:]
+        for target in targets {
+            guard let template = templates[target.registrationID] else {
+                ignored.append(Self.report(target, .skipped, "a native registration: template notifications do not reach it"))
+                continue
+            }
+            if byTemplate[template] == nil { order.append(template) }
+            byTemplate[template, default: []].append(target)
+        }
+        var groups: [DispatchPage.Group] = []
+        for template in order {
+            let targets = byTemplate[template] ?? []
+            guard let platform = targets.first?.handle.platform else { continue }
+            do {
+                let rendered = try template.compiled(for: platform, cache: cache).render(properties)
+                groups.append(.init(targets: targets, payloads: [platform: rendered]))
+            } catch {
+                ignored += targets.map { Self.report($0, .invalidNotificationFormat, "the template: \(error)") }
+            }
+        }
+        return DispatchPage(groups: groups, answered: ignored)
     }
 
     static func report(_ target: DispatchTarget, _ outcome: Outcome, _ reason: String) -> DeliveryReport {

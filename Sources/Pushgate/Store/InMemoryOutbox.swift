@@ -377,11 +377,7 @@ extension InMemoryRegistrationStore: OutboxStore {
         retry: OutboxRetry?, rows: [OutboxRecordRow]
     ) throws(StoreError) -> Bool {
         // As the SQL stores' table refuses it, failing the whole record.
-        if let long = rows.first(where: { $0.body.utf8.count > OutboxRecordRow.maximumBodyBytes }) {
-            throw StoreError(
-                .storage, "an outbox row of kind \(long.kind) is \(long.body.utf8.count) bytes; at most \(OutboxRecordRow.maximumBodyBytes)"
-            )
-        }
+        if let refusal = OutboxRecordRow.refusal(rows) { throw refusal }
         return outbox.completePage(
             notificationID: notificationID, app: app, number: number, counts: counts, failures: failures, retry: retry, rows: rows)
     }
@@ -394,11 +390,7 @@ extension InMemoryRegistrationStore: OutboxStore {
     public func removeRecordedRows(app: AppID, through sequence: Int64) -> Int { outbox.removeRecordedRows(app: app, through: sequence) }
 
     public func appendRows(_ rows: [OutboxRecordRow], notificationID: String, page: Int, app: AppID) throws(StoreError) {
-        if let long = rows.first(where: { $0.body.utf8.count > OutboxRecordRow.maximumBodyBytes }) {
-            throw StoreError(
-                .storage, "an outbox row of kind \(long.kind) is \(long.body.utf8.count) bytes; at most \(OutboxRecordRow.maximumBodyBytes)"
-            )
-        }
+        if let refusal = OutboxRecordRow.refusal(rows) { throw refusal }
         outbox.appendRows(rows, notificationID: notificationID, page: page, app: app)
     }
 

@@ -14,6 +14,13 @@ public struct OutboxRecordRow: Sendable, Hashable, Codable {
         self.kind = kind
         self.body = body
     }
+
+    /// Why a store refuses `rows` (a body past ``maximumBodyBytes``), nil when it takes them: the
+    /// in-memory store's check, which the SQL stores' tables make with a CHECK constraint.
+    public static func refusal(_ rows: [OutboxRecordRow]) -> StoreError? {
+        guard let long = rows.first(where: { $0.body.utf8.count > maximumBodyBytes }) else { return nil }
+        return StoreError(.storage, "an outbox row of kind \(long.kind) is \(long.body.utf8.count) bytes; at most \(maximumBodyBytes)")
+    }
 }
 
 /// A row as the store keeps it: in the order rows were recorded (`sequence`, increasing per
