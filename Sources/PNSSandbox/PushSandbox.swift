@@ -9,7 +9,9 @@ import ServiceLifecycle
 
 /// A local, faithful stand-in for APNs, FCM (HTTP v1 and legacy) and WNS: TLS everywhere with its
 /// own CA, HTTP/2 for APNs, real JWT and OAuth checks, the services' exact status codes and reasons,
-/// device inboxes and scripted faults.
+/// device inboxes and scripted faults. APNs includes Live Activities (push-to-start and update
+/// tokens, ActivityKit's ordering rule), broadcast channel management and broadcast sends, on the
+/// APNs listener.
 ///
 /// ```swift
 /// let sandbox = try await PushSandbox.start()
@@ -62,7 +64,8 @@ public final class PushSandbox: Service, Sendable {
         let authority = try SandboxCertificateAuthority()
         let credentials = try SandboxCredentials(
             topic: configuration.apnsTopic, projectID: configuration.fcmProjectID, authority: authority)
-        let state = SandboxState(clock: configuration.clock, inboxLimit: configuration.inboxLimit)
+        let state = SandboxState(
+            clock: configuration.clock, inboxLimit: configuration.inboxLimit, channelLimit: configuration.apnsChannelLimit)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         do {
             let certificate = try NIOSSLCertificate(bytes: Array(authority.serverCertificatePEM.utf8), format: .pem)
@@ -84,13 +87,17 @@ public final class PushSandbox: Service, Sendable {
             let host = configuration.host
             let urlHost = host.contains(":") ? "[\(host)]" : host
 
+            let authenticator = try await APNSAuthenticator(state: state, credentials: credentials, authority: authority)
+            let apnsRouter = APNSRouter(
+                devices: APNSService(state: state, credentials: credentials, authenticator: authenticator),
+                channels: APNSChannelService(state: state, authenticator: authenticator),
+                broadcasts: APNSBroadcastService(state: state, authenticator: authenticator))
             let apns = try await SandboxListener.bind(
                 host: host, port: configuration.apnsPort,
                 settings: .init(
                     protocols: .http2Only, tls: try tls(["h2"], clientCertificates: true),
                     maximumConcurrentStreams: configuration.apnsMaximumConcurrentStreams, requestClientCertificates: true),
-                responder: try await APNSService(state: state, credentials: credentials, authority: authority), group: group, logger: logger
-            )
+                responder: apnsRouter, group: group, logger: logger)
 
             // Google's token URI must be known before its service is built (it is the JWT audience),
             // so bind first with a forwarding responder.

@@ -26,11 +26,15 @@ public struct SandboxConfiguration: Sendable {
     /// (deliveries are still counted: `GET /stats/inboxes`); N keeps the newest N. A 1,000,000-device
     /// broadcast stores about 1 KB per notification when every one is kept.
     public var inboxLimit: Int?
+    /// Broadcast channels one app may have; creating one more is 400 `CannotCreateChannelConfig`.
+    /// Default 10,000 (APNs' limit per app and environment, from secondary sources).
+    public var apnsChannelLimit: Int
 
     public init(
         host: String = "127.0.0.1", apnsPort: Int = 0, googlePort: Int = 0, wnsPort: Int = 0, webPushPort: Int = 0, controlPort: Int = 0,
         apnsTopic: String = "com.example.pushgate", fcmProjectID: String = "pushgate-sandbox",
-        apnsMaximumConcurrentStreams: Int = 1000, clock: any PushgateClock = SystemClock(), inboxLimit: Int? = nil
+        apnsMaximumConcurrentStreams: Int = 1000, clock: any PushgateClock = SystemClock(), inboxLimit: Int? = nil,
+        apnsChannelLimit: Int = 10_000
     ) {
         self.host = host
         self.apnsPort = apnsPort
@@ -43,6 +47,7 @@ public struct SandboxConfiguration: Sendable {
         self.apnsMaximumConcurrentStreams = apnsMaximumConcurrentStreams
         self.clock = clock
         self.inboxLimit = inboxLimit
+        self.apnsChannelLimit = apnsChannelLimit
     }
 }
 

@@ -13,12 +13,14 @@ struct SandboxFixture {
     let files: [String: String]
     let clock: ManualClock
 
-    static func start(apnsMaximumConcurrentStreams: Int = 1000) async throws -> SandboxFixture {
+    static func start(apnsMaximumConcurrentStreams: Int = 1000, apnsChannelLimit: Int = 10_000) async throws -> SandboxFixture {
         let clock = ManualClock()
         var logger = Logger(label: "test.sandbox")
         logger.logLevel = ProcessInfo.processInfo.environment["PUSHGATE_SANDBOX_DEBUG"] == "1" ? .debug : .warning
         let sandbox = try await PushSandbox.start(
-            configuration: SandboxConfiguration(apnsMaximumConcurrentStreams: apnsMaximumConcurrentStreams, clock: clock), logger: logger)
+            configuration: SandboxConfiguration(
+                apnsMaximumConcurrentStreams: apnsMaximumConcurrentStreams, clock: clock, apnsChannelLimit: apnsChannelLimit),
+            logger: logger)
         let directory = NSTemporaryDirectory() + "pushgate-sandbox-" + UUID().uuidString
         let files = try sandbox.writeGatewayFiles(to: directory)
         return SandboxFixture(sandbox: sandbox, directory: directory, files: files, clock: clock)
@@ -65,10 +67,10 @@ struct SandboxFixture {
 extension SandboxFixture {
     /// Starts a sandbox and a client, runs `body`, and always shuts both down.
     static func with(
-        streams: Int = 1000, http: CurlHTTPClientConfiguration.HTTPVersion = .http2,
+        streams: Int = 1000, channelLimit: Int = 10_000, http: CurlHTTPClientConfiguration.HTTPVersion = .http2,
         _ body: (SandboxFixture, CurlHTTPClient) async throws -> Void
     ) async throws {
-        let fixture = try await SandboxFixture.start(apnsMaximumConcurrentStreams: streams)
+        let fixture = try await SandboxFixture.start(apnsMaximumConcurrentStreams: streams, apnsChannelLimit: channelLimit)
         let client = try fixture.client(http)
         do {
             try await body(fixture, client)

@@ -16,6 +16,7 @@ import Pushgate
 /// | `POST /tokens/revoke` | forgets issued OAuth access tokens |
 /// | `GET /stats` | requests answered per service and status |
 /// | `GET /stats/inboxes` | how many devices hold how many notifications (`{"1": 99998, "2": 2}`), and the total |
+/// | `POST /devices/{id}/pushtostart`, `GET /devices/{id}/activities`, `POST /devices/{id}/channels`, `GET /activities/{updateToken}` | Live Activities (`ControlAPI+LiveActivities.swift`) |
 struct ControlAPI: SandboxHTTPResponder {
     let sandbox: PushSandbox
 
@@ -32,6 +33,7 @@ struct ControlAPI: SandboxHTTPResponder {
     func respond(to request: SandboxHTTPRequest) async -> SandboxHTTPResponse {
         let parts = request.path.split(separator: "/").map(String.init)
         let state = sandbox.state
+        if let response = liveActivityRoute(request, parts: parts) { return response }
         switch (request.method, parts.count, parts.first) {
         case ("GET", 1, "health"):
             return .json(200, #"{"status":"ok"}"#)
@@ -96,7 +98,7 @@ struct ControlAPI: SandboxHTTPResponder {
         }
     }
 
-    private func notFound(_ id: String) -> SandboxHTTPResponse {
+    func notFound(_ id: String) -> SandboxHTTPResponse {
         .json(404, #"{"error":"no device '\#(id)'"}"#)
     }
 

@@ -1,5 +1,4 @@
 import Foundation
-import JWTKit
 import Pushgate
 
 /// The APNs provider API: `POST /3/device/<token>` over HTTP/2 with provider-token (ES256 JWT)
@@ -7,25 +6,19 @@ import Pushgate
 struct APNSService: SandboxHTTPResponder {
     let state: SandboxState
     let credentials: SandboxCredentials
-    let keys: JWTKeyCollection
-    let authority: SandboxCertificateAuthority
+    let authenticator: APNSAuthenticator
 
     static let pushTypes: Set<String> = [
         "alert", "background", "location", "voip", "complication", "fileprovider", "mdm", "liveactivity", "pushtotalk", "widgets",
         "controls",
     ]
+    /// The topic each push type goes to, after the bundle id (protocols.md §8.3); the others use
+    /// the bare bundle id.
     static let topicSuffixes: [String: String] = [
         "voip": ".voip", "complication": ".complication", "fileprovider": ".pushkit.fileprovider", "location": ".location-query",
-        "liveactivity": ".push-type.liveactivity", "pushtotalk": ".voip-ptt",
+        "liveactivity": ".push-type.liveactivity", "pushtotalk": ".voip-ptt", "widgets": ".push-type.widgets",
+        "controls": ".push-type.controls",
     ]
-
-    init(state: SandboxState, credentials: SandboxCredentials, authority: SandboxCertificateAuthority) async throws {
-        self.state = state
-        self.credentials = credentials
-        self.authority = authority
-        keys = JWTKeyCollection()
-        await keys.add(ecdsa: try ES256PublicKey(pem: credentials.apnsPublicKeyPEM), kid: JWKIdentifier(string: credentials.apnsKeyID))
-    }
 
     func respond(to request: SandboxHTTPRequest) async -> SandboxHTTPResponse {
         let apnsID = request.header("apns-id") ?? UUID().uuidString.lowercased()
@@ -35,17 +28,14 @@ struct APNSService: SandboxHTTPResponder {
         return response
     }
 
-    private func reject(
+    func reject(
         _ status: Int, _ reason: String, apnsID: String, timestamp: Int64? = nil, retryAfter: Int? = nil
     )
         -> SandboxHTTPResponse
     {
-        var body = #"{"reason":"\#(reason)""#
-        if let timestamp { body += #","timestamp":\#(timestamp)"# }
-        body += "}"
-        var headers = [HTTPHeader(name: "apns-id", value: apnsID)]
-        if let retryAfter { headers.append(HTTPHeader(name: "retry-after", value: String(retryAfter))) }
-        return .json(status, body, headers: headers)
+        APNSAnswer.refusal(
+            APNSRefusal(status, reason), headers: [HTTPHeader(name: "apns-id", value: apnsID)], timestamp: timestamp,
+            retryAfter: retryAfter)
     }
 
     /// The answer to `request`; `padding` is set when a fault asks for it to be padded.
@@ -57,30 +47,15 @@ struct APNSService: SandboxHTTPResponder {
         if token.isEmpty { return reject(400, "MissingDeviceToken", apnsID: apnsID) }
         if request.bodyTooLarge { return reject(413, "PayloadTooLarge", apnsID: apnsID) }
 
-        if let action = state.takeFault(service: .apns, handle: token) {
-            switch action {
-            case .respond(let status, let reason, let retryAfter):
-                return reject(status, reason ?? "InternalServerError", apnsID: apnsID, retryAfter: retryAfter)
-            case .delay(let milliseconds):
-                try? await Task.sleep(for: .milliseconds(milliseconds))
-            case .dropConnection:
-                return .dropConnection
-            case .goAway(let reason):
-                state.count("apns-goaway", status: 0)
-                var response = reject(503, reason, apnsID: apnsID)
-                response.action = .goAway(#"{"reason":"\#(reason)"}"#)
-                return response
-            case .padBody(let bytes):
-                padding = bytes
-            }
+        if let action = state.takeFault(service: .apns, handle: token),
+            let response = await APNSAnswer.apply(
+                action, state: state, service: "apns", headers: [HTTPHeader(name: "apns-id", value: apnsID)], padding: &padding)
+        {
+            return response
         }
 
         // Headers: no duplicates, each well formed.
-        // (HTTP/2 header names arrive lower-case.)
-        var seen: Set<String> = []
-        for header in request.headers where header.name.hasPrefix("apns-") || header.name == "authorization" {
-            if !seen.insert(header.name).inserted { return reject(400, "DuplicateHeaders", apnsID: apnsID) }
-        }
+        if APNSAnswer.hasDuplicateHeaders(request) { return reject(400, "DuplicateHeaders", apnsID: apnsID) }
         if let id = request.header("apns-id"), !Self.isCanonicalUUID(id) { return reject(400, "BadMessageId", apnsID: apnsID) }
         let pushType = request.header("apns-push-type")
         if let pushType, !Self.pushTypes.contains(pushType) { return reject(400, "InvalidPushType", apnsID: apnsID) }
@@ -101,13 +76,16 @@ struct APNSService: SandboxHTTPResponder {
         let topicSuffix = pushType.flatMap { Self.topicSuffixes[$0] }
         let expectedTopic = credentials.apnsTopic + (topicSuffix ?? "")
         if let certificate = request.clientCertificate {
-            switch authority.checkAPNSClientCertificate(certificate, now: Date(timeIntervalSince1970: state.clock.now.secondsSinceEpoch)) {
+            switch authenticator.checkCertificate(certificate) {
             case .bad:
                 return reject(403, "BadCertificate", apnsID: apnsID)
             case .valid(_, development: false):
                 // The sandbox is the development environment (api.sandbox.push.apple.com).
                 return reject(403, "BadCertificateEnvironment", apnsID: apnsID)
             case .valid(let topics, development: true):
+                if let pushType, SandboxAssumptions.apnsTokenOnlyPushTypes.contains(pushType) {
+                    return reject(403, "InvalidProviderToken", apnsID: apnsID)
+                }
                 // apns-topic is required with a certificate for several topics; it must be one of them.
                 // Without it, a single-topic certificate's subject UID is the topic.
                 guard let topic = topic ?? (topics.count == 1 ? topics.first : nil) else {
@@ -119,20 +97,11 @@ struct APNSService: SandboxHTTPResponder {
                 }
             }
         } else {
-            guard let authorization = request.header("authorization"),
-                SandboxHTTPRequest.name(authorization, hasLowercasePrefix: "bearer "), authorization.utf8.count > "bearer ".utf8.count
-            else { return reject(403, "MissingProviderToken", apnsID: apnsID) }
-            // Trimmed without Foundation (trimmingCharacters bridges through NSString on Linux).
-            var trimmed = Substring(authorization.dropFirst("bearer ".count))
-            while let first = trimmed.utf8.first, first == 0x20 || first == 0x09 { trimmed = trimmed.dropFirst() }
-            while let last = trimmed.utf8.last, last == 0x20 || last == 0x09 { trimmed = trimmed.dropLast() }
-            if let reason = await verifyProviderToken(String(trimmed), connection: request.connection) {
-                return reject(reason.status, reason.reason, apnsID: apnsID)
+            if let refusal = await authenticator.checkProviderToken(request) {
+                return reject(refusal.status, refusal.reason, apnsID: apnsID)
             }
-
-            // Topic: required with token auth. Push types with a topic suffix (voip, complication,
-            // fileprovider, location, liveactivity, pushtotalk) need it: the bare bundle id is
-            // another topic.
+            // Topic: required with token auth. Push types with a topic suffix need it: the bare
+            // bundle id (or another suffix) is another topic.
             guard let topic else { return reject(400, "MissingTopic", apnsID: apnsID) }
             let untypedSuffixed = pushType == nil && Self.topicSuffixes.values.contains { topic == credentials.apnsTopic + $0 }
             if topic != expectedTopic && !untypedSuffixed {
@@ -140,16 +109,23 @@ struct APNSService: SandboxHTTPResponder {
             }
         }
 
-        // Device token.
+        // Device token: an app's device token, or an ActivityKit token (push-to-start or update).
         let tokenBytes = token.utf8
         guard tokenBytes.count >= 64, tokenBytes.count % 2 == 0, tokenBytes.allSatisfy(Self.isHexDigit) else {
             return reject(400, "BadDeviceToken", apnsID: apnsID)
         }
         let lowercaseToken = tokenBytes.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "F") }) ? token.lowercased() : token
-        guard let device = state.lookUp(handle: lowercaseToken), device.platform == .apns else {
+        let activityToken = state.lookUp(handle: lowercaseToken) == nil ? state.liveActivities.lookUp(token: lowercaseToken) : nil
+        guard let device = activityToken.map({ state.lookUp(id: $0.deviceID) }) ?? state.lookUp(handle: lowercaseToken),
+            device.platform == .apns
+        else {
             return reject(400, SandboxAssumptions.apnsUnknownTokenReason, apnsID: apnsID)
         }
         if device.belongsToAnotherApp { return reject(400, "DeviceTokenNotForTopic", apnsID: apnsID) }
+        if activityToken != nil, pushType != "liveactivity" {
+            return reject(
+                400, pushType == nil ? SandboxAssumptions.liveActivityMissingPushTypeReason : "DeviceTokenNotForTopic", apnsID: apnsID)
+        }
 
         // Payload.
         if request.body.isEmpty { return reject(400, "PayloadEmpty", apnsID: apnsID) }
@@ -158,11 +134,22 @@ struct APNSService: SandboxHTTPResponder {
         guard let payload = try? JSONParser.parse(request.body), payload.objectMembers != nil else {
             return reject(400, SandboxAssumptions.apnsInvalidJSONReason, apnsID: apnsID)
         }
+        var liveActivity: LiveActivityPayload?
+        if pushType == "liveactivity" {
+            do throws(APNSRefusal) {
+                liveActivity = try LiveActivityPayload.parse(payload, events: Set(LiveActivityPayload.Event.allCases))
+            } catch {
+                return reject(error.status, error.reason, apnsID: apnsID)
+            }
+        }
 
         switch device.status {
         case .uninstalled: return reject(410, "Unregistered", apnsID: apnsID, timestamp: device.goneAtMilliseconds)
         case .expired: return reject(410, "ExpiredToken", apnsID: apnsID, timestamp: device.goneAtMilliseconds)
         case .active: break
+        }
+        if let activityToken, let liveActivity, let refused = receive(liveActivity, token: activityToken) {
+            return reject(refused.refusal.status, refused.refusal.reason, apnsID: apnsID, timestamp: refused.timestamp)
         }
 
         state.deliver(
@@ -180,69 +167,6 @@ struct APNSService: SandboxHTTPResponder {
             ])
     }
 
-    /// Checks a provider token as APNs does: each distinct token is verified once and its verdict
-    /// cached; an accepted token stays valid until its `iat` is an hour old. A connection that
-    /// switches to a newer token sooner than 20 minutes after its previous one gets
-    /// `TooManyProviderTokenUpdates` (Apple scopes the rule to the connection: a new process with a
-    /// fresh token on a new connection — a restart, a replica — is accepted).
-    private func verifyProviderToken(_ jwt: String, connection: UInt64) async -> (status: Int, reason: String)? {
-        let now = state.clock.now.secondsSinceEpoch
-        // The common case, without suspending or parsing: a token judged before, its `iat` kept.
-        if let cached = state.providerToken(jwt) {
-            if let reason = cached.verdict { return (403, reason) }
-            if let issuedAt = cached.issuedAt, now - issuedAt > SandboxAssumptions.apnsProviderTokenLifetimeSeconds {
-                return (403, "ExpiredProviderToken")
-            }
-            return refreshVerdict(issuedAt: cached.issuedAt, connection: connection)
-        }
-        let verdict: (status: Int, reason: String)?
-        // The `iat` of a token that verified (only an accepted token's is ever read again).
-        var issuedAt: Double?
-        // Signed with the credentials' own key, or with one issued since (a rotation).
-        if let header = Self.decodeSegment(jwt, 0), header["alg"]?.stringValue == "ES256", let kid = header["kid"]?.stringValue,
-            case let rotatedKey = kid == credentials.apnsKeyID ? nil : state.trustedAPNSKey(id: kid),
-            kid == credentials.apnsKeyID || rotatedKey != nil
-        {
-            do {
-                if let rotatedKey { await keys.add(ecdsa: try ES256PublicKey(pem: rotatedKey), kid: JWKIdentifier(string: kid)) }
-                let claims = try await keys.verify(jwt, as: APNSProviderClaims.self)
-                state.recordAPNSToken(keyID: kid)
-                issuedAt = claims.iat.value.timeIntervalSince1970
-                if claims.iss != credentials.apnsTeamID {
-                    verdict = (403, "InvalidProviderToken")
-                } else if now - claims.iat.value.timeIntervalSince1970 > SandboxAssumptions.apnsProviderTokenLifetimeSeconds {
-                    verdict = (403, "ExpiredProviderToken")
-                } else {
-                    verdict = nil
-                }
-            } catch {
-                verdict = (403, "InvalidProviderToken")
-            }
-        } else {
-            verdict = (403, "InvalidProviderToken")
-        }
-        // Expiry is re-checked on every use, so only the other verdicts are cached.
-        if verdict?.reason != "ExpiredProviderToken" { state.recordProviderToken(jwt, verdict: verdict?.reason, issuedAt: issuedAt) }
-        if verdict != nil { return verdict }
-        return refreshVerdict(issuedAt: issuedAt, connection: connection)
-    }
-
-    /// A valid token on `connection`: refused when the connection moved to it too soon after its
-    /// previous token.
-    private func refreshVerdict(issuedAt: Double?, connection: UInt64) -> (status: Int, reason: String)? {
-        guard let issuedAt else { return nil }
-        let accepted = state.acceptProviderToken(
-            keyID: credentials.apnsKeyID, connection: connection, issuedAt: issuedAt,
-            minimumInterval: SandboxAssumptions.apnsMinimumTokenRefreshSeconds)
-        return accepted ? nil : (429, "TooManyProviderTokenUpdates")
-    }
-
-    static func decodeSegment(_ jwt: String, _ index: Int) -> JSONValue? {
-        let parts = jwt.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let data = Base64URL.decode(String(parts[index])) else { return nil }
-        return try? JSONParser.parse(Array(data))
-    }
-
     /// Lower-case 8-4-4-4-12 hex (bytes, not Characters: no grapheme breaking per request).
     static func isCanonicalUUID(_ text: String) -> Bool {
         let bytes = text.utf8
@@ -258,17 +182,4 @@ struct APNSService: SandboxHTTPResponder {
     static func isHexDigit(_ byte: UInt8) -> Bool {
         (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || (byte | 0x20 >= UInt8(ascii: "a") && byte | 0x20 <= UInt8(ascii: "f"))
     }
-}
-
-/// The claims of an APNs provider token.
-package struct APNSProviderClaims: JWTPayload {
-    var iss: String
-    var iat: IssuedAtClaim
-
-    package init(iss: String, iat: IssuedAtClaim) {
-        self.iss = iss
-        self.iat = iat
-    }
-
-    package func verify(using algorithm: some JWTAlgorithm) async throws {}
 }

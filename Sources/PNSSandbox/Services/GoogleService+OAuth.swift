@@ -21,7 +21,7 @@ extension GoogleService {
             return oauthError("unsupported_grant_type", "Invalid grant_type: \(form["grant_type"] ?? "")")
         }
         guard let assertion = form["assertion"] else { return oauthError("invalid_request", "Missing required parameter: assertion") }
-        guard APNSService.decodeSegment(assertion, 0)?["alg"]?.stringValue == "RS256" else {
+        guard APNSAuthenticator.decodeSegment(assertion, 0)?["alg"]?.stringValue == "RS256" else {
             return oauthError("invalid_grant", "Invalid JWT: the algorithm must be RS256")
         }
         let claims: GoogleAssertionClaims

@@ -19,6 +19,55 @@ enum SandboxAssumptions {
     static let apnsMinimumTokenRefreshSeconds = 20.0 * 60
     /// APNs: provider tokens older than this are `ExpiredProviderToken`.
     static let apnsProviderTokenLifetimeSeconds = 3600.0
+    /// APNs: push types that need a provider token (protocols.md §8.3: `liveactivity` and
+    /// `location` are "JWT only"); with a certificate they are 403 `InvalidProviderToken`
+    /// (§7 names `InvalidProviderToken`/`MissingProviderToken` for a certificate; which one is
+    /// UNCONFIRMED).
+    static let apnsTokenOnlyPushTypes: Set<String> = ["liveactivity", "location"]
+
+    // Live Activities (ActivityKit) and broadcast channels. APNs documents no reason for a Live
+    // Activity payload it refuses (the device ignores a bad one); these reasons are the sandbox's,
+    // all UNCONFIRMED, named in Apple's `Missing…`/`Bad…` style so a gateway's mistake shows.
+    /// `aps.event` absent.
+    static let liveActivityMissingEventReason = "MissingEvent"
+    /// `aps.event` not `start`/`update`/`end`, or not one the request allows (a broadcast's
+    /// `start`: "broadcast cannot start an activity").
+    static let liveActivityBadEventReason = "BadEvent"
+    static let liveActivityMissingTimestampReason = "MissingTimestamp"
+    /// `aps.timestamp` not a number.
+    static let liveActivityBadTimestampReason = "BadTimestamp"
+    /// `aps.content-state` absent from a `start` or `update`.
+    static let liveActivityMissingContentStateReason = "MissingContentState"
+    /// `aps.content-state` not an object.
+    static let liveActivityBadContentStateReason = "BadContentState"
+    /// `aps.attributes-type` absent (or not a non-empty string) in a `start`.
+    static let liveActivityMissingAttributesTypeReason = "MissingAttributesType"
+    /// `aps.attributes` absent (or not an object) in a `start`.
+    static let liveActivityMissingAttributesReason = "MissingAttributes"
+    /// `aps.stale-date` or `aps.dismissal-date` not a number.
+    static let liveActivityBadDateReason = "BadDate"
+    /// `input-push-token` other than 0 or 1, `input-push-channel` not a string, or both at once
+    /// (Apple: one or the other).
+    static let liveActivityBadInputPushReason = "BadInputPush"
+    /// A `liveactivity` push without `apns-push-type` to a Live Activity token. (Another push type
+    /// to such a token is `DeviceTokenNotForTopic`: the token belongs to the
+    /// `.push-type.liveactivity` topic.)
+    static let liveActivityMissingPushTypeReason = "InvalidPushType"
+    /// A start whose `input-push-channel` the app has no channel for (APNs' broadcast reason
+    /// reused; whether APNs checks at all is UNCONFIRMED).
+    static let liveActivityUnknownChannelReason = "ChannelNotRegistered"
+    /// Broadcast channel ids are base64 with no fixed length; longer than this is `BadChannelId`
+    /// (the sandbox's own are 24 characters).
+    static let apnsMaximumChannelIDLength = 64
+    /// Channel creation whose `message-storage-policy` is missing or not 0/1 (no documented
+    /// reason).
+    static let apnsBadStoragePolicyReason = "BadMessageStoragePolicy"
+    /// Channel management with a body that is not a JSON object.
+    static let apnsBadChannelBodyReason = "BadRequest"
+    /// A broadcast without `apns-expiration` (documented as required; the reason is UNCONFIRMED).
+    static let apnsMissingExpirationReason = "BadExpirationDate"
+    /// A broadcast without `apns-priority` (documented as required, 5 or 10).
+    static let apnsMissingPriorityReason = "BadPriority"
 
     /// FCM: what counts against the 4096-byte limit: the `message` object without its target.
     static let fcmMaximumMessageBytes = 4096

@@ -7,6 +7,8 @@ enum ServiceLimits {
     static let apnsPayloadBytes = 4096
     /// APNs: 5120 bytes for VoIP notifications (same page).
     static let apnsVoIPPayloadBytes = 5120
+    /// APNs broadcast: 5120 bytes (Apple, "Sending broadcast push notification requests to APNs").
+    static let apnsBroadcastPayloadBytes = 5120
     /// Legacy FCM HTTP: 4096 bytes for most messages (Firebase, "ErrorCode": MessageTooBig).
     static let gcmPayloadBytes = 4096
     /// WNS: 413 for a payload over 5000 bytes (Microsoft, "Push notification service request and

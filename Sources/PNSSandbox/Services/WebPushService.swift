@@ -140,7 +140,7 @@ struct WebPushService: SandboxHTTPResponder {
         }
         guard let token = parameters["t"], let key = parameters["k"] else { return "Invalid Authorization header: t= and k= are required" }
         guard Base64URL.decode(key) == Base64URL.decode(credentials.vapidPublicKey) else { return "VAPID public key mismatch" }
-        guard APNSService.decodeSegment(token, 0)?["alg"]?.stringValue == "ES256" else {
+        guard APNSAuthenticator.decodeSegment(token, 0)?["alg"]?.stringValue == "ES256" else {
             return "InvalidAlgorithm: the token must be ES256"
         }
         let claims: VAPIDClaims
@@ -186,7 +186,7 @@ struct VAPIDClaims {
     /// plain JSON after that: `sub` is optional, and `exp` a number).
     static func verified(_ token: String, keys: JWTKeyCollection) async throws -> VAPIDClaims {
         _ = try await keys.verify(token, as: VAPIDPayload.self)
-        guard let payload = APNSService.decodeSegment(token, 1), let aud = payload["aud"]?.stringValue,
+        guard let payload = APNSAuthenticator.decodeSegment(token, 1), let aud = payload["aud"]?.stringValue,
             case .number(let expText)? = payload["exp"]?.kind, let exp = Double(expText)
         else { throw WebPushSandboxError.malformed("the claims must hold aud and exp") }
         return VAPIDClaims(aud: aud, exp: exp, sub: payload["sub"]?.stringValue)

@@ -11,6 +11,12 @@ public struct SandboxFault: Sendable, Hashable, Codable {
         case fcmToken
         /// The WNS OAuth token endpoint.
         case wnsToken
+        /// APNs broadcast channel management (`/1/apps/<bundleId>/…`); the handle is the
+        /// request's `apns-channel-id`, or the bundle id when it names none (create, list).
+        case apnsChannels
+        /// APNs broadcast sends (`/4/broadcasts/apps/<bundleId>`); the handle is the
+        /// `apns-channel-id`.
+        case apnsBroadcast
     }
 
     public enum Action: Sendable, Hashable, Codable {
@@ -31,7 +37,8 @@ public struct SandboxFault: Sendable, Hashable, Codable {
     }
 
     public var service: Service
-    /// Only requests to this handle (device token, registration token, channel URI); nil for all.
+    /// Only requests to this handle (device token, registration token, channel URI, APNs
+    /// broadcast channel id); nil for all.
     public var handle: String?
     public var action: Action
     /// How many requests the fault applies to.

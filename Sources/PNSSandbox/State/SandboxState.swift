@@ -55,9 +55,13 @@ public final class SandboxState: Sendable {
     /// Whether a delivered notification is stored (services skip building it otherwise).
     var keepsInboxes: Bool { inboxLimit != 0 }
 
-    init(clock: any PushgateClock, inboxLimit: Int? = nil) {
+    /// Live Activities, their tokens and the apps' broadcast channels.
+    public let liveActivities: SandboxLiveActivities
+
+    init(clock: any PushgateClock, inboxLimit: Int? = nil, channelLimit: Int = 10_000) {
         self.clock = clock
         self.inboxLimit = inboxLimit
+        liveActivities = SandboxLiveActivities(clock: clock, channelLimit: channelLimit)
     }
 
     // MARK: Devices
@@ -97,6 +101,9 @@ public final class SandboxState: Sendable {
     func lookUp(handle: String) -> SandboxDevice? {
         storage.withLock { state in state.deviceByHandle[handle].flatMap { state.devices[$0] } }
     }
+
+    /// The hot path's lookup by id (no suspension).
+    func lookUp(id: String) -> SandboxDevice? { storage.withLock { $0.devices[id] } }
 
     public func allDevices() async -> [SandboxDevice] { storage.withLock { Array($0.devices.values) }.sorted { $0.id < $1.id } }
 
