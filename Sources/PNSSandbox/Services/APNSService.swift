@@ -115,10 +115,16 @@ struct APNSService: SandboxHTTPResponder {
             return reject(400, "BadDeviceToken", apnsID: apnsID)
         }
         let lowercaseToken = tokenBytes.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "F") }) ? token.lowercased() : token
-        let activityToken = state.lookUp(handle: lowercaseToken) == nil ? state.liveActivities.lookUp(token: lowercaseToken) : nil
-        guard let device = activityToken.map({ state.lookUp(id: $0.deviceID) }) ?? state.lookUp(handle: lowercaseToken),
-            device.platform == .apns
-        else {
+        // One lookup for an app's device token (the hot path); an ActivityKit token only otherwise.
+        let activityToken: SandboxLiveActivities.Token?
+        var device = state.lookUp(handle: lowercaseToken)
+        if device == nil {
+            activityToken = state.liveActivities.lookUp(token: lowercaseToken)
+            device = activityToken.flatMap { state.lookUp(id: $0.deviceID) }
+        } else {
+            activityToken = nil
+        }
+        guard let device, device.platform == .apns else {
             return reject(400, SandboxAssumptions.apnsUnknownTokenReason, apnsID: apnsID)
         }
         if device.belongsToAnotherApp { return reject(400, "DeviceTokenNotForTopic", apnsID: apnsID) }
