@@ -32,7 +32,15 @@ public enum ConfigurationLoader {
             for (purpose, set) in app.templates.sorted(by: { $0.key < $1.key }) {
                 var compiled: [Platform: PlatformTemplate] = [:]
                 for (platform, template) in set.templates.sorted(by: { $0.key < $1.key }) {
-                    compiled[platform] = try compile(template, platform: platform, file: file, baseDirectory: baseDirectory)
+                    let platformTemplate = try compile(template, platform: platform, file: file, baseDirectory: baseDirectory)
+                    if platform == .apns, let apns = app.services.apns, let pushType = platformTemplate.header("apns-push-type"),
+                        let problem = APNSPushType.problem(
+                            pushType: pushType, topic: platformTemplate.header("apns-topic"), bundleID: apns.topic,
+                            tokenAuthentication: { if case .token = apns.authentication { true } else { false } }())
+                    {
+                        throw ConfigurationError(file: file, path: template.path, reason: "APNs template: \(problem)")
+                    }
+                    compiled[platform] = platformTemplate
                 }
                 sets[purpose] = compiled
             }

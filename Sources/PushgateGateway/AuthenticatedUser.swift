@@ -20,6 +20,8 @@ extension AuthenticatedUser {
     /// but that account's and the admins'.
     public func mayInspectDevices(ofAudience audience: String) -> Bool {
         if isAdmin || Audience.namesNoRegistrations(audience) { return true }
+        // A Live Activity's own tokens: its owner's.
+        if let owner = Audience.tokenOwner(ofDescription: audience) { return owner == name }
         guard let own = try? Tag.username(name) else { return false }
         return audience == own.rawValue
     }

@@ -61,11 +61,11 @@ public actor EphemeralOutbox: OutboxQueue {
         // The store's page sequence, read one page per claim (pages are read only when asked for);
         // an audience the sender gave (a topic, direct handles) is its own.
         try await notification.audience.targets(after: after, limit: limit) {
-            expression, _, limit async throws(StoreError) -> [DispatchTarget] in
+            selector, _, limit async throws(StoreError) -> [DispatchTarget] in
             var iterator =
                 pages
                 ?? registrations.deliveryTargets(
-                    matching: expression, platforms: notification.selection, app: notification.app, pageSize: limit, now: now
+                    selecting: selector, platforms: notification.selection, app: notification.app, pageSize: limit, now: now
                 ).makeAsyncIterator()
             defer { pages = iterator }
             do {

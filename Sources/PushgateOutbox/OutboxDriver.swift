@@ -189,7 +189,7 @@ public struct OutboxDriver: Sendable {
         // cancelled: the pages it claims come marked cancelled and are counted without being sent.
         drive.running(cancel: wire.cancellation)
         let resolver = PagePayloads(registrations: registrations, app: app, cache: templates)
-        let hooked = !(hooks is NoOutboxHooks)
+        let hooked = !(hooks is NoOutboxHooks) && hooks.concerns(notification)
         var claimed = firstClaim
         var exhausted = false
         var pending: [HandleUpdate] = []

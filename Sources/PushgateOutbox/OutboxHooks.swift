@@ -9,6 +9,9 @@ import PushgateDispatch
 /// Retries inside a provider do not pass ``superseded(_:of:)`` again: a message superseded while
 /// it is retried is still sent, which is accepted (a device keeps the newest by its own stamp).
 public protocol OutboxHooks: Sendable {
+    /// Whether the hooks have anything to do with `notification`: when not, its drive calls none
+    /// of them and makes no report for them (every ordinary send's case).
+    func concerns(_ notification: OutboxNotification) -> Bool
     /// When a page is claimed: the targets of `targets` whose message is superseded (a newer one
     /// was delivered already), with the verdict each is reported with. They are not sent.
     func superseded(_ targets: [DispatchTarget], of notification: OutboxNotification) async -> [RegistrationID: DeliveryVerdict]
@@ -21,6 +24,7 @@ public protocol OutboxHooks: Sendable {
 }
 
 extension OutboxHooks {
+    public func concerns(_ notification: OutboxNotification) -> Bool { true }
     public func superseded(_ targets: [DispatchTarget], of notification: OutboxNotification) async -> [RegistrationID: DeliveryVerdict] {
         [:]
     }
@@ -41,6 +45,7 @@ public struct OutboxHookChain: OutboxHooks {
     public let hooks: [any OutboxHooks]
 
     public init(_ hooks: [any OutboxHooks]) { self.hooks = hooks }
+    public func concerns(_ notification: OutboxNotification) -> Bool { hooks.contains { $0.concerns(notification) } }
 
     public func superseded(_ targets: [DispatchTarget], of notification: OutboxNotification) async -> [RegistrationID: DeliveryVerdict] {
         var verdicts: [RegistrationID: DeliveryVerdict] = [:]

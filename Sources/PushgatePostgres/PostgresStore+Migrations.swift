@@ -173,6 +173,38 @@ extension PostgresStore {
         );
         CREATE INDEX outbox_rows_by_app ON outbox_rows (app, sequence);
         """,
+        // Version 7: Apple's newer push kinds: a registration's kind (empty for a device; a Live
+        // Activity's push-to-start or update token), tokens walked in their own index (devices are
+        // not in it); each activity's newest stamp (the compare-and-set that keeps an activity's
+        // timestamps increasing across instances) and counts; broadcast channels by name.
+        """
+        ALTER TABLE registrations ADD COLUMN kind text COLLATE "C" NOT NULL DEFAULT '';
+        CREATE INDEX registrations_by_kind ON registrations (app, kind, id) WHERE kind <> '';
+        CREATE TABLE live_activities (
+            app text COLLATE "C" NOT NULL,
+            owner_kind integer NOT NULL,
+            owner text COLLATE "C" NOT NULL,
+            name text COLLATE "C" NOT NULL,
+            stamp bigint NOT NULL,
+            event text NOT NULL,
+            sends bigint NOT NULL,
+            immediate_sends bigint NOT NULL,
+            content_state text,
+            started_at double precision NOT NULL,
+            updated_at double precision NOT NULL,
+            ended_at double precision,
+            PRIMARY KEY (app, owner_kind, owner, name)
+        );
+        CREATE TABLE apns_channels (
+            app text COLLATE "C" NOT NULL,
+            name text COLLATE "C" NOT NULL,
+            channel_id text COLLATE "C" NOT NULL,
+            storage_policy integer NOT NULL,
+            created_at double precision NOT NULL,
+            PRIMARY KEY (app, name)
+        );
+        CREATE UNIQUE INDEX apns_channels_by_id ON apns_channels (app, channel_id);
+        """,
     ]
 
     /// The schema version this Pushgate migrates a database to: an opened store's database has it

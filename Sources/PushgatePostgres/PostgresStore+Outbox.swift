@@ -68,8 +68,8 @@ package struct PostgresOutboxSession: SQLSession {
         try await connection.rows(sql, values, prepared: prepared, logger: logger).map(PostgresRowReader.init)
     }
 
-    package func plan(_ audience: Audience, selection: PlatformSelection, app: AppID, now: Timestamp) async throws -> TagQuery {
-        try await PostgresStore.plan(audience.expression, platforms: selection, app: app, now: now, connection: connection, logger: logger)
+    package func plan(_ selector: RegistrationSelector, selection: PlatformSelection, app: AppID, now: Timestamp) async throws -> TagQuery {
+        try await PostgresStore.plan(selector, platforms: selection, app: app, now: now, connection: connection, logger: logger)
     }
 
     package func targets(_ query: TagQuery, after: RegistrationID?, limit: Int) async throws -> [DispatchTarget] {

@@ -157,6 +157,7 @@ extension PostgresStore: RegistrationStore {
         let handles = rows.map { $0.0.handle.value }
         let owners = rows.map { $0.0.owner.stored.name }
         let ownerKinds = rows.map { $0.0.owner.stored.kind }
+        let kinds = rows.map { $0.0.kind.stored }
         // Arrays hold no NULLs here: a flag says which values are absent.
         let templateTexts = rows.map { $0.1 ?? "" }
         let hasTemplate = rows.map { $0.1 != nil }
@@ -166,14 +167,15 @@ extension PostgresStore: RegistrationStore {
         try await connection.query("DELETE FROM reserved_ids WHERE app = \(app) AND id = ANY(\(ids))", logger: logger)
         try await connection.query(
             """
-            INSERT INTO registrations (app, id, platform, handle, owner, owner_kind, template, expires_at, created_at, updated_at)
+            INSERT INTO registrations (app, id, platform, handle, owner, owner_kind, template, expires_at, created_at, updated_at, kind)
             SELECT \(app), r.id, r.platform, r.handle, r.owner, r.owner_kind, CASE WHEN r.has_template THEN r.template END,
-                CASE WHEN r.has_expiry THEN r.expires_at END, \(time), \(time)
+                CASE WHEN r.has_expiry THEN r.expires_at END, \(time), \(time), r.kind
             FROM unnest(\(ids)::text[], \(platforms)::text[], \(handles)::text[], \(owners)::text[], \(ownerKinds)::integer[],
-                \(templateTexts)::text[], \(hasTemplate)::boolean[], \(expiries)::double precision[], \(hasExpiry)::boolean[])
-                AS r(id, platform, handle, owner, owner_kind, template, has_template, expires_at, has_expiry)
+                \(templateTexts)::text[], \(hasTemplate)::boolean[], \(expiries)::double precision[], \(hasExpiry)::boolean[],
+                \(kinds)::text[])
+                AS r(id, platform, handle, owner, owner_kind, template, has_template, expires_at, has_expiry, kind)
             ON CONFLICT (app, id) DO UPDATE SET platform = excluded.platform, handle = excluded.handle, owner = excluded.owner,
-                owner_kind = excluded.owner_kind,
+                owner_kind = excluded.owner_kind, kind = excluded.kind,
                 template = excluded.template, expires_at = excluded.expires_at, updated_at = excluded.updated_at
             """, logger: logger)
         try await connection.query("DELETE FROM registration_tags WHERE app = \(app) AND id = ANY(\(ids))", logger: logger)
@@ -234,9 +236,10 @@ extension PostgresStore: RegistrationStore {
 
     /// The audience query of a send, planned on `connection` (an `&&` counts its sides' tags).
     static func plan(
-        _ expression: TagExpression?, platforms: PlatformSelection, app: AppID, now: Timestamp, connection: PostgresConnection,
+        _ selector: RegistrationSelector, platforms: PlatformSelection, app: AppID, now: Timestamp, connection: PostgresConnection,
         logger: Logger
     ) async throws -> TagQuery {
+        let expression = selector.expression
         var counts: [Tag: Int] = [:]
         // Only the sides of an `&&` are weighed: a tag or an OR of tags drives itself.
         func weighs(_ expression: TagExpression) -> Bool {
@@ -259,7 +262,7 @@ extension PostgresStore: RegistrationStore {
                 counts[tag] = count
             }
         }
-        return try TagQuery(expression: expression, platforms: platforms, app: app, now: now) { tag in counts[tag] ?? 0 }
+        return try TagQuery(selector: selector, platforms: platforms, app: app, now: now) { tag in counts[tag] ?? 0 }
     }
 
     /// The targets of `query` after `after`, at most `limit`.
@@ -294,7 +297,7 @@ extension PostgresStore: RegistrationStore {
             guard let after = cursor.position, !Task.isCancelled else { return nil }
             let page = try await self.perform { connection in
                 let query = try await planned.query(
-                    expression, platforms: platforms, app: app, now: now, connection: connection, logger: logger)
+                    .anyKind(expression), platforms: platforms, app: app, now: now, connection: connection, logger: logger)
                 let ids = try await Self.targets(query, after: after?.rawValue ?? "", limit: batch, connection: connection, logger: logger)
                     .map(\.registrationID)
                 return (ids.last, ids.count, try await Self.load(ids: ids, app: app, connection: connection, logger: logger))
@@ -305,7 +308,7 @@ extension PostgresStore: RegistrationStore {
     }
 
     public func deliveryTargets(
-        matching expression: TagExpression?, platforms: PlatformSelection, app: AppID, pageSize: Int, now: Timestamp
+        selecting selector: RegistrationSelector, platforms: PlatformSelection, app: AppID, pageSize: Int, now: Timestamp
     ) -> AsyncThrowingStream<[DispatchTarget], any Error> {
         let (size, logger) = (max(1, pageSize), self.logger)
         let cursor = PageCursor()
@@ -314,7 +317,7 @@ extension PostgresStore: RegistrationStore {
             guard let after = cursor.position, !Task.isCancelled else { return nil }
             let page = try await self.perform { connection in
                 let query = try await planned.query(
-                    expression, platforms: platforms, app: app, now: now, connection: connection, logger: logger)
+                    selector, platforms: platforms, app: app, now: now, connection: connection, logger: logger)
                 return try await Self.targets(query, after: after?.rawValue ?? "", limit: size, connection: connection, logger: logger)
             }
             cursor.advance(past: page.last?.registrationID, full: page.count == size)
@@ -330,7 +333,8 @@ extension PostgresStore: RegistrationStore {
     ) async throws(StoreError) -> (ids: [RegistrationID], plan: String) {
         let logger = self.logger
         return try await perform { connection in
-            let query = try await Self.plan(expression, platforms: platforms, app: app, now: now, connection: connection, logger: logger)
+            let query = try await Self.plan(
+                .devices(expression), platforms: platforms, app: app, now: now, connection: connection, logger: logger)
             let ids = try await Self.targets(query, after: after, limit: limit, connection: connection, logger: logger).map(
                 \.registrationID)
             let (sql, values) = query.sql(after: after, limit: limit, withHandles: true, lateral: true)
@@ -402,16 +406,18 @@ extension PostgresStore: RegistrationStore {
         var byID: [String: Registration] = [:]
         for row in try await connection.query(
             """
-            SELECT id, platform, handle, owner, template, expires_at, owner_kind FROM registrations
+            SELECT id, platform, handle, owner, template, expires_at, owner_kind, kind FROM registrations
             WHERE app = \(app.rawValue) AND id = ANY(\(texts))
             """, logger: logger
-        ).all((String, String, String, String, String?, Double?, Int).self) {
-            guard let id = try? RegistrationID(row.0), let platform = Platform(rawValue: row.1) else { continue }
+        ).all((String, String, String, String, String?, Double?, Int, String).self) {
+            guard let id = try? RegistrationID(row.0), let platform = Platform(rawValue: row.1),
+                let kind = RegistrationKind(stored: row.7)
+            else { continue }
             let template = row.4.flatMap { try? JSONDecoder().decode(RegistrationTemplate.self, from: Data($0.utf8)) }
             byID[row.0] = try? Registration(
                 app: app, id: id, handle: DeviceHandle(uncheckedPlatform: platform, value: row.2), tags: tags[row.0] ?? [],
                 template: template, expiresAt: row.5.map(Timestamp.init(secondsSinceEpoch:)),
-                owner: RegistrationOwner(storedKind: row.6, name: row.3))
+                owner: RegistrationOwner(storedKind: row.6, name: row.3), kind: kind)
         }
         return ids.compactMap { byID[$0.rawValue] }
     }
@@ -422,12 +428,12 @@ final class PlannedQuery: Sendable {
     private let planned = Mutex<TagQuery?>(nil)
 
     func query(
-        _ expression: TagExpression?, platforms: PlatformSelection, app: AppID, now: Timestamp, connection: PostgresConnection,
+        _ selector: RegistrationSelector, platforms: PlatformSelection, app: AppID, now: Timestamp, connection: PostgresConnection,
         logger: Logger
     ) async throws -> TagQuery {
         if let query = planned.withLock({ $0 }) { return query }
         let query = try await PostgresStore.plan(
-            expression, platforms: platforms, app: app, now: now, connection: connection, logger: logger)
+            selector, platforms: platforms, app: app, now: now, connection: connection, logger: logger)
         planned.withLock { $0 = query }
         return query
     }

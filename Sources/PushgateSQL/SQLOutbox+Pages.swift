@@ -133,8 +133,8 @@ extension SQLOutbox {
     static func plan(
         _ audience: Audience, selection: PlatformSelection, app: AppID, now: Timestamp, session: Database.Session
     ) async throws -> TagQuery? {
-        guard case .registrations = audience else { return nil }
-        return try await session.plan(audience, selection: selection, app: app, now: now)
+        guard let selector = audience.selector else { return nil }
+        return try await session.plan(selector, selection: selection, app: app, now: now)
     }
 
     /// At most `limit` targets of `audience` after `after`, in id order: its registrations by

@@ -8,7 +8,7 @@ package protocol SQLSession {
     func rows(_ sql: String, _ values: [SQLValue]) async throws -> [Row]
     /// The query of `audience` (a walk of registrations) on `selection`, planned on this database
     /// (an `&&` weighs its sides' tags).
-    func plan(_ audience: Audience, selection: PlatformSelection, app: AppID, now: Timestamp) async throws -> TagQuery
+    func plan(_ selector: RegistrationSelector, selection: PlatformSelection, app: AppID, now: Timestamp) async throws -> TagQuery
     /// The delivery targets of a planned audience after `after`, at most `limit`, in id order.
     func targets(_ query: TagQuery, after: RegistrationID?, limit: Int) async throws -> [DispatchTarget]
     /// Tells the other instances there is outbox work, when the transaction commits (PostgreSQL's

@@ -17,6 +17,8 @@ import Pushgate
 package struct TagQuery: Sendable {
     /// nil: every registration.
     package let expression: TagExpression?
+    /// Which registrations: devices, or one kind of Live Activity token (of one owner).
+    package let selector: RegistrationSelector
     package let platforms: PlatformSelection
     package let app: AppID
     package let now: Timestamp
@@ -30,9 +32,11 @@ package struct TagQuery: Sendable {
     /// It is asked only where a choice depends on it (the sides of an `&&`): a single tag or an
     /// OR of tags drives itself, and a send to one user costs no count.
     package init(
-        expression: TagExpression?, platforms: PlatformSelection, app: AppID, now: Timestamp,
+        selector: RegistrationSelector, platforms: PlatformSelection, app: AppID, now: Timestamp,
         count: (Tag) throws(StoreError) -> Int
     ) throws(StoreError) {
+        let expression = selector.expression
+        self.selector = selector
         self.expression = expression
         self.platforms = platforms
         self.app = app
@@ -64,10 +68,21 @@ package struct TagQuery: Sendable {
             filter += " AND r.platform IN (\(Array(repeating: "?", count: platformList.count).joined(separator: ",")))"
             filterValues += platformList.map { .text($0.rawValue) }
         }
+        // Every ordinary send reaches devices only; a Live Activity's send, its own kind of token.
+        if let kind = selector.kind {
+            filter += " AND r.kind = ?"
+            filterValues.append(.text(kind.stored))
+        }
+        if let owner = selector.owner {
+            filter += " AND r.owner_kind = ? AND r.owner = ?"
+            filterValues += [.integer(Int64(owner.stored.kind)), .text(owner.stored.name)]
+        }
         if let expression { filter += " AND " + Self.condition(expression, values: &filterValues) }
 
         guard let driver, !driver.isEmpty else {
             let columns = withHandles ? "r.id, r.platform, r.handle" : "r.id"
+            // Tokens of one kind are walked in their own index (`registrations_by_kind`, only
+            // tokens: devices are not in it) rather than every registration.
             let sql = "SELECT \(columns) FROM registrations r WHERE r.app = ? AND r.id > ?\(filter) ORDER BY r.id LIMIT ?"
             return (sql, [.text(app.rawValue), .text(after)] + filterValues + [.integer(Int64(limit))])
         }

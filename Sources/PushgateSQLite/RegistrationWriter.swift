@@ -26,12 +26,13 @@ struct RegistrationWriter {
         reserved.reset()
         insert = try connection.prepare(
             """
-            INSERT INTO registrations (app, id, platform, handle, owner, owner_kind, template, expires_at, created_at, updated_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (app, id) DO NOTHING
+            INSERT INTO registrations (app, id, platform, handle, owner, owner_kind, template, expires_at, created_at, updated_at, kind)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (app, id) DO NOTHING
             """)
         update = try connection.prepare(
             """
-            UPDATE registrations SET platform = ?, handle = ?, owner = ?, owner_kind = ?, template = ?, expires_at = ?, updated_at = ?
+            UPDATE registrations SET platform = ?, handle = ?, owner = ?, owner_kind = ?, template = ?, expires_at = ?, updated_at = ?,
+                kind = ?
             WHERE app = ? AND id = ?
             """)
         deleteTags = try connection.prepare("DELETE FROM registration_tags WHERE app = ? AND id = ?")
@@ -59,11 +60,12 @@ struct RegistrationWriter {
         let template = template.map(SQLValue.text) ?? .null
         let expiry = registration.expiresAt.map { SQLValue.real($0.secondsSinceEpoch) } ?? .null
         let time = SQLValue.real(now.secondsSinceEpoch)
+        let kind = SQLValue.text(registration.kind.stored)
         insert.reset()
-        try insert.bind([app, id, platform, handle, owner, ownerKind, template, expiry, time, time]).run()
+        try insert.bind([app, id, platform, handle, owner, ownerKind, template, expiry, time, time, kind]).run()
         if connection.changes == 0 {
             update.reset()
-            try update.bind([platform, handle, owner, ownerKind, template, expiry, time, app, id]).run()
+            try update.bind([platform, handle, owner, ownerKind, template, expiry, time, kind, app, id]).run()
             deleteTags.reset()
             try deleteTags.bind([app, id]).run()
         }

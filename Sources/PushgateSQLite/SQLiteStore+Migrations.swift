@@ -175,6 +175,38 @@ extension SQLiteStore {
         );
         CREATE INDEX outbox_rows_by_app ON outbox_rows (app, sequence);
         """,
+        // Apple's newer push kinds: a registration's kind (empty for a device; a Live Activity's
+        // push-to-start or update token), tokens walked in their own index (devices are not in
+        // it); each activity's newest stamp (the compare-and-set that keeps an activity's
+        // timestamps increasing across instances) and counts; broadcast channels by name.
+        """
+        ALTER TABLE registrations ADD COLUMN kind TEXT NOT NULL DEFAULT '';
+        CREATE INDEX registrations_by_kind ON registrations (app, kind, id) WHERE kind <> '';
+        CREATE TABLE live_activities (
+            app TEXT NOT NULL,
+            owner_kind INTEGER NOT NULL,
+            owner TEXT NOT NULL,
+            name TEXT NOT NULL,
+            stamp INTEGER NOT NULL,
+            event TEXT NOT NULL,
+            sends INTEGER NOT NULL,
+            immediate_sends INTEGER NOT NULL,
+            content_state TEXT,
+            started_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            ended_at REAL,
+            PRIMARY KEY (app, owner_kind, owner, name)
+        ) WITHOUT ROWID;
+        CREATE TABLE apns_channels (
+            app TEXT NOT NULL,
+            name TEXT NOT NULL,
+            channel_id TEXT NOT NULL,
+            storage_policy INTEGER NOT NULL,
+            created_at REAL NOT NULL,
+            PRIMARY KEY (app, name)
+        ) WITHOUT ROWID;
+        CREATE UNIQUE INDEX apns_channels_by_id ON apns_channels (app, channel_id);
+        """,
     ]
 
     static func migrate(_ connection: SQLiteConnection) throws(StoreError) {

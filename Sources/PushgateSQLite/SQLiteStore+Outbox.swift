@@ -74,9 +74,9 @@ package struct SQLiteOutboxSession: SQLSession {
         }
     }
 
-    package func plan(_ audience: Audience, selection: PlatformSelection, app: AppID, now: Timestamp) async throws -> TagQuery {
+    package func plan(_ selector: RegistrationSelector, selection: PlatformSelection, app: AppID, now: Timestamp) async throws -> TagQuery {
         try await store.onThread(endsOperation: false) { connection throws(StoreError) in
-            try TagQuery(expression: audience.expression, platforms: selection, app: app, now: now, connection: connection)
+            try TagQuery(selector: selector, platforms: selection, app: app, now: now, connection: connection)
         }
     }
 

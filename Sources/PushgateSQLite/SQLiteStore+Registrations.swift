@@ -215,7 +215,7 @@ extension SQLiteStore {
                 var after = start?.rawValue ?? ""
                 do {
                     let query = try await self.run { connection throws(StoreError) in
-                        try TagQuery(expression: expression, platforms: platforms, app: app, now: now, connection: connection)
+                        try TagQuery(selector: .anyKind(expression), platforms: platforms, app: app, now: now, connection: connection)
                     }
                     while !Task.isCancelled {
                         let cursor = after
@@ -238,7 +238,7 @@ extension SQLiteStore {
     }
 
     public func deliveryTargets(
-        matching expression: TagExpression?, platforms: PlatformSelection, app: AppID, pageSize: Int, now: Timestamp
+        selecting selector: RegistrationSelector, platforms: PlatformSelection, app: AppID, pageSize: Int, now: Timestamp
     ) -> AsyncThrowingStream<[DispatchTarget], any Error> {
         let size = max(1, pageSize)
         let cursor = PageCursor()
@@ -252,7 +252,7 @@ extension SQLiteStore {
                 if let planned {
                     query = planned
                 } else {
-                    query = try TagQuery(expression: expression, platforms: platforms, app: app, now: now, connection: connection)
+                    query = try TagQuery(selector: selector, platforms: platforms, app: app, now: now, connection: connection)
                 }
                 return (query, try query.targets(after: after?.rawValue ?? "", limit: size, connection: connection))
             }
@@ -268,7 +268,7 @@ extension SQLiteStore {
         matching expression: TagExpression?, platforms: PlatformSelection, app: AppID, after: String, limit: Int, now: Timestamp
     ) async throws(StoreError) -> (ids: [RegistrationID], virtualMachineSteps: Int, plan: [String]) {
         try await run { connection throws(StoreError) in
-            let query = try TagQuery(expression: expression, platforms: platforms, app: app, now: now, connection: connection)
+            let query = try TagQuery(selector: .devices(expression), platforms: platforms, app: app, now: now, connection: connection)
             let (sql, values) = query.sql(after: after, limit: limit, withHandles: true)
             let statement = try connection.prepare(sql)
             try statement.bind(values)
@@ -351,21 +351,21 @@ extension SQLiteStore {
             if let id = tagStatement.text(0), let tag = tagStatement.text(1).flatMap({ try? Tag($0) }) { tags[id, default: []].append(tag) }
         }
         let statement = try connection.prepare(
-            "SELECT id, platform, handle, owner, template, expires_at, owner_kind FROM registrations WHERE app = ? AND id IN (\(placeholders))"
+            "SELECT id, platform, handle, owner, template, expires_at, owner_kind, kind FROM registrations WHERE app = ? AND id IN (\(placeholders))"
         )
         try statement.bind(values)
         var byID: [String: Registration] = [:]
         while try statement.step() {
             guard let text = statement.text(0), let id = try? RegistrationID(text),
                 let platform = statement.text(1).flatMap(Platform.init(rawValue:)),
-                let handle = statement.text(2)
+                let handle = statement.text(2), let kind = RegistrationKind(stored: statement.text(7) ?? "")
             else { continue }
             let template = statement.text(4).flatMap { try? JSONDecoder().decode(RegistrationTemplate.self, from: Data($0.utf8)) }
             let registration = try? Registration(
                 app: app, id: id, handle: DeviceHandle(uncheckedPlatform: platform, value: handle), tags: tags[text] ?? [],
                 template: template,
                 expiresAt: statement.double(5).map(Timestamp.init(secondsSinceEpoch:)),
-                owner: RegistrationOwner(storedKind: Int(statement.int64(6)), name: statement.text(3) ?? ""))
+                owner: RegistrationOwner(storedKind: Int(statement.int64(6)), name: statement.text(3) ?? ""), kind: kind)
             byID[text] = registration
         }
         return ids.compactMap { byID[$0.rawValue] }

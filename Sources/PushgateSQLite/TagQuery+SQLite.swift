@@ -4,9 +4,9 @@ import PushgateSQL
 extension TagQuery {
     /// Plans the query on `connection`, counting tags in its index.
     init(
-        expression: TagExpression?, platforms: PlatformSelection, app: AppID, now: Timestamp, connection: SQLiteConnection
+        selector: RegistrationSelector, platforms: PlatformSelection, app: AppID, now: Timestamp, connection: SQLiteConnection
     ) throws(StoreError) {
-        try self.init(expression: expression, platforms: platforms, app: app, now: now) { (tag) throws(StoreError) in
+        try self.init(selector: selector, platforms: platforms, app: app, now: now) { (tag) throws(StoreError) in
             try Self.count(tag, app: app, connection: connection)
         }
     }

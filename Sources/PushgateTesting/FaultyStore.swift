@@ -14,6 +14,8 @@ public enum StoreOperation: String, Sendable, CaseIterable {
     case parkNotification, finish, renewLeases, releaseLeases, requestCancel
     // Its log and housekeeping
     case notificationRecord, failedTargets, notificationRecords, pruneNotifications, outboxDepth
+    // Live Activities and broadcast channels
+    case stampActivity, activity, activities, retireTokens, channels, addChannel, removeChannel
 }
 
 /// A store that does what `inner` does, but first asks `fault` at every operation: the hook
@@ -69,10 +71,10 @@ public final class FaultyStore<Inner: GatewayStore>: GatewayStore {
     }
     /// The hook is asked before each page.
     public func deliveryTargets(
-        matching expression: TagExpression?, platforms: PlatformSelection, app: AppID, pageSize: Int, now: Timestamp
+        selecting selector: RegistrationSelector, platforms: PlatformSelection, app: AppID, pageSize: Int, now: Timestamp
     ) -> AsyncThrowingStream<[DispatchTarget], any Error> {
         Self.paged(
-            inner.deliveryTargets(matching: expression, platforms: platforms, app: app, pageSize: pageSize, now: now), .deliveryTargets,
+            inner.deliveryTargets(selecting: selector, platforms: platforms, app: app, pageSize: pageSize, now: now), .deliveryTargets,
             fault: fault)
     }
     public func restore(_ registrations: [Registration], now: Timestamp) async throws(StoreError) {
@@ -280,5 +282,38 @@ struct FaultyBatches<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable wh
             first = false
             do { return try await base.next(isolation: actor) } catch { throw .batches(error) }
         }
+    }
+}
+
+// MARK: Live Activities and broadcast channels
+
+extension FaultyStore {
+    public func stamp(_ key: LiveActivityKey, _ send: LiveActivityStamping) async throws(StoreError) -> LiveActivityRecord {
+        try await fault(.stampActivity)
+        return try await inner.stamp(key, send)
+    }
+    public func activity(_ key: LiveActivityKey) async throws(StoreError) -> LiveActivityRecord? {
+        try await fault(.activity)
+        return try await inner.activity(key)
+    }
+    public func activities(app: AppID, owner: RegistrationOwner?, limit: Int) async throws(StoreError) -> [LiveActivityRecord] {
+        try await fault(.activities)
+        return try await inner.activities(app: app, owner: owner, limit: limit)
+    }
+    public func retireTokens(of key: LiveActivityKey) async throws(StoreError) -> Int {
+        try await fault(.retireTokens)
+        return try await inner.retireTokens(of: key)
+    }
+    public func channels(app: AppID) async throws(StoreError) -> [APNSChannel] {
+        try await fault(.channels)
+        return try await inner.channels(app: app)
+    }
+    public func addChannel(_ channel: APNSChannel, maximum: Int) async throws(StoreError) {
+        try await fault(.addChannel)
+        try await inner.addChannel(channel, maximum: maximum)
+    }
+    public func removeChannel(app: AppID, name: String) async throws(StoreError) -> Bool {
+        try await fault(.removeChannel)
+        return try await inner.removeChannel(app: app, name: name)
     }
 }

@@ -49,6 +49,9 @@ public struct Outcome: Sendable, Hashable, Comparable, RawRepresentable, Codable
     public static let abandoned = Outcome(rawValue: "AbandonedNotificationMessages")
     /// The send was cancelled before this target was attempted.
     public static let cancelled = Outcome(rawValue: "Cancelled")
+    /// A newer message of the same Live Activity was stamped before this one's page was sent: it
+    /// was not sent (the device would keep the newer one anyway).
+    public static let superseded = Outcome(rawValue: "Superseded")
     /// Anything else.
     public static let unknownError = Outcome(rawValue: "UnknownError")
 
@@ -57,7 +60,7 @@ public struct Outcome: Sendable, Hashable, Comparable, RawRepresentable, Codable
         .success, .expiredChannel, .badChannel, .wrongChannel, .wrongToken, .invalidToken, .throttled, .channelThrottled,
         .channelDisconnected, .dropped, .invalidNotificationSize, .invalidNotificationFormat, .invalidCredentials,
         .pnsUnreachable, .pnsUnavailable, .pnsServerError, .pnsInterfaceError, .tokenProviderUnreachable, .skipped,
-        .abandoned, .cancelled, .unknownError,
+        .abandoned, .cancelled, .superseded, .unknownError,
     ]
 
     public var isSuccess: Bool { self == .success }
@@ -86,6 +89,7 @@ public struct Outcome: Sendable, Hashable, Comparable, RawRepresentable, Codable
         case .skipped: "Another registration holds the same handle; the device got the notification once"
         case .abandoned: "The gateway gave up on the notification"
         case .cancelled: "The send was cancelled before the notification was sent"
+        case .superseded: "A newer message of the same Live Activity was sent instead"
         default: "The notification failed"
         }
     }

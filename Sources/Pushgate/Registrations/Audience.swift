@@ -10,6 +10,10 @@ public enum Audience: Sendable, Hashable, CustomStringConvertible {
     case handles([DeviceHandle])
     /// An FCM topic or condition.
     case fcm(FCMRecipient)
+    /// Registrations of a Live Activity kind (``RegistrationSelector``): an activity's update
+    /// tokens, or the push-to-start tokens of one attributes type among those a tag expression
+    /// selects. No ordinary send reaches them.
+    case tokens(RegistrationSelector)
 
     /// The registrations whose tags satisfy `expression`.
     public static func tags(_ expression: TagExpression) -> Audience { .registrations(expression) }
@@ -22,7 +26,7 @@ public enum Audience: Sendable, Hashable, CustomStringConvertible {
     /// so a stored page's targets get theirs back from their notification's audience.
     public var targetKind: DispatchTarget.Kind {
         switch self {
-        case .registrations: .registration
+        case .registrations, .tokens: .registration
         case .handles: .device
         case .fcm: .audience
         }
@@ -51,6 +55,19 @@ public enum Audience: Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .registrations(let expression): return expression == nil ? "everyone" : nil
         case .fcm(let recipient): return recipient.handleValue
+        case .tokens(let selector):
+            var output = Array(#"{"kind":"#.utf8)
+            Escaping.appendJSONString((selector.kind ?? .device).stored, to: &output)
+            if let owner = selector.owner {
+                output += Array(#","owner":"#.utf8)
+                Escaping.appendJSONString(owner.exportText, to: &output)
+            }
+            if let expression = selector.expression {
+                output += Array(#","tags":"#.utf8)
+                Escaping.appendJSONString(expression.description, to: &output)
+            }
+            output.append(UInt8(ascii: "}"))
+            return String(decoding: output, as: UTF8.self)
         case .handles(let handles):
             var output = Array(#"{"handles":["#.utf8)
             for (index, handle) in handles.enumerated() {
@@ -71,6 +88,22 @@ public enum Audience: Sendable, Hashable, CustomStringConvertible {
     public static func stored(text: String, recipient: String?) -> Audience? {
         guard let recipient else { return (try? TagExpression(parsing: text)).map(Audience.tags) }
         if recipient == "everyone" { return .everyone }
+        if recipient.hasPrefix(#"{"kind":"#) {
+            guard let stored = try? JSONParser.parse(Array(recipient.utf8)),
+                let kind = stored["kind"]?.stringValue.flatMap(RegistrationKind.init(stored:))
+            else { return nil }
+            var owner: RegistrationOwner?
+            if let text = stored["owner"]?.stringValue {
+                guard let parsed = RegistrationOwner(exportText: text) else { return nil }
+                owner = parsed
+            }
+            var expression: TagExpression?
+            if let tags = stored["tags"]?.stringValue {
+                guard let parsed = try? TagExpression(parsing: tags) else { return nil }
+                expression = parsed
+            }
+            return .tokens(RegistrationSelector(kind: kind, owner: owner, expression: expression))
+        }
         if recipient.hasPrefix(#"{"handles":"#) {
             guard let elements = (try? JSONParser.parse(Array(recipient.utf8)))?["handles"]?.arrayElements else { return nil }
             var handles: [DeviceHandle] = []
@@ -90,9 +123,15 @@ public enum Audience: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The tag expression, when the audience is registrations matched by one.
-    public var expression: TagExpression? {
-        if case .registrations(let expression) = self { return expression }
-        return nil
+    public var expression: TagExpression? { selector?.expression }
+
+    /// Which registrations the audience walks; nil when the sender gave its targets.
+    public var selector: RegistrationSelector? {
+        switch self {
+        case .registrations(let expression): .devices(expression)
+        case .tokens(let selector): selector
+        case .handles, .fcm: nil
+        }
     }
 
     /// Whether an audience's ``description`` names no registration (an FCM topic or condition,
@@ -107,6 +146,14 @@ public enum Audience: Sendable, Hashable, CustomStringConvertible {
         return words.count == 2 && Int(words[0]) != nil && (words[1] == "handle" || words[1] == "handles")
     }
 
+    /// Whose Live Activity tokens an audience's ``description`` names (`update token of activity
+    /// order-4711 of alice`), or nil for any other audience: no tag expression begins so.
+    public static func tokenOwner(ofDescription description: String) -> String? {
+        guard description.hasPrefix("update token of activity ") || description.hasPrefix("push-to-start token of ") else { return nil }
+        let parts = description.split(separator: " of ", omittingEmptySubsequences: false)
+        return parts.count > 2 ? String(parts[parts.count - 1]) : nil
+    }
+
     /// The expression's text, or `topic news` / `condition 'a' in topics && …` (telemetry).
     public var description: String {
         switch self {
@@ -114,6 +161,9 @@ public enum Audience: Sendable, Hashable, CustomStringConvertible {
         case .registrations(nil): "every registration"
         case .fcm(let recipient): recipient.description
         case .handles(let handles): "direct send to \(handles.count) handle\(handles.count == 1 ? "" : "s")"
+        case .tokens(let selector):
+            (selector.kind?.description ?? "registration")
+                + (selector.expression.map { " matching \($0.description)" } ?? "") + (selector.owner.map { " of " + $0.exportText } ?? "")
         }
     }
 
@@ -121,26 +171,26 @@ public enum Audience: Sendable, Hashable, CustomStringConvertible {
     /// registrations' own walk is `registrations`: an FCM recipient is one target; a direct
     /// send's handles are targets by their place in the send.
     public func targets<Failure: Error>(
-        after: RegistrationID?, limit: Int, registrations: (TagExpression?, RegistrationID?, Int) throws(Failure) -> [DispatchTarget]
+        after: RegistrationID?, limit: Int, registrations: (RegistrationSelector, RegistrationID?, Int) throws(Failure) -> [DispatchTarget]
     ) throws(Failure) -> [DispatchTarget] {
-        if let given = givenTargets(after: after, limit: limit) { return given }
-        return try registrations(expression, after, limit)
+        guard let selector else { return givenTargets(after: after, limit: limit) }
+        return try registrations(selector, after, limit)
     }
 
     /// ``targets(after:limit:registrations:)`` where the registrations' walk waits (a store's pages).
     public func targets<Failure: Error>(
         after: RegistrationID?, limit: Int, isolation: isolated (any Actor)? = #isolation,
-        registrations: (TagExpression?, RegistrationID?, Int) async throws(Failure) -> [DispatchTarget]
+        registrations: (RegistrationSelector, RegistrationID?, Int) async throws(Failure) -> [DispatchTarget]
     ) async throws(Failure) -> [DispatchTarget] {
-        if let given = givenTargets(after: after, limit: limit) { return given }
-        return try await registrations(expression, after, limit)
+        guard let selector else { return givenTargets(after: after, limit: limit) }
+        return try await registrations(selector, after, limit)
     }
 
-    /// The targets the sender gave (a topic, direct handles) after `after`, at most `limit`; nil
+    /// The targets the sender gave (a topic, direct handles) after `after`, at most `limit`; none
     /// when the audience is registrations (walked from a store).
-    private func givenTargets(after: RegistrationID?, limit: Int) -> [DispatchTarget]? {
+    private func givenTargets(after: RegistrationID?, limit: Int) -> [DispatchTarget] {
         switch self {
-        case .registrations: nil
+        case .registrations, .tokens: []
         case .fcm(let recipient): after == nil && limit > 0 ? [recipient.target] : []
         case .handles(let handles):
             Array(

@@ -24,6 +24,10 @@ extension Registration {
         }
         out.append(contentsOf: #"],"owner":"#.utf8)
         Escaping.appendJSONString(owner.exportText, to: &out)
+        if kind != .device {
+            out.append(contentsOf: #","kind":"#.utf8)
+            Escaping.appendJSONString(kind.stored, to: &out)
+        }
         if let expiresAt {
             out.append(contentsOf: #","expiresAt":"#.utf8)
             out.append(contentsOf: String(expiresAt.secondsSinceEpoch).utf8)
@@ -50,7 +54,7 @@ extension Registration {
     }
 
     /// The fields of a JSON line.
-    static let jsonLineFields = ["id", "platform", "handle", "tags", "owner", "expiresAt", "template"]
+    static let jsonLineFields = ["id", "platform", "handle", "tags", "owner", "kind", "expiresAt", "template"]
 
     /// Parses one JSON line of an export for `app`, validating the handle with `handles` and every
     /// tag. Errors name the field (and, for bad JSON, the column).
@@ -136,8 +140,16 @@ extension Registration {
             }
             template = RegistrationTemplate(name: value["name"]?.stringValue, body: body, headers: headers)
         }
+        var kind = RegistrationKind.device
+        if let value = root["kind"], value.kind != .null {
+            guard let text = value.stringValue, let parsed = RegistrationKind(stored: text), parsed.admits(handle.platform) else {
+                throw RegistrationLineError("'kind' must be start:<attributes type> or activity:<name>, on an apns handle")
+            }
+            kind = parsed
+        }
         do {
-            self = try Registration(app: app, id: id, handle: handle, tags: tags, template: template, expiresAt: expiresAt, owner: owner)
+            self = try Registration(
+                app: app, id: id, handle: handle, tags: tags, template: template, expiresAt: expiresAt, owner: owner, kind: kind)
         } catch {
             throw RegistrationLineError("'tags': \(error)")
         }

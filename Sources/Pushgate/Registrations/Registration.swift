@@ -12,13 +12,16 @@ public struct Registration: Sendable, Hashable {
     public var expiresAt: Timestamp?
     /// Who owns the registration: the authenticated user that wrote it, or the hub.
     public var owner: RegistrationOwner
+    /// What the handle is for: a device (every ordinary send), or a Live Activity token.
+    public var kind: RegistrationKind
 
     public var platform: Platform { handle.platform }
 
     public init(
         app: AppID = .default, id: RegistrationID, handle: DeviceHandle, tags: [Tag],
-        template: RegistrationTemplate? = nil, expiresAt: Timestamp? = nil, owner: RegistrationOwner
+        template: RegistrationTemplate? = nil, expiresAt: Timestamp? = nil, owner: RegistrationOwner, kind: RegistrationKind = .device
     ) throws(TagError) {
+        self.kind = kind
         self.app = app
         self.id = id
         self.handle = handle
@@ -32,9 +35,10 @@ public struct Registration: Sendable, Hashable {
     /// A registration of user `owner`.
     public init(
         app: AppID = .default, id: RegistrationID, handle: DeviceHandle, tags: [Tag],
-        template: RegistrationTemplate? = nil, expiresAt: Timestamp? = nil, owner: String
+        template: RegistrationTemplate? = nil, expiresAt: Timestamp? = nil, owner: String, kind: RegistrationKind = .device
     ) throws(TagError) {
-        try self.init(app: app, id: id, handle: handle, tags: tags, template: template, expiresAt: expiresAt, owner: .user(owner))
+        try self.init(
+            app: app, id: id, handle: handle, tags: tags, template: template, expiresAt: expiresAt, owner: .user(owner), kind: kind)
     }
 
     /// Replaces the tags (deduplicated and sorted), enforcing the per-registration limit.

@@ -363,10 +363,10 @@ extension InMemoryRegistrationStore: OutboxStore {
             }
         ) {
             notification, after, limit in
-            notification.audience.targets(after: after, limit: limit) { expression, after, limit in
+            notification.audience.targets(after: after, limit: limit) { selector, after, limit in
                 snapshot.lazy.filter { registration in
                     (after.map { registration.id > $0 } ?? true) && notification.selection.contains(registration.platform)
-                        && !registration.isExpired(at: now) && (expression?.matches(registration.tags) ?? true)
+                        && !registration.isExpired(at: now) && selector.admits(registration)
                 }.prefix(limit).map { DispatchTarget(registrationID: $0.id, handle: $0.handle) }
             }
         }

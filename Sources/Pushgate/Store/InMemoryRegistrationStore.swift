@@ -7,6 +7,8 @@ public actor InMemoryRegistrationStore: RegistrationStore {
     private var registrations: [AppID: [RegistrationID: Registration]] = [:]
     private var removalLog: [AppID: [HandleRemoval]] = [:]
     private var secureMessages: [AppID: [String: SecureMessage]] = [:]
+    private var liveActivities: [LiveActivityKey: LiveActivityRecord] = [:]
+    private var apnsChannels: [AppID: [String: APNSChannel]] = [:]
     var outbox = InMemoryOutbox()
 
     public init(reservationLifetime: Double = 86400) { self.reservationLifetime = reservationLifetime }
@@ -135,7 +137,7 @@ public actor InMemoryRegistrationStore: RegistrationStore {
     }
 
     public nonisolated func deliveryTargets(
-        matching expression: TagExpression?, platforms: PlatformSelection, app: AppID, pageSize: Int, now: Timestamp
+        selecting selector: RegistrationSelector, platforms: PlatformSelection, app: AppID, pageSize: Int, now: Timestamp
     ) -> AsyncThrowingStream<[DispatchTarget], any Error> {
         let cursor = PageCursor()
         let size = max(1, pageSize)
@@ -143,7 +145,7 @@ public actor InMemoryRegistrationStore: RegistrationStore {
             guard let after = cursor.position else { return nil }
             let page = await self.snapshot(app: app).lazy.filter { registration in
                 (after.map { registration.id > $0 } ?? true) && platforms.contains(registration.platform)
-                    && !registration.isExpired(at: now) && (expression?.matches(registration.tags) ?? true)
+                    && !registration.isExpired(at: now) && selector.admits(registration)
             }.prefix(size).map { DispatchTarget(registrationID: $0.id, handle: $0.handle) }
             cursor.advance(past: page.last?.registrationID, full: page.count == size)
             return page.isEmpty ? nil : Array(page)
@@ -184,5 +186,43 @@ public actor InMemoryRegistrationStore: RegistrationStore {
         guard let message = secureMessages[app]?[id], message.recipient == recipient, now < message.expiresAt else { return nil }
         secureMessages[app]?[id]?.read = true
         return message
+    }
+}
+
+extension InMemoryRegistrationStore: LiveActivityStore {
+    public func stamp(_ key: LiveActivityKey, _ send: LiveActivityStamping) throws(StoreError) -> LiveActivityRecord {
+        let record = try LiveActivityRecord.stamping(liveActivities[key], key: key, send: send).get()
+        liveActivities[key] = record
+        return record
+    }
+
+    public func activity(_ key: LiveActivityKey) throws(StoreError) -> LiveActivityRecord? { liveActivities[key] }
+
+    public func activities(app: AppID, owner: RegistrationOwner?, limit: Int) throws(StoreError) -> [LiveActivityRecord] {
+        Array(
+            liveActivities.values.filter { $0.key.app == app && (owner == nil || $0.key.owner == owner) }
+                .sorted { ($0.updatedAt, $0.key.name) > ($1.updatedAt, $1.key.name) }.prefix(limit))
+    }
+
+    public func retireTokens(of key: LiveActivityKey) throws(StoreError) -> Int {
+        let selector = key.updateTokens
+        let retired = (registrations[key.app] ?? [:]).values.filter(selector.admits).map(\.id)
+        for id in retired { registrations[key.app]?[id] = nil }
+        return retired.count
+    }
+
+    public func channels(app: AppID) throws(StoreError) -> [APNSChannel] {
+        (apnsChannels[app] ?? [:]).values.sorted { $0.name < $1.name }
+    }
+
+    public func addChannel(_ channel: APNSChannel, maximum: Int) throws(StoreError) {
+        let existing = apnsChannels[channel.app] ?? [:]
+        if existing[channel.name] != nil { throw APNSChannel.nameTaken(channel.name) }
+        if existing.count >= maximum { throw APNSChannel.limitReached(maximum) }
+        apnsChannels[channel.app, default: [:]][channel.name] = channel
+    }
+
+    public func removeChannel(app: AppID, name: String) throws(StoreError) -> Bool {
+        apnsChannels[app]?.removeValue(forKey: name) != nil
     }
 }

@@ -141,10 +141,10 @@ public typealias OutboxStore = OutboxQueue & NotificationLog & OutboxMaintenance
 
 /// What a send uses: its audience (registrations), secure messages, the outbox's queue and its
 /// log; not the outbox's housekeeping.
-public typealias SendStore = RegistrationStore & SecureMessageStore & OutboxQueue & NotificationLog
+public typealias SendStore = RegistrationStore & SecureMessageStore & OutboxQueue & NotificationLog & LiveActivityStore
 
 /// Everything a gateway keeps: registrations, secure messages and the outbox.
-public typealias GatewayStore = RegistrationStore & SecureMessageStore & OutboxStore
+public typealias GatewayStore = RegistrationStore & SecureMessageStore & OutboxStore & LiveActivityStore
 
 /// A store on a database the gateway opened itself (SQLite, PostgreSQL): what the server and the
 /// CLI need beyond the stores' operations.

@@ -29,8 +29,8 @@ public protocol RegistrationStore: Sendable {
     func registrationCount(app: AppID, upTo limit: Int) async throws(StoreError) -> Int
     /// Deletes a registration; false when there was none.
     func delete(id: RegistrationID, app: AppID) async throws(StoreError) -> Bool
-    /// Registrations on `platforms` whose tags satisfy `expression` (every one when nil), ordered
-    /// by id, after `after` when given, in batches of at most `batchSize` (never all at once).
+    /// Registrations of every kind (devices and Live Activity tokens: a listing, an export) on
+    /// `platforms` whose tags satisfy `expression` (every one when nil), ordered by id, after `after` when given, in batches of at most `batchSize` (never all at once).
     /// Expired ones are left out.
     func registrations(
         matching expression: TagExpression?, platforms: PlatformSelection, app: AppID, batchSize: Int, now: Timestamp,
@@ -42,8 +42,9 @@ public protocol RegistrationStore: Sendable {
     /// page of at most `pageSize` per step of the sequence. Pages are read only when asked for: a
     /// send pulls the next page when it has room for it, so nothing is read ahead of delivery and
     /// memory follows the page size, not the audience.
+    /// `selector` says which kind of registration (devices for every ordinary send).
     func deliveryTargets(
-        matching expression: TagExpression?, platforms: PlatformSelection, app: AppID, pageSize: Int, now: Timestamp
+        selecting selector: RegistrationSelector, platforms: PlatformSelection, app: AppID, pageSize: Int, now: Timestamp
     ) -> AsyncThrowingStream<[DispatchTarget], any Error>
     /// Writes `registrations` as they are, keeping their ids (no reservation needed): restoring an
     /// export. All or nothing: when one cannot be written, none is.
@@ -97,6 +98,13 @@ extension RegistrationStore {
 }
 
 extension RegistrationStore {
+    /// The devices a send with tag expression `expression` reaches (every device when nil).
+    public func deliveryTargets(
+        matching expression: TagExpression?, platforms: PlatformSelection, app: AppID, pageSize: Int, now: Timestamp
+    ) -> AsyncThrowingStream<[DispatchTarget], any Error> {
+        deliveryTargets(selecting: .devices(expression), platforms: platforms, app: app, pageSize: pageSize, now: now)
+    }
+
     /// Every matching registration, from the first.
     public func registrations(
         matching expression: TagExpression?, platforms: PlatformSelection, app: AppID, batchSize: Int, now: Timestamp

@@ -108,10 +108,8 @@ public struct PlatformTemplate: Sendable {
 
     // MARK: Validation
 
-    private static let apnsPushTypes: Set<String> = [
-        "alert", "background", "location", "voip", "complication", "fileprovider", "mdm", "liveactivity", "pushtotalk",
-        "widgets", "controls",
-    ]
+    /// `mdm` is not among them (``APNSPushType``).
+    private static let apnsPushTypes = Set(APNSPushType.allCases.map(\.rawValue))
     private static let webPushUrgencies: Set<String> = ["very-low", "low", "normal", "high"]
     private static let wnsTypes: [String: String] = ["wns/toast": "toast", "wns/tile": "tile", "wns/badge": "badge", "wns/raw": ""]
     private static let fcmMessageFields: Set<String> = ["data", "notification", "android", "apns", "webpush", "fcm_options"]

@@ -74,6 +74,7 @@ public final class Gateway: Sendable {
     public let installations: Installations
     /// Telemetry, cancelling and secure messages (``Notifications``).
     public let notifications: Notifications
+    public let liveActivities: LiveActivities
 
     public init(app: LoadedApp, store: any GatewayStore, dispatcher: Dispatcher, settings: Settings = .init(), shared: Shared = .init()) {
         let current = CurrentApp(app)
@@ -88,7 +89,7 @@ public final class Gateway: Sendable {
         driver = OutboxDriver(
             app: app.id, queue: store, registrations: store, dispatcher: dispatcher, control: control, clock: clock,
             drives: drives, metrics: shared.metrics, settings: OutboxDriver.settings(settings.outbox),
-            templates: shared.compiledTemplates)
+            templates: shared.compiledTemplates, hooks: LiveActivityHooks(store: store, logger: logger))
         sends = Sends(
             store: store, app: current, driver: driver, inFlight: shared.inFlight,
             settings: Sends.Settings(limits: settings.limits, secureMessageLifetime: settings.secureMessageLifetime), logger: logger)
@@ -97,6 +98,7 @@ public final class Gateway: Sendable {
         self.registrations = registrations
         installations = Installations(store: store, app: current, registrations: registrations, limits: settings.limits, clock: clock)
         notifications = Notifications(store: store, app: app.id, clock: clock, logger: logger, outbox: control, drives: drives)
+        liveActivities = LiveActivities(store: store, appID: app.id, clock: clock)
     }
 
     /// Sends being delivered (shared by every hub's gateway).

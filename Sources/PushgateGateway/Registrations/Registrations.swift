@@ -100,11 +100,16 @@ public struct Registrations: Sendable {
         try await holders(of: handle).filter { $0.owner.isUser(user.name) }.map(\.id)
     }
 
-    /// The body of `PUT /api/register/{id}`: `{"Platform", "Handle", "Tags"}` (any key case).
+    /// The body of `PUT /api/register/{id}`: `{"Platform", "Handle", "Tags"}` (any key case), and
+    /// for an APNs Live Activity token `Kind` (`pushToStart` with `AttributesType`, `liveActivity`
+    /// with `Activity`, the activity's name).
     public struct DeviceRegistration: Sendable, Hashable {
         public var platform: String
         public var handle: String
         public var tags: [String]
+        public var kind: String?
+        public var attributesType: String?
+        public var activity: String?
 
         /// Tags one registration may carry (Notification Hubs allows 60).
         public static let maximumTags = 60
@@ -140,6 +145,17 @@ public struct Registrations: Sendable {
                 }
             }
             self.init(platform: platform, handle: handle, tags: tags)
+            for name in ["kind", "attributestype", "activity"] {
+                guard let value = field(name), value.kind != .null else { continue }
+                guard let text = value.stringValue else {
+                    throw .badRequest("\"\(name == "attributestype" ? "AttributesType" : name.capitalized)\" must be a string")
+                }
+                switch name {
+                case "kind": kind = text
+                case "attributestype": attributesType = text
+                default: activity = text
+                }
+            }
         }
     }
 
@@ -153,6 +169,11 @@ public struct Registrations: Sendable {
         do { handle = try handles.validate(input.handle, for: platform) } catch {
             throw .badRequest("Handle: \(error.description)")
         }
+        let kind: RegistrationKind
+        do { kind = try RegistrationKind(apiName: input.kind, attributesType: input.attributesType, activity: input.activity) } catch {
+            throw .badRequest(error.description)
+        }
+        guard kind.admits(platform) else { throw .badRequest("Kind \(kind.apiName) is an APNs Live Activity token: Platform must be apns") }
         var tags: [Tag]
         do { tags = try TagPolicy.check(input.tags, writer: .user(name: user.name, isAdmin: user.isAdmin)) } catch {
             let field = error.index.map { "\"Tags\"[\($0)]" } ?? "\"Tags\""
@@ -161,7 +182,10 @@ public struct Registrations: Sendable {
         do { tags.append(try Tag.username(user.name)) } catch { throw .badRequest("user name cannot be a tag: \(error.description)") }
         let registration: Registration
         do {
-            registration = try Registration(app: appID, id: id, handle: handle, tags: tags, owner: user.name)
+            // An update token dies with its activity: at most 8 h of activity and 4 h on the Lock
+            // Screen after its end.
+            let expiry = kind.activityName == nil ? nil : now().adding(seconds: LiveActivityMessage.maximumLifetimeSeconds)
+            registration = try Registration(app: appID, id: id, handle: handle, tags: tags, expiresAt: expiry, owner: user.name, kind: kind)
         } catch {
             throw .badRequest(error.description)
         }

@@ -27,6 +27,8 @@ public struct SendCommand: Sendable {
         case hubMessages = "POST /{hub}/messages"
         case hubScheduled = "POST /{hub}/schedulednotifications"
         case hubBatch = "POST /{hub}/messages/$batch"
+        case tutorialLiveActivity = "POST /api/liveactivities/{name}"
+        case hubLiveActivity = "POST /{hub}/liveactivities/{name}"
     }
 
     /// Whom it reaches.
@@ -43,6 +45,32 @@ public struct SendCommand: Sendable {
         case devices([String], field: String)
         /// Every registration of the hub (a hub send without tags).
         case everyone
+        /// A Live Activity's own tokens: its owner's push-to-start tokens for a start (narrowed
+        /// by tags when given: ``SendCommand/LiveActivity/tags``), its update tokens otherwise.
+        case liveActivity
+    }
+
+    /// A Live Activity send (`POST /api/liveactivities/{name}`, `POST /{hub}/liveactivities/{name}`).
+    public struct LiveActivity: Sendable, Hashable {
+        /// The activity's name, as given.
+        public var name: String
+        public var event: LiveActivityEvent
+        /// `apns-priority`, 10 or 5.
+        public var priority: Int
+        /// Whose activity, as the hub API names it (`owner=`; nil: the hub's own); the tutorial
+        /// API's is always its sender's.
+        public var owner: String?
+        /// A start's tag expression, narrowing the owner's push-to-start tokens (the hub's
+        /// `ServiceBusNotification-Tags`, the tutorial API's `tags=`).
+        public var tags: String?
+
+        public init(name: String, event: LiveActivityEvent, priority: Int = 10, owner: String? = nil, tags: String? = nil) {
+            self.name = name
+            self.event = event
+            self.priority = priority
+            self.owner = owner
+            self.tags = tags
+        }
     }
 
     /// What is sent.
@@ -55,6 +83,9 @@ public struct SendCommand: Sendable {
         /// (with the request's headers that pass through to that service) or a template send's
         /// properties for each registration's own template.
         case notificationHubs(format: String?, body: [UInt8], headers: [Header])
+        /// A Live Activity's start, update or end; the body's members are Apple's `aps` keys
+        /// (``LiveActivityMessage``).
+        case liveActivity(LiveActivity, body: [UInt8])
     }
 
     /// A request header, as given.
@@ -142,7 +173,7 @@ public struct SendCommand: Sendable {
 
     var body: [UInt8] {
         switch content {
-        case .message(let body, _), .notificationHubs(_, let body, _): body
+        case .message(let body, _), .notificationHubs(_, let body, _), .liveActivity(_, let body): body
         }
     }
 }
@@ -191,7 +222,7 @@ extension SendCommand {
             case .tags(let expression): tags = expression
             case .fcmTopic(let name): topic = name
             case .fcmCondition(let text): condition = text
-            case .devices, .everyone: break
+            case .devices, .everyone, .liveActivity: break
             }
             return [
                 route.rawValue, platforms, toTag, tags, timeToLive?.text, deliverAt?.text, secure ? "secure" : nil,
@@ -211,6 +242,11 @@ extension SendCommand {
                 header("servicebusnotification-tags"), header("servicebusnotification-devicehandle"), header("p256dh"),
                 header("auth"), header("servicebusnotification-scheduletime"),
             ] + passed
+        case .liveActivity(let activity, _):
+            return [
+                route.rawValue, activity.name, activity.event.rawValue, String(activity.priority), activity.owner, activity.tags,
+                mode == .asynchronous ? "async" : nil,
+            ]
         }
     }
 }

@@ -57,6 +57,8 @@ extension Sends {
                 : try renderMessage(command, body: body, audience: audience, user: user, purpose: "notify")
         case .notificationHubs(let format, let body, let headers):
             return try prepareHub(command, format: format, body: body, headers: headers)
+        case .liveActivity(let activity, let body):
+            return try await prepareLiveActivity(command, activity, body: body)
         }
     }
 
@@ -104,6 +106,8 @@ extension Sends {
         case .everyone:
             guard !message else { throw .badRequest("a message send names to_tag, tags, topic or condition") }
             return .everyone
+        case .liveActivity:
+            throw .badRequest("a Live Activity's tokens are reached by its own sends (POST /api/liveactivities/{name})")
         }
     }
 
@@ -190,7 +194,7 @@ extension Sends {
         switch command.audience {
         case .user: break
         case .fcmTopic, .fcmCondition: throw .badRequest("secure push goes to one user (to_tag), not to an FCM topic or condition")
-        case .tags, .devices, .everyone:
+        case .tags, .devices, .everyone, .liveActivity:
             throw .badRequest("to_tag is required for secure push (the one user who may read the message)")
         }
         let payload = try SendCommand.properties(from: body)["message"] ?? ""
@@ -206,11 +210,10 @@ extension Sends {
     /// Whether any registration matches a prepared send.
     package func hasTargets(_ prepared: PreparedSend, at time: Timestamp) async throws(GatewayError) -> Bool {
         // A topic or condition: Firebase knows its subscribers (and direct handles are there).
-        guard prepared.audience.targetKind == .registration else { return true }
-        let expression = prepared.audience.expression
+        guard let selector = prepared.audience.selector else { return true }
         do {
-            for try await batch in store.registrations(
-                matching: expression, platforms: prepared.selection, app: appID, batchSize: 1, now: time)
+            for try await batch in store.deliveryTargets(
+                selecting: selector, platforms: prepared.selection, app: appID, pageSize: 1, now: time)
             where !batch.isEmpty {
                 return true
             }

@@ -95,8 +95,11 @@ public enum GatewayHTTP {
     }
 
     /// The `:id` path parameter, percent-decoded.
-    static func decodedID(_ context: GatewayContext) -> String {
-        let raw = context.parameters.get("id") ?? ""
+    static func decodedID(_ context: GatewayContext) -> String { decodedParameter(context, "id") }
+
+    /// A path parameter, percent-decoded.
+    static func decodedParameter(_ context: GatewayContext, _ name: String) -> String {
+        let raw = context.parameters.get(name) ?? ""
         return raw.removingPercentEncoding ?? raw
     }
 

@@ -34,6 +34,9 @@ struct TutorialAPI: Sendable {
         api.get("notifications/:id/outcome", use: outcome)
         api.delete("notifications/:id", use: cancel)
         api.get("notifications/:id", use: secureMessage)
+        api.post("liveactivities/:name", use: sendLiveActivity)
+        api.get("liveactivities", use: liveActivities)
+        api.get("liveactivities/:name", use: liveActivity)
         if let sandbox { GatewayHTTP.addSandboxRoutes(to: api, sandbox, gateway: gateway) }
         // Anything else under /api: the API's own error shape, not the router's empty 404.
         for method in [HTTPRequest.Method.get, .post, .put, .patch, .delete] {
@@ -154,6 +157,58 @@ struct TutorialAPI: Sendable {
         let user = try context.authenticatedUser()
         let message = try await gateway.notifications.readSecure(id: GatewayHTTP.decodedID(context), user: user)
         return JSONAnswer(SecureMessageBody(id: message.id, payload: message.payload, read: message.read))
+    }
+
+    /// `POST /api/liveactivities/{name}?event=start|update|end&priority=10|5&tags=&async=`: a
+    /// start, update or end of the caller's own activity `name` (`docs/live-activities.md`); the
+    /// body's members are Apple's `aps` keys. Answered as a send is.
+    @Sendable func sendLiveActivity(_ request: Request, context: GatewayContext) async throws -> Response {
+        let user = try context.authenticatedUser()
+        let body = try await GatewayHTTP.collectJSON(request, limit: maximumBodyBytes)
+        let query = try QueryParameters(request.uri, accepting: ["event", "priority", "tags", "async"])
+        let activity = try Self.liveActivity(
+            name: GatewayHTTP.decodedParameter(context, "name"), event: query.get("event"), priority: query.get("priority"), owner: nil,
+            tags: query.get("tags"))
+        let command = SendCommand(
+            route: .tutorialLiveActivity, sender: .user(user), audience: .liveActivity, content: .liveActivity(activity, body: body),
+            mode: try GatewayHTTP.asyncRequested(request, query: query) ? .asynchronous : .synchronous,
+            idempotencyKey: request.headers[GatewayHTTP.idempotencyKeyHeader])
+        switch try await gateway.sends.run(command, logger: context.logger) {
+        case .accepted(let accepted):
+            return try Self.accepted(accepted, respondAsync: true).response(from: request, context: context)
+        case .delivered(let outcome):
+            return try Self.answer(outcome, request).response(from: request, context: context)
+        case .dryRun, .streamed:
+            throw GatewayError.badRequest("a Live Activity send is answered when delivered, or at once with async=true")
+        }
+    }
+
+    /// A Live Activity send's parameters, read strictly: both APIs' (`event`, `priority`).
+    static func liveActivity(
+        name: String, event: String?, priority: String?, owner: String?, tags: String?
+    ) throws(GatewayError)
+        -> SendCommand.LiveActivity
+    {
+        guard let text = event, let event = LiveActivityEvent(rawValue: text) else {
+            throw .badRequest("event is required: start, update or end")
+        }
+        let priority = try GatewayHTTP.integer(priority, named: "priority", default: 10)
+        return SendCommand.LiveActivity(name: name, event: event, priority: priority, owner: owner, tags: tags)
+    }
+
+    /// `GET /api/liveactivities?limit=`: the caller's activities (an admin's: everyone's), newest first.
+    @Sendable func liveActivities(_ request: Request, context: GatewayContext) async throws -> JSONAnswer<[LiveActivities.Activity]> {
+        let user = try context.authenticatedUser()
+        let query = try QueryParameters(request.uri, accepting: ["limit"])
+        let limit = try GatewayHTTP.integer(query.get("limit"), named: "limit", default: 100)
+        return JSONAnswer(try await gateway.liveActivities.list(owner: user.isAdmin ? nil : .user(user.name), limit: limit))
+    }
+
+    /// `GET /api/liveactivities/{name}`: the caller's activity, with the devices following it.
+    @Sendable func liveActivity(_ request: Request, context: GatewayContext) async throws -> JSONAnswer<LiveActivities.Activity> {
+        let user = try context.authenticatedUser()
+        return JSONAnswer(
+            try await gateway.liveActivities.show(owner: .user(user.name), name: GatewayHTTP.decodedParameter(context, "name")))
     }
 
     /// The tutorial API's send request as a ``SendCommand``: its query parameters read strictly

@@ -28,7 +28,9 @@ public enum APNSWire {
         var headers: [HTTPHeader] = []
         if let providerToken { headers.append(HTTPHeader(name: "authorization", value: "bearer \(providerToken)")) }
         if !notification.headers.contains(where: { $0.name == "apns-topic" }) {
-            headers.append(HTTPHeader(name: "apns-topic", value: topic))
+            // The topic a push type needs: the bundle id with its suffix (`.push-type.widgets`, …).
+            let pushType = notification.headers.first { $0.name == "apns-push-type" }.flatMap { APNSPushType(rawValue: $0.value) }
+            headers.append(HTTPHeader(name: "apns-topic", value: pushType?.topic(bundleID: topic) ?? topic))
         }
         headers.append(contentsOf: notification.headers)
         if let apnsID { headers.append(HTTPHeader(name: "apns-id", value: apnsID)) }

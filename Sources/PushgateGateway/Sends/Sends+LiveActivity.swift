@@ -1,0 +1,87 @@
+import Pushgate
+
+/// A Live Activity send planned: its audience (its owner's push-to-start tokens for a start, its
+/// update tokens otherwise), its stamp (the store's compare-and-set), and the one payload APNs
+/// gets, with the push type and topic Apple requires. Everything after this is the send path of
+/// every send: the outbox, the driver, the hooks (``LiveActivityHooks``).
+extension Sends {
+    func prepareLiveActivity(
+        _ command: SendCommand, _ activity: SendCommand.LiveActivity, body: [UInt8]
+    ) async throws(GatewayError)
+        -> PreparedSend
+    {
+        guard let apns = app.configuration.services.apns else {
+            throw GatewayError(.misconfigured, "Live Activities are sent through APNs, which this app does not configure")
+        }
+        guard case .token = apns.authentication else {
+            throw .badRequest(
+                "Live Activities need APNs token authentication (apns.keyId, apns.teamId, apns.privateKey): Apple refuses them with a certificate"
+            )
+        }
+        let name: ActivityName
+        do { name = try ActivityName(activity.name) } catch { throw .badRequest(error.description) }
+        let message: LiveActivityMessage
+        do { message = try LiveActivityMessage(event: activity.event, priority: activity.priority, body: body) } catch {
+            throw .badRequest(error.description)
+        }
+        let owner: RegistrationOwner
+        switch command.sender {
+        case .user(let user):
+            guard activity.owner == nil || activity.owner == user.name else {
+                throw .forbidden("an activity is its owner's: a user sends to their own activities only")
+            }
+            owner = .user(user.name)
+        case .hubKey:
+            if let text = activity.owner {
+                guard let named = RegistrationOwner(exportText: text) else {
+                    throw .badRequest("owner '\(text.prefix(40))' is not a user name")
+                }
+                owner = named
+            } else {
+                owner = .hub
+            }
+        }
+        let key = LiveActivityKey(app: appID, owner: owner, name: name)
+        let selector: RegistrationSelector
+        switch activity.event {
+        case .start:
+            guard let type = message.attributesType else { throw .badRequest("a start needs attributes-type") }
+            var expression: TagExpression?
+            if let tags = activity.tags?.trimmingCharacters(in: .whitespaces), !tags.isEmpty {
+                do { expression = try TagExpression(parsing: tags) } catch { throw .badRequest("tags: \(error.description)") }
+            }
+            selector = RegistrationSelector(kind: .pushToStart(attributesType: type), owner: owner, expression: expression)
+        case .update, .end:
+            guard activity.tags == nil else {
+                throw .badRequest("an \(activity.event.rawValue) reaches the activity's update tokens: give no tags")
+            }
+            selector = key.updateTokens
+        }
+        // Stamped before it is stored: the stamps of one activity increase across instances, and
+        // a send whose page is claimed after a newer stamp is superseded (not sent).
+        let time = now()
+        let record = try await storeCall { () throws(StoreError) in
+            try await store.stamp(
+                key,
+                LiveActivityStamping(
+                    event: activity.event, requested: message.timestamp, priority: activity.priority,
+                    contentState: message.contentStateText,
+                    now: time))
+        }
+        let payload = message.payload(timestamp: record.stamp, name: name)
+        guard payload.count <= LiveActivityMessage.maximumPayloadBytes else {
+            throw GatewayError(
+                .tooLarge,
+                "the Live Activity payload is \(payload.count) bytes; APNs takes at most \(LiveActivityMessage.maximumPayloadBytes)")
+        }
+        let headers = [
+            HTTPHeader(name: "apns-push-type", value: APNSPushType.liveActivity.rawValue),
+            HTTPHeader(name: "apns-topic", value: APNSPushType.liveActivity.topic(bundleID: apns.topic)),
+            HTTPHeader(name: "apns-priority", value: String(activity.priority)),
+        ]
+        return PreparedSend(
+            selection: PlatformSelection([.apns]), audience: .tokens(selector),
+            payloads: [.apns: RenderedNotification(platform: .apns, body: payload, headers: headers, contentType: "application/json")],
+            secureID: nil, sender: command.sender.name)
+    }
+}
