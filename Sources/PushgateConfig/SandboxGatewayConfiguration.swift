@@ -85,7 +85,9 @@ public struct SandboxGatewayConfiguration: Sendable {
         var handles: [String: Any] = ["wnsChannelHosts": [wnsChannelHost, "*.notify.windows.com"]]
         var services: [String: Any] = [
             "apns": [
-                "endpoint": apnsEndpoint, "topic": apnsTopic, "caFile": ca,
+                // The sandbox serves channel management and broadcasts on its APNs listener.
+                "endpoint": apnsEndpoint, "channelsEndpoint": apnsEndpoint, "broadcastEndpoint": apnsEndpoint, "topic": apnsTopic,
+                "caFile": ca,
                 "token": ["keyId": apnsKeyID, "teamId": apnsTeamID, "privateKey": file("apnsKey")],
             ],
             "fcm": ["endpoint": fcmEndpoint, "serviceAccount": file("serviceAccount"), "caFile": ca],

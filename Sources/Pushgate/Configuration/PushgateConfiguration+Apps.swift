@@ -90,8 +90,20 @@ extension PushgateConfiguration {
                 throw apns.error("configure only one of \"token\" or \"certificate\", not both")
             }
             let caFile = try apns.string("caFile")
-            try apns.finish(expected: ["endpoint", "topic", "token", "certificate", "caFile"])
-            result.apns = APNSConfiguration(endpoint: endpoint, topic: topic, authentication: authentication, caFile: caFile)
+            var configuration = APNSConfiguration(endpoint: endpoint, topic: topic, authentication: authentication, caFile: caFile)
+            if let channels = try apns.string("channelsEndpoint") {
+                try checkEndpoint(channels, key: "channelsEndpoint", in: apns)
+                configuration.channelsEndpoint = channels
+            }
+            if let broadcast = try apns.string("broadcastEndpoint") {
+                try checkEndpoint(broadcast, key: "broadcastEndpoint", in: apns)
+                configuration.broadcastEndpoint = broadcast
+            }
+            if let maximum = try apns.int("maxChannels", in: 1...1_000_000) { configuration.maximumChannels = maximum }
+            try apns.finish(expected: [
+                "endpoint", "topic", "token", "certificate", "caFile", "channelsEndpoint", "broadcastEndpoint", "maxChannels",
+            ])
+            result.apns = configuration
         }
         if var fcm = try services.object("fcm") {
             let endpoint = try fcm.string("endpoint") ?? FCMConfiguration.productionEndpoint

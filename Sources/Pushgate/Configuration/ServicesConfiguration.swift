@@ -58,11 +58,29 @@ public struct APNSConfiguration: Sendable, Hashable {
     /// A CA bundle to trust instead of the system's (for the sandbox).
     public var caFile: String?
 
+    /// Broadcast channels (iOS 18) are managed on a host of their own, per environment.
+    public static let productionChannelsEndpoint = "https://api-manage-broadcast.push.apple.com:2196"
+    public static let developmentChannelsEndpoint = "https://api-manage-broadcast.sandbox.push.apple.com:2195"
+
+    /// Where channels are created, read, listed and deleted (`apns.channelsEndpoint`); by
+    /// default the management host of ``endpoint``'s environment.
+    public var channelsEndpoint: String
+    /// Where broadcasts are sent (`POST /4/broadcasts/apps/{bundle id}`; `apns.broadcastEndpoint`):
+    /// by default ``endpoint``, as Apple's prose and its command-line article say; Apple's samples
+    /// show `api-broadcast[.sandbox].push.apple.com` instead, hence configurable.
+    public var broadcastEndpoint: String
+    /// The most channels Pushgate creates for the app (`apns.maxChannels`; default 10,000, the
+    /// figure secondary sources give for Apple's limit per app and environment).
+    public var maximumChannels: Int
+
     public init(endpoint: String = productionEndpoint, topic: String, authentication: Authentication, caFile: String? = nil) {
         self.endpoint = endpoint
         self.topic = topic
         self.authentication = authentication
         self.caFile = caFile
+        channelsEndpoint = endpoint == Self.developmentEndpoint ? Self.developmentChannelsEndpoint : Self.productionChannelsEndpoint
+        broadcastEndpoint = endpoint
+        maximumChannels = 10_000
     }
 }
 
