@@ -7,12 +7,17 @@ import PushgateOutbox
 /// activity): an `update` or `end` whose page is claimed after a newer stamp of its activity is
 /// superseded (not sent: the device keeps the newest anyway), and an `end`, once a page of it is
 /// recorded, retires the activity's update tokens (they die with the activity).
-struct LiveActivityHooks: OutboxHooks {
+package struct LiveActivityHooks: OutboxHooks {
     let store: any LiveActivityStore
     let logger: Logger
 
+    package init(store: any LiveActivityStore, logger: Logger) {
+        self.store = store
+        self.logger = logger
+    }
+
     /// Only an activity's `update` and `end` (its update tokens): no ordinary send is touched.
-    func concerns(_ notification: OutboxNotification) -> Bool {
+    package func concerns(_ notification: OutboxNotification) -> Bool {
         guard case .tokens(let selector) = notification.audience, case .liveActivity? = selector.kind else { return false }
         return true
     }
@@ -26,7 +31,7 @@ struct LiveActivityHooks: OutboxHooks {
         return (LiveActivityKey(app: notification.app, owner: owner, name: name), stamp, event)
     }
 
-    func superseded(_ targets: [DispatchTarget], of notification: OutboxNotification) async -> [RegistrationID: DeliveryVerdict] {
+    package func superseded(_ targets: [DispatchTarget], of notification: OutboxNotification) async -> [RegistrationID: DeliveryVerdict] {
         guard let (key, stamp, _) = Self.activity(of: notification) else { return [:] }
         let newest: Int64
         do {
@@ -43,7 +48,7 @@ struct LiveActivityHooks: OutboxHooks {
         return Dictionary(uniqueKeysWithValues: targets.map { ($0.registrationID, verdict) })
     }
 
-    func recorded(_ outcomes: [DeliveryReport], page: Int, of notification: OutboxNotification) async {
+    package func recorded(_ outcomes: [DeliveryReport], page: Int, of notification: OutboxNotification) async {
         guard let (key, stamp, event) = Self.activity(of: notification), event == .end else { return }
         do {
             // Not when the name was started again since (a newer stamp): its tokens are the new activity's.
