@@ -75,6 +75,8 @@ public final class Gateway: Sendable {
     /// Telemetry, cancelling and secure messages (``Notifications``).
     public let notifications: Notifications
     public let liveActivities: LiveActivities
+    /// The app's APNs broadcast channels (``Channels``).
+    public let channels: Channels
 
     public init(app: LoadedApp, store: any GatewayStore, dispatcher: Dispatcher, settings: Settings = .init(), shared: Shared = .init()) {
         let current = CurrentApp(app)
@@ -99,6 +101,7 @@ public final class Gateway: Sendable {
         installations = Installations(store: store, app: current, registrations: registrations, limits: settings.limits, clock: clock)
         notifications = Notifications(store: store, app: app.id, clock: clock, logger: logger, outbox: control, drives: drives)
         liveActivities = LiveActivities(store: store, appID: app.id, clock: clock)
+        channels = Channels(store: store, app: { current.value }, clock: clock, logger: logger)
     }
 
     /// Sends being delivered (shared by every hub's gateway).

@@ -78,7 +78,10 @@ extension GatewayServer {
                 throw GatewayError(.misconfigured, "apps.\(app.id): \(error)")
             }
         }
-        for built in prepared { await built.gateway.reload(built.app, providers: built.providers) }
+        for built in prepared {
+            await built.gateway.reload(built.app, providers: built.providers)
+            built.gateway.channels.connect(await GatewayAssembly.channelAccess(for: built.app, secrets: secrets, clock: settings.clock))
+        }
         hubs.replace(rules: rules)
         let next = loaded.configuration
         await settings.authenticator.reload(next.auth)

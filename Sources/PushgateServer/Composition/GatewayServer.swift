@@ -99,6 +99,7 @@ public struct GatewayServer: Sendable {
                         app: hubApp, store: store,
                         dispatcher: Dispatcher(providers: providers, tracing: tracing, answerTickers: answerTickers),
                         settings: Gateway.Settings(limits: configuration.limits, outbox: configuration.outbox), shared: shared))
+                gateways.last?.channels.connect(await GatewayAssembly.channelAccess(for: hubApp, secrets: secrets, clock: clock))
             }
             let gateway = gateways[0]
             let dispatcher = gateway.dispatcher

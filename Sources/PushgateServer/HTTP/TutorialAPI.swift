@@ -37,6 +37,7 @@ struct TutorialAPI: Sendable {
         api.post("liveactivities/:name", use: sendLiveActivity)
         api.get("liveactivities", use: liveActivities)
         api.get("liveactivities/:name", use: liveActivity)
+        ChannelsAPI(gateway: gateway, maximumBodyBytes: maximumBodyBytes).add(to: api)
         if let sandbox { GatewayHTTP.addSandboxRoutes(to: api, sandbox, gateway: gateway) }
         // Anything else under /api: the API's own error shape, not the router's empty 404.
         for method in [HTTPRequest.Method.get, .post, .put, .patch, .delete] {
