@@ -49,8 +49,8 @@ public enum GatewayAssembly {
                 let transport = try CurlPushTransport(configuration: .init(httpVersion: .http2, caFile: caFile(apns.caFile)), pools: pools)
                 providers.append(
                     APNSProvider(
-                        endpoint: apns.endpoint, topic: apns.topic, tokens: tokens, transport: transport, policy: policy, clock: clock,
-                        tracing: tracing))
+                        endpoint: apns.endpoint, broadcastEndpoint: apns.broadcastEndpoint, topic: apns.topic, tokens: tokens,
+                        transport: transport, policy: policy, clock: clock, tracing: tracing))
             case .certificate(let certificate, let privateKey):
                 guard case .file(let certificatePath) = certificate, case .file(let keyPath) = privateKey else {
                     throw GatewayError(.misconfigured, "APNs certificate authentication needs the certificate and key as files")
@@ -62,8 +62,8 @@ public enum GatewayAssembly {
                         clientKeyFile: ConfigurationLoader.resolve(keyPath, against: baseDirectory)), pools: pools)
                 providers.append(
                     APNSProvider(
-                        endpoint: apns.endpoint, topic: apns.topic, tokens: nil, transport: transport, policy: policy, clock: clock,
-                        tracing: tracing))
+                        endpoint: apns.endpoint, broadcastEndpoint: apns.broadcastEndpoint, topic: apns.topic, tokens: nil,
+                        transport: transport, policy: policy, clock: clock, tracing: tracing))
             }
         }
         if let fcm = services.fcm {

@@ -5,6 +5,7 @@ import Pushgate
 import PushgateCurl
 import PushgateDispatch
 import PushgateGateway
+import PushgateServer
 import PushgateTesting
 import Testing
 
@@ -156,6 +157,119 @@ import Testing
             let response = try await fixture.call("POST", "/api/liveactivities/order-4711?event=end", body: "{}")
             #expect(response.status == 400, "\(response.bodyText)")
             #expect(response.bodyText.contains("token authentication"), "\(response.bodyText)")
+        }
+    }
+
+    /// The hub API's extension: a Listen key registers the tokens (as the app would), a Send key
+    /// starts, updates and ends the hub's activity; a Listen key cannot send.
+    @Test func theHubAPIRegistersTokensAndSendsByActivity() async throws {
+        try await GatewayFixture.inProcess { fixture in
+            let hub = try HubAPITests.Client(fixture)
+            let listen = hub.token(rule: SharedAccessRule.defaultListenName)
+            func reserve() async throws -> String {
+                let reserved = try await hub.call("POST", "registrationIDs", authorization: listen)
+                let location = try #require(reserved.header("Location"), "\(reserved.bodyText)")
+                return try #require(location.split(separator: "/").last?.split(separator: "?").first.map(String.init))
+            }
+            let phone = await fixture.sandbox.createDevice(.apns)
+            let activities = fixture.sandbox.state.liveActivities
+            let startToken = activities.issuePushToStartToken(deviceID: phone.id, attributesType: Self.type)
+            let put = try await hub.call(
+                "PUT", "liveactivitytokens/\(try await reserve())",
+                body: #"{"kind":"pushToStart","attributesType":"DeliveryAttributes","token":"\#(startToken)","tags":["fan-42"]}"#,
+                authorization: listen)
+            #expect(put.status == 200, "\(put.bodyText)")
+            let refused = try await hub.call(
+                "POST", "liveactivities/match-42?event=update", body: #"{"content-state":{}}"#, authorization: listen)
+            #expect(refused.status == 401 || refused.status == 403, "a Listen key cannot send: \(refused.bodyText)")
+            let start = try await hub.call(
+                "POST", "liveactivities/match-42?event=start",
+                body: #"{"attributes-type":"DeliveryAttributes","attributes":{},"content-state":{"score":"0-0"},"input-push-token":1}"#,
+                headers: [("ServiceBusNotification-Tags", "fan-42")])
+            #expect(start.status == 201, "\(start.bodyText)")
+            let started = try await eventually {
+                activities.activities(deviceID: phone.id)
+            } until: {
+                $0.first?.updateToken != nil
+            }
+            let updateToken = try #require(started.first?.updateToken)
+            #expect(started.first?.name == "match-42")
+            let registered = try await hub.call(
+                "PUT", "liveactivitytokens/\(try await reserve())",
+                body: #"{"kind":"liveActivity","activity":"match-42","token":"\#(updateToken)"}"#, authorization: listen)
+            #expect(registered.status == 200, "\(registered.bodyText)")
+            let update = try await hub.call("POST", "liveactivities/match-42?event=update", body: #"{"content-state":{"score":"1-0"}}"#)
+            #expect(update.status == 201, "\(update.bodyText)")
+            let shown = try await eventually {
+                activities.activity(updateToken: updateToken)
+            } until: {
+                $0?.contentState?.serialized() == Array(#"{"score":"1-0"}"#.utf8)
+            }
+            #expect(shown?.contentState?.serialized() == Array(#"{"score":"1-0"}"#.utf8))
+            // alice's activity of the same name is hers: the hub reaches it only by naming her.
+            let alices = try await hub.call(
+                "POST", "liveactivities/match-42?event=update&owner=alice", body: #"{"content-state":{"score":"9-9"}}"#)
+            _ = try await hub.finalDetails(of: alices)
+            #expect(activities.activity(updateToken: updateToken)?.contentState?.serialized() == Array(#"{"score":"1-0"}"#.utf8))
+        }
+    }
+
+    /// A channel created through Pushgate, two devices on it (one by a start with
+    /// `input-push-channel`, one subscribed at the sandbox), one broadcast: both show it; a
+    /// deleted channel answers as Apple documents; Apple's limits checked before the wire.
+    @Test func aBroadcastReachesEveryDeviceOnItsChannelInOneRequest() async throws {
+        try await GatewayFixture.inProcess(rewrite: ChannelManagementTests.carolIsAdmin) { fixture in
+            let created = try await fixture.call("POST", "/api/channels", user: "carol", body: #"{"name":"scores","storagePolicy":0}"#)
+            #expect(created.status == 201, "\(created.bodyText)")
+            let channelID = try #require(try JSONParser.parse(created.body)["channelId"]?.stringValue, "\(created.bodyText)")
+            let activities = fixture.sandbox.state.liveActivities
+            // One device starts its activity on the channel (a start to its push-to-start token, naming
+            // the channel as Pushgate keeps it).
+            let first = await fixture.sandbox.createDevice(.apns)
+            let startToken = activities.issuePushToStartToken(deviceID: first.id, attributesType: Self.type)
+            try await Self.register(
+                fixture, user: "carol", token: startToken, kind: "pushToStart", extra: #""AttributesType":"\#(Self.type)""#)
+            let start = try await fixture.call(
+                "POST", "/api/liveactivities/match-42?event=start", user: "carol",
+                body:
+                    #"{"attributes-type":"DeliveryAttributes","attributes":{},"content-state":{"score":"0-0"},"input-push-channel":"scores"}"#
+            )
+            #expect(try JSONParser.parse(start.body)["success"]?.kind == .number("1"), "\(start.bodyText)")
+            // Another is subscribed at the sandbox.
+            let second = await fixture.sandbox.createDevice(.apns)
+            _ = activities.subscribe(deviceID: second.id, channelID: channelID, name: "match-42")
+            let broadcast = try await fixture.call(
+                "POST", "/api/liveactivities/match-42?event=update&channel=scores", user: "carol",
+                body: #"{"content-state":{"score":"1-0"}}"#)
+            #expect(broadcast.status == 200, "\(broadcast.bodyText)")
+            let result = try JSONParser.parse(broadcast.body)
+            #expect(result["success"]?.kind == .number("1"), "one request, whatever the audience: \(broadcast.bodyText)")
+            for device in [first, second] {
+                let shown = activities.activities(deviceID: device.id).first
+                #expect(shown?.contentState?.serialized() == Array(#"{"score":"1-0"}"#.utf8), "\(device.id)")
+            }
+            // Apple's limits, before the wire: a broadcast cannot start; 5,120 bytes; admins only.
+            let startRefused = try await fixture.call(
+                "POST", "/api/liveactivities/match-42?event=start&channel=scores", user: "carol",
+                body: #"{"attributes-type":"A","attributes":{},"content-state":{}}"#)
+            #expect(startRefused.status == 400, "\(startRefused.bodyText)")
+            let big = String(repeating: "x", count: 5200)
+            let tooLarge = try await fixture.call(
+                "POST", "/api/liveactivities/match-42?event=update&channel=scores", user: "carol",
+                body: #"{"content-state":{"note":"\#(big)"}}"#)
+            #expect(tooLarge.status == 413, "\(tooLarge.bodyText)")
+            let notAdmin = try await fixture.call(
+                "POST", "/api/liveactivities/match-42?event=update&channel=scores", user: "alice", body: #"{"content-state":{}}"#)
+            #expect(notAdmin.status == 403, "\(notAdmin.bodyText)")
+            // Deleted at Apple behind Pushgate's back: the broadcast's target answers BadChannel.
+            let apple = try await ChannelManagementTests.appleClient(fixture)
+            try await apple.delete(channelID)
+            await apple.close()
+            let gone = try await fixture.call(
+                "POST", "/api/liveactivities/match-42?event=end&channel=scores", user: "carol", body: #"{"content-state":{"score":"1-0"}}"#)
+            #expect(
+                try JSONParser.parse(gone.body)["targets"]?.arrayElements?.first?["outcome"]?.stringValue == "BadChannel",
+                "\(gone.bodyText)")
         }
     }
 

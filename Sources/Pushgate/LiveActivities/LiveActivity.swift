@@ -173,3 +173,35 @@ extension APNSChannel {
         )
     }
 }
+
+/// A broadcast's one target: the channel, by the name Pushgate keeps and Apple's id. Its handle
+/// holds ``handlePrefix`` and the id, which no device token (hex) can be.
+public struct APNSChannelRecipient: Sendable, Hashable {
+    public var name: String
+    public var channelID: String
+
+    public init(name: String, channelID: String) {
+        self.name = name
+        self.channelID = channelID
+    }
+
+    public static let handlePrefix = "channel:"
+    static let storedPrefix = "apns-channel:"
+    static let descriptionPrefix = "channel "
+    /// The registration id results report for a broadcast's one target.
+    public static let targetID = try! RegistrationID("apns-channel")
+    /// APNs' limit for a broadcast's payload.
+    public static let maximumPayloadBytes = 5120
+
+    public var target: DispatchTarget {
+        DispatchTarget(
+            registrationID: Self.targetID, handle: DeviceHandle(uncheckedPlatform: .apns, value: Self.handlePrefix + channelID),
+            kind: .audience)
+    }
+
+    /// The channel id a target's handle holds, when it is a broadcast's.
+    public static func channelID(of target: DispatchTarget) -> String? {
+        guard target.kind == .audience, target.handle.platform == .apns, target.handle.value.hasPrefix(handlePrefix) else { return nil }
+        return String(target.handle.value.dropFirst(handlePrefix.count))
+    }
+}

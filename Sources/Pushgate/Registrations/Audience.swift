@@ -14,6 +14,9 @@ public enum Audience: Sendable, Hashable, CustomStringConvertible {
     /// tokens, or the push-to-start tokens of one attributes type among those a tag expression
     /// selects. No ordinary send reaches them.
     case tokens(RegistrationSelector)
+    /// An APNs broadcast channel (iOS 18): Apple fans one request out to every Live Activity
+    /// subscribed to it, whatever their number.
+    case apnsChannel(APNSChannelRecipient)
 
     /// The registrations whose tags satisfy `expression`.
     public static func tags(_ expression: TagExpression) -> Audience { .registrations(expression) }
@@ -28,7 +31,7 @@ public enum Audience: Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .registrations, .tokens: .registration
         case .handles: .device
-        case .fcm: .audience
+        case .fcm, .apnsChannel: .audience
         }
     }
 
@@ -55,6 +58,7 @@ public enum Audience: Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .registrations(let expression): return expression == nil ? "everyone" : nil
         case .fcm(let recipient): return recipient.handleValue
+        case .apnsChannel(let channel): return APNSChannelRecipient.storedPrefix + channel.name + "\n" + channel.channelID
         case .tokens(let selector):
             var output = Array(#"{"kind":"#.utf8)
             Escaping.appendJSONString((selector.kind ?? .device).stored, to: &output)
@@ -88,6 +92,11 @@ public enum Audience: Sendable, Hashable, CustomStringConvertible {
     public static func stored(text: String, recipient: String?) -> Audience? {
         guard let recipient else { return (try? TagExpression(parsing: text)).map(Audience.tags) }
         if recipient == "everyone" { return .everyone }
+        if recipient.hasPrefix(APNSChannelRecipient.storedPrefix) {
+            let parts = recipient.dropFirst(APNSChannelRecipient.storedPrefix.count).split(separator: "\n", maxSplits: 1)
+            guard parts.count == 2 else { return nil }
+            return .apnsChannel(APNSChannelRecipient(name: String(parts[0]), channelID: String(parts[1])))
+        }
         if recipient.hasPrefix(#"{"kind":"#) {
             guard let stored = try? JSONParser.parse(Array(recipient.utf8)),
                 let kind = stored["kind"]?.stringValue.flatMap(RegistrationKind.init(stored:))
@@ -130,7 +139,7 @@ public enum Audience: Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .registrations(let expression): .devices(expression)
         case .tokens(let selector): selector
-        case .handles, .fcm: nil
+        case .handles, .fcm, .apnsChannel: nil
         }
     }
 
@@ -140,6 +149,9 @@ public enum Audience: Sendable, Hashable, CustomStringConvertible {
     public static func namesNoRegistrations(_ description: String) -> Bool {
         if description.hasPrefix("topic ") { return !description.dropFirst(6).contains(" ") }
         if description.hasPrefix("condition ") { return description.contains("'") }
+        if description.hasPrefix(APNSChannelRecipient.descriptionPrefix) {
+            return !description.dropFirst(APNSChannelRecipient.descriptionPrefix.count).contains(" ")
+        }
         let direct = "direct send to "
         guard description.hasPrefix(direct) else { return false }
         let words = description.dropFirst(direct.count).split(separator: " ")
@@ -160,6 +172,7 @@ public enum Audience: Sendable, Hashable, CustomStringConvertible {
         case .registrations(let expression?): expression.description
         case .registrations(nil): "every registration"
         case .fcm(let recipient): recipient.description
+        case .apnsChannel(let channel): APNSChannelRecipient.descriptionPrefix + channel.name
         case .handles(let handles): "direct send to \(handles.count) handle\(handles.count == 1 ? "" : "s")"
         case .tokens(let selector):
             (selector.kind?.description ?? "registration")
@@ -192,6 +205,7 @@ public enum Audience: Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .registrations, .tokens: []
         case .fcm(let recipient): after == nil && limit > 0 ? [recipient.target] : []
+        case .apnsChannel(let channel): after == nil && limit > 0 ? [channel.target] : []
         case .handles(let handles):
             Array(
                 handles.enumerated().lazy.map {

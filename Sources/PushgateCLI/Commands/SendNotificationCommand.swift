@@ -13,6 +13,8 @@ struct SendNotificationCommand: AsyncParsableCommand {
         discussion: """
             Example: pushgate send --server http://127.0.0.1:8080 --user bob:bob --pns all --to-tag alice "Hello"
             Example: pushgate send --user bob:bob --to-tag alice --at 2026-11-24T09:00:00Z --wait "Good morning"
+            Example: pushgate send --user alice:alice --live-activity order-4711 --event update --property status=shipped \
+            (a Live Activity of yours: start, update or end; see docs/live-activities.md)
             Example: pushgate send --hub default --connection-string "$(pushgate hubs connection-string default)" --ca-file ca.pem \
             --tags news "Hello" (the Notification Hubs REST API: one native send per platform, followed to the end)
             Exit status: 0 every device got it (or, with --async or --at and no --wait, the gateway accepted it); \
@@ -98,10 +100,42 @@ struct SendNotificationCommand: AsyncParsableCommand {
     @Option(name: .customLong("idempotency-key"), help: "An Idempotency-Key: a repeat of the send with it is not sent again.")
     var idempotencyKey: String?
 
-    @Argument(help: "The message.")
-    var message: String
+    @Option(
+        name: .customLong("live-activity"),
+        help: ArgumentHelp(
+            "Start, update or end this Live Activity of yours instead of sending a message: --event, the content state as --property name=value or --content-state, the message (if any) as its alert.",
+            valueName: "name"))
+    var liveActivity: String?
+
+    @Option(help: "With --live-activity: start, update or end.")
+    var event: String?
+
+    @Option(name: .customLong("content-state"), help: "With --live-activity: the content state as a JSON object (instead of --property).")
+    var contentState: String?
+
+    @Option(name: .customLong("attributes-type"), help: "With --live-activity --event start: the ActivityKit attributes type.")
+    var attributesType: String?
+
+    @Option(help: "With --live-activity --event start: the attributes as a JSON object (default {}).")
+    var attributes: String?
+
+    @Option(help: "With --live-activity: apns-priority 10 (immediate, spends the device's budget) or 5.")
+    var priority: Int?
+
+    @Option(help: "With --live-activity: broadcast the update or end to this channel (pushgate channels list) instead.")
+    var channel: String?
+
+    @Argument(help: ArgumentHelp("The message (with --live-activity, optional: the alert's body).", valueName: "message"))
+    var messageArgument: String?
+
+    var message: String { messageArgument ?? "" }
 
     func validate() throws {
+        if liveActivity != nil {
+            try validateLiveActivity()
+            return
+        }
+        guard messageArgument != nil else { throw ValidationError("Missing expected argument '<message>'") }
         if hub != nil {
             try validateHub()
             return
@@ -125,6 +159,11 @@ struct SendNotificationCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if let liveActivity {
+            let status = await sendLiveActivity(liveActivity)
+            if status != 0 { throw ExitCode(status) }
+            return
+        }
         if let hub {
             let status = await sendThroughHub(hub)
             if status != 0 { throw ExitCode(status) }
@@ -208,7 +247,7 @@ struct SendNotificationCommand: AsyncParsableCommand {
     }
 
     /// An asynchronous or scheduled send: prints the id (and, with `--wait`, follows it to the end).
-    private func enqueue(_ client: CurlHTTPClient, _ request: CurlRequest) async -> Int32 {
+    func enqueue(_ client: CurlHTTPClient, _ request: CurlRequest) async -> Int32 {
         let response: CurlResponse
         do { response = try await client.execute(request) } catch {
             printError("error: cannot reach the gateway at \(server): \(error.message)")
@@ -271,7 +310,7 @@ struct SendNotificationCommand: AsyncParsableCommand {
     }
 
     /// Sends and prints; returns the exit status.
-    private func exchange(_ client: CurlHTTPClient, _ request: CurlRequest, progress: ProgressLine?) async -> Int32 {
+    func exchange(_ client: CurlHTTPClient, _ request: CurlRequest, progress: ProgressLine?) async -> Int32 {
         var response: CurlResponse
         do {
             var onBody: (@Sendable ([UInt8]) -> Void)?

@@ -5,6 +5,8 @@ import Pushgate
 public final class APNSProvider: PushProvider {
     public let platform = Platform.apns
     private let endpoint: String
+    /// Where broadcasts to channels go (`apns.broadcastEndpoint`).
+    private let broadcastEndpoint: String
     private let topic: String
     private let tokens: APNSTokenManager?
     private let transport: any PushTransport
@@ -13,10 +15,11 @@ public final class APNSProvider: PushProvider {
 
     /// - Parameter tokens: nil for certificate authentication (the transport presents the certificate).
     public init(
-        endpoint: String, topic: String, tokens: APNSTokenManager?, transport: any PushTransport, policy: RetryPolicy,
-        clock: any PushgateClock, maximumInFlight: Int = 1000, tracing: PushgateTracing = .off
+        endpoint: String, broadcastEndpoint: String? = nil, topic: String, tokens: APNSTokenManager?, transport: any PushTransport,
+        policy: RetryPolicy, clock: any PushgateClock, maximumInFlight: Int = 1000, tracing: PushgateTracing = .off
     ) {
         self.endpoint = endpoint
+        self.broadcastEndpoint = broadcastEndpoint ?? endpoint
         self.topic = topic
         self.tokens = tokens
         self.transport = transport
@@ -37,13 +40,18 @@ public final class APNSProvider: PushProvider {
                 }
             }
         }
-        let endpoint = endpoint
+        let (endpoint, broadcastEndpoint) = (endpoint, broadcastEndpoint)
         let topic = topic
         let shared = SharedHeaders()
         return await retry.deliverAll(
             to: targets, transport: transport, credential: credential,
             request: { target, token in
-                APNSWire.request(
+                if let channelID = APNSChannelRecipient.channelID(of: target) {
+                    return APNSWire.broadcastRequest(
+                        endpoint: broadcastEndpoint, bundleID: topic, channelID: channelID, notification: notification, providerToken: token
+                    )
+                }
+                return APNSWire.request(
                     endpoint: endpoint, deviceToken: target.handle.value, notification: notification,
                     headers: shared.headers(for: token) { APNSWire.headers(notification: notification, topic: topic, providerToken: $0) })
             },
@@ -61,7 +69,12 @@ public final class APNSProvider: PushProvider {
     public func shutdown() async { await transport.shutdown() }
 
     public func preview(_ notification: RenderedNotification, to target: DispatchTarget) -> PushHTTPRequest? {
-        APNSWire.request(
+        if let channelID = APNSChannelRecipient.channelID(of: target) {
+            return APNSWire.broadcastRequest(
+                endpoint: broadcastEndpoint, bundleID: topic, channelID: channelID, notification: notification,
+                providerToken: tokens == nil ? nil : Self.credentialPlaceholder)
+        }
+        return APNSWire.request(
             endpoint: endpoint, deviceToken: target.handle.value, notification: notification, topic: topic,
             providerToken: tokens == nil ? nil : Self.credentialPlaceholder)
     }

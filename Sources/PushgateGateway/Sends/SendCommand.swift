@@ -63,13 +63,19 @@ public struct SendCommand: Sendable {
         /// A start's tag expression, narrowing the owner's push-to-start tokens (the hub's
         /// `ServiceBusNotification-Tags`, the tutorial API's `tags=`).
         public var tags: String?
+        /// A broadcast: the channel (by the name Pushgate keeps it under) whose subscribed
+        /// activities Apple reaches with one request, instead of the activity's update tokens.
+        public var channel: String?
 
-        public init(name: String, event: LiveActivityEvent, priority: Int = 10, owner: String? = nil, tags: String? = nil) {
+        public init(
+            name: String, event: LiveActivityEvent, priority: Int = 10, owner: String? = nil, tags: String? = nil, channel: String? = nil
+        ) {
             self.name = name
             self.event = event
             self.priority = priority
             self.owner = owner
             self.tags = tags
+            self.channel = channel
         }
     }
 
@@ -245,7 +251,7 @@ extension SendCommand {
         case .liveActivity(let activity, _):
             return [
                 route.rawValue, activity.name, activity.event.rawValue, String(activity.priority), activity.owner, activity.tags,
-                mode == .asynchronous ? "async" : nil,
+                mode == .asynchronous ? "async" : nil, activity.channel,
             ]
         }
     }

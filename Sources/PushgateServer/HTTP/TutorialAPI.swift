@@ -166,10 +166,10 @@ struct TutorialAPI: Sendable {
     @Sendable func sendLiveActivity(_ request: Request, context: GatewayContext) async throws -> Response {
         let user = try context.authenticatedUser()
         let body = try await GatewayHTTP.collectJSON(request, limit: maximumBodyBytes)
-        let query = try QueryParameters(request.uri, accepting: ["event", "priority", "tags", "async"])
+        let query = try QueryParameters(request.uri, accepting: ["event", "priority", "tags", "async", "channel"])
         let activity = try Self.liveActivity(
             name: GatewayHTTP.decodedParameter(context, "name"), event: query.get("event"), priority: query.get("priority"), owner: nil,
-            tags: query.get("tags"))
+            tags: query.get("tags"), channel: query.get("channel"))
         let command = SendCommand(
             route: .tutorialLiveActivity, sender: .user(user), audience: .liveActivity, content: .liveActivity(activity, body: body),
             mode: try GatewayHTTP.asyncRequested(request, query: query) ? .asynchronous : .synchronous,
@@ -186,7 +186,7 @@ struct TutorialAPI: Sendable {
 
     /// A Live Activity send's parameters, read strictly: both APIs' (`event`, `priority`).
     static func liveActivity(
-        name: String, event: String?, priority: String?, owner: String?, tags: String?
+        name: String, event: String?, priority: String?, owner: String?, tags: String?, channel: String?
     ) throws(GatewayError)
         -> SendCommand.LiveActivity
     {
@@ -194,7 +194,7 @@ struct TutorialAPI: Sendable {
             throw .badRequest("event is required: start, update or end")
         }
         let priority = try GatewayHTTP.integer(priority, named: "priority", default: 10)
-        return SendCommand.LiveActivity(name: name, event: event, priority: priority, owner: owner, tags: tags)
+        return SendCommand.LiveActivity(name: name, event: event, priority: priority, owner: owner, tags: tags, channel: channel)
     }
 
     /// `GET /api/liveactivities?limit=`: the caller's activities (an admin's: everyone's), newest first.

@@ -78,6 +78,7 @@ enum HubHTTP {
         route(.get, "registrations", .manage) { try await list($0, call: $1, tag: nil) }
         route(.get, "tags/:tag/registrations", .manage) { try await list($0, call: $1, tag: $1.parameter("tag")) }
         HubInstallations.addRoutes(route: route, maximumBodyBytes: limit)
+        HubLiveActivities.addRoutes(route: route, maximumBodyBytes: limit)
         // Anything else under a configured hub: NH's XML error; 405 naming the methods a known
         // resource takes (any method a client may try, QUERY included: RFC 9110's registry).
         let methods: [HTTPRequest.Method] = [.get, .post, .put, .delete, .patch, .trace, HTTPRequest.Method("QUERY")!]

@@ -21,6 +21,22 @@ public enum APNSWire {
         PushHTTPRequest(url: "\(endpoint)/3/device/\(deviceToken)", headers: headers, body: notification.body)
     }
 
+    /// A broadcast to a channel (iOS 18): `POST /4/broadcasts/apps/<bundle id>` with the channel's
+    /// id and no topic; `apns-expiration` is required (0 when the payload names none).
+    public static func broadcastRequest(
+        endpoint: String, bundleID: String, channelID: String, notification: RenderedNotification, providerToken: String?
+    ) -> PushHTTPRequest {
+        var headers: [HTTPHeader] = []
+        if let providerToken { headers.append(HTTPHeader(name: "authorization", value: "bearer \(providerToken)")) }
+        headers.append(HTTPHeader(name: "apns-channel-id", value: channelID))
+        headers += notification.headers.filter { $0.name != "apns-topic" }
+        if !notification.headers.contains(where: { $0.name == "apns-expiration" }) {
+            headers.append(HTTPHeader(name: "apns-expiration", value: "0"))
+        }
+        headers.append(HTTPHeader(name: "content-type", value: "application/json"))
+        return PushHTTPRequest(url: "\(endpoint)/4/broadcasts/apps/\(bundleID)", headers: headers, body: notification.body)
+    }
+
     /// The request headers: the same for every device of a send with one provider token.
     public static func headers(
         notification: RenderedNotification, topic: String, providerToken: String?, apnsID: String? = nil
@@ -58,6 +74,9 @@ public enum APNSWire {
             verdict.outcome = .badChannel
         case (400, "DeviceTokenNotForTopic"):
             verdict.outcome = .wrongChannel
+        case (400, "ChannelNotRegistered"), (400, "BadChannelId"), (400, "MissingChannelId"):
+            // A broadcast's channel Apple does not know (deleted, or the other environment).
+            verdict.outcome = .badChannel
         case (400, "IdleTimeout"):
             verdict.outcome = .pnsUnavailable
             verdict.retry = .afterBackoff(retryAfterSeconds: retryAfter)
