@@ -176,6 +176,54 @@ struct ConfigFolder: ~Copyable {
             })
     }
 
+    /// A template's APNs push type against its topic and its app's authentication, when the
+    /// configuration loads; `mdm` is not a push type Pushgate sends.
+    @Test func anAPNSTemplatesPushTypeIsCheckedAgainstItsTopicAndAuthentication() throws {
+        func reason(_ headers: String, certificate: Bool = false) -> String? {
+            let auth =
+                certificate
+                ? #""certificate": {"certificate": {"file": "c.pem"}, "privateKey": {"file": "c.pem"}}"#
+                : #""token": {"keyId": "ABCDEFGHIJ", "teamId": "ABCDEFGHIJ", "privateKey": {"file": "k.p8"}}"#
+            let json = """
+                {"apps": {"default": {"services": {"apns": {"topic": "com.example.app", \(auth)}},
+                 "templates": {"notify": {"apns": {"body": "{\\"aps\\":{\\"content-changed\\":true}}", "headers": {\(headers)}}}}}}}
+                """
+            do {
+                _ = try ConfigurationLoader.load(json: Array(json.utf8), baseDirectory: NSTemporaryDirectory())
+                return nil
+            } catch {
+                return error.reason
+            }
+        }
+        #expect(reason(#""apns-push-type": "widgets""#) == nil, "the topic is set for it: com.example.app.push-type.widgets")
+        #expect(reason(#""apns-push-type": "widgets", "apns-topic": "com.example.app.push-type.widgets""#) == nil)
+        #expect(
+            reason(#""apns-push-type": "controls", "apns-topic": "com.example.app""#)?.contains("com.example.app.push-type.controls")
+                == true)
+        #expect(reason(#""apns-push-type": "pushtotalk", "apns-topic": "com.example.app.voip""#)?.contains(".voip-ptt") == true)
+        #expect(reason(#""apns-push-type": "liveactivity""#, certificate: true)?.contains("needs token authentication") == true)
+        #expect(reason(#""apns-push-type": "location""#, certificate: true)?.contains("needs token authentication") == true)
+        #expect(reason(#""apns-push-type": "voip""#, certificate: true) == nil)
+        #expect(reason(#""apns-push-type": "mdm""#)?.contains("not an APNs push type") == true)
+        // The topic each push type needs, from the bundle id.
+        for (type, topic) in [
+            (APNSPushType.alert, "com.example.app"), (.background, "com.example.app"), (.location, "com.example.app.location-query"),
+            (.voip, "com.example.app.voip"), (.complication, "com.example.app.complication"),
+            (.fileprovider, "com.example.app.pushkit.fileprovider"), (.liveActivity, "com.example.app.push-type.liveactivity"),
+            (.pushToTalk, "com.example.app.voip-ptt"), (.widgets, "com.example.app.push-type.widgets"),
+            (.controls, "com.example.app.push-type.controls"),
+        ] {
+            #expect(type.topic(bundleID: "com.example.app") == topic)
+            let request = APNSWire.request(
+                endpoint: "https://apns", deviceToken: "ab",
+                notification: RenderedNotification(
+                    platform: .apns, body: [], headers: [HTTPHeader(name: "apns-push-type", value: type.rawValue)],
+                    contentType: "application/json"),
+                topic: "com.example.app", providerToken: nil)
+            #expect(request.headers.first { $0.name == "apns-topic" }?.value == topic, "\(type)")
+        }
+    }
+
     @Test func secretsResolveFromFilesAndEnvironmentWithoutLeaking() throws {
         let folder = try ConfigFolder(files: ["secrets/key.p8": "-----BEGIN PRIVATE KEY-----\nabc\n-----END PRIVATE KEY-----\n"])
         let resolver = SecretResolver(baseDirectory: folder.path, environment: ["WNS_SECRET": "s3cr3t"])
