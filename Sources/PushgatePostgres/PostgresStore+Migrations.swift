@@ -195,6 +195,7 @@ extension PostgresStore {
             ended_at double precision,
             PRIMARY KEY (app, owner_kind, owner, name)
         );
+        CREATE INDEX live_activities_by_update ON live_activities (updated_at);
         CREATE TABLE apns_channels (
             app text COLLATE "C" NOT NULL,
             name text COLLATE "C" NOT NULL,

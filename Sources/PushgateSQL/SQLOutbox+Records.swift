@@ -183,7 +183,16 @@ extension SQLOutbox {
                 _ = try await session.rows(Self.dropAnswersSQL, key)
                 _ = try await session.rows("DELETE FROM outbox_notifications WHERE app = ? AND id = ?", key)
             }
-            return keys.count
+            // Live Activities not stamped since (an activity lives 12 hours at most): kept as long
+            // as the notifications that stamped them.
+            let activities = try await session.rows(
+                """
+                DELETE FROM live_activities WHERE (app, owner_kind, owner, name) IN
+                    (SELECT app, owner_kind, owner, name FROM live_activities WHERE updated_at < ? LIMIT 100)
+                RETURNING 1
+                """, [.real(endedBefore.secondsSinceEpoch)]
+            ).count
+            return keys.count + activities
         }
     }
 

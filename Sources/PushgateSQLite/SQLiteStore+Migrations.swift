@@ -197,6 +197,7 @@ extension SQLiteStore {
             ended_at REAL,
             PRIMARY KEY (app, owner_kind, owner, name)
         ) WITHOUT ROWID;
+        CREATE INDEX live_activities_by_update ON live_activities (updated_at);
         CREATE TABLE apns_channels (
             app TEXT NOT NULL,
             name TEXT NOT NULL,

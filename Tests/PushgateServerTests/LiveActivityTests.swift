@@ -121,6 +121,30 @@ import Testing
         }
     }
 
+    /// `properties` fill the app's `liveactivity` template: the content state it renders.
+    @Test func propertiesFillTheAppsLiveActivityTemplate() async throws {
+        let template: @Sendable (inout [String: Any]) -> Void = { config in
+            var apps = config["apps"] as? [String: Any] ?? [:]
+            var app = apps["default"] as? [String: Any] ?? [:]
+            var templates = app["templates"] as? [String: Any] ?? [:]
+            templates["liveactivity"] = ["apns": ["body": ##"{"status":"$(status)","note":"{'Order ' + $(order)}","eta":"#(eta)"}"##]]
+            app["templates"] = templates
+            apps["default"] = app
+            config["apps"] = apps
+        }
+        try await GatewayFixture.inProcess(rewrite: template) { fixture in
+            let (_, token) = try await Self.started(fixture, user: "alice", name: "order-7")
+            let update = try await fixture.call(
+                "POST", "/api/liveactivities/order-7?event=update", body: #"{"properties":{"status":"shipped","order":"7","eta":"1.5"}}"#)
+            #expect(update.status == 200, "\(update.bodyText)")
+            let shown = fixture.sandbox.state.liveActivities.activity(updateToken: token)
+            #expect(shown?.contentState?.serialized() == Array(#"{"status":"shipped","note":"Order 7","eta":1.5}"#.utf8))
+            let notStrings = try await fixture.call(
+                "POST", "/api/liveactivities/order-7?event=update", body: #"{"properties":{"order":7}}"#)
+            #expect(notStrings.status == 400, "\(notStrings.bodyText)")
+        }
+    }
+
     @Test func badSendsAreRefusedNamingTheField() async throws {
         try await GatewayFixture.inProcess { fixture in
             for (query, body, fragment) in [

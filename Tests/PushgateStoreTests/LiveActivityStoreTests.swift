@@ -136,6 +136,21 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases)
+    func activitiesPastTheRetentionArePrunedWithTheNotifications(kind: StoreKind) async throws {
+        let (store, path) = try await kind.make()
+        defer { cleanUp(path) }
+        func stamp(_ name: String, at seconds: Double) async throws {
+            _ = try await store.stamp(
+                LiveActivityKey(app: .default, owner: .user("alice"), name: try ActivityName(name)),
+                LiveActivityStamping(event: .update, requested: nil, priority: 10, contentState: nil, now: start.adding(seconds: seconds)))
+        }
+        try await stamp("old", at: 0)
+        try await stamp("recent", at: 7200)
+        #expect(try await store.pruneNotifications(endedBefore: start.adding(seconds: 3600)) == 1)
+        #expect(try await store.activities(app: .default, owner: nil, limit: 10).map(\.key.name.rawValue) == ["recent"])
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func channelsAreKeptByNameUpToTheLimit(kind: StoreKind) async throws {
         let (store, path) = try await kind.make()
         defer { cleanUp(path) }

@@ -21,9 +21,14 @@ public struct LiveActivityMessage: Sendable, Hashable {
     public var timestamp: Int64?
     /// `apns-priority`: 10 (immediate, spends the device's budget) or 5.
     public var priority: Int
+    /// `properties`, when the content state was given so: the app's `liveactivity` template
+    /// (if it has one) renders the content state from them (``contentState(rendering:)``).
+    public var properties: TemplateProperties?
 
     /// APNs' limit for a Live Activity's payload (larger: 413 `PayloadTooLarge`).
     public static let maximumPayloadBytes = 4096
+    /// The template set whose APNs template renders a content state from `properties`.
+    public static let templatePurpose = "liveactivity"
     /// The attribute a start carries the activity's name under, so that the app registers the
     /// update token ActivityKit gives it under that name.
     public static let nameAttribute = "activityName"
@@ -77,10 +82,13 @@ public struct LiveActivityMessage: Sendable, Hashable {
                 guard contentState == nil, let properties = value.objectMembers else {
                     throw .init("\"properties\" must be an object of strings, and not given with content-state")
                 }
-                for property in properties where property.value.stringValue == nil {
-                    throw .init("\"properties\".\(property.key) must be a string")
+                var given: [String: String] = [:]
+                for property in properties {
+                    guard let text = property.value.stringValue else { throw .init("\"properties\".\(property.key) must be a string") }
+                    given[property.key] = text
                 }
                 contentState = value
+                self.properties = TemplateProperties(given)
             case "alert":
                 guard value.objectMembers != nil || value.stringValue != nil else { throw .init("\"alert\" must be an object or a string") }
                 alert = value
@@ -150,6 +158,19 @@ public struct LiveActivityMessage: Sendable, Hashable {
         if inputPushToken { members.append(JSONMember(key: "input-push-token", value: JSONValue(.number("1")))) }
         if let inputPushChannel { members.append(JSONMember(key: "input-push-channel", value: JSONValue(.string(inputPushChannel)))) }
         return JSONValue(.object([JSONMember(key: "aps", value: JSONValue(.object(members)))])).serialized()
+    }
+
+    /// The content state rendered from ``properties`` by `template` (the app's `liveactivity`
+    /// template, whose body is the content state with `$(name)` expressions): it must render a
+    /// JSON object.
+    public mutating func contentState(rendering template: PlatformTemplate) throws(LiveActivityError) {
+        guard let properties else { return }
+        let rendered: [UInt8]
+        do { rendered = try template.render(properties).body } catch { throw .init("properties: \(error.description)") }
+        guard let state = try? JSONParser.parse(rendered), state.objectMembers != nil else {
+            throw .init("the liveactivity template must render a JSON object (the content state)")
+        }
+        contentState = state
     }
 
     /// The content state as stored beside the activity (JSON), if any.

@@ -426,7 +426,9 @@ extension InMemoryRegistrationStore: OutboxStore {
         outbox.records(app: app, sender: sender, limit: limit)
     }
 
-    public func pruneNotifications(endedBefore: Timestamp) -> Int { outbox.prune(endedBefore: endedBefore) }
+    public func pruneNotifications(endedBefore: Timestamp) -> Int {
+        outbox.prune(endedBefore: endedBefore) + pruneActivities(stampedBefore: endedBefore)
+    }
 
     public func outboxDepth(now: Timestamp) -> OutboxDepth { outbox.depth(now: now) }
 }

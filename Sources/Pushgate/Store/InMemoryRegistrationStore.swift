@@ -198,6 +198,14 @@ extension InMemoryRegistrationStore: LiveActivityStore {
 
     public func activity(_ key: LiveActivityKey) throws(StoreError) -> LiveActivityRecord? { liveActivities[key] }
 
+    /// Live Activities not stamped since `time` (an activity lives 12 hours at most), at most 100:
+    /// pruned with the notifications that stamped them.
+    func pruneActivities(stampedBefore time: Timestamp) -> Int {
+        let old = liveActivities.filter { $0.value.updatedAt < time }.keys.prefix(100)
+        for key in old { liveActivities[key] = nil }
+        return old.count
+    }
+
     public func activities(app: AppID, owner: RegistrationOwner?, limit: Int) throws(StoreError) -> [LiveActivityRecord] {
         Array(
             liveActivities.values.filter { $0.key.app == app && (owner == nil || $0.key.owner == owner) }

@@ -24,6 +24,10 @@ extension Sends {
         do { message = try LiveActivityMessage(event: activity.event, priority: activity.priority, body: body) } catch {
             throw .badRequest(error.description)
         }
+        // `properties` fill the app's `liveactivity` template, when it has one: the content state.
+        if let template = app.templates[LiveActivityMessage.templatePurpose]?[.apns] {
+            do { try message.contentState(rendering: template) } catch { throw .badRequest(error.description) }
+        }
         // A start may name its channel as Pushgate keeps it (`scores`) instead of Apple's id.
         if let channel = message.inputPushChannel {
             let appID = self.appID
