@@ -8,8 +8,8 @@ extension PostgresStore: LiveActivityStore {
     /// `FOR UPDATE` could lock).
     static let activityLockClass: Int32 = 0x5047_5202
     static let activityColumns =
-        "app, owner_kind, owner, name, stamp, event, sends, immediate_sends, content_state, started_at, updated_at, ended_at"
-    typealias ActivityRow = (String, Int, String, String, Int64, String, Int64, Int64, String?, Double, Double, Double?)
+        "app, owner_kind, owner, name, stamp, event, sends, immediate_sends, content_state, started_at, updated_at, ended_at, channel"
+    typealias ActivityRow = (String, Int, String, String, Int64, String, Int64, Int64, String?, Double, Double, Double?, String?)
 
     public func stamp(_ key: LiveActivityKey, _ send: LiveActivityStamping) async throws(StoreError) -> LiveActivityRecord {
         let logger = self.logger
@@ -28,10 +28,11 @@ extension PostgresStore: LiveActivityStore {
                 INSERT INTO live_activities (\(unescaped: Self.activityColumns))
                 VALUES (\(key.app.rawValue), \(owner.kind), \(owner.name), \(key.name.rawValue), \(record.stamp), \(record.event.rawValue),
                     \(Int64(record.sends)), \(Int64(record.immediateSends)), \(record.contentState), \(record.startedAt.secondsSinceEpoch),
-                    \(record.updatedAt.secondsSinceEpoch), \(record.endedAt?.secondsSinceEpoch))
+                    \(record.updatedAt.secondsSinceEpoch), \(record.endedAt?.secondsSinceEpoch), \(record.channel))
                 ON CONFLICT (app, owner_kind, owner, name) DO UPDATE SET stamp = excluded.stamp, event = excluded.event,
                     sends = excluded.sends, immediate_sends = excluded.immediate_sends, content_state = excluded.content_state,
-                    started_at = excluded.started_at, updated_at = excluded.updated_at, ended_at = excluded.ended_at
+                    started_at = excluded.started_at, updated_at = excluded.updated_at, ended_at = excluded.ended_at,
+                    channel = excluded.channel
                 """, logger: logger)
             return record
         }
@@ -60,7 +61,7 @@ extension PostgresStore: LiveActivityStore {
             key: LiveActivityKey(app: app, owner: RegistrationOwner(storedKind: row.1, name: row.2), name: name), stamp: row.4,
             event: event, sends: Int(row.6), immediateSends: Int(row.7), contentState: row.8,
             startedAt: Timestamp(secondsSinceEpoch: row.9), updatedAt: Timestamp(secondsSinceEpoch: row.10),
-            endedAt: row.11.map(Timestamp.init(secondsSinceEpoch:)))
+            endedAt: row.11.map(Timestamp.init(secondsSinceEpoch:)), channel: row.12)
     }
 
     public func activities(app: AppID, owner: RegistrationOwner?, limit: Int) async throws(StoreError) -> [LiveActivityRecord] {
@@ -77,15 +78,18 @@ extension PostgresStore: LiveActivityStore {
         }
     }
 
-    public func retireTokens(of key: LiveActivityKey) async throws(StoreError) -> Int {
+    public func retireTokens(of key: LiveActivityKey, ids retiring: [RegistrationID]) async throws(StoreError) -> Int {
+        guard !retiring.isEmpty else { return 0 }
         let logger = self.logger
+        let texts = retiring.map(\.rawValue)
         return try await transaction { connection in
             let owner = key.owner.stored
             let kind = RegistrationKind.liveActivity(name: key.name).stored
             let app = key.app.rawValue
             let ids = try await connection.query(
                 """
-                DELETE FROM registrations WHERE app = \(app) AND kind = \(kind) AND owner_kind = \(owner.kind) AND owner = \(owner.name)
+                DELETE FROM registrations WHERE app = \(app) AND id = ANY(\(texts)) AND kind = \(kind) AND owner_kind = \(owner.kind)
+                    AND owner = \(owner.name)
                 RETURNING id
                 """, logger: logger
             ).all(String.self)

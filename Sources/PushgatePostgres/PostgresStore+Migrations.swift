@@ -193,6 +193,7 @@ extension PostgresStore {
             started_at double precision NOT NULL,
             updated_at double precision NOT NULL,
             ended_at double precision,
+            channel text,
             PRIMARY KEY (app, owner_kind, owner, name)
         );
         CREATE INDEX live_activities_by_update ON live_activities (updated_at);

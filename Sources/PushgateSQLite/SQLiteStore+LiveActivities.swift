@@ -3,7 +3,7 @@ import PushgateSQL
 
 /// Live Activities (each one's newest stamp, in a compare-and-set) and broadcast channels.
 extension SQLiteStore: LiveActivityStore {
-    static let activityColumns = "stamp, event, sends, immediate_sends, content_state, started_at, updated_at, ended_at"
+    static let activityColumns = "stamp, event, sends, immediate_sends, content_state, started_at, updated_at, ended_at, channel"
 
     public func stamp(_ key: LiveActivityKey, _ send: LiveActivityStamping) async throws(StoreError) -> LiveActivityRecord {
         try await run { connection throws(StoreError) in
@@ -14,17 +14,18 @@ extension SQLiteStore: LiveActivityStore {
                 try connection.prepare(
                     """
                     INSERT INTO live_activities (app, owner_kind, owner, name, \(Self.activityColumns))
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (app, owner_kind, owner, name) DO UPDATE SET stamp = excluded.stamp, event = excluded.event,
                         sends = excluded.sends, immediate_sends = excluded.immediate_sends, content_state = excluded.content_state,
-                        started_at = excluded.started_at, updated_at = excluded.updated_at, ended_at = excluded.ended_at
+                        started_at = excluded.started_at, updated_at = excluded.updated_at, ended_at = excluded.ended_at,
+                        channel = excluded.channel
                     """
                 ).bind([
                     .text(key.app.rawValue), .integer(Int64(owner.kind)), .text(owner.name), .text(key.name.rawValue),
                     .integer(record.stamp), .text(record.event.rawValue), .integer(Int64(record.sends)),
                     .integer(Int64(record.immediateSends)), record.contentState.map(SQLValue.text) ?? .null,
                     .real(record.startedAt.secondsSinceEpoch), .real(record.updatedAt.secondsSinceEpoch),
-                    record.endedAt.map { .real($0.secondsSinceEpoch) } ?? .null,
+                    record.endedAt.map { .real($0.secondsSinceEpoch) } ?? .null, record.channel.map(SQLValue.text) ?? .null,
                 ]).run()
                 return record
             }
@@ -53,7 +54,7 @@ extension SQLiteStore: LiveActivityStore {
             stamp: statement.int64(4), event: event, sends: Int(statement.int64(6)), immediateSends: Int(statement.int64(7)),
             contentState: statement.text(8), startedAt: Timestamp(secondsSinceEpoch: statement.double(9) ?? 0),
             updatedAt: Timestamp(secondsSinceEpoch: statement.double(10) ?? 0),
-            endedAt: statement.double(11).map(Timestamp.init(secondsSinceEpoch:)))
+            endedAt: statement.double(11).map(Timestamp.init(secondsSinceEpoch:)), channel: statement.text(12))
     }
 
     public func activities(app: AppID, owner: RegistrationOwner?, limit: Int) async throws(StoreError) -> [LiveActivityRecord] {
@@ -72,20 +73,26 @@ extension SQLiteStore: LiveActivityStore {
         }
     }
 
-    public func retireTokens(of key: LiveActivityKey) async throws(StoreError) -> Int {
-        try await run { connection throws(StoreError) in
+    public func retireTokens(of key: LiveActivityKey, ids: [RegistrationID]) async throws(StoreError) -> Int {
+        guard !ids.isEmpty else { return 0 }
+        return try await run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Int in
                 let owner = key.owner.stored
-                let values: [SQLValue] = [
-                    .text(key.app.rawValue), .text(RegistrationKind.liveActivity(name: key.name).stored), .integer(Int64(owner.kind)),
-                    .text(owner.name),
-                ]
-                let condition = "app = ? AND kind = ? AND owner_kind = ? AND owner = ?"
-                try connection.prepare(
-                    "DELETE FROM registration_tags WHERE app = ? AND id IN (SELECT id FROM registrations WHERE \(condition))"
-                ).bind([values[0]] + values).run()
-                try connection.prepare("DELETE FROM registrations WHERE \(condition)").bind(values).run()
-                return connection.changes
+                let kind = RegistrationKind.liveActivity(name: key.name).stored
+                let deleteTags = try connection.prepare("DELETE FROM registration_tags WHERE app = ? AND id = ?")
+                let deleteRegistration = try connection.prepare(
+                    "DELETE FROM registrations WHERE app = ? AND id = ? AND kind = ? AND owner_kind = ? AND owner = ?")
+                var retired = 0
+                for id in ids {
+                    let (app, text) = (SQLValue.text(key.app.rawValue), SQLValue.text(id.rawValue))
+                    deleteRegistration.reset()
+                    try deleteRegistration.bind([app, text, .text(kind), .integer(Int64(owner.kind)), .text(owner.name)]).run()
+                    guard connection.changes > 0 else { continue }
+                    retired += 1
+                    deleteTags.reset()
+                    try deleteTags.bind([app, text]).run()
+                }
+                return retired
             }
         }
     }

@@ -195,6 +195,7 @@ extension SQLiteStore {
             started_at REAL NOT NULL,
             updated_at REAL NOT NULL,
             ended_at REAL,
+            channel TEXT,
             PRIMARY KEY (app, owner_kind, owner, name)
         ) WITHOUT ROWID;
         CREATE INDEX live_activities_by_update ON live_activities (updated_at);

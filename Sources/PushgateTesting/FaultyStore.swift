@@ -300,9 +300,9 @@ extension FaultyStore {
         try await fault(.activities)
         return try await inner.activities(app: app, owner: owner, limit: limit)
     }
-    public func retireTokens(of key: LiveActivityKey) async throws(StoreError) -> Int {
+    public func retireTokens(of key: LiveActivityKey, ids: [RegistrationID]) async throws(StoreError) -> Int {
         try await fault(.retireTokens)
-        return try await inner.retireTokens(of: key)
+        return try await inner.retireTokens(of: key, ids: ids)
     }
     public func channels(app: AppID) async throws(StoreError) -> [APNSChannel] {
         try await fault(.channels)

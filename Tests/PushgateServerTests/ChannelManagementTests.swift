@@ -195,7 +195,9 @@ struct RefusingChannelStore: LiveActivityStore {
     func activities(app: AppID, owner: RegistrationOwner?, limit: Int) async throws(StoreError) -> [LiveActivityRecord] {
         try await base.activities(app: app, owner: owner, limit: limit)
     }
-    func retireTokens(of key: LiveActivityKey) async throws(StoreError) -> Int { try await base.retireTokens(of: key) }
+    func retireTokens(of key: LiveActivityKey, ids: [RegistrationID]) async throws(StoreError) -> Int {
+        try await base.retireTokens(of: key, ids: ids)
+    }
     func channels(app: AppID) async throws(StoreError) -> [APNSChannel] { try await base.channels(app: app) }
     func addChannel(_ channel: APNSChannel, maximum: Int) async throws(StoreError) { throw APNSChannel.nameTaken(channel.name) }
     func removeChannel(app: AppID, name: String) async throws(StoreError) -> Bool { try await base.removeChannel(app: app, name: name) }

@@ -165,6 +165,24 @@ import Testing
                 "POST", "/api/liveactivities/order-4711?event=update", body: #"{"content-state":{"note":"\#(big)"}}"#)
             #expect(large.status == 413, "\(large.bodyText)")
             #expect(try await fixture.call("POST", "/api/liveactivities/bad%20name?event=end", body: "{}").status == 400)
+            for (query, body, status, fragment) in [
+                (
+                    "event=start", #"{"attributes-type":"A","attributes":{"activityName":"other"},"content-state":{}}"#, 400,
+                    "names another activity"
+                ),
+                (
+                    "event=start", #"{"attributes-type":"A","attributes":{},"content-state":{},"input-push-channel":"nope"}"#, 400,
+                    "channels"
+                ),
+                ("event=start", #"{"attributes-type":"A","attributes":{},"content-state":{}}"#, 404, "push-to-start token"),
+                ("event=update", #"{"content-state":{}}"#, 404, "no update token"),
+            ] {
+                let response = try await fixture.call("POST", "/api/liveactivities/order-4711?\(query)", body: body)
+                #expect(response.status == status, "\(query) \(body): \(response.bodyText)")
+                #expect(response.bodyText.contains(fragment), "\(query) \(body): \(response.bodyText)")
+            }
+            // Nothing refused was stamped: the activity does not exist.
+            #expect(try await fixture.call("GET", "/api/liveactivities/order-4711").status == 404)
         }
     }
 
@@ -179,7 +197,7 @@ import Testing
             }
         ) { fixture in
             let response = try await fixture.call("POST", "/api/liveactivities/order-4711?event=end", body: "{}")
-            #expect(response.status == 400, "\(response.bodyText)")
+            #expect(response.status == 500, "the app's configuration is at fault: \(response.bodyText)")
             #expect(response.bodyText.contains("token authentication"), "\(response.bodyText)")
         }
     }
@@ -233,8 +251,12 @@ import Testing
             // alice's activity of the same name is hers: the hub reaches it only by naming her.
             let alices = try await hub.call(
                 "POST", "liveactivities/match-42?event=update&owner=alice", body: #"{"content-state":{"score":"9-9"}}"#)
-            _ = try await hub.finalDetails(of: alices)
+            #expect(alices.status == 404, "alice has no activity of that name: \(alices.bodyText)")
             #expect(activities.activity(updateToken: updateToken)?.contentState?.serialized() == Array(#"{"score":"1-0"}"#.utf8))
+            // The token routes touch Live Activity tokens only.
+            let laptop = await fixture.sandbox.createDevice(.apns)
+            let deviceID = try await fixture.register(laptop, user: "alice")
+            #expect(try await hub.call("DELETE", "liveactivitytokens/\(deviceID)").status == 404)
         }
     }
 
@@ -329,12 +351,17 @@ import Testing
         #expect(await hooks.superseded([target], of: first)[registration.id]?.outcome == .superseded)
         #expect(await hooks.superseded([target], of: second).isEmpty)
         // An end, then the name started again before the end's page was recorded: its tokens stay.
+        let sent = [DeliveryReport(target: target, verdict: DeliveryVerdict(outcome: .success), attempts: 1, latencyMilliseconds: 1)]
         let end = try await notification(.end)
         _ = try await notification(.start)
-        await hooks.recorded([], page: 1, of: end)
+        await hooks.recorded(sent, page: 1, of: end)
         #expect(try await store.registration(id: registration.id, app: .default) != nil)
         let lastEnd = try await notification(.end)
+        // A page retires the tokens it reached: none here…
         await hooks.recorded([], page: 1, of: lastEnd)
+        #expect(try await store.registration(id: registration.id, app: .default) != nil)
+        // …this one, the activity's token.
+        await hooks.recorded(sent, page: 2, of: lastEnd)
         #expect(try await store.registration(id: registration.id, app: .default) == nil)
         // An ordinary send is none of their business.
         var ordinary = first

@@ -64,6 +64,8 @@ struct APNSService: SandboxHTTPResponder {
         if pushType == "background", priority == "10" {
             return reject(400, SandboxAssumptions.apnsBackgroundPriorityReason, apnsID: apnsID)
         }
+        // A Live Activity's push is 5 or 10 (protocols.md §7).
+        if pushType == "liveactivity", priority == "1" { return reject(400, "BadPriority", apnsID: apnsID) }
         if let expiration = request.header("apns-expiration"), Int64(expiration).map({ $0 < 0 }) ?? true {
             return reject(400, "BadExpirationDate", apnsID: apnsID)
         }

@@ -40,11 +40,14 @@ public struct LiveActivityRecord: Sendable, Hashable {
     public var updatedAt: Timestamp
     /// When an `end` was stamped.
     public var endedAt: Timestamp?
+    /// The broadcast channel its devices listen to (a start's `input-push-channel`, a broadcast's).
+    public var channel: String?
 
     public init(
         key: LiveActivityKey, stamp: Int64, event: LiveActivityEvent, sends: Int, immediateSends: Int, contentState: String?,
-        startedAt: Timestamp, updatedAt: Timestamp, endedAt: Timestamp?
+        startedAt: Timestamp, updatedAt: Timestamp, endedAt: Timestamp?, channel: String? = nil
     ) {
+        self.channel = channel
         self.key = key
         self.stamp = stamp
         self.event = event
@@ -88,6 +91,7 @@ public struct LiveActivityRecord: Sendable, Hashable {
         if let state = send.contentState { record.contentState = state }
         record.updatedAt = now
         if send.event == .end { record.endedAt = now }
+        if let channel = send.channel { record.channel = channel }
         if send.event == .start, previous?.endedAt != nil {
             // A name used again after its end: a new activity.
             record.startedAt = now
@@ -106,8 +110,13 @@ public struct LiveActivityStamping: Sendable, Hashable {
     /// The content state sent (JSON), if any.
     public var contentState: String?
     public var now: Timestamp
+    /// The channel it goes to or subscribes the devices to, if any.
+    public var channel: String?
 
-    public init(event: LiveActivityEvent, requested: Int64?, priority: Int, contentState: String?, now: Timestamp) {
+    public init(
+        event: LiveActivityEvent, requested: Int64?, priority: Int, contentState: String?, now: Timestamp, channel: String? = nil
+    ) {
+        self.channel = channel
         self.event = event
         self.requested = requested
         self.priority = priority
@@ -125,8 +134,9 @@ public protocol LiveActivityStore: Sendable {
     func activity(_ key: LiveActivityKey) async throws(StoreError) -> LiveActivityRecord?
     /// `app`'s activities (one owner's, when given), the newest first, at most `limit`.
     func activities(app: AppID, owner: RegistrationOwner?, limit: Int) async throws(StoreError) -> [LiveActivityRecord]
-    /// Removes the update tokens of an activity that ended (its `end` was sent): the number removed.
-    func retireTokens(of key: LiveActivityKey) async throws(StoreError) -> Int
+    /// Removes those of `ids` that are update tokens of `key`'s activity (the page of its `end`
+    /// just sent): the number removed.
+    func retireTokens(of key: LiveActivityKey, ids: [RegistrationID]) async throws(StoreError) -> Int
     /// `app`'s broadcast channels, by name.
     func channels(app: AppID) async throws(StoreError) -> [APNSChannel]
     /// Stores a channel Apple created; `.conflict` when the name is taken, `.limitReached` when

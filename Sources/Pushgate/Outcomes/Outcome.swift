@@ -89,7 +89,7 @@ public struct Outcome: Sendable, Hashable, Comparable, RawRepresentable, Codable
         case .skipped: "Another registration holds the same handle; the device got the notification once"
         case .abandoned: "The gateway gave up on the notification"
         case .cancelled: "The send was cancelled before the notification was sent"
-        case .superseded: "A newer message of the same Live Activity was sent instead"
+        case .superseded: "A newer message of the same Live Activity was stamped before this one was sent; this one was not sent"
         default: "The notification failed"
         }
     }

@@ -212,9 +212,9 @@ extension InMemoryRegistrationStore: LiveActivityStore {
                 .sorted { ($0.updatedAt, $0.key.name) > ($1.updatedAt, $1.key.name) }.prefix(limit))
     }
 
-    public func retireTokens(of key: LiveActivityKey) throws(StoreError) -> Int {
+    public func retireTokens(of key: LiveActivityKey, ids: [RegistrationID]) throws(StoreError) -> Int {
         let selector = key.updateTokens
-        let retired = (registrations[key.app] ?? [:]).values.filter(selector.admits).map(\.id)
+        let retired = ids.filter { registrations[key.app]?[$0].map(selector.admits) ?? false }
         for id in retired { registrations[key.app]?[id] = nil }
         return retired.count
     }

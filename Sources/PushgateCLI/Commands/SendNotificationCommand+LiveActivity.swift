@@ -10,10 +10,12 @@ extension SendNotificationCommand {
         guard hub == nil else { throw ValidationError("--live-activity goes through the tutorial API (--user), not --hub") }
         guard let user, user.contains(":") else { throw ValidationError("--user must be name:password") }
         guard let event, LiveActivityEvent(rawValue: event) != nil else { throw ValidationError("--event must be start, update or end") }
-        guard toTag == nil, topic == nil, condition == nil, !secure, !dryRun, at == nil, ttl == nil, !validateOnly else {
+        guard toTag == nil, topic == nil, condition == nil, !secure, !dryRun, at == nil, ttl == nil, !validateOnly, !wait, !template
+        else {
             throw ValidationError(
                 "with --live-activity, the activity is the audience: --tags narrows a start's push-to-start tokens; "
-                    + "--to-tag, --topic, --condition, --secure, --dry-run, --at, --ttl and --validate-only do not apply")
+                    + "--to-tag, --topic, --condition, --secure, --dry-run, --at, --ttl, --validate-only, --wait and --template do not apply"
+            )
         }
         guard contentState == nil || properties.isEmpty else { throw ValidationError("give --content-state or --property, not both") }
         guard server.hasPrefix("http://") || server.hasPrefix("https://") else {
@@ -50,8 +52,13 @@ extension SendNotificationCommand {
             if let attributesType { members.append(JSONMember(key: "attributes-type", value: JSONValue(.string(attributesType)))) }
             members.append(
                 JSONMember(key: "attributes", value: try attributes.map { try object($0, "--attributes") } ?? JSONValue(.object([]))))
-            // The device hands the app the new activity's update token, which the app registers.
-            members.append(JSONMember(key: "input-push-token", value: JSONValue(.number("1"))))
+            if let channel {
+                // The activity listens to the channel: its updates are broadcasts.
+                members.append(JSONMember(key: "input-push-channel", value: JSONValue(.string(channel))))
+            } else {
+                // The device hands the app the new activity's update token, which the app registers.
+                members.append(JSONMember(key: "input-push-token", value: JSONValue(.number("1"))))
+            }
         }
         return JSONValue(.object(members)).serialized()
     }
@@ -60,7 +67,7 @@ extension SendNotificationCommand {
         var query = "event=\(Self.encode(event ?? ""))"
         if let priority { query += "&priority=\(priority)" }
         if let tags { query += "&tags=\(Self.encode(tags))" }
-        if let channel { query += "&channel=\(Self.encode(channel))" }
+        if let channel, event != LiveActivityEvent.start.rawValue { query += "&channel=\(Self.encode(channel))" }
         if respondAsync { query += "&async=true" }
         let body: [UInt8]
         do { body = try liveActivityBody() } catch {

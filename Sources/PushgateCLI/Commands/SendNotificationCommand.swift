@@ -122,7 +122,10 @@ struct SendNotificationCommand: AsyncParsableCommand {
     @Option(help: "With --live-activity: apns-priority 10 (immediate, spends the device's budget) or 5.")
     var priority: Int?
 
-    @Option(help: "With --live-activity: broadcast the update or end to this channel (pushgate channels list) instead.")
+    @Option(
+        help:
+            "With --live-activity: broadcast the update or end to this channel (pushgate channels list) instead; with --event start, the channel the activity listens to."
+    )
     var channel: String?
 
     @Argument(help: ArgumentHelp("The message (with --live-activity, optional: the alert's body).", valueName: "message"))

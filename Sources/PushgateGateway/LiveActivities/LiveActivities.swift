@@ -22,6 +22,8 @@ public struct LiveActivities: Sendable {
         public var startedAt: Double
         public var updatedAt: Double
         public var endedAt: Double?
+        /// The broadcast channel its devices listen to, if any.
+        public var channel: String?
         /// Its update tokens (the devices following it), masked; absent in lists.
         public var devices: [String]?
     }
@@ -31,7 +33,7 @@ public struct LiveActivities: Sendable {
             name: record.key.name.rawValue, owner: record.key.owner.exportText, stamp: record.stamp, event: record.event.rawValue,
             sends: record.sends, immediateSends: record.immediateSends, contentState: record.contentState,
             startedAt: record.startedAt.secondsSinceEpoch, updatedAt: record.updatedAt.secondsSinceEpoch,
-            endedAt: record.endedAt?.secondsSinceEpoch, devices: devices)
+            endedAt: record.endedAt?.secondsSinceEpoch, channel: record.channel, devices: devices)
     }
 
     /// The activities of `owner` (every owner's when nil: an admin, a hub key), newest first.

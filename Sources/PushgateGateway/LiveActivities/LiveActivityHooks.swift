@@ -6,7 +6,8 @@ import PushgateOutbox
 /// What Live Activities add to the outbox's loop, through its two hooks (the driver names no
 /// activity): an `update` or `end` whose page is claimed after a newer stamp of its activity is
 /// superseded (not sent: the device keeps the newest anyway), and an `end`, once a page of it is
-/// recorded, retires the activity's update tokens (they die with the activity).
+/// recorded, retires the update tokens that page reached (they die with the activity; tokens on
+/// pages still to come are retired with theirs).
 package struct LiveActivityHooks: OutboxHooks {
     let store: any LiveActivityStore
     let logger: Logger
@@ -53,7 +54,7 @@ package struct LiveActivityHooks: OutboxHooks {
         do {
             // Not when the name was started again since (a newer stamp): its tokens are the new activity's.
             if let record = try await store.activity(key), record.stamp > stamp { return }
-            let retired = try await store.retireTokens(of: key)
+            let retired = try await store.retireTokens(of: key, ids: outcomes.map(\.target.registrationID))
             logger.debug("live activity ended: update tokens retired", metadata: ["activity": "\(key)", "tokens": "\(retired)"])
         } catch {
             // They expire with the activity's lifetime (8 h + 4 h) anyway.

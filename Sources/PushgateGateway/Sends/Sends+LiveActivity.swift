@@ -14,7 +14,8 @@ extension Sends {
             throw GatewayError(.misconfigured, "Live Activities are sent through APNs, which this app does not configure")
         }
         guard case .token = apns.authentication else {
-            throw .badRequest(
+            throw GatewayError(
+                .misconfigured,
                 "Live Activities need APNs token authentication (apns.keyId, apns.teamId, apns.privateKey): Apple refuses them with a certificate"
             )
         }
@@ -24,16 +25,25 @@ extension Sends {
         do { message = try LiveActivityMessage(event: activity.event, priority: activity.priority, body: body) } catch {
             throw .badRequest(error.description)
         }
+        if let given = message.attributes?[LiveActivityMessage.nameAttribute], given.stringValue != name.rawValue {
+            throw .badRequest(
+                "attributes.\(LiveActivityMessage.nameAttribute) names another activity than '\(name)': the app would register its update token under it; leave it out"
+            )
+        }
         // `properties` fill the app's `liveactivity` template, when it has one: the content state.
         if let template = app.templates[LiveActivityMessage.templatePurpose]?[.apns] {
             do { try message.contentState(rendering: template) } catch { throw .badRequest(error.description) }
         }
-        // A start may name its channel as Pushgate keeps it (`scores`) instead of Apple's id.
+        // A start names its channel as Pushgate keeps it (`scores`) or by Apple's id: one of the app's.
+        var channelName: String?
         if let channel = message.inputPushChannel {
             let appID = self.appID
-            if let stored = try await storeCall({ () throws(StoreError) in try await store.channel(app: appID, name: channel) }) {
-                message.inputPushChannel = stored.channelID
+            let channels = try await storeCall { () throws(StoreError) in try await store.channels(app: appID) }
+            guard let stored = channels.first(where: { $0.name == channel || $0.channelID == channel }) else {
+                throw .badRequest("input-push-channel: '\(channel.prefix(64))' is none of the app's channels (pushgate channels list)")
             }
+            message.inputPushChannel = stored.channelID
+            channelName = stored.name
         }
         let owner: RegistrationOwner
         switch command.sender {
@@ -71,25 +81,40 @@ extension Sends {
             }
             selector = key.updateTokens
         }
+        // Refused before it is stamped: a payload over Apple's limit (a stamp is as long as now),
+        // and a send that reaches no token (nothing to stamp for).
+        let limit = LiveActivityMessage.maximumPayloadBytes
+        _ = try Self.checked(message.payload(timestamp: message.timestamp ?? Int64(now().secondsSinceEpoch), name: name), limit: limit)
+        let prepared = PreparedSend(
+            selection: PlatformSelection([.apns]), audience: .tokens(selector), payloads: [:], secureID: nil, sender: command.sender.name)
+        guard try await hasTargets(prepared, at: now()) else {
+            throw .notFound(
+                activity.event == .start
+                    ? "no push-to-start token of \(message.attributesType?.rawValue ?? "") is registered for this send"
+                    : "activity '\(name)' has no update token (never registered, expired, or retired by its end)")
+        }
         // Stamped before it is stored: the stamps of one activity increase across instances, and
         // a send whose page is claimed after a newer stamp is superseded (not sent).
-        let time = now()
-        let record = try await storeCall { () throws(StoreError) in
-            try await store.stamp(
-                key,
-                LiveActivityStamping(
-                    event: activity.event, requested: message.timestamp, priority: activity.priority,
-                    contentState: message.contentStateText,
-                    now: time))
-        }
-        let payload = message.payload(timestamp: record.stamp, name: name)
+        let record = try await stamp(key, message, activity: activity, channel: channelName)
         return try Self.prepared(
-            payload: payload, limit: LiveActivityMessage.maximumPayloadBytes, audience: .tokens(selector),
+            payload: message.payload(timestamp: record.stamp, name: name), limit: limit, audience: .tokens(selector),
             headers: [
                 HTTPHeader(name: "apns-push-type", value: APNSPushType.liveActivity.rawValue),
                 HTTPHeader(name: "apns-topic", value: APNSPushType.liveActivity.topic(bundleID: apns.topic)),
                 HTTPHeader(name: "apns-priority", value: String(activity.priority)),
             ], sender: command.sender)
+    }
+
+    /// The activity's stamp for this send (the store's compare-and-set).
+    func stamp(
+        _ key: LiveActivityKey, _ message: LiveActivityMessage, activity: SendCommand.LiveActivity, channel: String?
+    )
+        async throws(GatewayError) -> LiveActivityRecord
+    {
+        let stamping = LiveActivityStamping(
+            event: activity.event, requested: message.timestamp, priority: activity.priority, contentState: message.contentStateText,
+            now: now(), channel: channel)
+        return try await storeCall { () throws(StoreError) in try await store.stamp(key, stamping) }
     }
 
     /// A broadcast to a channel: an `update` or `end` (a broadcast cannot start an activity:
@@ -112,14 +137,10 @@ extension Sends {
         guard let channel = try await storeCall({ () throws(StoreError) in try await store.channel(app: appID, name: name) }) else {
             throw .notFound("no broadcast channel '\(name.prefix(64))' (pushgate channels list)")
         }
-        let time = now()
-        let record = try await storeCall { () throws(StoreError) in
-            try await store.stamp(
-                key,
-                LiveActivityStamping(
-                    event: activity.event, requested: message.timestamp, priority: activity.priority,
-                    contentState: message.contentStateText, now: time))
-        }
+        _ = try Self.checked(
+            message.payload(timestamp: message.timestamp ?? Int64(now().secondsSinceEpoch), name: key.name),
+            limit: APNSChannelRecipient.maximumPayloadBytes)
+        let record = try await stamp(key, message, activity: activity, channel: channel.name)
         let expiration = channel.storagePolicy == 0 ? 0 : record.stamp + 8 * 3600
         return try Self.prepared(
             payload: message.payload(timestamp: record.stamp, name: key.name), limit: APNSChannelRecipient.maximumPayloadBytes,
@@ -135,12 +156,20 @@ extension Sends {
     static func prepared(
         payload: [UInt8], limit: Int, audience: Audience, headers: [HTTPHeader], sender: SendCommand.Sender
     ) throws(GatewayError) -> PreparedSend {
+        PreparedSend(
+            selection: PlatformSelection([.apns]), audience: audience,
+            payloads: [
+                .apns: RenderedNotification(
+                    platform: .apns, body: try checked(payload, limit: limit), headers: headers, contentType: "application/json")
+            ],
+            secureID: nil, sender: sender.name)
+    }
+
+    /// `payload`, refused (413) past APNs' `limit`.
+    static func checked(_ payload: [UInt8], limit: Int) throws(GatewayError) -> [UInt8] {
         guard payload.count <= limit else {
             throw GatewayError(.tooLarge, "the Live Activity payload is \(payload.count) bytes; APNs takes at most \(limit)")
         }
-        return PreparedSend(
-            selection: PlatformSelection([.apns]), audience: audience,
-            payloads: [.apns: RenderedNotification(platform: .apns, body: payload, headers: headers, contentType: "application/json")],
-            secureID: nil, sender: sender.name)
+        return payload
     }
 }

@@ -205,11 +205,20 @@ struct TutorialAPI: Sendable {
         return JSONAnswer(try await gateway.liveActivities.list(owner: user.isAdmin ? nil : .user(user.name), limit: limit))
     }
 
-    /// `GET /api/liveactivities/{name}`: the caller's activity, with the devices following it.
+    /// `GET /api/liveactivities/{name}?owner=`: the caller's activity (an admin's: `owner`'s, or
+    /// the hub's as `$hub`), with the devices following it.
     @Sendable func liveActivity(_ request: Request, context: GatewayContext) async throws -> JSONAnswer<LiveActivities.Activity> {
         let user = try context.authenticatedUser()
-        return JSONAnswer(
-            try await gateway.liveActivities.show(owner: .user(user.name), name: GatewayHTTP.decodedParameter(context, "name")))
+        let query = try QueryParameters(request.uri, accepting: ["owner"])
+        var owner = RegistrationOwner.user(user.name)
+        if let text = query.get("owner"), text != user.name {
+            guard user.isAdmin else { throw GatewayError.forbidden("owner: a user sees their own activities only") }
+            guard let named = RegistrationOwner(exportText: text) else {
+                throw GatewayError.badRequest("owner '\(text.prefix(40))' is not a user name or $hub")
+            }
+            owner = named
+        }
+        return JSONAnswer(try await gateway.liveActivities.show(owner: owner, name: GatewayHTTP.decodedParameter(context, "name")))
     }
 
     /// The tutorial API's send request as a ``SendCommand``: its query parameters read strictly

@@ -26,7 +26,7 @@ enum HubLiveActivities {
         maximumBodyBytes limit: Int
     ) {
         route(.put, "liveactivitytokens/:id", .listen) { try await putToken($0, call: $1, limit: limit) }
-        route(.delete, "liveactivitytokens/:id", .listen) { try await HubHTTP.deleteRegistration($0, call: $1) }
+        route(.delete, "liveactivitytokens/:id", .listen) { try await deleteToken($0, call: $1) }
         route(.post, "liveactivities/:name", .send) { try await send($0, call: $1, limit: limit) }
     }
 
@@ -69,9 +69,22 @@ enum HubLiveActivities {
         } catch {
             throw .badRequest("tags: \(error.description)")
         }
+        // Only a token over a token: a device registration keeps its own routes.
+        if let existing = try await gateway.installations.registration(id), existing.kind == .device {
+            throw GatewayError(.conflict, "registration \(id) is a device's: Live Activity tokens take ids of their own")
+        }
         try await gateway.installations.writeRegistration(
             registration, writer: call.writer, ifMatch: request.headers[HubHTTP.ifMatchHeader], client: call.client)
         return EmptyAnswer(.ok)
+    }
+
+    /// `DELETE /{hub}/liveactivitytokens/{id}`: a Live Activity token only (404 for anything else).
+    static func deleteToken(_ request: Request, call: HubHTTP.HubCall) async throws(GatewayError) -> EmptyAnswer {
+        let id = try HubHTTP.registrationID(call.parameter("id"))
+        guard let existing = try await call.gateway.installations.registration(id), existing.kind != .device else {
+            throw .notFound("no Live Activity token \(id)")
+        }
+        return try await HubHTTP.deleteRegistration(request, call: call)
     }
 
     static func send(_ request: Request, call: HubHTTP.HubCall, limit: Int) async throws(GatewayError) -> any ResponseGenerator {
