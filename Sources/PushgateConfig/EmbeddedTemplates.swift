@@ -18,6 +18,9 @@ public enum EmbeddedTemplates {
         "notify.browser.json":
             #"{"web_push": 8030, "notification": {"title": "{'From ' + $(user)}", "body": "$(message)", "navigate": "/"}}\#n"#,
         "secure.browser.json": #"{"secureId": "$(secureId)"}\#n"#,
+        "notify.hms.json":
+            #"{"android": {"notification": {"title": "{'From ' + $(user)}", "body": "$(message)", "click_action": {"type": 3}}}}\#n"#,
+        "secure.hms.json": #"{"data": "$(secureId)"}\#n"#,
     ]
 
     /// Writes every template into `directory/templates/` and returns that folder.

@@ -112,5 +112,13 @@ public enum GatewayAssembly {
                     signer: signer, handles: app.configuration.handles, transport: transport, policy: policy, clock: clock, tracing: tracing
                 ))
         }
+        if let hms = services.hms {
+            let secret = try secrets.resolve(hms.appSecret).trimmingCharacters(in: .whitespacesAndNewlines)
+            let transport = try CurlPushTransport(configuration: .init(httpVersion: .http2, caFile: caFile(hms.caFile)), pools: pools)
+            providers.append(
+                HMSProvider(
+                    endpoint: hms.endpoint, tokenEndpoint: hms.tokenEndpoint, appID: hms.appID, appSecret: secret, transport: transport,
+                    policy: policy, clock: clock, maximumTokensPerRequest: hms.maximumTokensPerRequest))
+        }
     }
 }

@@ -66,6 +66,8 @@ extension NotificationResult {
         case .gcm: "GcmOutcomeCounts"
         case .wns: "WnsOutcomeCounts"
         case .browser: "BrowserOutcomeCounts"
+        // Not a Notification Hubs platform: Pushgate's element, in the same pattern.
+        case .hms: "HuaweiOutcomeCounts"
         }
     }
 }

@@ -109,6 +109,12 @@ enum Payloads {
             try PlatformTemplate(
                 platform: platform, template: try Template(json: #"{"data":{"message":"{'From ' + $(user) + ': ' + $(message)}"}}"#)
             ).render(properties)
+        case .hms:
+            try PlatformTemplate(
+                platform: .hms,
+                template: try Template(
+                    json: #"{"android":{"notification":{"title":"{'From ' + $(user)}","body":"$(message)","click_action":{"type":3}}}}"#)
+            ).render(properties)
         case .wns:
             try PlatformTemplate(
                 platform: .wns, template: try Template(raw: "{'From ' + $(user) + ': ' + $(message)}"), headers: [("X-WNS-Type", "wns/raw")]

@@ -148,6 +148,7 @@ import Testing
                 case .gcm: fixture.gcm
                 case .wns: fixture.wns
                 case .browser: fixture.browser
+                case .hms: preconditionFailure("Push Kit's rows are HMSProviderTests' (its own answers' shape)")
                 }
             let report = await provider.deliver(try Payloads.notify(platform), to: [target])[0]
             let delivered = await fixture.sandbox.state.inbox(deviceID: device.id).count

@@ -177,6 +177,23 @@ extension PushgateConfiguration {
             result.browser = WebPushConfiguration(
                 subject: subject, vapidPublicKey: Base64URL.encode(point), vapidPrivateKey: privateKey, caFile: caFile)
         }
+        if var hms = try services.object("hms") {
+            let endpoint = try hms.string("endpoint") ?? HMSConfiguration.productionEndpoint
+            try checkEndpoint(endpoint, key: "endpoint", in: hms)
+            let tokenEndpoint = try hms.string("tokenEndpoint") ?? HMSConfiguration.productionTokenEndpoint
+            try checkEndpoint(tokenEndpoint, key: "tokenEndpoint", in: hms)
+            let appID = try hms.requiredString("appId")
+            guard !appID.isEmpty, appID.utf8.count <= 64, appID.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
+                throw hms.error("'\(appID.prefix(40))' must be the AppGallery Connect app id (letters and digits)", key: "appId")
+            }
+            let secret = try hms.requiredSecret("appSecret")
+            let perRequest = try hms.int("maxTokensPerRequest", in: 1...1000) ?? 1000
+            let caFile = try hms.string("caFile")
+            try hms.finish(expected: ["endpoint", "tokenEndpoint", "appId", "appSecret", "maxTokensPerRequest", "caFile"])
+            result.hms = HMSConfiguration(
+                endpoint: endpoint, tokenEndpoint: tokenEndpoint, appID: appID, appSecret: secret, maximumTokensPerRequest: perRequest,
+                caFile: caFile)
+        }
         try services.finish(expected: Platform.allCases.map(\.rawValue))
         return result
     }

@@ -5,11 +5,13 @@ public struct ServicesConfiguration: Sendable, Hashable {
     public var gcm: GCMConfiguration?
     public var wns: WNSConfiguration?
     public var browser: WebPushConfiguration?
+    public var hms: HMSConfiguration?
 
     public init(
         apns: APNSConfiguration? = nil, fcm: FCMConfiguration? = nil, gcm: GCMConfiguration? = nil, wns: WNSConfiguration? = nil,
-        browser: WebPushConfiguration? = nil
+        browser: WebPushConfiguration? = nil, hms: HMSConfiguration? = nil
     ) {
+        self.hms = hms
         self.apns = apns
         self.fcm = fcm
         self.gcm = gcm
@@ -34,8 +36,38 @@ public struct ServicesConfiguration: Sendable, Hashable {
             case .gcm: gcmDelivery != nil
             case .wns: wns != nil
             case .browser: browser != nil
+            case .hms: hms != nil
             }
         }
+    }
+}
+
+/// Huawei Push Kit (server API v1): the app's id and secret for OAuth 2.0 client credentials.
+public struct HMSConfiguration: Sendable, Hashable {
+    public static let productionEndpoint = "https://push-api.cloud.huawei.com"
+    public static let productionTokenEndpoint = "https://oauth-login.cloud.huawei.com/oauth2/v3/token"
+
+    /// The send API's base (`POST <endpoint>/v1/<appId>/messages:send`).
+    public var endpoint: String
+    /// The OAuth 2.0 token endpoint.
+    public var tokenEndpoint: String
+    /// The AppGallery Connect app id (the OAuth client id, and the send path's app id).
+    public var appID: String
+    public var appSecret: SecretSource
+    /// Tokens in one request (Push Kit: at most 1,000).
+    public var maximumTokensPerRequest: Int
+    public var caFile: String?
+
+    public init(
+        endpoint: String = productionEndpoint, tokenEndpoint: String = productionTokenEndpoint, appID: String, appSecret: SecretSource,
+        maximumTokensPerRequest: Int = 1000, caFile: String? = nil
+    ) {
+        self.endpoint = endpoint
+        self.tokenEndpoint = tokenEndpoint
+        self.appID = appID
+        self.appSecret = appSecret
+        self.maximumTokensPerRequest = maximumTokensPerRequest
+        self.caFile = caFile
     }
 }
 

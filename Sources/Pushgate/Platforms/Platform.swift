@@ -15,6 +15,9 @@ public enum Platform: String, CaseIterable, Sendable, Hashable, Codable, Compara
     /// FCM, Apple, WNS for Edge), payloads encrypted for the subscription (RFC 8291) and signed
     /// for with VAPID (RFC 8292).
     case browser
+    /// Huawei Push Kit (server API v1): Android devices with HMS Core (no Google services), up to
+    /// 1,000 tokens in one request of one payload.
+    case hms
 
     public var description: String { rawValue }
 
@@ -32,6 +35,7 @@ public enum Platform: String, CaseIterable, Sendable, Hashable, Codable, Compara
         case .gcm: "GCM"
         case .wns: "WNS"
         case .browser: "Web Push"
+        case .hms: "Huawei"
         }
     }
 
@@ -44,6 +48,8 @@ public enum Platform: String, CaseIterable, Sendable, Hashable, Codable, Compara
         case .gcm: "gcm"
         case .wns: "windows"
         case .browser: "browser"
+        // Notification Hubs has no Huawei platform (it has Baidu and Xiaomi): Pushgate's name.
+        case .hms: "huawei"
         }
     }
 
@@ -57,6 +63,8 @@ public enum Platform: String, CaseIterable, Sendable, Hashable, Codable, Compara
         // The services take 4,096 bytes of encrypted body: the 86-byte aes128gcm header, the
         // padding delimiter and the 16-byte tag leave 3,993 bytes of payload.
         case .browser: WebPushLimits.maximumPayloadBytes
+        // Push Kit: the message body (tokens aside) is at most 4,096 bytes.
+        case .hms: 4096
         }
     }
 

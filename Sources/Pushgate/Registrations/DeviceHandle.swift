@@ -92,6 +92,8 @@ public struct HandlePolicy: Sendable, Hashable {
         case .fcm, .gcm: return DeviceHandle(uncheckedPlatform: platform, value: try validateFCMToken(text, platform))
         case .wns: return DeviceHandle(uncheckedPlatform: .wns, value: try validateChannelURI(text))
         case .browser: return DeviceHandle(uncheckedPlatform: .browser, value: try validateSubscription(text))
+        // Push Kit tokens are opaque (about 100 to 200 characters): the FCM token rule bounds them.
+        case .hms: return DeviceHandle(uncheckedPlatform: .hms, value: try validateFCMToken(text, .hms))
         }
     }
 
@@ -193,6 +195,7 @@ public struct HandleError: PushgateInputError, Hashable {
             case .gcm: "GCM registration token"
             case .wns: "WNS channel URI"
             case .browser: "Web Push subscription"
+            case .hms: "Huawei Push Kit token"
             }
         switch code {
         case .empty:

@@ -113,6 +113,8 @@ public struct PlatformTemplate: Sendable {
     private static let webPushUrgencies: Set<String> = ["very-low", "low", "normal", "high"]
     private static let wnsTypes: [String: String] = ["wns/toast": "toast", "wns/tile": "tile", "wns/badge": "badge", "wns/raw": ""]
     private static let fcmMessageFields: Set<String> = ["data", "notification", "android", "apns", "webpush", "fcm_options"]
+    /// A Push Kit v1 `message`'s members a template may give (the gateway sets the tokens).
+    private static let hmsMessageFields: Set<String> = ["data", "notification", "android", "apns", "webpush"]
     private static let gcmFields: Set<String> = [
         "collapse_key", "priority", "content_available", "mutable_content", "time_to_live", "restricted_package_name",
         "dry_run", "data", "notification",
@@ -195,6 +197,8 @@ public struct PlatformTemplate: Sendable {
                     )
                 }
                 result.append(HTTPHeader(name: canonical, value: value))
+            case .hms:
+                throw fail("Huawei Push Kit templates take no headers: the options are the message's own (android.urgency, android.ttl, …)")
             case .browser:
                 let canonical: String
                 switch lowered {
@@ -224,7 +228,7 @@ public struct PlatformTemplate: Sendable {
     private static func checkBody(_ template: Template, platform: Platform, headers: inout [HTTPHeader]) throws(TemplateError) {
         func fail(_ location: String?, _ reason: String) -> TemplateError { TemplateError(location: location, reason: reason) }
         switch platform {
-        case .apns, .fcm, .gcm:
+        case .apns, .fcm, .gcm, .hms:
             guard template.format == .json, let root = template.json else {
                 throw fail(nil, "\(platform.serviceName) templates must be JSON, not \(template.format)")
             }
@@ -239,7 +243,7 @@ public struct PlatformTemplate: Sendable {
                     throw fail("header apns-priority", "background notifications must use priority 5, not \(priority)")
                 }
             } else {
-                let allowed = platform == .fcm ? fcmMessageFields : gcmFields
+                let allowed = platform == .fcm ? fcmMessageFields : platform == .hms ? hmsMessageFields : gcmFields
                 for member in members {
                     if ["token", "topic", "condition", "to", "registration_ids"].contains(member.key) {
                         throw fail(jsonPath("$", member.key), "the gateway sets the message target; remove '\(member.key)'")
@@ -247,7 +251,7 @@ public struct PlatformTemplate: Sendable {
                     guard allowed.contains(member.key) else {
                         throw fail(
                             jsonPath("$", member.key),
-                            "is not a field of \(platform == .fcm ? "an FCM v1 message" : "a legacy GCM message") (\(allowed.sorted().joined(separator: ", ")))"
+                            "is not a field of \(platform == .fcm ? "an FCM v1 message" : platform == .hms ? "a Push Kit message" : "a legacy GCM message") (\(allowed.sorted().joined(separator: ", ")))"
                         )
                     }
                 }
@@ -366,7 +370,7 @@ extension Template.Format {
     /// for Web Push from the body: JSON when it is a JSON object or array, plain text otherwise.
     public static func resolved(for platform: Platform, headers: [(String, String)], body: String) -> Template.Format {
         switch platform {
-        case .apns, .fcm, .gcm: .json
+        case .apns, .fcm, .gcm, .hms: .json
         case .browser: Template.browserFormat(of: body)
         case .wns: PlatformTemplate.wnsType(in: headers) == "wns/raw" ? .raw : .xml
         }

@@ -8,7 +8,7 @@ extension RenderedNotification {
     /// have no such request; nil for them.
     public func validatingOnly() -> RenderedNotification? {
         switch platform {
-        case .fcm: with(validateOnly: true)
+        case .fcm, .hms: with(validateOnly: true)
         case .gcm: with(body: settingBody(["dry_run"], JSONValue(.bool(true))), validateOnly: true)
         case .apns, .wns, .browser: nil
         }
@@ -22,7 +22,7 @@ extension RenderedNotification {
         case .apns: with(headers: replacingHeader("apns-expiration", with: String(seconds == 0 ? 0 : Int(now) + seconds)))
         case .wns: with(headers: replacingHeader("X-WNS-TTL", with: String(seconds)))
         case .browser: with(headers: replacingHeader("TTL", with: String(seconds)))
-        case .fcm: with(body: settingBody(["android", "ttl"], JSONValue(.string("\(seconds)s"))))
+        case .fcm, .hms: with(body: settingBody(["android", "ttl"], JSONValue(.string("\(seconds)s"))))
         case .gcm: with(body: settingBody(["time_to_live"], JSONValue(.number(String(seconds)))))
         }
     }
@@ -36,7 +36,7 @@ extension RenderedNotification {
         case .apns:
             guard let value = HTTPHeader.value(of: "apns-expiration", in: headers).flatMap({ Int($0.trimmed()) }) else { return nil }
             return value == 0 ? sentAt : Double(value)
-        case .wns, .fcm, .gcm, .browser:
+        case .wns, .fcm, .gcm, .browser, .hms:
             return relativeTimeToLive.map { sentAt + Double($0) }
         }
     }
@@ -58,7 +58,7 @@ extension RenderedNotification {
         case .apns: return nil
         case .wns: return HTTPHeader.value(of: "X-WNS-TTL", in: headers).flatMap { Int($0.trimmed()) }.flatMap { $0 >= 0 ? $0 : nil }
         case .browser: return HTTPHeader.value(of: "TTL", in: headers).flatMap { Int($0.trimmed()) }.flatMap { $0 >= 0 ? $0 : nil }
-        case .fcm:
+        case .fcm, .hms:
             guard let text = (try? JSONParser.parse(body))?["android"]?["ttl"]?.stringValue, text.hasSuffix("s") else { return nil }
             return Self.wholeSeconds(Double(text.dropLast()))
         case .gcm:

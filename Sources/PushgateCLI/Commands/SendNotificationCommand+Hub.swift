@@ -95,6 +95,11 @@ extension SendNotificationCommand {
                 HubSend(
                     label: "browser", format: "browser", body: #"{"web_push":8030,"notification":{"title":\#(quoted),"navigate":"/"}}"#,
                     headers: [("TTL", "86400")])
+            case .hms:
+                HubSend(
+                    label: "hms", format: "huawei",
+                    body: #"{"message":{"android":{"notification":{"title":\#(quoted),"body":\#(quoted),"click_action":{"type":3}}}}}"#,
+                    headers: [])
             }
         }
     }

@@ -104,6 +104,7 @@ struct ServeCommand: AsyncParsableCommand {
         case .gcm: services.gcmDelivery == .fcmV1 ? "through FCM v1 \(services.fcm?.endpoint ?? "")" : services.gcm?.endpoint ?? ""
         case .wns: services.wns?.tokenEndpoint ?? ""
         case .browser: services.browser.map { _ in "each subscription's endpoint" } ?? ""
+        case .hms: services.hms?.endpoint ?? ""
         }
     }
 }

@@ -54,24 +54,28 @@ package struct BatchedRetryingDelivery: Sendable {
             var next: [Int] = []
             var (nextRefresh, nextFresh, delay) = (false, false, 0.0)
             var start = 0
+            // The credential the last round's answers refused: every request of this round asks for
+            // a refresh after it, so the credential source fetches one new credential, not one per
+            // request.
+            let refused = previous
             while start < pending.count {
                 let part = Array(pending[start..<min(start + maximumPerRequest, pending.count)])
                 start += part.count
                 let partTargets = part.map { targets[$0] }
                 var verdicts: [DeliveryVerdict]
                 var current: String?
-                var refused: DeliveryVerdict?
+                var credentialRefusal: DeliveryVerdict?
                 if let credential {
-                    switch await credential(refresh, previous) {
+                    switch await credential(refresh, refresh ? refused : previous) {
                     case .issued(let value): current = value
-                    case .refused(let verdict): refused = verdict
+                    case .refused(let verdict): credentialRefusal = verdict
                     }
                     if current != nil { previous = current }
                 }
                 let now: Double
-                if let refused {
+                if let credentialRefusal {
                     now = clock.now.secondsSinceEpoch
-                    verdicts = Array(repeating: refused, count: part.count)
+                    verdicts = Array(repeating: credentialRefusal, count: part.count)
                 } else {
                     var outgoing = request(partTargets, current)
                     outgoing.freshConnection = freshConnection

@@ -22,6 +22,8 @@ extension Platform {
         case .fcm: NotificationHubsNames(installation: "fcmv1", registrationDescription: "FcmV1", handleElement: "FcmV1RegistrationId")
         case .wns: NotificationHubsNames(installation: "wns", registrationDescription: "Windows", handleElement: "ChannelUri")
         case .browser: NotificationHubsNames(installation: "browser", registrationDescription: "Browser", handleElement: "Endpoint")
+        // Not a Notification Hubs platform: Pushgate's extension, named in the same pattern.
+        case .hms: NotificationHubsNames(installation: "huawei", registrationDescription: "Huawei", handleElement: "HuaweiToken")
         }
     }
 }

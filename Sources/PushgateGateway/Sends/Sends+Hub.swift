@@ -89,7 +89,7 @@ public enum HubPayloads {
         case .apns: name.hasPrefix("apns-")
         case .wns: name.hasPrefix("x-wns-")
         case .browser: ["ttl", "urgency", "topic"].contains(name)
-        case .fcm, .gcm: false
+        case .fcm, .gcm, .hms: false
         }
     }
 
@@ -110,11 +110,12 @@ public enum HubPayloads {
             guard passed.contains(where: { $0.0.lowercased() == "x-wns-type" }) else {
                 throw .badRequest("X-WNS-Type is required for windows: wns/toast, wns/tile, wns/badge or wns/raw")
             }
-        case .fcm:
+        case .fcm, .hms:
             let root: JSONValue
             do { root = try JSONParser.parse(body) } catch { throw .badRequest("body: \(error.description)") }
             guard let message = root["message"], message.objectMembers != nil else {
-                throw .badRequest(#"body: an fcmv1 notification is {"message": {…}} (FCM v1's message without a token)"#)
+                throw .badRequest(
+                    #"body: an \#(platform.notificationHubsName) notification is {"message": {…}} (the service's message without a token)"#)
             }
             if let members = message.objectMembers, let target = members.first(where: { ["token", "topic", "condition"].contains($0.key) })
             {
