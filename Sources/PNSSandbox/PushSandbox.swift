@@ -7,9 +7,9 @@ import NIOSSL
 import Pushgate
 import ServiceLifecycle
 
-/// A local, faithful stand-in for APNs, FCM (HTTP v1 and legacy) and WNS: TLS everywhere with its
-/// own CA, HTTP/2 for APNs, real JWT and OAuth checks, the services' exact status codes and reasons,
-/// device inboxes and scripted faults. APNs includes Live Activities (push-to-start and update
+/// A local, faithful stand-in for APNs, FCM (HTTP v1 and legacy), WNS, Web Push and Huawei Push
+/// Kit: TLS everywhere with its own CA, HTTP/2 for APNs, real JWT and OAuth checks, the services'
+/// exact status codes and reasons, device inboxes and scripted faults. APNs includes Live Activities (push-to-start and update
 /// tokens, ActivityKit's ordering rule), broadcast channel management and broadcast sends, on the
 /// APNs listener.
 ///
@@ -123,6 +123,12 @@ public final class PushSandbox: Service, Sendable {
             let webPushBase = "https://\(urlHost):\(webPush.port)"
             webPushForwarder.target.setTarget(try await WebPushService(state: state, credentials: credentials, origin: webPushBase))
 
+            // Huawei's token endpoint and send API, on one listener with distinct paths.
+            let hms = try await SandboxListener.bind(
+                host: host, port: configuration.hmsPort, settings: .init(protocols: .http2AndHTTP1, tls: try tls(["h2", "http/1.1"])),
+                responder: HuaweiService(state: state, credentials: credentials), group: group, logger: logger)
+            let hmsBase = "https://\(urlHost):\(hms.port)"
+
             let controlForwarder = ForwardingResponder()
             let control = try await SandboxListener.bind(
                 host: host, port: configuration.controlPort, settings: .init(protocols: .http1Only, tls: nil),
@@ -132,17 +138,19 @@ public final class PushSandbox: Service, Sendable {
                 apns: "https://\(urlHost):\(apns.port)", fcm: googleBase, gcm: googleBase + "/fcm/send", googleToken: googleBase + "/token",
                 wnsToken: wnsBase + "/accesstoken.srf", wnsChannelHost: "\(urlHost):\(wns.port)", wns: wnsBase,
                 entraToken: WNSConfiguration.entraTokenEndpoint(tenantID: credentials.entraTenantID, authority: wnsBase),
-                webPush: webPushBase, webPushHost: "\(urlHost):\(webPush.port)", control: "http://\(urlHost):\(control.port)")
+                webPush: webPushBase, webPushHost: "\(urlHost):\(webPush.port)", hms: hmsBase, hmsToken: hmsBase + HuaweiService.tokenPath,
+                control: "http://\(urlHost):\(control.port)")
             let sandbox = PushSandbox(
                 configuration: configuration, credentials: credentials, endpoints: endpoints, state: state,
                 caCertificatePEM: authority.caCertificatePEM, gatewayCertificatePEM: authority.gatewayCertificatePEM,
-                gatewayPrivateKeyPEM: authority.gatewayPrivateKeyPEM, listeners: [apns, google, wns, webPush, control], group: group,
+                gatewayPrivateKeyPEM: authority.gatewayPrivateKeyPEM, listeners: [apns, google, wns, webPush, hms, control], group: group,
                 logger: logger)
             controlForwarder.target.setTarget(ControlAPI(sandbox: sandbox))
             logger.info(
                 "sandbox listening",
                 metadata: [
                     "apns": "\(endpoints.apns)", "google": "\(googleBase)", "wns": "\(wnsBase)", "webPush": "\(webPushBase)",
+                    "hms": "\(hmsBase)",
                     "control": "\(endpoints.control)",
                 ])
             return sandbox
@@ -152,10 +160,6 @@ public final class PushSandbox: Service, Sendable {
         }
     }
 
-    /// Creates a device on `platform` and returns it with its handle: an APNs device token (64 hex
-    /// digits), an FCM / GCM registration token, a WNS channel URI on the sandbox, or a browser's
-    /// push subscription (JSON: its endpoint on the sandbox, its own P-256 key and auth secret,
-    /// made for the sandbox's VAPID key).
     /// A new APNs signing key of the sandbox's team, trusted from now on beside the first (a key
     /// rotation): its id and its private key in PEM (a `.p8` file's content).
     public func issueAPNSKey() -> (keyID: String, privateKeyPEM: String) {
@@ -165,6 +169,10 @@ public final class PushSandbox: Service, Sendable {
         return (id, key.pemRepresentation)
     }
 
+    /// Creates a device on `platform` and returns it with its handle: an APNs device token (64 hex
+    /// digits), an FCM / GCM registration token, a Huawei Push Kit token, a WNS channel URI on the
+    /// sandbox, or a browser's push subscription (JSON: its endpoint on the sandbox, its own P-256
+    /// key and auth secret, made for the sandbox's VAPID key).
     public func createDevice(_ platform: Platform, belongsToAnotherApp: Bool = false) async -> SandboxDevice {
         let handle: String
         switch platform {
@@ -180,6 +188,9 @@ public final class PushSandbox: Service, Sendable {
             handle = SandboxCredentials.randomHex(64)
         case .fcm, .gcm:
             handle = SandboxCredentials.randomToken(22) + ":APA91b" + SandboxCredentials.randomToken(134)
+        case .hms:
+            // Push Kit tokens are opaque, about 130 characters.
+            handle = "IQAAAACy" + SandboxCredentials.randomToken(122)
         case .wns:
             handle = "\(endpoints.wns)/?token=" + SandboxCredentials.randomToken(88).replacingOccurrences(of: "-", with: "%2b")
         }
@@ -187,8 +198,9 @@ public final class PushSandbox: Service, Sendable {
     }
 
     /// Writes what a gateway needs into `directory`: `ca.pem`, the APNs key
-    /// (`AuthKey_<keyID>.p8`), `service-account.json`, and `sandbox.json` (endpoints, ids and the
-    /// non-file secrets). Returns the paths by name.
+    /// (`AuthKey_<keyID>.p8`), `service-account.json`, the other services' secrets (`…-secret.txt`,
+    /// `hms-app-secret.txt`, …), and `sandbox.json` (endpoints, ids and the non-file secrets).
+    /// Returns the paths by name.
     @discardableResult
     public func writeGatewayFiles(to directory: String) throws -> [String: String] {
         var paths = try writeCredentialFiles(to: directory)
@@ -208,6 +220,7 @@ public final class PushSandbox: Service, Sendable {
             ("wnsClientSecret", "wns-client-secret.txt", credentials.wnsClientSecret),
             ("entraClientSecret", "entra-client-secret.txt", credentials.entraClientSecret),
             ("vapidPrivateKey", "vapid-private-key.txt", credentials.vapidPrivateKey),
+            ("hmsAppSecret", "hms-app-secret.txt", credentials.hmsAppSecret),
             ("apnsCertificate", "apns-client.pem", credentials.apnsClientCertificatePEM),
             ("apnsProductionCertificate", "apns-client-production.pem", credentials.apnsProductionClientCertificatePEM),
             ("gatewayCertificate", "gateway-certificate.pem", gatewayCertificatePEM),
@@ -232,7 +245,8 @@ public final class PushSandbox: Service, Sendable {
             "endpoints": [
                 "apns": endpoints.apns, "fcm": endpoints.fcm, "gcm": endpoints.gcm, "googleToken": endpoints.googleToken,
                 "wnsToken": endpoints.wnsToken, "wnsChannelHost": endpoints.wnsChannelHost, "webPush": endpoints.webPush,
-                "webPushHost": endpoints.webPushHost, "entraToken": endpoints.entraToken,
+                "webPushHost": endpoints.webPushHost, "entraToken": endpoints.entraToken, "hms": endpoints.hms,
+                "hmsToken": endpoints.hmsToken,
                 "control": endpoints.control,
             ],
             "apns": ["keyId": credentials.apnsKeyID, "teamId": credentials.apnsTeamID, "topic": credentials.apnsTopic],
@@ -241,6 +255,7 @@ public final class PushSandbox: Service, Sendable {
                 "clientId": credentials.wnsClientID, "entraTenantId": credentials.entraTenantID, "entraClientId": credentials.entraClientID,
             ],
             "browser": ["vapidPublicKey": credentials.vapidPublicKey],
+            "hms": ["appId": credentials.hmsAppID],
             "files": paths,
         ]
         let data = try JSONSerialization.data(withJSONObject: summary, options: [.prettyPrinted, .sortedKeys])

@@ -11,6 +11,9 @@ public struct SandboxConfiguration: Sendable {
     public var wnsPort: Int
     /// The Web Push service (browsers' subscription endpoints).
     public var webPushPort: Int
+    /// Huawei Push Kit: its OAuth token endpoint and the send API share one listener (Huawei has a
+    /// host for each).
+    public var hmsPort: Int
     /// The control API (plain HTTP on loopback): devices, inboxes, faults.
     public var controlPort: Int
     /// The app's bundle id (APNs topic).
@@ -31,7 +34,8 @@ public struct SandboxConfiguration: Sendable {
     public var apnsChannelLimit: Int
 
     public init(
-        host: String = "127.0.0.1", apnsPort: Int = 0, googlePort: Int = 0, wnsPort: Int = 0, webPushPort: Int = 0, controlPort: Int = 0,
+        host: String = "127.0.0.1", apnsPort: Int = 0, googlePort: Int = 0, wnsPort: Int = 0, webPushPort: Int = 0, hmsPort: Int = 0,
+        controlPort: Int = 0,
         apnsTopic: String = "com.example.pushgate", fcmProjectID: String = "pushgate-sandbox",
         apnsMaximumConcurrentStreams: Int = 1000, clock: any PushgateClock = SystemClock(), inboxLimit: Int? = nil,
         apnsChannelLimit: Int = 10_000
@@ -41,6 +45,7 @@ public struct SandboxConfiguration: Sendable {
         self.googlePort = googlePort
         self.wnsPort = wnsPort
         self.webPushPort = webPushPort
+        self.hmsPort = hmsPort
         self.controlPort = controlPort
         self.apnsTopic = apnsTopic
         self.fcmProjectID = fcmProjectID
@@ -75,6 +80,10 @@ public struct SandboxEndpoints: Sendable, Hashable, Codable {
     public let webPush: String
     /// The host and port subscription endpoints point at: a gateway allow-lists exactly this.
     public let webPushHost: String
+    /// Huawei Push Kit's send base URL; requests go to `/v1/<appId>/messages:send`.
+    public let hms: String
+    /// Huawei's OAuth 2.0 token endpoint (`…/oauth2/v3/token`), on the same listener.
+    public let hmsToken: String
     /// The control API base URL (plain HTTP).
     public let control: String
 }

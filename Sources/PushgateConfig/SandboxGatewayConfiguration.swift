@@ -27,8 +27,11 @@ public struct SandboxGatewayConfiguration: Sendable {
     /// application's client id and the tenant's token endpoint on the sandbox; the secret is the
     /// `entraClientSecret` file. Without them, the classic package credentials.
     public var entra: (tenantID: String, clientID: String, tokenEndpoint: String)?
+    /// Huawei Push Kit: the app id, the send API's base and the OAuth token endpoint on the
+    /// sandbox; the secret is the `hmsAppSecret` file. Without them, no `hms` service.
+    public var hms: (appID: String, endpoint: String, tokenEndpoint: String)?
     /// Paths of the files the sandbox wrote: `ca`, `apnsKey`, `serviceAccount`, `gcmServerKey`,
-    /// `wnsClientSecret`, `vapidPrivateKey`.
+    /// `wnsClientSecret`, `vapidPrivateKey`, `hmsAppSecret`.
     public var files: [String: String]
     /// Gateway listener port (0: the OS picks).
     public var listenerPort: Int
@@ -43,7 +46,8 @@ public struct SandboxGatewayConfiguration: Sendable {
     public init(
         apnsEndpoint: String, apnsTopic: String, apnsKeyID: String, apnsTeamID: String, fcmEndpoint: String, gcmEndpoint: String,
         wnsTokenEndpoint: String, wnsClientID: String, wnsChannelHost: String, webPushHost: String? = nil, vapidPublicKey: String? = nil,
-        entra: (tenantID: String, clientID: String, tokenEndpoint: String)? = nil, files: [String: String], listenerPort: Int = 8080,
+        entra: (tenantID: String, clientID: String, tokenEndpoint: String)? = nil,
+        hms: (appID: String, endpoint: String, tokenEndpoint: String)? = nil, files: [String: String], listenerPort: Int = 8080,
         listenerTLSPort: Int? = 8443, demoPasswordEqualsName: Bool = true, sandboxControl: String? = nil
     ) {
         self.apnsEndpoint = apnsEndpoint
@@ -58,6 +62,7 @@ public struct SandboxGatewayConfiguration: Sendable {
         self.webPushHost = webPushHost
         self.vapidPublicKey = vapidPublicKey
         self.entra = entra
+        self.hms = hms
         self.files = files
         self.listenerPort = listenerPort
         self.listenerTLSPort = listenerTLSPort
@@ -102,14 +107,20 @@ public struct SandboxGatewayConfiguration: Sendable {
                 "tokenEndpoint": entra.tokenEndpoint, "caFile": ca,
             ]
         }
+        if let hms, files["hmsAppSecret"] != nil {
+            services["hms"] = [
+                "endpoint": hms.endpoint, "tokenEndpoint": hms.tokenEndpoint, "appId": hms.appID, "appSecret": file("hmsAppSecret"),
+                "caFile": ca,
+            ]
+        }
         var notify: [String: Any] = [
             "apns": template("notify", "apns", "json", ["apns-push-type": "alert", "apns-priority": "10"]),
-            "fcm": template("notify", "fcm", "json"), "gcm": template("notify", "gcm", "json"),
+            "fcm": template("notify", "fcm", "json"), "gcm": template("notify", "gcm", "json"), "hms": template("notify", "hms", "json"),
             "wns": template("notify", "wns", "xml", ["X-WNS-Type": "wns/toast"]),
         ]
         var secure: [String: Any] = [
             "apns": template("secure", "apns", "json", ["apns-push-type": "background", "apns-priority": "5"]),
-            "fcm": template("secure", "fcm", "json"), "gcm": template("secure", "gcm", "json"),
+            "fcm": template("secure", "fcm", "json"), "gcm": template("secure", "gcm", "json"), "hms": template("secure", "hms", "json"),
             "wns": template("secure", "wns", "txt", ["X-WNS-Type": "wns/raw"]),
         ]
         if let webPushHost, let vapidPublicKey, files["vapidPrivateKey"] != nil {

@@ -39,7 +39,7 @@ struct ControlAPI: SandboxHTTPResponder {
             return .json(200, #"{"status":"ok"}"#)
         case ("POST", 1, "devices"):
             guard let body = try? JSONDecoder().decode(CreateDevice.self, from: Data(request.body)) else {
-                return .json(400, #"{"error":"expected {\"platform\": \"apns|fcm|gcm|wns|browser\"}"}"#)
+                return .json(400, #"{"error":"expected {\"platform\": \"apns|fcm|gcm|wns|browser|hms\"}"}"#)
             }
             if let count = body.count {
                 guard (1...1_000_000).contains(count) else { return .json(400, #"{"error":"count must be 1…1000000"}"#) }

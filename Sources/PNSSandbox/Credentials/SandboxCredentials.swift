@@ -5,7 +5,7 @@ import Pushgate
 
 /// The secrets a gateway needs to use the sandbox, made fresh for each sandbox: an APNs `.p8` key
 /// with its key and team ids, an FCM service account, a legacy GCM server key, and WNS client
-/// credentials. The sandbox keeps the public halves to verify what the gateway sends.
+/// credentials, and a Huawei Push Kit app id and secret. The sandbox keeps the public halves to verify what the gateway sends.
 public struct SandboxCredentials: Sendable {
     /// APNs provider-token key (PKCS#8 PEM, as Apple's `.p8` files).
     public let apnsPrivateKeyPEM: String
@@ -47,6 +47,11 @@ public struct SandboxCredentials: Sendable {
     public let vapidPublicKey: String
     public let vapidPrivateKey: String
 
+    /// Huawei Push Kit: the AppGallery Connect app id (digits; the OAuth client id and the send
+    /// path's app id) and its app secret (the OAuth client secret, 64 hex digits).
+    public let hmsAppID: String
+    public let hmsAppSecret: String
+
     let apnsPublicKeyPEM: String
     let fcmPublicKeyPEM: String
 
@@ -82,6 +87,9 @@ public struct SandboxCredentials: Sendable {
         entraTenantID = UUID().uuidString.lowercased()
         entraClientID = UUID().uuidString.lowercased()
         entraClientSecret = Self.randomToken(40)
+
+        hmsAppID = String(Int.random(in: 100_000_000...109_999_999))
+        hmsAppSecret = Self.randomHex(64)
 
         let vapid = P256.Signing.PrivateKey()
         vapidPublicKey = Base64URL.encode(vapid.publicKey.x963Representation)

@@ -91,6 +91,38 @@ enum SandboxAssumptions {
     /// OAuth error texts (RFC 6749 shape; Google's exact wording is not published).
     static let invalidGrantDescription = "Invalid JWT Signature."
 
+    // Huawei Push Kit v1 (protocols.md §9). Huawei documents the codes and the OAuth answer; the
+    // rest below is the sandbox's choice.
+    /// Push Kit's access tokens live `expires_in` 3600 seconds (documented).
+    static let hmsAccessTokenLifetimeSeconds = 3600.0
+    /// Tokens in one request (documented: 1 to 1,000; outside, 80300010).
+    static let hmsMaximumTokens = 1000
+    /// The body's limit in bytes, tokens not counted (documented: 4096). The sandbox counts the
+    /// whole request body less each token's characters, quotes and separator.
+    static let hmsMaximumMessageBytes = 4096
+    /// The HTTP status each Push Kit code comes with: UNCONFIRMED for v1 (Huawei's v3 page lists
+    /// 200, 400, 401, 404, 500, 502 and 503 without tying them to codes). The sandbox answers a
+    /// partial success 200, its refusals of the request 400, OAuth failures 401, the internal
+    /// error 500; a code not listed (an injected fault's) comes with the fault's status.
+    static let hmsStatusByCode: [String: Int] = [
+        "80000000": 200, "80100000": 200, "80100001": 400, "80100003": 400, "80100013": 400, "80200001": 401, "80200003": 401,
+        "80300007": 400, "80300008": 400, "80300010": 400, "81000001": 500,
+    ]
+    /// The code an injected fault without a reason answers with (Push Kit's internal error).
+    static let hmsDefaultFaultCode = "81000001"
+    /// A partial success's `msg`: JSON text `{"success":n,"failure":m,"illegal_tokens":[…]}`. The
+    /// member names are v1's as gorush and Huawei's samples read them; the exact shape is
+    /// UNCONFIRMED (v3 answers `illegalTokens` grouped by reason instead).
+    static let hmsIllegalTokensMember = "illegal_tokens"
+    /// OAuth: a missing parameter or a grant type other than `client_credentials` (Huawei lists no
+    /// sub-error for it; 20001 is UNCONFIRMED).
+    static let hmsMissingParameterSubError = 20001
+    /// OAuth: an injected fault's body, `{"error":<reason or status>,"error_description":…}`
+    /// (Huawei's body for its 503 rate limiting is UNCONFIRMED).
+    static let hmsOAuthFaultDescription = "Injected fault"
+    // Topic and condition sends are accepted (80000000) and reach no sandbox device: the sandbox
+    // has no Push Kit topic subscription API.
+
     /// GCM legacy: most tokens in one multicast request.
     static let gcmMaximumRegistrationIDs = 1000
     /// WNS: `X-WNS-Msg-ID` length (documented as at most 16 characters).

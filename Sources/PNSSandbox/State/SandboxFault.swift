@@ -17,11 +17,17 @@ public struct SandboxFault: Sendable, Hashable, Codable {
         /// APNs broadcast sends (`/4/broadcasts/apps/<bundleId>`); the handle is the
         /// `apns-channel-id`.
         case apnsBroadcast
+        /// Huawei Push Kit sends (`/v1/<appId>/messages:send`); the handle is a push token: the
+        /// fault answers a request whose `message.token` list names it.
+        case hms
+        /// Huawei's OAuth token endpoint (app-wide: no handle).
+        case hmsToken
     }
 
     public enum Action: Sendable, Hashable, Codable {
         /// Answer with this status; `reason` is the service's reason / error code (APNs `reason`,
-        /// FCM `errorCode`, GCM `error`, WNS `X-WNS-Error-Description`), with `Retry-After` when given.
+        /// FCM `errorCode`, GCM `error`, WNS `X-WNS-Error-Description`, Push Kit `code` such as
+        /// `81000001`), with `Retry-After` when given.
         case respond(status: Int, reason: String?, retryAfterSeconds: Int?)
         /// Answer normally after this many milliseconds.
         case delay(milliseconds: Int)
@@ -38,7 +44,7 @@ public struct SandboxFault: Sendable, Hashable, Codable {
 
     public var service: Service
     /// Only requests to this handle (device token, registration token, channel URI, APNs
-    /// broadcast channel id); nil for all.
+    /// broadcast channel id, Push Kit token); nil for all.
     public var handle: String?
     public var action: Action
     /// How many requests the fault applies to.
