@@ -14,6 +14,7 @@ struct PushgateCommand: AsyncParsableCommand {
         subcommands: [
             DemoCommand.self, ServeCommand.self, ReloadCommand.self, SendNotificationCommand.self, NotificationsCommand.self,
             RegistrationsCommand.self,
+            LiveActivitiesCommand.self,
             ChannelsCommand.self,
             SandboxCommand.self, TemplatesCommand.self, StoreCommand.self, HubsCommand.self,
             UsersCommand.self, VAPIDCommand.self,

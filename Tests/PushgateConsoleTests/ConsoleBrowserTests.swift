@@ -114,6 +114,63 @@ struct ConsoleBrowserTests {
         }
     }
 
+    @Test func anActivityIsListedAndItsDetailShowsItsContentStateAndMaskedDevices() async throws {
+        try await withConsole { gateway, browser in
+            let token = try await Self.startActivity(gateway, user: "alice", name: "order-4711")
+            try await signIn(browser, "alice")
+            try await browser.waitFor(
+                "document.querySelectorAll('#activities tbody tr[data-activity]').length === 1", what: "alice's activity in the list")
+            let cells = try #require(
+                try await browser.evaluate("[...document.querySelector('#activities tbody tr').cells].map(c => c.textContent)") as? [String]
+            )
+            #expect(cells.count == 9 && cells[0...2] == ["order-4711", "alice", "update"] && cells[4...6] == ["2", "1", ""], "\(cells)")
+            try await browser.evaluate("document.querySelector('#activities tbody tr[data-activity] button').click()")
+            try await browser.waitFor("!document.getElementById('activity-details').hidden", what: "the activity's detail")
+            #expect(try await browser.text(of: "activity-title") == "order-4711 · alice · running")
+            #expect(try await browser.text(of: "activity-state") == "{\n  \"status\": \"<b>shipped</b>\"\n}")
+            let devices = try #require(
+                try await browser.evaluate("[...document.querySelectorAll('#activity-devices tbody td')].map(c => c.textContent)")
+                    as? [String])
+            #expect(devices.count == 1 && devices[0] != token && devices[0].hasPrefix(String(token.prefix(6))), "\(devices)")
+            let kinds = try #require(
+                try await browser.evaluate(
+                    "[...document.querySelectorAll('#registrations tbody tr[data-registration]')].map(r => r.cells[1].textContent)")
+                    as? [String])
+            #expect(kinds.sorted() == ["apns · Live Activity order-4711", "apns · push-to-start DeliveryAttributes"], "\(kinds)")
+            // The content state is text, never markup.
+            #expect(try await browser.evaluate("document.querySelectorAll('b').length") as? Int == 0)
+            try await saveScreenshot(browser, "console-live-activity.png")
+        }
+    }
+
+    /// `user`'s phone started as activity `name` and updated once at priority 5, as the app and
+    /// its backend would: its update token.
+    private static func startActivity(_ gateway: LocalGateway, user: String, name: String) async throws -> String {
+        let phone = await gateway.sandbox.createDevice(.apns)
+        let activities = gateway.sandbox.state.liveActivities
+        func register(_ token: String, _ kind: String) async throws {
+            let id = String(decoding: try await gateway.call("POST", "/api/register", user: user).body, as: UTF8.self)
+                .trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+            let put = try await gateway.call(
+                "PUT", "/api/register/\(id)", user: user, body: #"{"Platform":"apns","Handle":"\#(token)",\#(kind)}"#)
+            #expect(put.status == 200, "\(put.bodyText)")
+        }
+        try await register(
+            activities.issuePushToStartToken(deviceID: phone.id, attributesType: "DeliveryAttributes"),
+            #""Kind":"pushToStart","AttributesType":"DeliveryAttributes""#)
+        let start = try await gateway.call(
+            "POST", "/api/liveactivities/\(name)?event=start", user: user,
+            body: #"{"attributes-type":"DeliveryAttributes","attributes":{},"content-state":{"status":"packed"},"input-push-token":1}"#)
+        #expect(start.status == 200, "\(start.bodyText)")
+        let token = try #require(activities.activities(deviceID: phone.id).first?.updateToken)
+        try await register(token, #""Kind":"liveActivity","Activity":"\#(name)""#)
+        let update = try await gateway.call(
+            "POST", "/api/liveactivities/\(name)?event=update&priority=5", user: user,
+            body: #"{"content-state":{"status":"<b>shipped</b>"}}"#)
+        #expect(update.status == 200, "\(update.bodyText)")
+        return token
+    }
+
     /// A local gateway and sandbox, a browser on its console page; both always stopped.
     private func withConsole(_ body: (LocalGateway, HeadlessChromium) async throws -> Void) async throws {
         let gateway = try await LocalGateway.start()

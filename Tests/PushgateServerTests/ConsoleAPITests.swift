@@ -134,6 +134,37 @@ import Testing
             #expect(try await fixture.call("GET", "/api/sandbox/devices", user: nil).status == 401)
         }
     }
+
+    /// The console's Live Activities section: the list and the detail it reads (always naming the
+    /// owner, as the page does), an admin's view of everyone's, and the page inserting text only.
+    @Test func theConsoleListsActivitiesAndShowsOneWithItsDevices() async throws {
+        try await GatewayFixture.inProcess(rewrite: ChannelManagementTests.carolIsAdmin) { fixture in
+            let (_, token) = try await LiveActivityTests.started(fixture, user: "alice", name: "order-4711")
+            let page = try await fixture.call("GET", "/console", user: nil).bodyText
+            #expect(page.contains(#"<table id="activities""#) && page.contains(#"api("GET", "/api/liveactivities?limit=50")"#))
+            #expect(!page.contains("innerHTML") && !page.contains("insertAdjacentHTML"), "server values go into the DOM as text")
+
+            let alices = try JSONParser.parse(try await fixture.call("GET", "/api/liveactivities?limit=50").body).arrayElements ?? []
+            #expect(
+                alices.map { [$0["name"]?.stringValue, $0["owner"]?.stringValue, $0["event"]?.stringValue] } == [
+                    ["order-4711", "alice", "start"]
+                ])
+            #expect(alices.first?["devices"] == nil, "a list carries no devices")
+            let everyone = try await fixture.call("GET", "/api/liveactivities?limit=50", user: "carol")
+            #expect(everyone.bodyText.contains(#""owner":"alice""#), "\(everyone.bodyText)")
+
+            for user in ["alice", "carol"] {
+                let shown = try await fixture.call("GET", "/api/liveactivities/order-4711?owner=alice", user: user)
+                #expect(shown.status == 200, "\(user): \(shown.bodyText)")
+                let body = try JSONParser.parse(shown.body)
+                #expect(body["contentState"]?.stringValue == #"{"status":"packed"}"#)
+                let devices = body["devices"]?.arrayElements?.compactMap(\.stringValue) ?? []
+                #expect(devices.count == 1 && devices[0] != token && token.hasPrefix(devices[0].prefix(4)), "\(devices)")
+            }
+            #expect(try await fixture.call("GET", "/api/liveactivities/order-4711?owner=alice", user: "bob").status == 403)
+            #expect(try await fixture.call("GET", "/api/liveactivities/order-4711?owner=%24hub", user: "carol").status == 404)
+        }
+    }
 }
 
 /// `Gateway.registrations` without HTTP: an admin sees everyone's; a user only their own.

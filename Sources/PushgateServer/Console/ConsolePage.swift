@@ -5,8 +5,9 @@ import Foundation
 /// over the gateway's own authenticated API, modelled on the Notification Hubs tutorial app. It
 /// signs in with Basic credentials (kept in the tab's session storage), lists the user's
 /// registrations, registers sandbox devices the way the tutorial client does, sends with platform
-/// switches, shows progress and the per-platform and per-device results, and, with a sandbox,
-/// what each device received. Every value from the server is inserted as text, never as markup.
+/// switches, shows progress and the per-platform and per-device results, with a sandbox what
+/// each device received, and the user's Live Activities (one's content state, channel and masked
+/// devices). Every value from the server is inserted as text, never as markup.
 enum ConsolePage {
     /// The page's `Content-Security-Policy`: its own origin only, and only its own script (by
     /// hash), so that injected markup could not run code.
