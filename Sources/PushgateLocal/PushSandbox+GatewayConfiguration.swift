@@ -14,7 +14,7 @@ extension PushSandbox {
             wnsClientID: credentials.wnsClientID,
             wnsChannelHost: endpoints.wnsChannelHost, webPushHost: endpoints.webPushHost, vapidPublicKey: credentials.vapidPublicKey,
             entra: (credentials.entraTenantID, credentials.entraClientID, endpoints.entraToken),
-            files: files, listenerPort: listenerPort,
+            hms: (credentials.hmsAppID, endpoints.hms, endpoints.hmsToken), files: files, listenerPort: listenerPort,
             listenerTLSPort: listenerTLSPort, sandboxControl: endpoints.control
         ).write(to: directory)
         // Last: scripts wait for sandbox.json, then read config.json.

@@ -108,7 +108,7 @@ import Testing
         for heading in ["== 1.", "== 2.", "== 3.", "== 4.", "== 5.", "== all steps worked"] {
             #expect(result.stdout.contains(heading), "missing \(heading)")
         }
-        #expect(result.stdout.contains("state Completed: 5 delivered, 0 failed"))
+        #expect(result.stdout.contains("state Completed: \(Platform.allCases.count) delivered, 0 failed"))
         #expect(result.stdout.contains(#"{"web_push":8030,"notification":{"title":"From bob","body":"Hello from Pushg"#))
         #expect(result.stdout.contains(#"{"aps":{"alert":"From bob: Hello from Pushgate"}}"#))
         #expect(result.stdout.contains("APNs answered that the device is gone -> ExpiredChannel"))
@@ -273,7 +273,7 @@ import Testing
 
             let all = try await PushgateProcess.run(["registrations", "list", "--config", config])
             #expect(all.status == 0, "\(all.stderr)")
-            #expect(all.stdout.hasSuffix("6 registrations\n"))
+            #expect(all.stdout.hasSuffix("\(ids.count) registrations\n"))
             for id in ids { #expect(all.stdout.contains(id)) }
             let news = try await PushgateProcess.run([
                 "registrations", "list", "--config", config, "--tags", "news && !username:bob", "--pns", "apns,wns",
@@ -291,7 +291,7 @@ import Testing
             // Export, delete two, import the export: everything is back, ids unchanged.
             let exportPath = local.directory + "/export.jsonl"
             let exported = try await PushgateProcess.run(["registrations", "export", "--config", config, "--output", exportPath])
-            #expect(exported.status == 0 && exported.stderr.contains("exported 6 registrations"))
+            #expect(exported.status == 0 && exported.stderr.contains("exported \(ids.count) registrations"))
             #expect((try FileManager.default.attributesOfItem(atPath: exportPath)[.posixPermissions] as? Int) == 0o600)
             let deleted = try await PushgateProcess.run(["registrations", "delete", "--config", config, ids[0], ids[4]])
             #expect(deleted.status == 0 && deleted.stdout.contains("deleted \(ids[4])"))
@@ -300,11 +300,11 @@ import Testing
             #expect(again.status == 1 && again.stderr.contains("not found: \(ids[0])"))
             // A dry run reads every line and writes nothing.
             let valid = try await PushgateProcess.run(["registrations", "import", "--config", config, "--dry-run", exportPath])
-            #expect(valid.stdout == "6 registrations valid; nothing written (--dry-run)\n", "\(valid.stderr)")
+            #expect(valid.stdout == "\(ids.count) registrations valid; nothing written (--dry-run)\n", "\(valid.stderr)")
             #expect(try await local.store.registration(id: try RegistrationID(ids[0]), app: .default) == nil)
             // Standard input is read once, as a file is.
             let imported = try await PushgateProcess.run(["registrations", "import", "--config", config, "-"], standardInput: exportPath)
-            #expect(imported.stdout == "imported 6 registrations into app default\n", "\(imported.stderr)")
+            #expect(imported.stdout == "imported \(ids.count) registrations into app default\n", "\(imported.stderr)")
             #expect(try await local.store.registration(id: try RegistrationID(ids[0]), app: .default)?.owner == .user("alice"))
             // The restored device still receives: the gateway finds it by tag.
             let sent = try await local.call("POST", "/api/notifications?pns=all&to_tag=bob", user: "alice", body: #""back""#)
@@ -320,7 +320,9 @@ import Testing
             let refused = try await PushgateProcess.run(["registrations", "import", "--config", config, exportPath])
             #expect(refused.status == 1)
             #expect(refused.stderr.contains("\(exportPath):2: 'platform': 'x"))
-            #expect(refused.stderr.contains("\(exportPath):7: 'handle': APNs device token has an invalid character 'z' at position 1"))
+            #expect(
+                refused.stderr.contains(
+                    "\(exportPath):\(ids.count + 1): 'handle': APNs device token has an invalid character 'z' at position 1"))
             #expect(refused.stderr.contains("nothing imported: 2 invalid lines"))
             #expect(try await local.store.registration(id: try RegistrationID(ids[1]), app: .default) == nil)
             let dry = try await PushgateProcess.run(["registrations", "import", "--config", config, "--dry-run", exportPath])

@@ -262,7 +262,11 @@ struct ConfigFolder: ~Copyable {
             wnsTokenEndpoint: "https://127.0.0.1:9003/accesstoken.srf",
             wnsClientID: "ms-app://s-1", wnsChannelHost: "127.0.0.1:9003", webPushHost: "127.0.0.1:9004",
             vapidPublicKey: Base64URL.encode([4] + [UInt8](repeating: 7, count: 64)),
-            files: ["ca": folder.path + "/ca.pem", "apnsKey": folder.path + "/k.p8", "vapidPrivateKey": folder.path + "/vapid.txt"]
+            hms: ("10492735", "https://127.0.0.1:9005", "https://127.0.0.1:9005/oauth2/v3/token"),
+            files: [
+                "ca": folder.path + "/ca.pem", "apnsKey": folder.path + "/k.p8", "vapidPrivateKey": folder.path + "/vapid.txt",
+                "hmsAppSecret": folder.path + "/hms.txt",
+            ]
         ).write(to: folder.path)
         let loaded = try ConfigurationLoader.load(file: path)
         let app = loaded.defaultApp.configuration

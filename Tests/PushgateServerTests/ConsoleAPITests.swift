@@ -22,7 +22,8 @@ import Testing
 
             let me = try await fixture.call("GET", "/api/me")
             #expect(me.status == 200)
-            #expect(me.bodyText == #"{"admin":false,"platforms":["apns","fcm","gcm","wns","browser"],"sandbox":true,"user":"alice"}"#)
+            let platforms = Platform.allCases.map { #""\#($0.rawValue)""# }.joined(separator: ",")
+            #expect(me.bodyText == #"{"admin":false,"platforms":[\#(platforms)],"sandbox":true,"user":"alice"}"#)
 
             let alice = try JSONParser.parse(try await fixture.call("GET", "/api/registrations").body).arrayElements ?? []
             #expect(alice.compactMap { $0["id"]?.stringValue } == aliceIDs.sorted())

@@ -179,7 +179,7 @@ import Testing
                 ("PUT", "/api/register/\(id)", "application/json", "{\"Platform\": [1, 2", 400, "body: invalid JSON"),
                 (
                     "PUT", "/api/register/\(id)", "application/json", #"{"Platform":7,"Handle":"x"}"#, 400,
-                    "is required (apns, fcm, gcm, wns or browser)"
+                    "is required (\(Platform.alternatives))"
                 ),
                 ("PUT", "/api/register/\(id)", "application/json", nested, 400, "body:"),
                 ("PUT", "/api/register/\(id)", "application/json", put(device.handle + "\\u0000\\u0007"), 400, "Handle"),

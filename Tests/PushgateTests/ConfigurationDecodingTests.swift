@@ -94,7 +94,8 @@ import Testing
                 "gcm": {"serverKey": {"value": "AAAA-server-key"}},
                 "wns": {"clientId": "ms-app://s-1", "clientSecret": {"env": "WNS_SECRET"}},
                 "browser": {"subject": "mailto:push@example.com", "vapidPrivateKey": {"env": "VAPID_KEY"},
-                            "vapidPublicKey": "BAcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc="}
+                            "vapidPublicKey": "BAcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc="},
+                "hms": {"appId": "10492735", "appSecret": {"env": "HMS_SECRET"}}
               }}}}
             """#
         let services = try #require(try decode(text).defaultApp?.services)

@@ -255,7 +255,10 @@ public struct PlatformTemplate: Sendable {
                         )
                     }
                 }
-                if let data = root["data"] {
+                if platform == .hms, let data = root["data"] {
+                    // Push Kit's `data` is a string (the app reads it as it likes).
+                    guard data.stringValue != nil else { throw fail("$.data", "must be a string, found \(data.typeDescription)") }
+                } else if let data = root["data"] {
                     guard let entries = data.objectMembers else { throw fail("$.data", "must be an object, found \(data.typeDescription)") }
                     if platform == .fcm {
                         for entry in entries {
