@@ -18,6 +18,7 @@ struct DispatchFixture {
     let gcm: GCMProvider
     let wns: WNSProvider
     let browser: WebPushProvider
+    let hms: HMSProvider
 
     static func start(
         policy: RetryPolicy = RetryPolicy(maximumAttempts: 3, initialBackoffSeconds: 0.05, jitter: 0)
@@ -58,10 +59,13 @@ struct DispatchFixture {
         let browser = WebPushProvider(
             signer: signer, handles: HandlePolicy(webPushHosts: [sandbox.endpoints.webPushHost]), transport: try transport(.http2),
             policy: policy, clock: clock)
+        let hms = HMSProvider(
+            endpoint: sandbox.endpoints.hms, tokenEndpoint: sandbox.endpoints.hmsToken, appID: credentials.hmsAppID,
+            appSecret: credentials.hmsAppSecret, transport: try transport(.http2), policy: policy, clock: clock)
         return DispatchFixture(
             sandbox: sandbox, directory: directory, files: files, clock: clock, sandboxClock: sandboxClock, apns: apns,
             apnsTokens: apnsTokens,
-            fcm: fcm, gcm: gcm, wns: wns, browser: browser)
+            fcm: fcm, gcm: gcm, wns: wns, browser: browser, hms: hms)
     }
 
     var dispatcher: Dispatcher { Dispatcher(providers: [apns, fcm, gcm, wns, browser]) }

@@ -125,7 +125,21 @@ import Testing
         Row(service: .browser, status: 503, reason: "Service unavailable", expected: .retriedThenDelivered),
     ]
 
-    @Test(arguments: apns + fcm + gcm + wns + browser)
+    /// Huawei Push Kit: the answer's code (the sandbox's statuses where Huawei names none).
+    static let hms: [Row] = [
+        Row(service: .hms, status: 400, reason: "80300007", expected: .final(.expiredChannel, removed: true)),
+        Row(service: .hms, status: 400, reason: "80300008", expected: .final(.invalidNotificationSize)),
+        Row(service: .hms, status: 400, reason: "80100001", expected: .final(.invalidNotificationFormat)),
+        Row(service: .hms, status: 400, reason: "80100003", expected: .final(.invalidNotificationFormat)),
+        Row(service: .hms, status: 400, reason: "80100013", expected: .final(.invalidNotificationFormat)),
+        Row(service: .hms, status: 400, reason: "80300002", expected: .final(.invalidCredentials)),
+        Row(service: .hms, status: 401, reason: "80200003", expected: .retriedThenDelivered),
+        Row(service: .hms, status: 401, reason: "80200001", expected: .retriedThenDelivered),
+        Row(service: .hms, status: 500, reason: "81000001", expected: .retriedThenDelivered),
+        Row(service: .hms, status: 503, reason: "81000001", expected: .retriedThenDelivered),
+    ]
+
+    @Test(arguments: apns + fcm + gcm + wns + browser + hms)
     func documentedAnswer(_ row: Row) async throws {
         try await DispatchFixture.with { fixture in
             let platform: Platform =
@@ -134,6 +148,7 @@ import Testing
                 case .fcm: .fcm
                 case .gcm: .gcm
                 case .browser: .browser
+                case .hms: .hms
                 default: .wns
                 }
             let (device, target) = await fixture.target(platform)
@@ -148,7 +163,7 @@ import Testing
                 case .gcm: fixture.gcm
                 case .wns: fixture.wns
                 case .browser: fixture.browser
-                case .hms: preconditionFailure("Push Kit's rows are HMSProviderTests' (its own answers' shape)")
+                case .hms: fixture.hms
                 }
             let report = await provider.deliver(try Payloads.notify(platform), to: [target])[0]
             let delivered = await fixture.sandbox.state.inbox(deviceID: device.id).count
