@@ -12,21 +12,15 @@ import Testing
         do {
             let phone = await local.sandbox.createDevice(.apns)
             let activities = local.sandbox.state.liveActivities
-            func register(_ token: String, _ kind: String) async throws {
-                let id = try #require(try JSONParser.parse(try await local.call("POST", "/api/register", user: "alice").body).stringValue)
-                let put = try await local.call(
-                    "PUT", "/api/register/\(id)", user: "alice", body: #"{"Platform":"apns","Handle":"\#(token)",\#(kind)}"#)
-                #expect(put.status == 200, "\(put.bodyText)")
-            }
-            try await register(
-                activities.issuePushToStartToken(deviceID: phone.id, attributesType: "DeliveryAttributes"),
-                #""Kind":"pushToStart","AttributesType":"DeliveryAttributes""#)
+            try await local.registerActivityToken(
+                activities.issuePushToStartToken(deviceID: phone.id, attributesType: "DeliveryAttributes"), user: "alice",
+                kind: #""Kind":"pushToStart","AttributesType":"DeliveryAttributes""#)
             let start = try await local.call(
                 "POST", "/api/liveactivities/order-9?event=start", user: "alice",
                 body: #"{"attributes-type":"DeliveryAttributes","attributes":{},"content-state":{"status":"packed"},"input-push-token":1}"#)
             #expect(start.status == 200, "\(start.bodyText)")
             let token = try #require(activities.activities(deviceID: phone.id).first?.updateToken)
-            try await register(token, #""Kind":"liveActivity","Activity":"order-9""#)
+            try await local.registerActivityToken(token, user: "alice", kind: #""Kind":"liveActivity","Activity":"order-9""#)
             let update = try await local.call(
                 "POST", "/api/liveactivities/order-9?event=update&priority=5", user: "alice",
                 body: #"{"content-state":{"status":"shipped","eta":15}}"#)

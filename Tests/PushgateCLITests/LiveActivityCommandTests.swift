@@ -12,22 +12,16 @@ import Testing
         do {
             let phone = await local.sandbox.createDevice(.apns)
             let activities = local.sandbox.state.liveActivities
-            func register(_ token: String, _ kind: String) async throws {
-                let id = try #require(try JSONParser.parse(try await local.call("POST", "/api/register", user: "alice").body).stringValue)
-                let put = try await local.call(
-                    "PUT", "/api/register/\(id)", user: "alice", body: #"{"Platform":"apns","Handle":"\#(token)",\#(kind)}"#)
-                #expect(put.status == 200, "\(put.bodyText)")
-            }
-            try await register(
-                activities.issuePushToStartToken(deviceID: phone.id, attributesType: "DeliveryAttributes"),
-                #""Kind":"pushToStart","AttributesType":"DeliveryAttributes""#)
+            try await local.registerActivityToken(
+                activities.issuePushToStartToken(deviceID: phone.id, attributesType: "DeliveryAttributes"), user: "alice",
+                kind: #""Kind":"pushToStart","AttributesType":"DeliveryAttributes""#)
             let common = ["send", "--server", local.baseURL, "--user", "alice:alice", "--live-activity", "order-1"]
             let start = try await PushgateProcess.run(
                 common + ["--event", "start", "--attributes-type", "DeliveryAttributes", "--property", "status=packed", "Packed"])
             #expect(start.status == 0, "\(start.stderr)")
             #expect(start.stdout.contains("state Completed: 1 delivered, 0 failed"), "\(start.stdout)")
             let token = try #require(activities.activities(deviceID: phone.id).first?.updateToken)
-            try await register(token, #""Kind":"liveActivity","Activity":"order-1""#)
+            try await local.registerActivityToken(token, user: "alice", kind: #""Kind":"liveActivity","Activity":"order-1""#)
             let update = try await PushgateProcess.run(common + ["--event", "update", "--priority", "5", "--property", "status=shipped"])
             #expect(update.status == 0, "\(update.stderr)")
             #expect(activities.activity(updateToken: token)?.contentState?.serialized() == Array(#"{"status":"shipped"}"#.utf8))

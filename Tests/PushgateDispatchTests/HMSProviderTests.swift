@@ -6,7 +6,7 @@ import Testing
 
 /// Huawei Push Kit's provider against Push Kit's answers (`protocols.md` §9), in memory: a page of
 /// 1,000 tokens in one request, the illegal tokens of a partial success pruned alone, the OAuth
-/// token refreshed once per request, internal errors retried for their tokens only.
+/// token refreshed once a round, internal errors retried for their tokens only.
 @Suite struct HMSProviderTests {
     /// Answers as Push Kit: a token request issues `token-N`; a send answers by `script`, given the
     /// send's tokens and the access token it carried.
@@ -107,6 +107,10 @@ import Testing
         #expect(large.allSatisfy { $0.verdict.outcome == .invalidNotificationSize && $0.attempts == 1 })
         let bad = await provider(PushKit { _, _, _ in Self.answer("80100003") }).deliver(Self.notification, to: targets)
         #expect(bad.allSatisfy { $0.verdict.outcome == .invalidNotificationFormat && $0.verdict.reason?.hasPrefix("80100003") == true })
+        // A partial success whose msg names no token it can read: sent, the service's words kept.
+        let unreadable = await provider(PushKit { _, _, _ in Self.answer("80100000", msg: "2 of 3 failed") }).deliver(
+            Self.notification, to: targets)
+        #expect(unreadable.allSatisfy { $0.verdict.outcome == .success && $0.verdict.reason == "80100000: 2 of 3 failed" })
         // An answer of no known shape: the service's own words, not sent again.
         let odd = await provider(PushKit { _, _, _ in PushHTTPResponse(status: 400, body: Array("nope".utf8)) }).deliver(
             Self.notification, to: targets)

@@ -57,22 +57,9 @@ struct GoogleService: SandboxHTTPResponder {
     /// Applies a transport-level fault (a whole-request answer), or returns nil to answer normally
     /// (after a delay, or with `padding` set for the answer to be padded).
     static func apply(_ action: SandboxFault.Action, padding: inout Int) async -> SandboxHTTPResponse? {
-        switch action {
-        case .respond(let status, let reason, let retryAfter):
-            return .text(
+        await action.answer(padding: &padding) { status, reason, retryAfter in
+            .text(
                 status, reason ?? "Injected fault", headers: retryAfter.map { [HTTPHeader(name: "Retry-After", value: String($0))] } ?? [])
-        case .delay(let milliseconds):
-            try? await Task.sleep(for: .milliseconds(milliseconds))
-            return nil
-        case .dropConnection:
-            return .dropConnection
-        case .goAway(let reason):
-            var response = SandboxHTTPResponse.text(503, "Service Unavailable")
-            response.action = .goAway(#"{"reason":"\#(reason)"}"#)
-            return response
-        case .padBody(let bytes):
-            padding = bytes
-            return nil
         }
     }
 

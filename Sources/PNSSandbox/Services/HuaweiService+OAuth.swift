@@ -46,24 +46,11 @@ extension HuaweiService {
     /// An injected fault's answer at the token endpoint, or nil to answer normally (after a delay,
     /// or with `padding` set).
     private func oauthFault(_ action: SandboxFault.Action, padding: inout Int) async -> SandboxHTTPResponse? {
-        switch action {
-        case .respond(let status, let reason, let retryAfter):
+        await action.answer(padding: &padding) { status, reason, retryAfter in
             let error = reason.flatMap { Int($0) } ?? status
             return .json(
                 status, #"{"error":\#(error),"error_description":"\#(SandboxAssumptions.hmsOAuthFaultDescription)"}"#,
                 headers: retryAfter.map { [HTTPHeader(name: "Retry-After", value: String($0))] } ?? [])
-        case .delay(let milliseconds):
-            try? await Task.sleep(for: .milliseconds(milliseconds))
-            return nil
-        case .dropConnection:
-            return .dropConnection
-        case .goAway(let reason):
-            var response = SandboxHTTPResponse.text(503, "Service Unavailable")
-            response.action = .goAway(#"{"reason":"\#(reason)"}"#)
-            return response
-        case .padBody(let bytes):
-            padding = bytes
-            return nil
         }
     }
 }

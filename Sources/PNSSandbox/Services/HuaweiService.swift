@@ -53,22 +53,16 @@ struct HuaweiService: SandboxHTTPResponder {
             return error.response(requestID: requestID)
         }
         if let action = takeFault(for: parsed.target) {
-            switch action {
-            case .respond(let status, let reason, let retryAfter):
-                let code = reason ?? SandboxAssumptions.hmsDefaultFaultCode
-                return HMSAnswer(code: code, msg: HMSAnswer.text(of: code) ?? "Injected fault", status: status, retryAfter: retryAfter)
-                    .response(requestID: requestID)
-            case .delay(let milliseconds):
-                try? await Task.sleep(for: .milliseconds(milliseconds))
-            case .dropConnection:
-                return .dropConnection
-            case .goAway(let reason):
-                var response = HMSAnswer(code: HMSAnswer.internalError.code, msg: HMSAnswer.internalError.msg, status: 503)
-                    .response(requestID: requestID)
-                response.action = .goAway(#"{"reason":"\#(reason)"}"#)
-                return response
-            case .padBody(let bytes):
-                padding = bytes
+            let internalError = HMSAnswer(code: HMSAnswer.internalError.code, msg: HMSAnswer.internalError.msg, status: 503)
+            if let answer = await action.answer(
+                padding: &padding, goingAway: internalError.response(requestID: requestID),
+                respond: { status, reason, retryAfter in
+                    let code = reason ?? SandboxAssumptions.hmsDefaultFaultCode
+                    return HMSAnswer(code: code, msg: HMSAnswer.text(of: code) ?? "Injected fault", status: status, retryAfter: retryAfter)
+                        .response(requestID: requestID)
+                })
+            {
+                return answer
             }
         }
         guard case .tokens(let tokens) = parsed.target else { return HMSAnswer.success.response(requestID: requestID) }

@@ -57,3 +57,31 @@ public struct SandboxFault: Sendable, Hashable, Codable {
         self.count = count
     }
 }
+
+extension SandboxFault.Action {
+    /// The answer a fault makes, or nil to answer normally (after a delay, or with `padding` set
+    /// for the answer to be padded): `respond` is the service's own error answer (its status, its
+    /// reason, its `Retry-After`); the other actions are every service's. A GOAWAY comes with
+    /// `goingAway`, the service's 503.
+    func answer(
+        padding: inout Int, goingAway: SandboxHTTPResponse = .text(503, "Service Unavailable"),
+        respond: (_ status: Int, _ reason: String?, _ retryAfter: Int?) -> SandboxHTTPResponse
+    ) async -> SandboxHTTPResponse? {
+        switch self {
+        case .respond(let status, let reason, let retryAfter):
+            return respond(status, reason, retryAfter)
+        case .delay(let milliseconds):
+            try? await Task.sleep(for: .milliseconds(milliseconds))
+            return nil
+        case .dropConnection:
+            return .dropConnection
+        case .goAway(let reason):
+            var response = goingAway
+            response.action = .goAway(#"{"reason":"\#(reason)"}"#)
+            return response
+        case .padBody(let bytes):
+            padding = bytes
+            return nil
+        }
+    }
+}

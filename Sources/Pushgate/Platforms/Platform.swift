@@ -21,10 +21,10 @@ public enum Platform: String, CaseIterable, Sendable, Hashable, Codable, Compara
 
     public var description: String { rawValue }
 
-    /// Every platform's name, for messages and help: `apns, fcm, gcm, wns, browser` (from the cases,
+    /// Every platform's name, for messages and help: `apns, fcm, gcm, wns, browser, hms` (from the cases,
     /// so that a new platform is named everywhere at once).
     public static let names = allCases.map(\.rawValue).joined(separator: ", ")
-    /// The same, the last one joined by `or`: `apns, fcm, gcm, wns or browser`.
+    /// The same, the last one joined by `or`: `apns, fcm, gcm, wns, browser or hms`.
     public static let alternatives = allCases.dropLast().map(\.rawValue).joined(separator: ", ") + " or " + allCases.last!.rawValue
 
     /// The human name of the service, for tables and logs.
@@ -63,8 +63,9 @@ public enum Platform: String, CaseIterable, Sendable, Hashable, Codable, Compara
         // The services take 4,096 bytes of encrypted body: the 86-byte aes128gcm header, the
         // padding delimiter and the 16-byte tag leave 3,993 bytes of payload.
         case .browser: WebPushLimits.maximumPayloadBytes
-        // Push Kit: the message body (tokens aside) is at most 4,096 bytes.
-        case .hms: 4096
+        // Push Kit: the request's body, tokens aside, is at most 4,096 bytes; its envelope
+        // (`{"validate_only":false,"message":…,"token":[]}`) takes 44 of them.
+        case .hms: 4096 - 44
         }
     }
 

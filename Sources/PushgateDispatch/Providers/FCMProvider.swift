@@ -86,6 +86,12 @@ enum OAuthFailure {
 
     static func verdict(for error: any Error) -> DeliveryVerdict {
         if let error = error as? OAuthError {
+            // A token endpoint that is busy (Huawei's rate limiting is a 503) is asked again later.
+            if [429, 500, 502, 503, 504].contains(error.status) {
+                return DeliveryVerdict(
+                    outcome: .tokenProviderUnreachable, statusCode: error.status, reason: "token endpoint: \(error.description)",
+                    retry: .afterBackoff(retryAfterSeconds: nil))
+            }
             return DeliveryVerdict(outcome: .invalidCredentials, statusCode: error.status, reason: error.description)
         }
         if let error = error as? PushTransportError {

@@ -2,7 +2,7 @@ import Pushgate
 
 /// Huawei Push Kit (server API v1): a page's targets carried in requests of up to 1,000 tokens of
 /// one message, answered per token (``HMSWire/classify(_:tokens:now:)``); only the tokens the
-/// answer calls retryable are sent again, and the OAuth token is refreshed once per request
+/// answer calls retryable are sent again, and a refused OAuth token is refreshed once a round
 /// (``BatchedRetryingDelivery``). Nothing of Huawei's is above it.
 public final class HMSProvider: PushProvider {
     public let platform = Platform.hms

@@ -144,7 +144,7 @@ extension Sends {
             if command.validateOnly {
                 guard let dryRun = payload.validatingOnly() else {
                     throw .badRequest(
-                        "validateOnly: \(platform.serviceName) has no validation request; select pns=fcm and/or gcm for a dry run")
+                        "validateOnly: \(platform.serviceName) has no validation request; select pns=fcm, gcm and/or hms for a dry run")
                 }
                 payload = dryRun
             }

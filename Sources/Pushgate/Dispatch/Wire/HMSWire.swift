@@ -86,6 +86,8 @@ public enum HMSWire {
             return all(.success)
         case Code.partial?:
             let illegal = illegalTokens(in: message)
+            // A partial success whose msg names no token it can read: the service's own words kept.
+            if illegal.isEmpty { return all(.success) }
             return tokens.map { token in
                 illegal.contains(token)
                     ? DeliveryVerdict(

@@ -22,9 +22,18 @@ public enum OAuthWire {
     public static func parseToken(_ response: PushHTTPResponse) throws(OAuthError) -> (token: String, expiresIn: Double) {
         guard response.status == 200 else {
             let json = response.json
+            // `error` is a string (RFC 6749) or, at Huawei, a number with a `sub_error`.
+            func text(_ value: JSONValue?) -> String? {
+                switch value?.kind {
+                case .string(let text)?: text
+                case .number(let text)?: text
+                default: nil
+                }
+            }
+            let code = [text(json?["error"]), text(json?["sub_error"])].compactMap { $0 }.joined(separator: "/")
             throw OAuthError(
                 status: response.status,
-                reason: [json?["error"]?.stringValue, json?["error_description"]?.stringValue].compactMap { $0 }.joined(separator: ": "))
+                reason: [code.isEmpty ? nil : code, json?["error_description"]?.stringValue].compactMap { $0 }.joined(separator: ": "))
         }
         guard let token = response.json?["access_token"]?.stringValue, !token.isEmpty else {
             throw OAuthError(status: 200, reason: "the answer has no access_token")
