@@ -1,4 +1,5 @@
 import Foundation
+import Pushgate
 import PushgateLocal
 import Testing
 
@@ -20,16 +21,18 @@ struct ConsoleBrowserTests {
             try await signIn(browser, "alice")
 
             // alice registers one sandbox device per platform, the way the tutorial client does.
-            for (count, platform) in ["apns", "fcm", "gcm", "wns", "browser"].enumerated() {
+            let names = Platform.allCases.map(\.rawValue)
+            let count = names.count
+            for (index, platform) in names.enumerated() {
                 try await browser.evaluate("document.getElementById('sandbox-platform').value = '\(platform)'")
                 try await browser.click("sandbox-register-button")
                 try await browser.waitFor(
-                    "document.querySelectorAll('#registrations tbody tr[data-registration]').length === \(count + 1)",
-                    what: "registration \(count + 1) (\(platform)) in the list")
+                    "document.querySelectorAll('#registrations tbody tr[data-registration]').length === \(index + 1)",
+                    what: "registration \(index + 1) (\(platform)) in the list")
             }
-            #expect(try await browser.text(of: "registrations-status").hasPrefix("Registered sandbox browser device "))
+            #expect(try await browser.text(of: "registrations-status").hasPrefix("Registered sandbox \(names.last!) device "))
             let stored = try await gateway.call("GET", "/api/registrations", user: "alice")
-            #expect(stored.bodyText.components(separatedBy: "\"username:alice\"").count - 1 == 5)
+            #expect(stored.bodyText.components(separatedBy: "\"username:alice\"").count - 1 == count)
 
             // bob sends to alice on every platform and sees one delivery per platform.
             try await browser.click("signout")
@@ -41,25 +44,25 @@ struct ConsoleBrowserTests {
             try await browser.click("preview-button")
             try await browser.waitFor("!document.getElementById('preview').hidden", what: "the preview")
             #expect(try await browser.text(of: "send-status") == "Preview ready: nothing was sent.")
-            #expect(try await browser.text(of: "preview-audience").hasPrefix("Reaches 5 registrations"))
+            #expect(try await browser.text(of: "preview-audience").hasPrefix("Reaches \(count) registrations"))
             let previewed = try await browser.evaluate("[...document.querySelectorAll('#preview-payloads h4')].map(h => h.textContent)")
-            #expect((previewed as? [String])?.count == 5, "\(String(describing: previewed))")
+            #expect((previewed as? [String])?.count == count, "\(String(describing: previewed))")
             #expect(try await browser.evaluate("document.querySelectorAll('b').length") as? Int == 0)
             #expect(try await gateway.call("GET", "/api/notifications", user: "bob").bodyText == "[]")
             try await saveScreenshot(browser, "console-preview.png")
             try await browser.click("send-button")
             try await browser.waitFor("!document.getElementById('results').hidden", what: "the send results")
-            #expect(try await browser.text(of: "send-status") == "5 delivered, 0 failed")
+            #expect(try await browser.text(of: "send-status") == "\(count) delivered, 0 failed")
             let platformRows = try await browser.evaluate(
                 "[...document.querySelectorAll('#platform-results tbody tr')].map(r => [...r.cells].map(c => c.textContent))")
             let rows = try #require(platformRows as? [[String]])
-            #expect(rows.map { $0[0] } == ["apns", "fcm", "gcm", "wns", "browser"])
+            #expect(rows.map { $0[0] } == names)
             #expect(rows.allSatisfy { $0[1] == "1" && $0[2] == "1" && $0[3] == "Success 1" })
             // alice's devices are bob's to count, not to list.
             let listed = try await browser.evaluate("document.querySelectorAll('#device-results tbody tr[data-outcome]').length")
             #expect(listed as? Int == 0)
             #expect(
-                try await browser.text(of: "omitted-targets").contains("5 devices of another account: counted above, not listed"))
+                try await browser.text(of: "omitted-targets").contains("\(count) devices of another account: counted above, not listed"))
             // The message is text, never markup.
             #expect(try await browser.evaluate("document.querySelectorAll('b').length") as? Int == 0)
             // bob has no registrations of his own.
@@ -82,7 +85,7 @@ struct ConsoleBrowserTests {
                 try await browser.evaluate(
                     "[...document.querySelectorAll('#details-platforms tbody tr')].map(r => [...r.cells].map(c => c.textContent))")
                     as? [[String]])
-            #expect(telemetry.map { $0[0] } == ["apns", "fcm", "gcm", "wns", "browser"])
+            #expect(telemetry.map { $0[0] } == names)
             #expect(telemetry.allSatisfy { $0[1] == "1" && $0[2] == "Success 1" }, "\(telemetry)")
             try await saveScreenshot(browser, "console-notifications.png")
 
@@ -91,12 +94,14 @@ struct ConsoleBrowserTests {
             try await browser.waitFor("!document.getElementById('login').hidden", what: "the sign-in form")
             try await signIn(browser, "alice")
             try await browser.waitFor(
-                "document.querySelectorAll('#registrations .inbox').length === 10", what: "two received notifications in each of 5 inboxes")
+                "document.querySelectorAll('#registrations .inbox').length === \(2 * count)",
+                what: "two received notifications in each of \(count) inboxes")
             let inboxes = try #require(
                 try await browser.evaluate("[...document.querySelectorAll('#registrations .inbox')].map(e => e.textContent)") as? [String])
-            #expect(inboxes.count == 10)
-            #expect(inboxes.count { $0.contains("Hello from a <b>browser</b> & test") || $0.contains("&lt;b&gt;browser&lt;/b&gt;") } == 5)
-            #expect(inboxes.count { $0.contains("Later, in the background") } == 5)
+            #expect(inboxes.count == 2 * count)
+            #expect(
+                inboxes.count { $0.contains("Hello from a <b>browser</b> & test") || $0.contains("&lt;b&gt;browser&lt;/b&gt;") } == count)
+            #expect(inboxes.count { $0.contains("Later, in the background") } == count)
 
             try await saveScreenshot(browser, "console-inboxes.png")
         }
