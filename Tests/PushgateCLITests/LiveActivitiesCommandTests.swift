@@ -10,11 +10,8 @@ import Testing
     @Test func listAndShowPrintTheActivityItsContentStateAndItsMaskedDevices() async throws {
         let local = try await LocalGateway.start()
         do {
-            let phone = await local.sandbox.createDevice(.apns)
+            let phone = try await local.phoneReadyToStart(user: "alice")
             let activities = local.sandbox.state.liveActivities
-            try await local.registerActivityToken(
-                activities.issuePushToStartToken(deviceID: phone.id, attributesType: "DeliveryAttributes"), user: "alice",
-                kind: #""Kind":"pushToStart","AttributesType":"DeliveryAttributes""#)
             let start = try await local.call(
                 "POST", "/api/liveactivities/order-9?event=start", user: "alice",
                 body: #"{"attributes-type":"DeliveryAttributes","attributes":{},"content-state":{"status":"packed"},"input-push-token":1}"#)

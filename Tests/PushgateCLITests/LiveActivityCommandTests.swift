@@ -10,11 +10,8 @@ import Testing
     @Test func startUpdateAndEndFromTheCommandLine() async throws {
         let local = try await LocalGateway.start()
         do {
-            let phone = await local.sandbox.createDevice(.apns)
+            let phone = try await local.phoneReadyToStart(user: "alice")
             let activities = local.sandbox.state.liveActivities
-            try await local.registerActivityToken(
-                activities.issuePushToStartToken(deviceID: phone.id, attributesType: "DeliveryAttributes"), user: "alice",
-                kind: #""Kind":"pushToStart","AttributesType":"DeliveryAttributes""#)
             let common = ["send", "--server", local.baseURL, "--user", "alice:alice", "--live-activity", "order-1"]
             let start = try await PushgateProcess.run(
                 common + ["--event", "start", "--attributes-type", "DeliveryAttributes", "--property", "status=packed", "Packed"])
