@@ -24,6 +24,14 @@ extension Platform {
         case .browser: NotificationHubsNames(installation: "browser", registrationDescription: "Browser", handleElement: "Endpoint")
         // Not a Notification Hubs platform: Pushgate's extension, named in the same pattern.
         case .hms: NotificationHubsNames(installation: "huawei", registrationDescription: "Huawei", handleElement: "HuaweiToken")
+        // Not reachable through the hub API (``hubPlatforms``): named for completeness.
+        case .unifiedpush:
+            NotificationHubsNames(installation: "unifiedpush", registrationDescription: "UnifiedPush", handleElement: "Endpoint")
         }
     }
+
+    /// The platforms the hub API registers and sends natively: all but UnifiedPush, whose
+    /// endpoints are checked at registration (the tutorial API's `PUT /api/register/{id}`) by a
+    /// discovery request the hub's registrations and installations do not make.
+    package static let hubPlatforms = allCases.filter { $0 != .unifiedpush }
 }

@@ -1,0 +1,157 @@
+import Foundation
+import PNSSandbox
+import Pushgate
+import PushgateCurl
+import PushgateTesting
+import Testing
+
+/// UnifiedPush end to end against the sandbox's distributor (ntfy's behaviour): a subscription on
+/// an allowed host registered through the tutorial API (its discovery answer checked) gets the
+/// message encrypted for it, signed only when it asks; an endpoint whose host resolves to a
+/// loopback address without an explicit `host:port` entry is refused at registration, and a
+/// stored one at send without being contacted; an endpoint that is no UnifiedPush server is
+/// refused at registration, naming its host.
+@Suite struct UnifiedPushTests {
+    /// A `rewrite` adding `hosts` to the default app's `handles.unifiedPushHosts`.
+    static func allowing(_ hosts: [String]) -> (inout [String: Any]) -> Void {
+        { config in
+            var apps = config["apps"] as? [String: Any] ?? [:]
+            var app = apps["default"] as? [String: Any] ?? [:]
+            var handles = app["handles"] as? [String: Any] ?? [:]
+            handles["unifiedPushHosts"] = (handles["unifiedPushHosts"] as? [String] ?? []) + hosts
+            app["handles"] = handles
+            apps["default"] = app
+            config["apps"] = apps
+        }
+    }
+
+    func json(_ response: CurlResponse) throws -> JSONValue { try JSONParser.parse(response.body) }
+
+    /// `PUT /api/register/{id}` of a UnifiedPush subscription (JSON) for alice.
+    func register(_ handle: String, _ fixture: GatewayFixture) async throws -> CurlResponse {
+        let reserved = try await fixture.call("POST", "/api/register")
+        let id = String(reserved.bodyText.dropFirst().dropLast())
+        return try await fixture.call("PUT", "/api/register/\(id)", body: #"{"Platform":"unifiedpush","Handle":\#(handle),"Tags":[]}"#)
+    }
+
+    /// The sandbox device's subscription with its endpoint moved to `origin`.
+    func moved(_ device: SandboxDevice, to origin: String) throws -> WebPushSubscription {
+        var subscription = try #require(WebPushSubscription(handleValue: device.handle))
+        let path = subscription.endpoint.dropFirst("https://".count).drop { $0 != "/" }
+        subscription.endpoint = origin + path
+        return subscription
+    }
+
+    @Test func aSubscriptionOnAnAllowedHostGetsTheMessageEncryptedAndSignedOnlyWhenItAsks() async throws {
+        try await GatewayFixture.inProcess { fixture in
+            let unsigned = await fixture.sandbox.createUnifiedPushDevice()
+            let signed = await fixture.sandbox.createUnifiedPushDevice(vapid: true)
+            _ = try await fixture.register(unsigned, user: "alice")
+            _ = try await fixture.register(signed, user: "alice")
+            let sent = try await fixture.call("POST", "/api/notifications?pns=unifiedpush&to_tag=alice", body: #""Hello, distributor""#)
+            #expect(sent.status == 200, "\(sent.bodyText)")
+            let platform = try json(sent)["platforms"]?.arrayElements?.first { $0["platform"]?.stringValue == "unifiedpush" }
+            #expect(platform?["outcomes"]?["Success"]?.kind == .number("2"), "\(sent.bodyText)")
+            for device in [unsigned, signed] {
+                let received = try #require(await fixture.sandbox.state.inbox(deviceID: device.id).first)
+                #expect(received.platform == .unifiedpush)
+                // The app's own JSON (templates/notify.unifiedpush.json), decrypted by the sandbox.
+                let payload = try JSONParser.parse(received.payload)
+                #expect(payload["message"]?.stringValue == "Hello, distributor", "\(received.payload)")
+                #expect(payload["title"]?.stringValue == "From alice", "\(received.payload)")
+                #expect(received.header("Content-Encoding") == "aes128gcm")
+                #expect(received.header("Authorization") == (device.id == signed.id ? "vapid" : nil), "\(device.id)")
+            }
+            // One discovery request for the two registrations (the answer is kept per host),
+            // then the two messages (ntfy answers 200 to both).
+            #expect(await fixture.sandbox.state.answeredCounts()["unifiedpush 200"] == 3)
+        }
+    }
+
+    @Test func anExplicitHostAndPortEntryAdmitsLocalhost() async throws {
+        try await GatewayFixture.inProcess(rewrite: { config in
+            // The sandbox's port, under the name localhost.
+            let apps = config["apps"] as? [String: Any]
+            let handles = (apps?["default"] as? [String: Any])?["handles"] as? [String: Any]
+            let port = ((handles?["unifiedPushHosts"] as? [String])?.first ?? "").split(separator: ":").last.map(String.init) ?? ""
+            Self.allowing(["localhost:\(port)"])(&config)
+        }) { fixture in
+            let device = await fixture.sandbox.createUnifiedPushDevice()
+            let port = try #require(URL(string: fixture.sandbox.endpoints.webPush)?.port)
+            let local = try moved(device, to: "https://localhost:\(port)")
+            let registered = try await register(local.handleValue, fixture)
+            #expect(registered.status == 200, "\(registered.bodyText)")
+            let sent = try await fixture.call("POST", "/api/notifications?pns=unifiedpush&to_tag=alice", body: #""via localhost""#)
+            #expect(sent.status == 200, "\(sent.bodyText)")
+            #expect(await fixture.sandbox.state.inbox(deviceID: device.id).count == 1, "\(sent.bodyText)")
+        }
+    }
+
+    @Test func anEndpointResolvingToLoopbackIsRefusedAtRegistrationNamingItsHost() async throws {
+        // A bare host entry admits port 443 of a public address only: localhost resolves to 127.0.0.1.
+        try await GatewayFixture.inProcess(rewrite: Self.allowing(["localhost"])) { fixture in
+            let device = await fixture.sandbox.createUnifiedPushDevice()
+            let refused = try await register(try moved(device, to: "https://localhost").handleValue, fixture)
+            #expect(refused.status == 400, "\(refused.bodyText)")
+            // The host, the address and its range: "host 'localhost' resolves to 127.0.0.1, a loopback (127.0.0.0/8) address; …".
+            #expect(refused.bodyText.contains("'localhost' resolves to"), "\(refused.bodyText)")
+            #expect(refused.bodyText.contains("a loopback ("), "\(refused.bodyText)")
+            #expect(refused.bodyText.contains("'localhost:443' exactly"), "\(refused.bodyText)")
+            #expect(try await fixture.store.registrationIDs(handle: device.handle, app: .default).isEmpty)
+        }
+    }
+
+    @Test func anEndpointThatIsNoUnifiedPushServerIsRefusedAtRegistration() async throws {
+        try await GatewayFixture.inProcess(rewrite: { config in
+            let apps = config["apps"] as? [String: Any]
+            let handles = (apps?["default"] as? [String: Any])?["handles"] as? [String: Any]
+            // The sandbox's WNS listener: https on an allowed host:port, but no discovery answer.
+            let wns = (handles?["wnsChannelHosts"] as? [String])?.first ?? ""
+            Self.allowing([wns])(&config)
+        }) { fixture in
+            let device = await fixture.sandbox.createUnifiedPushDevice()
+            let host = fixture.sandbox.endpoints.wnsChannelHost
+            let refused = try await register(try moved(device, to: "https://\(host)").handleValue, fixture)
+            #expect(refused.status == 400, "\(refused.bodyText)")
+            #expect(refused.bodyText.contains("\(host)") && refused.bodyText.contains("discovery"), "\(refused.bodyText)")
+            // The refusal is kept a little: a second registration is refused again at once.
+            let again = try await register(try moved(device, to: "https://\(host)").handleValue, fixture)
+            #expect(again.status == 400 && again.bodyText == refused.bodyText, "\(again.bodyText)")
+        }
+    }
+
+    @Test func aStoredEndpointThatNowResolvesToLoopbackIsRefusedAtSendWithoutContact() async throws {
+        try await GatewayFixture.inProcess(rewrite: Self.allowing(["localhost"])) { fixture in
+            let good = await fixture.sandbox.createUnifiedPushDevice()
+            _ = try await fixture.register(good, user: "alice")
+            // A registration that never passed the registration check (stored under other
+            // rules, or written to the store directly): https://localhost, on the allow-list by
+            // name, resolving to 127.0.0.1.
+            let bad = await fixture.sandbox.createUnifiedPushDevice()
+            // An id reserved as the API reserves one, the row written past the API's checks.
+            let reserved = try await fixture.call("POST", "/api/register")
+            let stored = try Registration(
+                id: try RegistrationID(String(reserved.bodyText.dropFirst().dropLast())),
+                handle: DeviceHandle(uncheckedPlatform: .unifiedpush, value: try moved(bad, to: "https://localhost").handleValue),
+                tags: [try .username("alice")], owner: "alice")
+            try await fixture.store.upsert(stored, now: Timestamp(secondsSinceEpoch: Date().timeIntervalSince1970))
+            let before = await fixture.sandbox.state.answeredCounts()["unifiedpush 200"] ?? 0
+
+            let sent = try await fixture.call("POST", "/api/notifications?pns=unifiedpush&to_tag=alice", body: #""only the good one""#)
+            #expect(sent.status == 200, "\(sent.bodyText)")
+            let targets = try json(sent)["targets"]?.arrayElements ?? []
+            let refused = try #require(targets.first { $0["registrationId"]?.stringValue == stored.id.rawValue }, "\(sent.bodyText)")
+            #expect(refused["outcome"]?.stringValue == "BadChannel", "\(sent.bodyText)")
+            let reason = refused["reason"]?.stringValue ?? ""
+            #expect(
+                reason.contains("not contacted") && reason.contains("localhost") && reason.lowercased().contains("loopback"), "\(reason)")
+            #expect(refused["attempts"]?.kind == .number("0"), "\(sent.bodyText)")
+            // The good one was delivered; the distributor saw its request only.
+            #expect(await fixture.sandbox.state.inbox(deviceID: good.id).count == 1)
+            #expect(await fixture.sandbox.state.inbox(deviceID: bad.id).isEmpty)
+            #expect(await fixture.sandbox.state.answeredCounts()["unifiedpush 200"] == before + 1)
+            // Refused, not pruned: the rules may change back.
+            #expect(try await fixture.store.registration(id: stored.id, app: .default) != nil)
+        }
+    }
+}
