@@ -154,4 +154,28 @@ import Testing
             #expect(try await fixture.store.registration(id: stored.id, app: .default) != nil)
         }
     }
+
+    /// The hub API takes no UnifiedPush installation, registration description or native send (its
+    /// registration paths make no discovery check): it does not name the platform.
+    @Test func theHubAPITakesNoUnifiedPush() async throws {
+        try await GatewayFixture.inProcess { fixture in
+            let device = await fixture.sandbox.createUnifiedPushDevice()
+            let client = try HubAPITests.Client(fixture)
+            let installation = try await client.call(
+                "PUT", "installations/up-1", body: #"{"platform":"unifiedpush","pushChannel":\#(Escaping.jsonString(device.handle))}"#)
+            #expect(installation.status == 400, "\(installation.bodyText)")
+            #expect(installation.bodyText.contains("platform 'unifiedpush' is not supported"), "\(installation.bodyText)")
+            let description = try await client.call(
+                "POST", "registrations",
+                body:
+                    #"<entry xmlns="http://www.w3.org/2005/Atom"><content type="application/xml"><UnifiedPushRegistrationDescription xmlns="http://schemas.microsoft.com/netservices/2010/10/servicebus/connect"><Endpoint>https://ntfy.example.com/up</Endpoint></UnifiedPushRegistrationDescription></content></entry>"#,
+                contentType: "application/atom+xml;type=entry;charset=utf-8")
+            #expect(description.status == 400, "\(description.bodyText)")
+            #expect(description.bodyText.contains("UnifiedPushRegistrationDescription&gt; is not supported"), "\(description.bodyText)")
+            let send = try await client.call(
+                "POST", "messages", body: "{}", headers: [("ServiceBusNotification-Format", "unifiedpush")])
+            #expect(send.status == 400, "\(send.bodyText)")
+            #expect(await fixture.sandbox.state.answeredCounts().keys.filter { $0.hasPrefix("unifiedpush") }.isEmpty)
+        }
+    }
 }
