@@ -1,6 +1,7 @@
 import Foundation
 import PNSSandbox
 import Pushgate
+import PushgateConfig
 import PushgateCurl
 import PushgateTesting
 import Testing
@@ -152,6 +153,48 @@ import Testing
             #expect(await fixture.sandbox.state.answeredCounts()["unifiedpush 200"] == before + 1)
             // Refused, not pruned: the rules may change back.
             #expect(try await fixture.store.registration(id: stored.id, app: .default) != nil)
+        }
+    }
+
+    /// A registration admitted under one configuration (`localhost:<port>` named exactly) and
+    /// reloaded under another (a bare `localhost` entry: port 443 only, and never a loopback
+    /// address) is refused at send without being contacted, and kept.
+    @Test func aRegistrationStoredUnderRulesSinceReloadedIsRefusedAtSend() async throws {
+        try await GatewayFixture.inProcess { fixture in
+            let configPath = fixture.local.directory + "/config.json"
+            func setHosts(_ hosts: [String]) async throws {
+                var config = try #require(
+                    try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: configPath))) as? [String: Any])
+                var apps = try #require(config["apps"] as? [String: Any])
+                var app = try #require(apps["default"] as? [String: Any])
+                var handles = app["handles"] as? [String: Any] ?? [:]
+                handles["unifiedPushHosts"] = hosts
+                app["handles"] = handles
+                apps["default"] = app
+                config["apps"] = apps
+                try JSONSerialization.data(withJSONObject: config).write(to: URL(fileURLWithPath: configPath))
+                _ = try await fixture.local.server.reload(try ConfigurationLoader.load(file: configPath))
+            }
+            let port = try #require(URL(string: fixture.sandbox.endpoints.webPush)?.port)
+            try await setHosts(["localhost:\(port)"])
+            let device = await fixture.sandbox.createUnifiedPushDevice()
+            let registered = try await register(try moved(device, to: "https://localhost:\(port)").handleValue, fixture)
+            #expect(registered.status == 200, "\(registered.bodyText)")
+            let first = try await fixture.call("POST", "/api/notifications?pns=unifiedpush&to_tag=alice", body: #""before""#)
+            #expect(try json(first)["success"]?.kind == .number("1"), "\(first.bodyText)")
+
+            try await setHosts(["localhost"])
+            let posts = await fixture.sandbox.state.answeredCounts()["unifiedpush 200"]
+            let sent = try await fixture.call("POST", "/api/notifications?pns=unifiedpush&to_tag=alice", body: #""after""#)
+            let target = try #require(try json(sent)["targets"]?.arrayElements?.first, "\(sent.bodyText)")
+            #expect(target["outcome"]?.stringValue == "BadChannel", "\(sent.bodyText)")
+            #expect(target["reason"]?.stringValue?.hasPrefix("not contacted: ") == true, "\(sent.bodyText)")
+            #expect(target["reason"]?.stringValue?.contains("port \(port) is not allowed") == true, "\(sent.bodyText)")
+            #expect(await fixture.sandbox.state.answeredCounts()["unifiedpush 200"] == posts)
+            #expect(await fixture.sandbox.state.inbox(deviceID: device.id).map(\.payload).count == 1)
+            let ids = try await fixture.store.registrationIDs(
+                handle: try moved(device, to: "https://localhost:\(port)").handleValue, app: .default)
+            #expect(ids.count == 1, "kept")
         }
     }
 

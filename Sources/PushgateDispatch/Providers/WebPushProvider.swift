@@ -101,7 +101,12 @@ public final class WebPushProvider: PushProvider, HandleAdmitting {
             var pin: OutboundPin?
             do {
                 if let unifiedPush {
-                    try handles.checkUnifiedPushEndpoint(subscription.endpoint)
+                    // Checked again before every send: a registration stored under other rules
+                    // (a reload since, an import) is never contacted.
+                    do { try handles.checkUnifiedPushEndpoint(subscription.endpoint) } catch {
+                        refuse(index, .badChannel, "not contacted: \(error.description)")
+                        continue
+                    }
                     // Resolved once per origin and send (the guard caches it a little longer).
                     let resolved: Result<OutboundPin, OutboundRefusal>
                     if let known = pins[subscription.origin] {
