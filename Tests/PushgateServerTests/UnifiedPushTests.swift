@@ -198,6 +198,29 @@ import Testing
         }
     }
 
+    /// Without `services.unifiedpush` an endpoint cannot be checked: the registration is refused,
+    /// even on an allowed host.
+    @Test func withoutTheServiceARegistrationIsRefused() async throws {
+        try await GatewayFixture.inProcess(rewrite: { config in
+            var apps = config["apps"] as? [String: Any] ?? [:]
+            var app = apps["default"] as? [String: Any] ?? [:]
+            var services = app["services"] as? [String: Any] ?? [:]
+            services["unifiedpush"] = nil
+            app["services"] = services
+            var templates = app["templates"] as? [String: [String: Any]] ?? [:]
+            for purpose in templates.keys { templates[purpose]?["unifiedpush"] = nil }
+            app["templates"] = templates
+            apps["default"] = app
+            config["apps"] = apps
+        }) { fixture in
+            let device = await fixture.sandbox.createUnifiedPushDevice()
+            let refused = try await register(device.handle, fixture)
+            #expect(refused.status == 400, "\(refused.bodyText)")
+            #expect(refused.bodyText.contains("UnifiedPush is not configured for this app (services.unifiedpush)"), "\(refused.bodyText)")
+            #expect(await fixture.sandbox.state.answeredCounts().keys.filter { $0.hasPrefix("unifiedpush") }.isEmpty)
+        }
+    }
+
     /// The hub API takes no UnifiedPush installation, registration description or native send (its
     /// registration paths make no discovery check): it does not name the platform.
     @Test func theHubAPITakesNoUnifiedPush() async throws {
