@@ -149,7 +149,7 @@ import Testing
             ])
             #expect(sent.status == 0, "\(sent.stderr)")
             // bob sees what his send did to alice's device, not which device it was.
-            #expect(sent.stdout.contains("APNs      Success 1"), "\(sent.stdout)")
+            #expect(sent.stdout.contains("\(Platform.apns.paddedServiceName) Success 1"), "\(sent.stdout)")
             #expect(sent.stdout.contains("state Completed: 1 delivered, 0 failed"))
             #expect(await local.sandbox.state.inbox(deviceID: device.id).last?.payload == #"{"aps":{"alert":"From bob: Hi from the CLI"}}"#)
 

@@ -44,6 +44,14 @@ public enum Platform: String, CaseIterable, Sendable, Hashable, Codable, Compara
         }
     }
 
+    /// ``serviceName`` padded to the longest one's width: a column of a table of platforms.
+    public var paddedServiceName: String {
+        serviceName + String(repeating: " ", count: max(0, Self.serviceNameWidth - serviceName.count))
+    }
+
+    /// The longest ``serviceName``'s length (from the cases: a new platform widens the column).
+    public static let serviceNameWidth = allCases.map(\.serviceName.count).max() ?? 0
+
     /// The platform name Notification Hubs uses in `NotificationOutcome` results
     /// (`ApplicationPlatform`) and in `ServiceBusNotification-Format`.
     public var notificationHubsName: String {

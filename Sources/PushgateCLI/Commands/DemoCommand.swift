@@ -95,7 +95,7 @@ struct DemoCommand: AsyncParsableCommand {
             let id = try await environment.register(device, user: "alice")
             let handle = DeviceHandle(uncheckedPlatform: platform, value: device.handle).masked
             out.line(
-                "\(platform.serviceName.padding(toLength: 8, withPad: " ", startingAt: 0)) \(handle.padding(toLength: 34, withPad: " ", startingAt: 0)) registration \(id.prefix(12))…"
+                "\(platform.paddedServiceName) \(handle.padding(toLength: 34, withPad: " ", startingAt: 0)) registration \(id.prefix(12))…"
             )
         }
 

@@ -19,21 +19,24 @@ final class DemoOutput: Sendable {
         FileHandle.standardError.write(Data("\nFAILED at step \"\(step)\": \(reason)\n".utf8))
     }
 
+    /// "platform" over a column of ``Platform/paddedServiceName``.
+    static let platformHeading = "platform".padding(toLength: Platform.serviceNameWidth, withPad: " ", startingAt: 0)
+
     func table(_ result: NotificationResult) {
         guard !result.targets.isEmpty else {
             // The sender may not see another account's devices: what happened, per platform.
-            Self.write("platform  outcomes")
+            Self.write("\(Self.platformHeading) outcomes")
             for summary in result.platforms {
                 let outcomes = summary.sortedCounts.map { "\($0.outcome.rawValue) \($0.count)" }.joined(separator: ", ")
-                Self.write("\(summary.platform.serviceName.padding(toLength: 9, withPad: " ", startingAt: 0)) \(outcomes)")
+                Self.write("\(summary.platform.paddedServiceName) \(outcomes)")
             }
             Self.write("state \(result.state): \(result.successCount) delivered, \(result.failureCount) failed")
             Self.write("(counted, not listed: the devices are another account's)")
             return
         }
-        Self.write("platform  outcome          status  attempts  ms   service message id")
+        Self.write("\(Self.platformHeading) outcome          status  attempts  ms   service message id")
         for target in result.targets.sorted(by: { $0.platform < $1.platform }) {
-            let platform = target.platform.serviceName.padding(toLength: 9, withPad: " ", startingAt: 0)
+            let platform = target.platform.paddedServiceName
             let outcome = target.outcome.rawValue.padding(toLength: 16, withPad: " ", startingAt: 0)
             let status = String(target.statusCode ?? 0).padding(toLength: 7, withPad: " ", startingAt: 0)
             let attempts = String(target.attempts).padding(toLength: 9, withPad: " ", startingAt: 0)

@@ -160,9 +160,9 @@ extension NotificationRecordBody {
         }
         if let failedTargets, !failedTargets.isEmpty {
             print("failed targets:")
-            print("platform  outcome          status  registration")
+            print("\(DemoOutput.platformHeading) outcome          status  registration")
             for target in failedTargets {
-                let platform = target.platform.serviceName.padding(toLength: 9, withPad: " ", startingAt: 0)
+                let platform = target.platform.paddedServiceName
                 let outcome = target.outcome.rawValue.padding(toLength: 16, withPad: " ", startingAt: 0)
                 let status = String(target.statusCode ?? 0).padding(toLength: 7, withPad: " ", startingAt: 0)
                 print("\(platform) \(outcome) \(status) \(target.registrationID.rawValue)  \(target.reason ?? "")")
