@@ -138,13 +138,17 @@ public struct OutboxDriver: Sendable {
                 release = releaseLeases
             case .finish:
                 // Its last page's record finished it.
-                if machine.finishedWithLastPage != nil { return machine.result }
+                if let record = machine.finishedWithLastPage {
+                    await hooks.finished(record, of: notification)
+                    return machine.result
+                }
                 let time = clock.now
                 let answer = await Result(storeCall: { () throws(StoreError) in
                     try await queue.finish(notificationID: notification.id, app: notification.app, owner: control.owner, now: time)
                 })
                 switch machine.finished(answer) {
-                case .done:
+                case .done(let record):
+                    await hooks.finished(record, of: notification)
                     return machine.result
                 case .stop(_, let releaseLeases):
                     release = releaseLeases
@@ -253,7 +257,7 @@ public struct OutboxDriver: Sendable {
                 pending += machine.storedHandleChanges(batch)
                 if pending.count >= handleUpdateChunk {
                     // The other pages stay on the wire meanwhile.
-                    await apply(pending, logger: logger)
+                    await apply(pending, of: notification, logger: logger)
                     pending.removeAll(keepingCapacity: true)
                 }
                 if let progress { progress(machine.progress) }
@@ -263,7 +267,7 @@ public struct OutboxDriver: Sendable {
         }
         await wire.close()
         spans?.endAll()
-        await apply(pending, logger: logger)
+        await apply(pending, of: notification, logger: logger)
         return machine
     }
 
@@ -368,13 +372,13 @@ public struct OutboxDriver: Sendable {
     /// Removes gone handles and replaces canonical ones. A store failure here loses no delivery:
     /// it is logged and counted (`pushgate_handle_updates_failed_total`), and the devices are
     /// pruned on a later send instead.
-    private func apply(_ updates: [HandleUpdate], logger: Logger) async {
+    private func apply(_ updates: [HandleUpdate], of notification: OutboxNotification, logger: Logger) async {
         guard !updates.isEmpty else { return }
         let changes = updates.map {
             StoredHandleChange(registrationID: $0.target.registrationID, change: $0.change, outcome: $0.outcome, reason: $0.reason)
         }
         do {
-            try await registrations.apply(changes, app: app, now: clock.now)
+            try await registrations.apply(changes, app: app, now: clock.now, events: hooks.handleChangeEvents(of: notification))
         } catch {
             metrics.handleUpdatesFailed(changes.count)
             logger.error(

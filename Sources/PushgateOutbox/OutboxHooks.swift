@@ -21,6 +21,13 @@ public protocol OutboxHooks: Sendable {
     /// After a page's record committed: what its outcomes call for. A failure here fails no
     /// delivery (the hook logs and counts its own).
     func recorded(_ outcomes: [DeliveryReport], page: Int, of notification: OutboxNotification) async
+    /// The events the handle changes of `notification`'s answers become, written by the store in
+    /// the changes' own transaction (``RegistrationStore/apply(_:app:now:events:)``). Asked of
+    /// every notification, whatever ``concerns(_:)`` says.
+    func handleChangeEvents(of notification: OutboxNotification) -> HandleChangeEvents
+    /// After `notification` ended with `record` (its final state and counts). A failure here fails
+    /// no delivery (the hook logs and counts its own).
+    func finished(_ record: NotificationRecord, of notification: OutboxNotification) async
 }
 
 extension OutboxHooks {
@@ -32,6 +39,10 @@ extension OutboxHooks {
     public func rows(for outcomes: [DeliveryReport], page: Int, of notification: OutboxNotification) -> [OutboxRecordRow] { [] }
 
     public func recorded(_ outcomes: [DeliveryReport], page: Int, of notification: OutboxNotification) async {}
+
+    public func handleChangeEvents(of notification: OutboxNotification) -> HandleChangeEvents { .none }
+
+    public func finished(_ record: NotificationRecord, of notification: OutboxNotification) async {}
 }
 
 /// No hooks: the loop as it is.
@@ -63,5 +74,14 @@ public struct OutboxHookChain: OutboxHooks {
 
     public func recorded(_ outcomes: [DeliveryReport], page: Int, of notification: OutboxNotification) async {
         for hook in hooks { await hook.recorded(outcomes, page: page, of: notification) }
+    }
+
+    /// The first hook's that has any (one feature writes events).
+    public func handleChangeEvents(of notification: OutboxNotification) -> HandleChangeEvents {
+        hooks.lazy.map { $0.handleChangeEvents(of: notification) }.first { !$0.subscriptions.subscribers.isEmpty } ?? .none
+    }
+
+    public func finished(_ record: NotificationRecord, of notification: OutboxNotification) async {
+        for hook in hooks { await hook.finished(record, of: notification) }
     }
 }

@@ -2,7 +2,7 @@ import Pushgate
 
 /// A store whose outbox is the SQL outbox on its own database: its ``OutboxStore`` operations are
 /// the outbox's, forwarded here once for every SQL store.
-package protocol SQLOutboxStore: OutboxStore {
+package protocol SQLOutboxStore: OutboxStore, WebhookEventStore {
     associatedtype OutboxDatabase: SQLDatabase
     /// The outbox on this store's database.
     var outbox: SQLOutbox<OutboxDatabase> { get }

@@ -229,7 +229,7 @@ import Testing
         )
         store = nil
         let reopened = try await SQLiteStore.open(path: path)
-        #expect(try await reopened.schemaVersion() == 10)
+        #expect(try await reopened.schemaVersion() == 11)
         #expect(try await reopened.registration(id: hubs, app: .default)?.owner == .hub)
         #expect(try await reopened.registration(id: alices, app: .default)?.owner == .user("alice"))
     }

@@ -144,7 +144,7 @@ public typealias OutboxStore = OutboxQueue & NotificationLog & OutboxMaintenance
 public typealias SendStore = RegistrationStore & SecureMessageStore & OutboxQueue & NotificationLog & LiveActivityStore
 
 /// Everything a gateway keeps: registrations, secure messages and the outbox.
-public typealias GatewayStore = RegistrationStore & SecureMessageStore & OutboxStore & LiveActivityStore
+public typealias GatewayStore = RegistrationStore & SecureMessageStore & OutboxStore & LiveActivityStore & WebhookEventStore
 
 /// A store on a database the gateway opened itself (SQLite, PostgreSQL): what the server and the
 /// CLI need beyond the stores' operations.
