@@ -13,10 +13,15 @@ public struct CurlRequest: Sendable, Hashable {
     /// streams on it carry on) and the answer comes back with its status, its headers, the first
     /// `maximumResponseBodyBytes` bytes and ``CurlResponse/isBodyTruncated`` set.
     public var maximumResponseBodyBytes: Int?
+    /// Connect to this address instead of resolving the URL's host (`CURLOPT_CONNECT_TO`,
+    /// `host:port:address:port`, IPv6 in brackets); TLS still checks the certificate for the host.
+    public var connectTo: String?
+    /// Only `https` (`CURLOPT_PROTOCOLS_STR`): an `http` URL fails without a connection.
+    public var httpsOnly: Bool
 
     public init(
         method: String = "POST", url: String, headers: [(name: String, value: String)] = [], body: [UInt8] = [],
-        freshConnection: Bool = false, maximumResponseBodyBytes: Int? = nil
+        freshConnection: Bool = false, maximumResponseBodyBytes: Int? = nil, connectTo: String? = nil, httpsOnly: Bool = false
     ) {
         self.method = method
         self.url = url
@@ -24,11 +29,14 @@ public struct CurlRequest: Sendable, Hashable {
         self.body = body
         self.freshConnection = freshConnection
         self.maximumResponseBodyBytes = maximumResponseBodyBytes
+        self.connectTo = connectTo
+        self.httpsOnly = httpsOnly
     }
 
     public static func == (lhs: CurlRequest, rhs: CurlRequest) -> Bool {
         lhs.method == rhs.method && lhs.url == rhs.url && lhs.body == rhs.body && lhs.freshConnection == rhs.freshConnection
-            && lhs.maximumResponseBodyBytes == rhs.maximumResponseBodyBytes
+            && lhs.maximumResponseBodyBytes == rhs.maximumResponseBodyBytes && lhs.connectTo == rhs.connectTo
+            && lhs.httpsOnly == rhs.httpsOnly
             && lhs.headers.map(\.name) == rhs.headers.map(\.name) && lhs.headers.map(\.value) == rhs.headers.map(\.value)
     }
 

@@ -24,6 +24,8 @@ package final class Transfer: @unchecked Sendable {
     private var headerList: UnsafeMutablePointer<curl_slist>?
     private var headerLists: HeaderListCache?
     private var bodyCopy: UnsafeMutableBufferPointer<UInt8>?
+    /// The request's `CURLOPT_CONNECT_TO` list, when it has one; freed in ``cleanUp(returning:)``.
+    private var connectToList: UnsafeMutablePointer<curl_slist>?
     /// libcurl's error text for this transfer (CURLOPT_ERRORBUFFER). Invariant: a stable
     /// allocation owned by the transfer, handed to curl in ``start(on:headerLists:)`` and taken back in
     /// ``cleanUp(returning:)`` before the easy handle goes back to the pool, so curl never holds
@@ -88,6 +90,13 @@ package final class Transfer: @unchecked Sendable {
         }
         try set(CURLOPT_URL, request.url)
         try set(CURLOPT_FRESH_CONNECT, request.freshConnection ? 1 : 0)
+        // Pooled handles keep their options: both are set (or cleared) on every request.
+        if let connectTo = request.connectTo {
+            connectToList = curl_slist_append(nil, connectTo)
+            guard connectToList != nil else { throw CurlError(CURLE_OUT_OF_MEMORY) }
+        }
+        _ = pushgate_easy_setopt_slist(easy, CURLOPT_CONNECT_TO, connectToList)
+        try set(CURLOPT_PROTOCOLS_STR, request.httpsOnly ? "https" : "http,https")
         errorBuffer[0] = 0
         _ = pushgate_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, UnsafeMutableRawPointer(errorBuffer))
         switch request.method {
@@ -172,6 +181,8 @@ package final class Transfer: @unchecked Sendable {
         if !proxyInEnvironment { try set(CURLOPT_PROXY, "") }
         try set(CURLOPT_NOSIGNAL, 1)
         try set(CURLOPT_PIPEWAIT, 1)
+        // Never follow a redirect (curl's default, said here): an answer is the service's answer.
+        try set(CURLOPT_FOLLOWLOCATION, 0)
         try set(CURLOPT_HTTP_VERSION, configuration.httpVersion == .http2 ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1)
         try set(CURLOPT_CONNECTTIMEOUT_MS, configuration.connectTimeoutMilliseconds)
         try set(CURLOPT_TIMEOUT_MS, configuration.totalTimeoutMilliseconds)
@@ -254,6 +265,8 @@ package final class Transfer: @unchecked Sendable {
         headerLists = nil
         bodyCopy?.deallocate()
         bodyCopy = nil
+        if let connectToList { curl_slist_free_all(connectToList) }
+        connectToList = nil
     }
 
     /// Records one header line given as raw bytes; a new status line (after 1xx or a redirect)

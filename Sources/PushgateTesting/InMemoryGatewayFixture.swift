@@ -53,15 +53,15 @@ public struct InMemoryGatewayFixture: GatewayCaller {
             client, method, path, user: user, password: password, body: body, contentType: contentType, accept: accept, headers: headers)
     }
 
-    /// A new device of `platform` (APNs, FCM or GCM): a handle of the service's shape, never used before.
+    /// A new device of `platform` (APNs, FCM, GCM or Huawei): a handle of the service's shape, never used before.
     public func device(_ platform: Platform) -> MemoryDevice {
         var generator = SystemRandomNumberGenerator()
         let handle =
             switch platform {
             case .apns: (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
-            case .fcm, .gcm:
+            case .fcm, .gcm, .hms:
                 "d" + String((0..<140).map { _ in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789".randomElement()! })
-            default: preconditionFailure("the in-memory gateway makes APNs, FCM and GCM devices")
+            default: preconditionFailure("the in-memory gateway makes APNs, FCM, GCM and Huawei devices")
             }
         return MemoryDevice(platform: platform, handle: handle)
     }

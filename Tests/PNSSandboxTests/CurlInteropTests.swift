@@ -127,3 +127,45 @@ import Testing
         try await fixture.stop()
     }
 }
+
+/// A request pinned to an address (`CURLOPT_CONNECT_TO`, what ``OutboundPin`` sets) connects
+/// there whatever its URL's host and port resolve to; the pooled handle forgets the pin for the
+/// next request; `httpsOnly` refuses an `http` URL without a connection.
+@Suite struct PinnedRequestTests {
+    @Test func aPinnedRequestConnectsToThePinnedAddressOnly() async throws {
+        try await SandboxFixture.with { fixture, client in
+            let device = await fixture.sandbox.createDevice(.apns)
+            let jwt = try await fixture.providerToken()
+            var request = fixture.apnsRequest(token: device.handle, jwt: jwt)
+            let sandboxPort = try #require(request.url.split(separator: ":").last.flatMap { Int($0.prefix(while: \.isNumber)) })
+            // Port 1 on this machine: nothing listens there.
+            request.url = "https://localhost:1/3/device/\(device.handle)"
+            request.connectTo = "localhost:1:127.0.0.1:\(sandboxPort)"
+            request.httpsOnly = true
+            let pinned = try await client.execute(request)
+            #expect(pinned.status == 200, "\(pinned.bodyText)")
+            #expect(await fixture.sandbox.state.inbox(deviceID: device.id).count == 1)
+
+            // The same client, the same URL, no pin: the URL's own port, where nothing listens
+            // (the pinned connection is not reused for it).
+            request.connectTo = nil
+            do throws(CurlError) {
+                let answer = try await client.execute(request)
+                Issue.record("an unpinned request reached a server: \(answer.status)")
+            } catch {
+                #expect(error.kind == .connect, "\(error)")
+            }
+
+            var plain = request
+            plain.url = "http://127.0.0.1:\(sandboxPort)/3/device/\(device.handle)"
+            plain.httpsOnly = true
+            do throws(CurlError) {
+                let answer = try await client.execute(plain)
+                Issue.record("an http URL was requested with httpsOnly: \(answer.status)")
+            } catch {
+                #expect(error.message.lowercased().contains("protocol"), "\(error)")
+            }
+            #expect(await fixture.sandbox.state.inbox(deviceID: device.id).count == 1)
+        }
+    }
+}

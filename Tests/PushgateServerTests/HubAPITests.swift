@@ -285,44 +285,58 @@ import Testing
         }
     }
 
-    /// NH's FCM v1 templates wrap the message as the send API does: {"message": {…}}.
-    @Test func anFCMv1TemplateInNotificationHubsShapeRenders() async throws {
+    /// NH's FCM v1 templates wrap the message as the send API does: {"message": {…}}; Pushgate's
+    /// Huawei extension follows the same shape. A registration is found by its handle element in
+    /// `$filter` (every platform's, generated from the table).
+    @Test(arguments: [
+        (
+            Platform.fcm, #"{"android":{"data":{"message":"$(messageParam)"}}}"#, #"{"data":{"m":"$(m)"}}"#,
+            #"{"data":{"m":"{'Hi ' + $(m)}"}}"#
+        ),
+        (Platform.hms, #"{"data":"$(messageParam)"}"#, #"{"data":"$(m)"}"#, #"{"data":"{'Hi ' + $(m)}"}"#),
+    ])
+    func aWrappedTemplateInNotificationHubsShapeRenders(platform: Platform, message: String, plain: String, expression: String) async throws
+    {
         try await InMemoryGatewayFixture.with { fixture in
             let client = try Client(fixture)
-            let device = fixture.device(.fcm)
+            let device = fixture.device(platform)
+            let names = platform.notificationHubs
             let entry = """
                 <?xml version="1.0" encoding="utf-8"?>
                 <entry xmlns="http://www.w3.org/2005/Atom"><content type="application/xml">
-                <FcmV1TemplateRegistrationDescription xmlns:i="http://www.w3.org/2001/XMLSchema-instance" xmlns="http://schemas.microsoft.com/netservices/2010/10/servicebus/connect">
-                <Tags>fcm-tpl</Tags><FcmV1RegistrationId>\(device.handle)</FcmV1RegistrationId>
-                <BodyTemplate><![CDATA[{"message":{"android":{"data":{"message":"$(messageParam)"}}}}]]></BodyTemplate>
-                </FcmV1TemplateRegistrationDescription></content></entry>
+                <\(names.registrationDescription)TemplateRegistrationDescription xmlns:i="http://www.w3.org/2001/XMLSchema-instance" xmlns="http://schemas.microsoft.com/netservices/2010/10/servicebus/connect">
+                <Tags>tpl</Tags><\(names.handleElement)>\(device.handle)</\(names.handleElement)>
+                <BodyTemplate><![CDATA[{"message":\(message)}]]></BodyTemplate>
+                </\(names.registrationDescription)TemplateRegistrationDescription></content></entry>
                 """
             let created = try await client.call("POST", "registrations", body: entry, contentType: Self.atom)
             #expect(created.status == 200, "\(created.bodyText)")
             // Read back in the shape it was given, as NH keeps it.
-            let wrapped = #"<BodyTemplate><![CDATA[{"message":{"android":{"data":{"message":"$(messageParam)"}}}}]]></BodyTemplate>"#
+            let wrapped = #"<BodyTemplate><![CDATA[{"message":"# + message + "}]]></BodyTemplate>"
             #expect(created.bodyText.contains(wrapped), "\(created.bodyText)")
+            let found = try await client.call("GET", "registrations?$filter=\(names.handleElement)%20eq%20'\(device.handle)'")
+            #expect(found.status == 200 && found.bodyText.contains(device.handle), "\(found.bodyText)")
             let sent = try await client.call(
                 "POST", "messages", body: #"{"messageParam":"wrapped"}"#,
-                headers: [("ServiceBusNotification-Format", "template"), ("ServiceBusNotification-Tags", "fcm-tpl")])
+                headers: [("ServiceBusNotification-Format", "template"), ("ServiceBusNotification-Tags", "tpl")])
             #expect(sent.status == 201)
             let inbox = try await waitForInbox(fixture, device, count: 1)
-            #expect(inbox.first?.payload.contains(#""message":"wrapped""#) == true, "\(inbox)")
+            #expect(inbox.first?.payload.contains("wrapped") == true, "\(inbox)")
 
-            // An installation's FCM v1 template too, and a template with an expression (not JSON).
-            let installation = #"""
-                {"platform":"fcmV1","pushChannel":"\#(device.handle)","templates":{
-                "plain":{"body":"{\"message\":{\"data\":{\"m\":\"$(m)\"}}}"},
-                "expr":{"body":"{\"message\":{\"data\":{\"m\":\"{'Hi ' + $(m)}\"}}}"}}}
-                """#
-            let put = try await client.call("PUT", "installations/fcm-1", body: installation)
+            // An installation's template too, and a template with an expression (not JSON).
+            func quoted(_ text: String) -> String { String(decoding: JSONValue(.string(text)).serialized(), as: UTF8.self) }
+            let installation = """
+                {"platform":"\(names.installation)","pushChannel":"\(device.handle)","templates":{
+                "plain":{"body":\(quoted(#"{"message":"# + plain + "}"))},
+                "expr":{"body":\(quoted(#"{"message":"# + expression + "}"))}}}
+                """
+            let put = try await client.call("PUT", "installations/wrapped-1", body: installation)
             #expect(put.status == 200, "\(put.bodyText)")
-            let read = try await client.call("GET", "installations/fcm-1")
+            let read = try await client.call("GET", "installations/wrapped-1")
             let templates = try JSONSerialization.jsonObject(with: Data(read.bodyText.utf8)) as? [String: Any]
             let bodies = (templates?["templates"] as? [String: [String: Any]])?.mapValues { $0["body"] as? String }
-            #expect(bodies?["plain"] == #"{"message":{"data":{"m":"$(m)"}}}"#, "\(read.bodyText)")
-            #expect(bodies?["expr"] == #"{"message":{"data":{"m":"{'Hi ' + $(m)}"}}}"#, "\(read.bodyText)")
+            #expect(bodies?["plain"] == #"{"message":"# + plain + "}", "\(read.bodyText)")
+            #expect(bodies?["expr"] == #"{"message":"# + expression + "}", "\(read.bodyText)")
         }
     }
 

@@ -11,6 +11,11 @@ public struct PushHTTPRequest: Sendable, Hashable {
     /// service's wire mapping documents another size); past it that one exchange is cut off and
     /// its answer classified by what was read (``PushHTTPResponse/isBodyTruncated``).
     public var maximumResponseBodyBytes = Self.defaultMaximumResponseBodyBytes
+    /// The checked address to connect to (``OutboundPin``): set for a host an operator allowed
+    /// rather than a push service's own (a UnifiedPush endpoint, a webhook receiver). With a
+    /// pin the transport connects to that address only, speaks `https` only and follows no
+    /// redirect; nil for the push services' fixed hosts.
+    public var pin: OutboundPin?
 
     /// 64 KiB: a push service's answer is a status, a few headers and at most a short JSON reason.
     public static let defaultMaximumResponseBodyBytes = 64 * 1024

@@ -181,21 +181,26 @@ public struct HandleError: PushgateInputError, Hashable {
 
     let code: Code
     public let platform: Platform
+    /// What the text is when it is not a device's handle (`"webhook URL"`); nil for a handle.
+    let subject: String?
 
-    init(_ code: Code, platform: Platform) {
+    init(_ code: Code, platform: Platform, subject: String? = nil) {
         self.code = code
         self.platform = platform
+        self.subject = subject
     }
 
     public var description: String {
         let what =
-            switch platform {
-            case .apns: "APNs device token"
-            case .fcm: "FCM registration token"
-            case .gcm: "GCM registration token"
-            case .wns: "WNS channel URI"
-            case .browser: "Web Push subscription"
-            case .hms: "Huawei Push Kit token"
+            if let subject { subject } else {
+                switch platform {
+                case .apns: "APNs device token"
+                case .fcm: "FCM registration token"
+                case .gcm: "GCM registration token"
+                case .wns: "WNS channel URI"
+                case .browser: "Web Push subscription"
+                case .hms: "Huawei Push Kit token"
+                }
             }
         switch code {
         case .empty:

@@ -39,6 +39,9 @@ struct SandboxCommand: AsyncParsableCommand {
     @Option(help: "Web Push service port (0: any free port).")
     var webPushPort: Int = 0
 
+    @Option(help: "Huawei Push Kit port, its token endpoint and send API (0: any free port).")
+    var hmsPort: Int = 0
+
     @Option(help: "Control API port (0: any free port).")
     var controlPort: Int = 0
 
@@ -66,7 +69,7 @@ struct SandboxCommand: AsyncParsableCommand {
         let sandbox = try await PushSandbox.start(
             configuration: SandboxConfiguration(
                 host: host, apnsPort: apnsPort, googlePort: googlePort, wnsPort: wnsPort, webPushPort: webPushPort,
-                controlPort: controlPort,
+                hmsPort: hmsPort, controlPort: controlPort,
                 apnsTopic: topic,
                 inboxLimit: inboxLimit),
             logger: logger)
@@ -86,6 +89,7 @@ struct SandboxCommand: AsyncParsableCommand {
               Entra ID  \(endpoints.entraToken)
               WNS       \(endpoints.wns)/?token=…
               Web Push  \(endpoints.webPush)/wpush/…   (VAPID key \(credentials.vapidPublicKey.prefix(12))…)
+              Push Kit  \(endpoints.hms)/v1/\(credentials.hmsAppID)/messages:send   (token \(endpoints.hmsToken))
               control   \(endpoints.control)   (POST /devices {"platform":"apns"}, GET /devices/<id>/inbox, POST /faults)
               CA        \(caFile)
               gateway   \(configPath)   (HTTP on 127.0.0.1:\(gatewayPort)\(gatewayTLSPort < 0 ? "" : ", HTTPS on 127.0.0.1:\(gatewayTLSPort)"))

@@ -131,7 +131,8 @@ public final class CurlPushTransport: PushTransport {
     package static func request(_ request: PushHTTPRequest, headers: [(name: String, value: String)]? = nil) -> CurlRequest {
         CurlRequest(
             method: request.method, url: request.url, headers: headers ?? request.headers.map { ($0.name, $0.value) },
-            body: request.body, freshConnection: request.freshConnection, maximumResponseBodyBytes: request.maximumResponseBodyBytes)
+            body: request.body, freshConnection: request.freshConnection, maximumResponseBodyBytes: request.maximumResponseBodyBytes,
+            connectTo: request.pin?.connectTo, httpsOnly: request.pin != nil)
     }
 
     static func response(_ response: CurlResponse) -> PushHTTPResponse {

@@ -1,9 +1,21 @@
 import Pushgate
 
-/// Registration templates as Notification Hubs writes them (its FCM v1 bodies wrapped in
-/// `{"message": …}`). Compiling them is the domain's (``RegistrationTemplate/compiled(for:cache:)``);
+/// Registration templates as Notification Hubs writes them (its FCM v1 bodies, and Pushgate's
+/// Huawei ones, wrapped in `{"message": …}`, the platform's native send body). Compiling them is the domain's (``RegistrationTemplate/compiled(for:cache:)``);
 /// which payload each target of a page gets, the outbox's (`PagePayloads`).
 public enum HubTemplates {
+    /// A template body as a hub client wrote it, as the gateway stores it for `platform`: the
+    /// message unwrapped where the platform's templates wrap it
+    /// (``NotificationHubsNames/templateWrapsMessage``), else as it is.
+    package static func stored(_ body: String, for platform: Platform) -> String {
+        platform.notificationHubs.templateWrapsMessage ? unwrappedFCMTemplate(body) : body
+    }
+
+    /// A stored template body as a hub client reads it back: the inverse of ``stored(_:for:)``.
+    package static func written(_ body: String, for platform: Platform) -> String {
+        platform.notificationHubs.templateWrapsMessage ? wrappedFCMTemplate(body) : body
+    }
+
     /// An FCM v1 template body as Notification Hubs takes it, `{"message": {…}}`, unwrapped to the
     /// message the gateway's FCM templates are (the gateway sets the token). Any other body is
     /// returned as it is, for the template compiler to judge.

@@ -148,7 +148,7 @@ public final class Installations: Sendable {
             var headers = template.headers
             let expiry = headers.removeValue(forKey: "apns-expiration")
             templates[name] = InstallationTemplate(
-                body: native.platform == .fcm ? HubTemplates.wrappedFCMTemplate(template.body) : template.body, headers: headers,
+                body: HubTemplates.written(template.body, for: native.platform), headers: headers,
                 tags: registration.tags.map(\.rawValue).filter { !$0.hasPrefix("$") && !own.contains($0) }, expiry: expiry)
         }
         return Installation(
@@ -182,7 +182,7 @@ public final class Installations: Sendable {
             let own = try Self.hubTags(template.tags, writer: writer, field: "templates.\(name).tags")
             var headers = template.headers
             if let expiry = template.expiry { headers["apns-expiration"] = expiry }
-            let body = installation.platform == .fcm ? HubTemplates.unwrappedFCMTemplate(template.body) : template.body
+            let body = HubTemplates.stored(template.body, for: installation.platform)
             let candidate = RegistrationTemplate(name: name, body: body, headers: headers)
             // The body alone first, so that an error names the field at fault.
             do { _ = try RegistrationTemplate(name: name, body: body).compiled(for: installation.platform) } catch {

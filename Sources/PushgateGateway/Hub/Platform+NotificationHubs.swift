@@ -12,6 +12,9 @@ package struct NotificationHubsNames: Sendable, Hashable {
     package var registrationDescription: String
     /// The element holding a registration description's handle (`DeviceToken`, …).
     package var handleElement: String
+    /// Whether a template's body is written as the send's native body, `{"message": {…}}` (FCM
+    /// v1 and Huawei), and stored as the message inside it (``HubTemplates``).
+    package var templateWrapsMessage = false
 }
 
 extension Platform {
@@ -19,11 +22,17 @@ extension Platform {
         switch self {
         case .apns: NotificationHubsNames(installation: "apns", registrationDescription: "Apple", handleElement: "DeviceToken")
         case .gcm: NotificationHubsNames(installation: "gcm", registrationDescription: "Gcm", handleElement: "GcmRegistrationId")
-        case .fcm: NotificationHubsNames(installation: "fcmv1", registrationDescription: "FcmV1", handleElement: "FcmV1RegistrationId")
+        case .fcm:
+            NotificationHubsNames(
+                installation: "fcmv1", registrationDescription: "FcmV1", handleElement: "FcmV1RegistrationId",
+                templateWrapsMessage: true)
         case .wns: NotificationHubsNames(installation: "wns", registrationDescription: "Windows", handleElement: "ChannelUri")
         case .browser: NotificationHubsNames(installation: "browser", registrationDescription: "Browser", handleElement: "Endpoint")
         // Not a Notification Hubs platform: Pushgate's extension, named in the same pattern.
-        case .hms: NotificationHubsNames(installation: "huawei", registrationDescription: "Huawei", handleElement: "HuaweiToken")
+        case .hms:
+            NotificationHubsNames(
+                installation: "huawei", registrationDescription: "Huawei", handleElement: "HuaweiToken",
+                templateWrapsMessage: true)
         }
     }
 }

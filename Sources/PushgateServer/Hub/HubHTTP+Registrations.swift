@@ -42,7 +42,7 @@ extension HubHTTP {
                 headers["apns-expiration"] = expiry
             }
             let candidate = RegistrationTemplate(
-                name: description.templateName, body: description.platform == .fcm ? HubTemplates.unwrappedFCMTemplate(body) : body,
+                name: description.templateName, body: HubTemplates.stored(body, for: description.platform),
                 headers: headers)
             do { _ = try candidate.compiled(for: description.platform) } catch {
                 throw .badRequest("BodyTemplate: \(error.description)")
@@ -95,15 +95,17 @@ extension HubHTTP {
         } else if let filter = query.get("$filter") {
             let parsed: RegistrationFilter
             do { parsed = try RegistrationFilter(parsing: filter) } catch { throw .badRequest(error.description) }
+            // Every platform's handle element filters by handle (generated: a new platform's too).
+            let handleFields = Platform.allCases.map(\.notificationHubs.handleElement)
             switch parsed.field {
             case "tags":
                 do { expression = .tag(try Tag(parsed.value)) } catch { throw .badRequest("$filter: \(error.description)") }
-            case "devicetoken", "gcmregistrationid", "channeluri", "fcmv1registrationid", "endpoint":
+            case let field where handleFields.contains(where: { $0.lowercased() == field }):
                 handleFilter = parsed.value
             default:
                 throw .badRequest(
-                    "$filter: '\(parsed.field)' is not filterable; use Tags, DeviceToken, GcmRegistrationId, FcmV1RegistrationId, ChannelUri or Endpoint"
-                )
+                    "$filter: '\(parsed.field)' is not filterable; use "
+                        + (["Tags"] + handleFields).joined(separator: ", "))
             }
         }
         let found =

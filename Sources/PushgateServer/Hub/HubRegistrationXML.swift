@@ -168,9 +168,9 @@ enum HubRegistrationXML {
             writer.element(type.handleElement, registration.handle.value)
         }
         if let template {
-            // NH's FCM v1 templates read back in its send shape, {"message": {…}}.
+            // NH's FCM v1 templates (and Huawei's) read back in the send shape, {"message": {…}}.
             writer.cdataElement(
-                "BodyTemplate", registration.platform == .fcm ? HubTemplates.wrappedFCMTemplate(template.body) : template.body)
+                "BodyTemplate", HubTemplates.written(template.body, for: registration.platform))
             let headers = template.headers.filter { $0.key != "apns-expiration" }.sorted { $0.key < $1.key }
             if registration.platform == .wns, !headers.isEmpty {
                 writer.startElement("WnsHeaders")
