@@ -133,7 +133,7 @@ let package = Package(
         .target(
             name: "PushgateWebhooks",
             dependencies: [
-                "Pushgate", "PushgateCurl",
+                "Pushgate", "PushgateCurl", "PushgateDispatch",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -1,4 +1,6 @@
+import Pushgate
 import PushgateCurl
+import PushgateDispatch
 
 /// What a receiver answered to one POST: a value whatever it was (an HTTP status, or a
 /// connection that failed).
@@ -38,11 +40,20 @@ public protocol WebhookTransport: Sendable {
 }
 
 /// POSTs through libcurl (``CurlHTTPClient``), HTTP/1.1 or HTTP/2 as the receiver speaks,
-/// redirects never followed, the answer's body read up to 4 KiB.
+/// redirects never followed, the answer's body read up to 4 KiB; with the push endpoints' SSRF
+/// rules: the host resolved and checked by the ``OutboundGuard`` (a loopback, private, link-local…
+/// address only through an `allowedHosts` entry naming exactly its `host:port`) and the
+/// connection pinned to the checked address (no DNS rebinding), `https` only unless the URL is an
+/// `http://host:port` entry's.
 public final class CurlWebhookTransport: WebhookTransport {
     let client: CurlHTTPClient
+    let outbound: OutboundGuard
+    let settings: WebhooksConfiguration
 
-    public init(timeoutSeconds: Int, caFile: String?) throws(CurlError) {
+    public init(settings: WebhooksConfiguration, caFile: String?, outbound: OutboundGuard) throws(CurlError) {
+        self.outbound = outbound
+        self.settings = settings
+        let timeoutSeconds = settings.timeoutSeconds
         client = try CurlHTTPClient(
             configuration: CurlHTTPClientConfiguration(
                 httpVersion: .http2, caFile: caFile, maximumConnectionsPerHost: 8,
@@ -51,7 +62,25 @@ public final class CurlWebhookTransport: WebhookTransport {
     }
 
     public func post(url: String, headers: [(name: String, value: String)], body: [UInt8]) async -> WebhookAnswer {
-        let request = CurlRequest(method: "POST", url: url, headers: headers, body: body, maximumResponseBodyBytes: 4096)
+        let pin: OutboundPin
+        let plainHTTP = url.lowercased().hasPrefix("http://")
+        do {
+            if plainHTTP {
+                // Checked at load against an `http://host:port` entry: that host:port, exactly.
+                let https = "https://" + url.dropFirst("http://".count)
+                guard let target = OutboundTarget(url: https, allowed: settings.plainHTTPHosts), target.isExplicitlyAllowed else {
+                    return WebhookAnswer(status: nil, detail: "'\(url.prefix(80))' is no http://host:port entry of webhooks.allowedHosts")
+                }
+                pin = try await outbound.pin(target)
+            } else {
+                pin = try await outbound.pin(url: url, allowed: settings.httpsHosts)
+            }
+        } catch {
+            return WebhookAnswer(status: nil, detail: "refused: \(error.description)")
+        }
+        let request = CurlRequest(
+            method: "POST", url: url, headers: headers, body: body, maximumResponseBodyBytes: 4096, connectTo: pin.connectTo,
+            httpsOnly: !plainHTTP)
         do {
             let response = try await client.execute(request)
             return WebhookAnswer(

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Pushgate
+import PushgateDispatch
 import PushgateTesting
 import PushgateWebhooks
 import Testing
@@ -11,18 +12,32 @@ import Testing
 @Suite struct WebhookPosterTests {
     static let secret = "whsec_poster"
 
+    /// Names mapped to addresses: what the tests' DNS says.
+    struct MappedResolver: HostResolver {
+        let names: [String: String]
+
+        func addresses(of host: String) async throws(OutboundRefusal) -> [IPAddress] {
+            guard let text = names[host], let address = IPAddress(text) else {
+                throw OutboundRefusal(.unresolved(host: host, detail: "not mapped"))
+            }
+            return [address]
+        }
+    }
+
     func poster(
         _ store: InMemoryRegistrationStore, _ receiver: WebhookTestReceiver, clock: ManualClock, retryFor: Int = 3600, batch: Int = 2,
-        secrets: [String] = [secret]
+        secrets: [String] = [secret], url: String? = nil, allowed: [String]? = nil, names: [String: String] = [:]
     ) throws -> (WebhookPoster, WebhookEndpoint) {
         var settings = WebhooksConfiguration()
-        settings.allowedHosts = [receiver.allowListEntry]
+        settings.allowedHosts = allowed ?? [receiver.allowListEntry]
         settings.retryForSeconds = retryFor
         settings.batchMaximumEvents = batch
         settings.timeoutSeconds = 5
-        let endpoint = WebhookEndpoint(app: .default, name: "backend", url: receiver.url, secrets: secrets.map { Array($0.utf8) })
+        let endpoint = WebhookEndpoint(app: .default, name: "backend", url: url ?? receiver.url, secrets: secrets.map { Array($0.utf8) })
+        let transport = try CurlWebhookTransport(
+            settings: settings, caFile: nil, outbound: OutboundGuard(resolver: MappedResolver(names: names), clock: clock))
         let poster = WebhookPoster(
-            store: store, endpoints: [endpoint], settings: settings, transport: try CurlWebhookTransport(timeoutSeconds: 5, caFile: nil),
+            store: store, endpoints: [endpoint], settings: settings, transport: transport,
             clock: clock, owner: "test", logger: Logger(label: "test"))
         return (poster, endpoint)
     }
@@ -125,5 +140,29 @@ import Testing
         let (other, otherEndpoint) = try poster(store, receiver, clock: clock, secrets: ["whsec_new"])
         #expect(await other.ping(otherEndpoint).status == 400)
         #expect(receiver.refused.count == 1)
+    }
+
+    /// The push endpoints' SSRF rules: a name a wildcard allows that resolves to a loopback address
+    /// is refused without a connection; an exact entry's name is reached at the address it was
+    /// checked at (the connection pinned: the tests' name resolves nowhere else).
+    @Test func aReceiverIsReachedOnlyAtACheckedAddress() async throws {
+        let clock = ManualClock()
+        let receiver = try await WebhookTestReceiver.start(secret: Self.secret)
+        defer { Task { await receiver.stop() } }
+        let (store, _) = try await store(events: 1, clock: clock)
+        let port = receiver.allowListEntry.split(separator: ":").last.map(String.init) ?? ""
+        let (refused, refusedEndpoint) = try poster(
+            store, receiver, clock: clock, url: "https://hooks.example.com:\(port)/hooks", allowed: ["*.example.com"],
+            names: ["hooks.example.com": "127.0.0.1"])
+        let answer = await refused.ping(refusedEndpoint)
+        #expect(answer.status == nil)
+        #expect(answer.detail.contains("loopback"), "\(answer)")
+        #expect(receiver.answers.isEmpty, "no connection was made")
+
+        let (pinned, pinnedEndpoint) = try poster(
+            store, receiver, clock: clock, url: "http://hooks.test:\(port)/hooks", allowed: ["http://hooks.test:\(port)"],
+            names: ["hooks.test": "127.0.0.1"])
+        #expect(await pinned.ping(pinnedEndpoint).status == 200)
+        #expect(receiver.events.map(\.type) == ["ping"])
     }
 }

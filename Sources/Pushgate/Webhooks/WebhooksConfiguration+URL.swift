@@ -24,7 +24,7 @@ extension WebhooksConfiguration {
 
     private func check(url: String, allowed: [String]) -> Result<String, WebhookURLRefusal> {
         do {
-            return .success(try HandlePolicy().validateURL(url, platform: .browser, allowed: allowed))
+            return .success(try HandlePolicy.checkOutboundURL(url, allowed: allowed, subject: "the receiver URL"))
         } catch {
             return .failure(WebhookURLRefusal(reason: error.description))
         }

@@ -2,6 +2,7 @@ import Logging
 import Prometheus
 import Pushgate
 import PushgateConfig
+import PushgateDispatch
 import PushgateGateway
 import PushgateWebhooks
 
@@ -37,8 +38,8 @@ extension GatewayServer {
         let transport: CurlWebhookTransport
         do {
             transport = try CurlWebhookTransport(
-                timeoutSeconds: settings.timeoutSeconds,
-                caFile: settings.caFile.map { ConfigurationLoader.resolve($0, against: secrets.baseDirectory) })
+                settings: settings, caFile: settings.caFile.map { ConfigurationLoader.resolve($0, against: secrets.baseDirectory) },
+                outbound: OutboundGuard(clock: clock))
         } catch {
             throw GatewayError(.misconfigured, "webhooks: cannot start the HTTP client: \(error)")
         }
