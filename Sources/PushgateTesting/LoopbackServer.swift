@@ -1,4 +1,5 @@
 import Hummingbird
+import HummingbirdCore
 import Logging
 import ServiceLifecycle
 
@@ -9,13 +10,15 @@ struct LoopbackServer: Sendable {
     private let services: ServiceGroup
     private let task: Task<Void, any Error>
 
-    /// Starts `router` and returns once it listens.
-    static func start(_ router: Router<BasicRequestContext>, label: String) async throws -> LoopbackServer {
+    /// Starts `router` (over `server`: HTTP/1.1, or TLS around it) and returns once it listens.
+    static func start(
+        _ router: Router<BasicRequestContext>, label: String, server: HTTPServerBuilder = .http1()
+    ) async throws -> LoopbackServer {
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         var logger = Logger(label: label)
         logger.logLevel = .warning
         let application = Application(
-            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            router: router, server: server, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
             onServerRunning: { continuation.yield($0.localAddress?.port ?? 0) }, logger: logger)
         let services = ServiceGroup(configuration: .init(services: [application], logger: logger))
         // Ended by ``stop()`` (graceful shutdown, then awaited), or cancelled below when the

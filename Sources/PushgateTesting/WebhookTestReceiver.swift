@@ -1,6 +1,10 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
+import NIOSSL
+import PNSSandbox
 import PushgateWebhooks
 import Synchronization
 
@@ -17,22 +21,28 @@ public struct ReceivedWebhookEvent: Sendable, Hashable, CustomStringConvertible 
     public var description: String { "#\(sequence) \(type) \(id) \(data.sorted { $0.key < $1.key })" }
 }
 
-/// An outcome webhook receiver for the tests: takes `POST /hooks` on 127.0.0.1 (a free port, plain
-/// HTTP, reached through an `http://127.0.0.1:<port>` entry of `webhooks.allowedHosts`), checks
-/// `Pushgate-Signature` with its secret and a tolerance as a real receiver would, and keeps every
-/// event of the POSTs it accepted. It can be told to answer 500 to the next POSTs.
+/// An outcome webhook receiver for the tests: takes `POST /hooks` on 127.0.0.1 (a free port),
+/// checks `Pushgate-Signature` with its secret and a tolerance as a real receiver would, and keeps
+/// every event of the POSTs it accepted. It can be told to answer 500 to the next POSTs.
+///
+/// With `https` (the gateway's way to every receiver) it speaks TLS with a certificate for
+/// 127.0.0.1 from a CA of its own: configure `webhooks.caFile` as ``caFile`` and admit it with
+/// ``allowListEntry`` (`127.0.0.1:<port>`, the exact entry a loopback address needs). Without,
+/// plain HTTP through an `http://127.0.0.1:<port>` entry (in-process tests of the poster).
 ///
 /// ```swift
-/// let receiver = try await WebhookTestReceiver.start(secret: "whsec_test")
-/// // configure a receiver with url receiver.url, secret "whsec_test"; send …
+/// let receiver = try await WebhookTestReceiver.start(secret: "whsec_test", https: true)
+/// // webhooks.allowedHosts [receiver.allowListEntry], caFile receiver.caFile; a receiver with url receiver.url …
 /// let events = try await eventually { receiver.events } until: { $0.contains { $0.type == "registration.pruned" } }
 /// await receiver.stop()
 /// ```
 public final class WebhookTestReceiver: Sendable {
     /// The URL to configure as the receiver's `url`.
     public let url: String
-    /// The allow-list entry that admits it (`http://127.0.0.1:<port>`).
+    /// The allow-list entry that admits it (`127.0.0.1:<port>`, or `http://127.0.0.1:<port>` without TLS).
     public let allowListEntry: String
+    /// The CA file a client trusts to reach it over TLS (nil without).
+    public let caFile: String?
     private let state: State
     private let server: LoopbackServer
 
@@ -54,9 +64,10 @@ public final class WebhookTestReceiver: Sendable {
         }
     }
 
-    private init(url: String, allowListEntry: String, state: State, server: LoopbackServer) {
+    private init(url: String, allowListEntry: String, caFile: String?, state: State, server: LoopbackServer) {
         self.url = url
         self.allowListEntry = allowListEntry
+        self.caFile = caFile
         self.state = state
         self.server = server
     }
@@ -74,7 +85,7 @@ public final class WebhookTestReceiver: Sendable {
         state.retryAfter.withLock { $0 = retryAfter }
     }
 
-    public static func start(secret: String, tolerance: Int64 = 300) async throws -> WebhookTestReceiver {
+    public static func start(secret: String, tolerance: Int64 = 300, https: Bool = false) async throws -> WebhookTestReceiver {
         let state = State(secret: Array(secret.utf8), tolerance: tolerance)
         let router = Router()
         router.post("hooks") { request, _ -> Response in
@@ -85,9 +96,23 @@ public final class WebhookTestReceiver: Sendable {
             if status == 500, let retryAfter = state.retryAfter.withLock({ $0 }) { headers[HTTPField.Name("Retry-After")!] = retryAfter }
             return Response(status: .init(code: status), headers: headers)
         }
-        let server = try await LoopbackServer.start(router, label: "pushgate.webhook-receiver")
+        guard https else {
+            let server = try await LoopbackServer.start(router, label: "pushgate.webhook-receiver")
+            return WebhookTestReceiver(
+                url: "http://127.0.0.1:\(server.port)/hooks", allowListEntry: "http://127.0.0.1:\(server.port)", caFile: nil, state: state,
+                server: server)
+        }
+        let identity = try LoopbackTLSIdentity()
+        let caFile = NSTemporaryDirectory() + "pushgate-webhook-ca-\(UUID().uuidString).pem"
+        try Data(identity.caCertificatePEM.utf8).write(to: URL(fileURLWithPath: caFile))
+        let tls = TLSConfiguration.makeServerConfiguration(
+            certificateChain: try NIOSSLCertificate.fromPEMBytes(Array(identity.certificatePEM.utf8)).map { .certificate($0) },
+            privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(identity.privateKeyPEM.utf8), format: .pem)))
+        let server = try await LoopbackServer.start(
+            router, label: "pushgate.webhook-receiver", server: try .tls(.http1(), tlsConfiguration: tls))
         return WebhookTestReceiver(
-            url: "http://127.0.0.1:\(server.port)/hooks", allowListEntry: "http://127.0.0.1:\(server.port)", state: state, server: server)
+            url: "https://127.0.0.1:\(server.port)/hooks", allowListEntry: "127.0.0.1:\(server.port)", caFile: caFile, state: state,
+            server: server)
     }
 
     /// What a POST gets: 500 while told to fail, 400 for a bad signature or body, else 200 (its events kept).
@@ -139,5 +164,8 @@ public final class WebhookTestReceiver: Sendable {
         return 200
     }
 
-    public func stop() async { await server.stop() }
+    public func stop() async {
+        await server.stop()
+        if let caFile { try? FileManager.default.removeItem(atPath: caFile) }
+    }
 }

@@ -10,13 +10,13 @@ import Testing
 /// every event, each once accepted, with its sequence.
 @Suite struct WebhookRecoveryTests {
     @Test func killNineBetweenOutcomeAndPostLosesNoEvent() async throws {
-        let receiver = try await WebhookTestReceiver.start(secret: "whsec_kill")
+        let receiver = try await WebhookTestReceiver.start(secret: "whsec_kill", https: true)
         defer { Task { await receiver.stop() } }
         receiver.fail(next: 1_000_000)
         let folder = NSTemporaryDirectory() + "pushgate-webhook-crash-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let sandbox = try await StandingSandbox.start(in: folder) { config in
-            config["webhooks"] = ["allowedHosts": [receiver.allowListEntry], "timeoutSeconds": 2]
+            config["webhooks"] = ["allowedHosts": [receiver.allowListEntry], "caFile": receiver.caFile ?? "", "timeoutSeconds": 2]
             var apps = config["apps"] as? [String: Any] ?? [:]
             var app = apps["default"] as? [String: Any] ?? [:]
             app["webhooks"] = [

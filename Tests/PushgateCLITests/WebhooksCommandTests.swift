@@ -10,12 +10,12 @@ import Testing
 /// and a user who is no admin is refused.
 @Suite struct WebhooksCommandTests {
     @Test func listRetryAndTestParkedEventsThroughTheAdminAPI() async throws {
-        let receiver = try await WebhookTestReceiver.start(secret: "whsec_cli")
+        let receiver = try await WebhookTestReceiver.start(secret: "whsec_cli", https: true)
         defer { Task { await receiver.stop() } }
         receiver.fail(next: 1_000_000)
         let local = try await LocalGateway.start(
             rewrite: { config in
-                config["webhooks"] = ["allowedHosts": [receiver.allowListEntry], "retryForSeconds": 1]
+                config["webhooks"] = ["allowedHosts": [receiver.allowListEntry], "caFile": receiver.caFile ?? "", "retryForSeconds": 1]
                 var apps = config["apps"] as? [String: Any] ?? [:]
                 var app = apps["default"] as? [String: Any] ?? [:]
                 app["webhooks"] = [

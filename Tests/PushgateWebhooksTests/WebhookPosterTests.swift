@@ -32,7 +32,7 @@ import Testing
         settings.allowedHosts = allowed ?? [receiver.allowListEntry]
         settings.retryForSeconds = retryFor
         settings.batchMaximumEvents = batch
-        settings.timeoutSeconds = 5
+        settings.timeoutSeconds = 30
         let endpoint = WebhookEndpoint(app: .default, name: "backend", url: url ?? receiver.url, secrets: secrets.map { Array($0.utf8) })
         let transport = try CurlWebhookTransport(
             settings: settings, caFile: nil, outbound: OutboundGuard(resolver: MappedResolver(names: names), clock: clock))

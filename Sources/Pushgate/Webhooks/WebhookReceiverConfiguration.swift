@@ -57,7 +57,7 @@ public struct WebhooksConfiguration: Sendable, Hashable {
     public var concurrencyPerReceiver: Int = 2
     /// A POST's whole time limit, in seconds. Default 10.
     public var timeoutSeconds: Int = 10
-    /// A CA bundle to trust for receivers beside the system's (a private CA; the tests' own).
+    /// A CA bundle to trust for receivers instead of the system's (a private CA; the tests' own).
     public var caFile: String?
 
     public init() {}
