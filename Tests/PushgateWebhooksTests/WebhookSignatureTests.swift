@@ -97,3 +97,24 @@ import Testing
         #expect(batches.allSatisfy { $0.deliveries.count > 1 ? $0.body.count <= 400 : true })
     }
 }
+
+@Suite struct WebhookEventTests {
+    /// An event too long for an outbox row (a service's long reason, many long tags) is shortened,
+    /// not refused: a refused row would fail the outcome's record and send the page again.
+    @Test func anEventIsShortenedToFitARowInsteadOfFailingItsRecord() throws {
+        let tags = try (0..<60).map { try Tag("tag-\($0)-" + String(repeating: "x", count: 110)) }
+        let registration = try Registration(
+            id: try RegistrationID("r1"), handle: DeviceHandle(uncheckedPlatform: .apns, value: "ab12"), tags: tags, owner: "alice")
+        let event = WebhookEvent.registrationPruned(
+            registration, outcome: .expiredChannel, reason: String(repeating: "é", count: 9000), notificationID: "n",
+            now: Timestamp(secondsSinceEpoch: 1_795_939_200))
+        let body = event.body(fullHandles: false)
+        #expect(body.utf8.count <= OutboxRecordRow.maximumBodyBytes)
+        let parsed = try JSONParser.parse(Array(body.utf8))
+        #expect(parsed["data"]?["truncated"] == JSONValue(.bool(true)))
+        #expect(parsed["data"]?["tags"]?.arrayElements?.count == 10)
+        #expect(parsed["data"]?["reason"]?.stringValue?.hasSuffix("…") == true)
+        #expect(parsed["id"]?.stringValue == event.id)
+        #expect(parsed["data"]?["registration"]?.stringValue == "r1")
+    }
+}

@@ -39,8 +39,20 @@ public struct WebhookEvent: Sendable, Hashable {
 
     public func hash(into hasher: inout Hasher) { hasher.combine(id) }
 
-    /// The event as JSON text, handles whole or masked.
+    /// The event as JSON text, handles whole or masked; at most ``OutboxRecordRow/maximumBodyBytes``
+    /// (a row the store would refuse would fail the outcome's record with it): past that, strings
+    /// in `data` are cut to 256 bytes and arrays to their first 10 elements (`"truncated": true`).
     public func body(fullHandles: Bool) -> String {
+        let whole = body(fullHandles: fullHandles, data: data)
+        guard whole.utf8.count > OutboxRecordRow.maximumBodyBytes else { return whole }
+        return body(
+            fullHandles: fullHandles,
+            data: data.map { JSONMember(key: $0.key, value: $0.value.shortened) } + [
+                .init(key: "truncated", value: JSONValue(.bool(true)))
+            ])
+    }
+
+    private func body(fullHandles: Bool, data: [JSONMember]) -> String {
         var members: [JSONMember] = [
             .init(key: "id", value: .string(id)),
             .init(key: "type", value: .string(type.rawValue)),
@@ -134,6 +146,22 @@ extension WebhookEvent {
 }
 
 extension JSONValue {
+    /// Strings cut to 256 bytes (on a character boundary), arrays to their first 10 elements.
+    var shortened: JSONValue {
+        switch kind {
+        case .string(let text) where text.utf8.count > 256:
+            var cut = ""
+            for character in text {
+                guard cut.utf8.count + character.utf8.count <= 253 else { break }
+                cut.append(character)
+            }
+            return .string(cut + "…")
+        case .array(let elements): return JSONValue(.array(elements.prefix(10).map(\.shortened)))
+        case .object(let members): return JSONValue(.object(members.map { JSONMember(key: $0.key, value: $0.value.shortened) }))
+        default: return self
+        }
+    }
+
     static func string(_ text: String) -> JSONValue { JSONValue(.string(text)) }
     static func number(_ text: String) -> JSONValue { JSONValue(.number(text)) }
     static var null: JSONValue { JSONValue(.null) }
