@@ -138,17 +138,15 @@ public struct OutboxDriver: Sendable {
                 release = releaseLeases
             case .finish:
                 // Its last page's record finished it.
-                if let record = machine.finishedWithLastPage {
-                    await hooks.finished(record, of: notification)
-                    return machine.result
-                }
+                if machine.finishedWithLastPage != nil { return machine.result }
                 let time = clock.now
                 let answer = await Result(storeCall: { () throws(StoreError) in
-                    try await queue.finish(notificationID: notification.id, app: notification.app, owner: control.owner, now: time)
+                    try await queue.finish(
+                        notificationID: notification.id, app: notification.app, owner: control.owner, now: time,
+                        completion: hooks.completionEvents(of: notification))
                 })
                 switch machine.finished(answer) {
-                case .done(let record):
-                    await hooks.finished(record, of: notification)
+                case .done:
                     return machine.result
                 case .stop(_, let releaseLeases):
                     release = releaseLeases
@@ -322,7 +320,8 @@ public struct OutboxDriver: Sendable {
             let answer = await Result(storeCall: { () throws(StoreError) in
                 try await queue.completeLastPage(
                     notificationID: notification.id, app: notification.app, number: page.number, counts: page.counts,
-                    failures: page.failures, owner: control.owner, now: time, rows: page.rows)
+                    failures: page.failures, owner: control.owner, now: time, rows: page.rows,
+                    completion: hooks.completionEvents(of: notification))
             })
             step = machine.recordedLast(page, answer)
         } else {

@@ -25,9 +25,10 @@ public protocol OutboxHooks: Sendable {
     /// the changes' own transaction (``RegistrationStore/apply(_:app:now:events:)``). Asked of
     /// every notification, whatever ``concerns(_:)`` says.
     func handleChangeEvents(of notification: OutboxNotification) -> HandleChangeEvents
-    /// After `notification` ended with `record` (its final state and counts). A failure here fails
-    /// no delivery (the hook logs and counts its own).
-    func finished(_ record: NotificationRecord, of notification: OutboxNotification) async
+    /// The events `notification`'s end becomes, written by the store in the transaction that
+    /// ends it (``OutboxQueue/finish(notificationID:app:owner:now:completion:)``). Asked of every
+    /// notification, whatever ``concerns(_:)`` says.
+    func completionEvents(of notification: OutboxNotification) -> CompletionEvents
 }
 
 extension OutboxHooks {
@@ -42,7 +43,7 @@ extension OutboxHooks {
 
     public func handleChangeEvents(of notification: OutboxNotification) -> HandleChangeEvents { .none }
 
-    public func finished(_ record: NotificationRecord, of notification: OutboxNotification) async {}
+    public func completionEvents(of notification: OutboxNotification) -> CompletionEvents { .none }
 }
 
 /// No hooks: the loop as it is.
@@ -81,7 +82,8 @@ public struct OutboxHookChain: OutboxHooks {
         hooks.lazy.map { $0.handleChangeEvents(of: notification) }.first { !$0.subscriptions.subscribers.isEmpty } ?? .none
     }
 
-    public func finished(_ record: NotificationRecord, of notification: OutboxNotification) async {
-        for hook in hooks { await hook.finished(record, of: notification) }
+    /// The first hook's that has any (one feature writes events).
+    public func completionEvents(of notification: OutboxNotification) -> CompletionEvents {
+        hooks.lazy.map { $0.completionEvents(of: notification) }.first { !$0.subscriptions.subscribers.isEmpty } ?? .none
     }
 }

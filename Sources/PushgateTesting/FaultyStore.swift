@@ -207,9 +207,11 @@ public final class FaultyStore<Inner: GatewayStore>: GatewayStore {
         try await fault(.parkNotification)
         return try await inner.parkNotification(notificationID: notificationID, app: app, owner: owner, now: now)
     }
-    public func finish(notificationID: String, app: AppID, owner: String, now: Timestamp) async throws(StoreError) -> NotificationRecord? {
+    public func finish(
+        notificationID: String, app: AppID, owner: String, now: Timestamp, completion: CompletionEvents
+    ) async throws(StoreError) -> NotificationRecord? {
         try await fault(.finish)
-        return try await inner.finish(notificationID: notificationID, app: app, owner: owner, now: now)
+        return try await inner.finish(notificationID: notificationID, app: app, owner: owner, now: now, completion: completion)
     }
     public func renewLeases(owner: String, until: Timestamp) async throws(StoreError) {
         try await fault(.renewLeases)

@@ -138,3 +138,53 @@ import Testing
         return String(body[range.upperBound...].prefix { $0 != "\"" })
     }
 }
+
+/// `notification.completed` is written in the transaction that ends the notification (the last
+/// page's record with its finish, or a finish of its own), once: a finish of an ended
+/// notification writes nothing.
+extension OutboxStoreTests {
+    @Test(arguments: StoreKind.allCases)
+    func aNotificationsEndWritesItsCompletedEventWithItOnce(kind: StoreKind) async throws {
+        let (store, path) = try await make(kind)
+        defer { cleanUp(path) }
+        _ = try await seed(store, count: 10)
+        let completion = CompletionEvents(subscriptions: WebhookSubscriptions([.init(name: "backend", events: [.notificationCompleted])]))
+        for lastPageFinishes in [true, false] {
+            let sent = try notification()
+            try await store.enqueue(sent, lease: lease("a", until: 30))
+            guard
+                case .page(let page) = try await store.claimPage(
+                    notificationID: sent.id, app: .default, lease: lease("a", until: 30), pageSize: 100, now: start)
+            else {
+                Issue.record("no page to claim")
+                return
+            }
+            if lastPageFinishes {
+                let last = try await store.completeLastPage(
+                    notificationID: sent.id, app: .default, number: page.number, counts: successCounts(page), failures: [], owner: "a",
+                    now: start, rows: [], completion: completion)
+                guard case .finished = last else {
+                    Issue.record("the last page did not finish the notification: \(last)")
+                    return
+                }
+            } else {
+                #expect(
+                    try await store.completePage(
+                        notificationID: sent.id, app: .default, number: page.number, counts: successCounts(page), failures: []))
+                #expect(
+                    try await store.finish(notificationID: sent.id, app: .default, owner: "a", now: start, completion: completion) != nil)
+            }
+            // Finished already: nothing more.
+            _ = try await store.finish(notificationID: sent.id, app: .default, owner: "a", now: start, completion: completion)
+            let events = try await store.claimWebhookEvents(
+                app: .default, receiver: "backend", owner: "p", until: start.adding(seconds: 60), now: start, limit: 10)
+            #expect(events.count == 1, "\(events)")
+            #expect(events.first?.row.notificationID == sent.id)
+            for fragment in [
+                #""type":"notification.completed""#, #""state":"Completed""#, #""counts":{"apns":{"Success":5},"fcm":{"Success":5}}"#,
+            ] {
+                #expect(events.first?.row.row.body.contains(fragment) == true, "\(fragment) in \(events)")
+            }
+        }
+    }
+}

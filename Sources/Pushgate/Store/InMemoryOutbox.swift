@@ -405,8 +405,18 @@ extension InMemoryRegistrationStore: OutboxStore {
         outbox.parkNotification(notificationID: notificationID, app: app, owner: owner, now: now)
     }
 
-    public func finish(notificationID: String, app: AppID, owner: String, now: Timestamp) -> NotificationRecord? {
-        outbox.finish(notificationID: notificationID, app: app, owner: owner, now: now)
+    public func finish(
+        notificationID: String, app: AppID, owner: String, now: Timestamp, completion: CompletionEvents
+    ) throws(StoreError) -> NotificationRecord? {
+        let endedBefore = outbox.record(id: notificationID, app: app)?.endedAt != nil
+        let record = outbox.finish(notificationID: notificationID, app: app, owner: owner, now: now)
+        if let record, !endedBefore {
+            let rows = completion.rows(for: record, now: now)
+            // As the SQL stores' table refuses it (here after the end: memory has no rollback).
+            if let refusal = OutboxRecordRow.refusal(rows) { throw refusal }
+            outbox.appendRows(rows, notificationID: notificationID, page: 0, app: app)
+        }
+        return record
     }
 
     public func renewLeases(owner: String, until: Timestamp) { outbox.renewLeases(owner: owner, until: until) }

@@ -97,3 +97,19 @@ public struct HandleChangeEvents: Sendable, Hashable {
         return subscriptions.rows(for: event)
     }
 }
+
+/// The events a notification's end becomes (`notification.completed`), written by the store in
+/// the transaction that ends it (``OutboxQueue/finish(notificationID:app:owner:now:completion:)``).
+public struct CompletionEvents: Sendable, Hashable {
+    public var subscriptions: WebhookSubscriptions
+
+    public init(subscriptions: WebhookSubscriptions) { self.subscriptions = subscriptions }
+
+    public static let none = CompletionEvents(subscriptions: .none)
+
+    /// The rows to write with `record`'s end (its final state and counts).
+    public func rows(for record: NotificationRecord, now: Timestamp) -> [OutboxRecordRow] {
+        guard subscriptions.wants(.notificationCompleted) else { return [] }
+        return subscriptions.rows(for: .notificationCompleted(record, now: now))
+    }
+}

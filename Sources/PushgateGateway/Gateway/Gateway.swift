@@ -94,9 +94,7 @@ public final class Gateway: Sendable {
             templates: shared.compiledTemplates,
             hooks: OutboxHookChain([
                 LiveActivityHooks(store: store, logger: logger),
-                WebhookHooks(
-                    subscriptions: { WebhookSubscriptions(receivers: current.value.configuration.webhooks) }, rowLog: store, clock: clock,
-                    logger: logger),
+                WebhookHooks(subscriptions: { WebhookSubscriptions(receivers: current.value.configuration.webhooks) }, clock: clock),
             ]))
         sends = Sends(
             store: store, app: current, driver: driver, inFlight: shared.inFlight,

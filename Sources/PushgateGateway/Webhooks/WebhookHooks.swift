@@ -1,4 +1,3 @@
-import Logging
 import Pushgate
 import PushgateDispatch
 import PushgateOutbox
@@ -6,30 +5,23 @@ import PushgateOutbox
 /// What outcome webhooks add to the outbox's loop: a page's failed deliveries become
 /// `delivery.failed` events written with the page's record (in its transaction), its handle
 /// changes `registration.pruned` and `handle.updated` events written with the changes, and a
-/// notification's end a `notification.completed` event. Only what the app's receivers asked for.
+/// notification's end a `notification.completed` event written with the end. Only what the app's
+/// receivers asked for.
 package struct WebhookHooks: OutboxHooks {
     /// The app's receivers as configured now (a reload changes them).
     let subscriptions: @Sendable () -> WebhookSubscriptions
-    let rowLog: any OutboxRowLog
     let clock: any PushgateClock
-    let logger: Logger
 
-    package init(
-        subscriptions: @escaping @Sendable () -> WebhookSubscriptions, rowLog: any OutboxRowLog, clock: any PushgateClock, logger: Logger
-    ) {
+    package init(subscriptions: @escaping @Sendable () -> WebhookSubscriptions, clock: any PushgateClock) {
         self.subscriptions = subscriptions
-        self.rowLog = rowLog
         self.clock = clock
-        self.logger = logger
     }
 
     /// Outcomes that are no delivery failure: the message went, or was not meant to go.
     static let notFailures: Set<Outcome> = [.success, .cancelled, .superseded]
 
-    package func concerns(_ notification: OutboxNotification) -> Bool {
-        let current = subscriptions()
-        return current.wants(.deliveryFailed) || current.wants(.notificationCompleted)
-    }
+    /// Only when failed deliveries are wanted: the other events come through the store's writes.
+    package func concerns(_ notification: OutboxNotification) -> Bool { subscriptions().wants(.deliveryFailed) }
 
     package func rows(for outcomes: [DeliveryReport], page: Int, of notification: OutboxNotification) -> [OutboxRecordRow] {
         let current = subscriptions()
@@ -47,18 +39,7 @@ package struct WebhookHooks: OutboxHooks {
         HandleChangeEvents(subscriptions: subscriptions(), notificationID: notification.id)
     }
 
-    /// Written in a transaction of its own right after the finish: a crash between the two loses
-    /// this one event (the notification's record still has its state and counts).
-    package func finished(_ record: NotificationRecord, of notification: OutboxNotification) async {
-        let current = subscriptions()
-        guard current.wants(.notificationCompleted) else { return }
-        let rows = current.rows(for: .notificationCompleted(record, now: clock.now))
-        do {
-            try await rowLog.appendRows(rows, notificationID: notification.id, page: 0, app: notification.app)
-        } catch {
-            logger.error(
-                "webhooks: could not store a notification.completed event",
-                metadata: ["notification": "\(notification.id)", "error": "\(error)"])
-        }
+    package func completionEvents(of notification: OutboxNotification) -> CompletionEvents {
+        CompletionEvents(subscriptions: subscriptions())
     }
 }
