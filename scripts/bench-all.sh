@@ -9,7 +9,7 @@
 # default .build/bench/bench-all.json), PUSHGATE_BENCH_BROADCAST (registrations, 1,000,000),
 # PUSHGATE_BENCH_DISPATCH (requests per dispatch round, 100,000), PUSHGATE_BENCH_ROUNDS (3),
 # PUSHGATE_BENCH_WEBHOOKS (outcome webhook kinds posted to a receiver on nginx, comma-separated;
-# default none), PUSHGATE_BENCH_SECTIONS (default "dispatch everyday broadcast platforms hubs postgres latency upserts idle"; the
+# default none), PUSHGATE_BENCH_FAILING_APNS (1: the broadcast's APNs devices answered 400), PUSHGATE_BENCH_SECTIONS (default "dispatch everyday broadcast platforms hubs postgres latency upserts idle"; the
 # broadcast's store is built when a section that uses it runs (broadcast, platforms, hubs,
 # sandbox, postgres, latency, upserts); "sandbox" adds the broadcast against
 # `pushgate sandbox` beside nginx, scripts/bench-sandbox-sink.sh), PUSHGATE_BENCH_PERF=1
@@ -132,6 +132,13 @@ token=$(printf 'ab%.0s' $(seq 1 32))
 nginx_port=$(free_port)
 plain_port=$(free_port)
 mkdir -p "$work/nginx"
+# PUSHGATE_BENCH_FAILING_APNS=1: the broadcast's APNs devices (their seeded tokens start with
+# sixteen zeros) are answered 400 BadDeviceToken, a failure that prunes nothing: with
+# PUSHGATE_BENCH_WEBHOOKS=delivery.failed each becomes an event (65% of the broadcast).
+failing_apns=""
+if [ -n "${PUSHGATE_BENCH_FAILING_APNS:-}" ]; then
+  failing_apns='location ~ "^/3/device/0{16}" { default_type application/json; return 400 '"'"'{"reason":"BadDeviceToken"}'"'"'; }'
+fi
 cat > "$work/nginx/nginx.conf" <<NGINX
 worker_processes 1;
 pid $work/nginx.pid;
@@ -155,6 +162,7 @@ http {
     ssl_certificate $work/cert.pem;
     ssl_certificate_key $work/key.pem;
     # APNs (api.push.apple.com): 200 with apns-id; a token Apple no longer knows: 410 Unregistered.
+    $failing_apns
     location ~ "^/3/device/[0-9a-f]*ff\$" {
       default_type application/json;
       return 410 '{"reason":"Unregistered","timestamp":1700000000000}';
