@@ -132,6 +132,29 @@ import Testing
             ).count == 1)
     }
 
+    /// Posters claiming at once (instances on one PostgreSQL: `FOR UPDATE SKIP LOCKED`) take each
+    /// event once between them.
+    @Test(arguments: StoreKind.allCases)
+    func concurrentClaimsTakeEachEventOnce(kind: StoreKind) async throws {
+        let (store, path) = try await kind.make()
+        defer { cleanUp(path) }
+        let rows = (1...40).map { OutboxRecordRow(kind: WebhookSubscriptions.rowKind(receiver: "backend"), body: #"{"n":\#($0)}"#) }
+        try await store.appendRows(rows, notificationID: "n", page: 1, app: .default)
+        let claimed = try await withThrowingTaskGroup(of: [Int64].self) { group in
+            for poster in 0..<8 {
+                group.addTask {
+                    try await store.claimWebhookEvents(
+                        app: .default, receiver: "backend", owner: "poster-\(poster)", until: start.adding(seconds: 60), now: start,
+                        limit: 10
+                    ).map(\.row.sequence)
+                }
+            }
+            return try await group.reduce(into: [Int64]()) { $0 += $1 }
+        }
+        #expect(claimed.count == 40, "every event claimed: \(claimed.sorted())")
+        #expect(Set(claimed).count == claimed.count, "none twice: \(claimed.sorted())")
+    }
+
     static func id(of delivery: WebhookDelivery) -> String? {
         let body = delivery.row.row.body
         guard let range = body.range(of: #""id":""#) else { return nil }
