@@ -93,7 +93,7 @@ for t in templates/*; do install -m 0644 "$t" "$stage/etc/pushgate/templates/"; 
 install -m 0600 packaging/default "$stage/etc/default/pushgate"
 
 install -m 0644 README.md "$stage/usr/share/doc/pushgate/README.md"
-for d in deployment configuration postgresql api cli templates live-activities huawei; do
+for d in deployment configuration postgresql api cli templates live-activities huawei unifiedpush; do
   install -m 0644 "docs/$d.md" "$stage/usr/share/doc/pushgate/$d.md"
 done
 

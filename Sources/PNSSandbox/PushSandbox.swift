@@ -171,19 +171,16 @@ public final class PushSandbox: Service, Sendable {
 
     /// Creates a device on `platform` and returns it with its handle: an APNs device token (64 hex
     /// digits), an FCM / GCM registration token, a Huawei Push Kit token, a WNS channel URI on the
-    /// sandbox, or a browser's push subscription (JSON: its endpoint on the sandbox, its own P-256
-    /// key and auth secret, made for the sandbox's VAPID key).
+    /// sandbox, a browser's push subscription (JSON: its endpoint on the sandbox, its own P-256
+    /// key and auth secret, made for the sandbox's VAPID key), or a UnifiedPush app's subscription
+    /// on the sandbox's distributor (``createUnifiedPushDevice(vapid:)``, unsigned).
     public func createDevice(_ platform: Platform, belongsToAnotherApp: Bool = false) async -> SandboxDevice {
         let handle: String
         switch platform {
         case .browser:
-            let key = P256.KeyAgreement.PrivateKey()
-            let auth = (0..<16).map { _ in UInt8.random(in: 0...255) }
-            let endpoint = endpoints.webPush + WebPushService.pathPrefix + SandboxCredentials.randomToken(120)
-            let subscription = WebPushSubscription(endpoint: endpoint, p256dh: Array(key.publicKey.x963Representation), auth: auth)
-            return state.addWebPushDevice(
-                handle: subscription.handleValue, endpoint: endpoint,
-                keys: SandboxWebPushKeys(privateKey: Array(key.rawRepresentation), auth: auth))
+            return webPushDevice(.browser, endpoint: endpoints.webPush + WebPushService.pathPrefix + SandboxCredentials.randomToken(120))
+        case .unifiedpush:
+            return await createUnifiedPushDevice()
         case .apns:
             handle = SandboxCredentials.randomHex(64)
         case .fcm, .gcm:
@@ -195,6 +192,25 @@ public final class PushSandbox: Service, Sendable {
             handle = "\(endpoints.wns)/?token=" + SandboxCredentials.randomToken(88).replacingOccurrences(of: "-", with: "%2b")
         }
         return state.addDevice(platform: platform, handle: handle, belongsToAnotherApp: belongsToAnotherApp)
+    }
+
+    /// Creates a UnifiedPush app on the sandbox's distributor (ntfy's way): its subscription's
+    /// endpoint is `/up/<token>` on the Web Push listener; with `vapid`, it was made for the
+    /// sandbox's VAPID key (`"vapid": true`) and the distributor wants messages signed.
+    public func createUnifiedPushDevice(vapid: Bool = false) async -> SandboxDevice {
+        webPushDevice(
+            .unifiedpush, endpoint: endpoints.webPush + WebPushService.unifiedPushPrefix + SandboxCredentials.randomToken(43), vapid: vapid)
+    }
+
+    /// A subscription of its own P-256 key and auth secret at `endpoint`.
+    private func webPushDevice(_ platform: Platform, endpoint: String, vapid: Bool = false) -> SandboxDevice {
+        let key = P256.KeyAgreement.PrivateKey()
+        let auth = (0..<16).map { _ in UInt8.random(in: 0...255) }
+        let subscription = WebPushSubscription(
+            endpoint: endpoint, p256dh: Array(key.publicKey.x963Representation), auth: auth, vapid: vapid)
+        return state.addWebPushDevice(
+            platform: platform, handle: subscription.handleValue, endpoint: endpoint,
+            keys: SandboxWebPushKeys(privateKey: Array(key.rawRepresentation), auth: auth))
     }
 
     /// Writes what a gateway needs into `directory`: `ca.pem`, the APNs key

@@ -1,11 +1,14 @@
 import ArgumentParser
+import Pushgate
 
 /// `pushgate`: the command line shell over the gateway's libraries.
 @main
 struct PushgateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pushgate",
-        abstract: "A self-hosted, multi-platform push notification gateway (APNs, FCM, GCM, WNS).",
+        // The services named from the platforms, so that a new one is named here too.
+        abstract:
+            "A self-hosted, multi-platform push notification gateway (\(Platform.allCases.map(\.serviceName).joined(separator: ", "))).",
         discussion: """
             Configure push services and per-platform templates in config.json (templates live in \
             templates/). Check them with `pushgate templates check`; preview a payload with \

@@ -21,6 +21,8 @@ public enum EmbeddedTemplates {
         "notify.hms.json":
             #"{"android": {"notification": {"title": "{'From ' + $(user)}", "body": "$(message)", "click_action": {"type": 3}}}}\#n"#,
         "secure.hms.json": #"{"data": "$(secureId)"}\#n"#,
+        "notify.unifiedpush.json": #"{"title": "{'From ' + $(user)}", "message": "$(message)"}\#n"#,
+        "secure.unifiedpush.json": #"{"secureId": "$(secureId)"}\#n"#,
     ]
 
     /// Writes every template into `directory/templates/` and returns that folder.

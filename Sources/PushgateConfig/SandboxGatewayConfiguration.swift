@@ -131,6 +131,15 @@ public struct SandboxGatewayConfiguration: Sendable {
             ]
             notify["browser"] = template("notify", "browser", "json", ["TTL": "86400", "Urgency": "normal"])
             secure["browser"] = template("secure", "browser", "json", ["TTL": "600", "Urgency": "high"])
+            // The sandbox's UnifiedPush distributor is on the same listener: its explicit
+            // host:port is what admits a loopback address.
+            handles["unifiedPushHosts"] = [webPushHost]
+            services["unifiedpush"] = [
+                "subject": "mailto:push@example.com", "vapidPublicKey": vapidPublicKey, "vapidPrivateKey": file("vapidPrivateKey"),
+                "caFile": ca,
+            ]
+            notify["unifiedpush"] = template("notify", "unifiedpush", "json", ["TTL": "86400", "Urgency": "normal"])
+            secure["unifiedpush"] = template("secure", "unifiedpush", "json", ["TTL": "600", "Urgency": "high"])
         }
         return [
             "listener": listener,

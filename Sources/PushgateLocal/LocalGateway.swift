@@ -136,7 +136,7 @@ public struct LocalGateway: Sendable {
     ) async throws -> String {
         // A browser is looked up by its subscription's endpoint and registered with the
         // subscription as the object `PushSubscription.toJSON()` gives.
-        let subscription = platform == .browser ? WebPushSubscription(handleValue: deviceHandle) : nil
+        let subscription = platform.isWebPush ? WebPushSubscription(handleValue: deviceHandle) : nil
         let lookup = subscription?.endpoint ?? deviceHandle
         let encodedHandle = lookup.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? lookup
         let created = try await call("POST", "/api/register?handle=\(encodedHandle)", "")

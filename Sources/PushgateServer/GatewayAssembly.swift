@@ -97,18 +97,42 @@ public enum GatewayAssembly {
                     tokenEndpoint: wns.tokenEndpoint, clientID: wns.clientID, clientSecret: secret, scope: wns.scope,
                     handles: app.configuration.handles, transport: transport, policy: policy, clock: clock, tracing: tracing))
         }
-        if let browser = services.browser {
-            let signer: VAPIDSigner
+        func vapidSigner(_ keys: WebPushConfiguration, service: String) async throws -> VAPIDSigner {
             do {
-                signer = try await VAPIDSigner(
-                    subject: browser.subject, publicKey: browser.vapidPublicKey, privateKey: try secrets.resolve(browser.vapidPrivateKey),
+                return try await VAPIDSigner(
+                    subject: keys.subject, publicKey: keys.vapidPublicKey, privateKey: try secrets.resolve(keys.vapidPrivateKey),
                     clock: clock)
             } catch let error as VAPIDSigner.Failure {
-                throw GatewayError(.misconfigured, "app \(app.configuration.id) services.browser: \(error.description)")
+                throw GatewayError(.misconfigured, "app \(app.configuration.id) services.\(service): \(error.description)")
             }
+        }
+        if let browser = services.browser {
+            let signer = try await vapidSigner(browser, service: "browser")
             let transport = try CurlPushTransport(configuration: .init(httpVersion: .http2, caFile: caFile(browser.caFile)), pools: pools)
             providers.append(
                 WebPushProvider(
+                    signer: signer, handles: app.configuration.handles, transport: transport, policy: policy, clock: clock, tracing: tracing
+                ))
+        }
+        if let unifiedPush = services.unifiedpush {
+            var signer: VAPIDSigner?
+            if let keys = unifiedPush.vapid { signer = try await vapidSigner(keys, service: "unifiedpush") }
+            // Every request pinned to the address the guard checked (https only, no redirects).
+            let outbound = OutboundGuard(clock: clock)
+            let timeout = Int(unifiedPush.discoveryTimeoutSeconds * 1000)
+            let discovery = UnifiedPushDiscovery(
+                transport: try CurlPushTransport(
+                    configuration: .init(
+                        httpVersion: .http1, caFile: caFile(unifiedPush.caFile), connectTimeoutMilliseconds: timeout,
+                        totalTimeoutMilliseconds: timeout)),
+                outbound: outbound, clock: clock, successSeconds: unifiedPush.discoveryCacheSeconds,
+                failureSeconds: unifiedPush.discoveryFailureCacheSeconds)
+            let transport = try CurlPushTransport(
+                configuration: .init(httpVersion: .http2, caFile: caFile(unifiedPush.caFile)), pools: pools)
+            providers.append(
+                WebPushProvider(
+                    unifiedPush: UnifiedPushRules(
+                        outbound: outbound, discovery: discovery, noActiveSubscriber: unifiedPush.noActiveSubscriber),
                     signer: signer, handles: app.configuration.handles, transport: transport, policy: policy, clock: clock, tracing: tracing
                 ))
         }

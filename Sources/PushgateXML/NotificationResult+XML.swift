@@ -68,6 +68,7 @@ extension NotificationResult {
         case .browser: "BrowserOutcomeCounts"
         // Not a Notification Hubs platform: Pushgate's element, in the same pattern.
         case .hms: "HuaweiOutcomeCounts"
+        case .unifiedpush: "UnifiedPushOutcomeCounts"
         }
     }
 }

@@ -19,6 +19,8 @@ struct DispatchFixture {
     let wns: WNSProvider
     let browser: WebPushProvider
     let hms: HMSProvider
+    /// UnifiedPush to the sandbox's distributor (its explicit host:port admits 127.0.0.1).
+    let unifiedPush: WebPushProvider
 
     static func start(
         policy: RetryPolicy = RetryPolicy(maximumAttempts: 3, initialBackoffSeconds: 0.05, jitter: 0)
@@ -59,19 +61,26 @@ struct DispatchFixture {
         let browser = WebPushProvider(
             signer: signer, handles: HandlePolicy(webPushHosts: [sandbox.endpoints.webPushHost]), transport: try transport(.http2),
             policy: policy, clock: clock)
+        let outbound = OutboundGuard(clock: clock)
+        let unifiedPush = WebPushProvider(
+            unifiedPush: UnifiedPushRules(
+                outbound: outbound, discovery: UnifiedPushDiscovery(transport: try transport(.http1), outbound: outbound, clock: clock),
+                noActiveSubscriber: .keep),
+            signer: signer, handles: HandlePolicy(unifiedPushHosts: [sandbox.endpoints.webPushHost]), transport: try transport(.http2),
+            policy: policy, clock: clock)
         let hms = HMSProvider(
             endpoint: sandbox.endpoints.hms, tokenEndpoint: sandbox.endpoints.hmsToken, appID: credentials.hmsAppID,
             appSecret: credentials.hmsAppSecret, transport: try transport(.http2), policy: policy, clock: clock)
         return DispatchFixture(
             sandbox: sandbox, directory: directory, files: files, clock: clock, sandboxClock: sandboxClock, apns: apns,
             apnsTokens: apnsTokens,
-            fcm: fcm, gcm: gcm, wns: wns, browser: browser, hms: hms)
+            fcm: fcm, gcm: gcm, wns: wns, browser: browser, hms: hms, unifiedPush: unifiedPush)
     }
 
     var dispatcher: Dispatcher { Dispatcher(providers: [apns, fcm, gcm, wns, browser]) }
 
     func stop() async throws {
-        for provider in [apns, fcm, gcm, wns, browser] as [any PushProvider] { await provider.shutdown() }
+        for provider in [apns, fcm, gcm, wns, browser, unifiedPush] as [any PushProvider] { await provider.shutdown() }
         try await sandbox.shutdown()
         try? FileManager.default.removeItem(atPath: directory)
     }
@@ -123,9 +132,9 @@ enum Payloads {
             try PlatformTemplate(
                 platform: .wns, template: try Template(raw: "{'From ' + $(user) + ': ' + $(message)}"), headers: [("X-WNS-Type", "wns/raw")]
             ).render(properties)
-        case .browser:
+        case .browser, .unifiedpush:
             try PlatformTemplate(
-                platform: .browser, template: try Template(json: #"{"title":"{'From ' + $(user) + ': ' + $(message)}"}"#),
+                platform: platform, template: try Template(json: #"{"title":"{'From ' + $(user) + ': ' + $(message)}"}"#),
                 headers: [("TTL", "60")]
             ).render(properties)
         }

@@ -139,7 +139,30 @@ import Testing
         Row(service: .hms, status: 503, reason: "81000001", expected: .retriedThenDelivered),
     ]
 
-    @Test(arguments: apns + fcm + gcm + wns + browser + hms)
+    /// UnifiedPush: the distributors' answers by status alone (ntfy's JSON errors from the
+    /// sandbox's distributor), to a subscription without VAPID.
+    static let unifiedPush: [Row] = [
+        // Any 2xx is a delivery (the spec says 201, ntfy answers 200).
+        Row(service: .unifiedpush, status: 202, reason: "accepted", expected: .final(.success)),
+        Row(service: .unifiedpush, status: 404, reason: "page not found", expected: .final(.expiredChannel, removed: true)),
+        Row(service: .unifiedpush, status: 410, reason: "gone", expected: .final(.expiredChannel, removed: true)),
+        Row(service: .unifiedpush, status: 413, reason: "message too large", expected: .final(.invalidNotificationSize)),
+        Row(service: .unifiedpush, status: 429, reason: "limit reached: too many requests", expected: .retriedThenDelivered),
+        // A VAPID problem; unsigned, a fresh token would change nothing.
+        Row(service: .unifiedpush, status: 401, reason: "unauthorized", expected: .final(.invalidCredentials)),
+        Row(service: .unifiedpush, status: 403, reason: "forbidden", expected: .final(.invalidCredentials)),
+        // ntfy: no active subscriber. Kept (it may come back), not retried in the round.
+        Row(
+            service: .unifiedpush, status: 507, reason: "cannot publish to UnifiedPush topic without previously active subscriber",
+            expected: .final(.channelDisconnected)),
+        // Anything else: retried later.
+        Row(service: .unifiedpush, status: 400, reason: "invalid request", expected: .retriedThenDelivered),
+        Row(service: .unifiedpush, status: 500, reason: "internal server error", expected: .retriedThenDelivered),
+        Row(service: .unifiedpush, status: 502, reason: "bad gateway", expected: .retriedThenDelivered),
+        Row(service: .unifiedpush, status: 503, reason: "unavailable", expected: .retriedThenDelivered),
+    ]
+
+    @Test(arguments: apns + fcm + gcm + wns + browser + hms + unifiedPush)
     func documentedAnswer(_ row: Row) async throws {
         try await DispatchFixture.with { fixture in
             let platform: Platform =
@@ -149,6 +172,7 @@ import Testing
                 case .gcm: .gcm
                 case .browser: .browser
                 case .hms: .hms
+                case .unifiedpush: .unifiedpush
                 default: .wns
                 }
             let (device, target) = await fixture.target(platform)
@@ -164,6 +188,7 @@ import Testing
                 case .wns: fixture.wns
                 case .browser: fixture.browser
                 case .hms: fixture.hms
+                case .unifiedpush: fixture.unifiedPush
                 }
             let report = await provider.deliver(try Payloads.notify(platform), to: [target])[0]
             let delivered = await fixture.sandbox.state.inbox(deviceID: device.id).count

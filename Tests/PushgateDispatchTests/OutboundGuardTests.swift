@@ -22,10 +22,12 @@ import Testing
 
     static let allowed = ["*.example.net", "sandbox.example.net:8443", "localhost:9443"]
 
-    @Test func aPublicAddressIsPinned() async throws {
-        let resolver = MappedResolver(["up.example.net": ["203.0.113.7", "2001:db8::7"]])
-        let pin = try await OutboundGuard(resolver: resolver).pin(url: "https://up.example.net/up/abc", allowed: Self.allowed)
-        #expect(pin == OutboundPin(host: "up.example.net", port: 443, address: IPAddress("203.0.113.7")!))
+    @Test func aPublicAddressIsPinnedIPv4First() async throws {
+        let resolver = MappedResolver(["up.example.net": ["2001:db8::7", "203.0.113.7"], "v6.example.net": ["2001:db8::8"]])
+        let outbound = OutboundGuard(resolver: resolver)
+        let pin = try await outbound.pin(url: "https://up.example.net/up/abc", allowed: Self.allowed)
+        #expect(pin == OutboundPin(host: "up.example.net", port: 443, address: IPAddress("203.0.113.7")!), "IPv4 first")
+        #expect(try await outbound.pin(url: "https://v6.example.net/", allowed: Self.allowed).address == IPAddress("2001:db8::8"))
     }
 
     @Test func aNameWithAnyRefusedAddressIsRefusedNamingTheAddressAndItsRange() async throws {

@@ -15,7 +15,7 @@ import Testing
     /// A Web Push request to `device` as the provider makes it: VAPID-signed, encrypted for it.
     func webPushRequest(_ fixture: DispatchFixture, to device: SandboxDevice) async throws -> CurlRequest {
         let subscription = try #require(WebPushSubscription(handleValue: device.handle))
-        let signer = fixture.browser.vapidSigner
+        let signer = try #require(fixture.browser.vapidSigner)
         let token = try await signer.token(audience: subscription.origin)
         let request = WebPushWire.request(
             endpoint: subscription.endpoint, encryptedBody: try WebPushEncryption.encrypt(Array("hi".utf8), for: subscription),
@@ -65,7 +65,7 @@ import Testing
     /// Every service's success with 4 MiB after it: Success after one attempt, delivered once
     /// (legacy GCM's limit is 1 MiB, for a full batch's results: its results unread, every
     /// device of the batch is a success).
-    @Test(arguments: [SandboxFault.Service.apns, .fcm, .gcm, .wns, .browser])
+    @Test(arguments: [SandboxFault.Service.apns, .fcm, .gcm, .wns, .browser, .unifiedpush])
     func aSuccessWithAnOverlongBodyIsDeliveredOnceAndNotRetried(_ service: SandboxFault.Service) async throws {
         try await DispatchFixture.with { fixture in
             let platform: Platform =
@@ -74,6 +74,7 @@ import Testing
                 case .fcm: .fcm
                 case .gcm: .gcm
                 case .wns: .wns
+                case .unifiedpush: .unifiedpush
                 default: .browser
                 }
             let (device, target) = await fixture.target(platform)
@@ -88,6 +89,7 @@ import Testing
                 case .wns: fixture.wns
                 case .browser: fixture.browser
                 case .hms: fixture.hms
+                case .unifiedpush: fixture.unifiedPush
                 }
             let report = await provider.deliver(try Payloads.notify(platform), to: [target])[0]
             #expect(report.verdict.outcome == .success, "\(service): \(report.verdict.reason ?? "")")

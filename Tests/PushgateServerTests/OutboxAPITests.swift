@@ -48,7 +48,8 @@ import Testing
             #expect(xml.status == 200)
             for element in [
                 "<NotificationDetails", "<State>Completed</State>", "<ApnsOutcomeCounts><Outcome><Name>Success</Name><Count>1</Count>",
-                "<TargetPlatforms>apple,fcmV1,gcm,windows,browser,huawei</TargetPlatforms>", "<Tags>username:alice</Tags>",
+                "<TargetPlatforms>\(Platform.allCases.map(\.notificationHubsName).joined(separator: ","))</TargetPlatforms>",
+                "<Tags>username:alice</Tags>",
             ] {
                 #expect(xml.bodyText.contains(element), "\(element) missing in \(xml.bodyText)")
             }

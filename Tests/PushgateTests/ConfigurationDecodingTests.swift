@@ -95,7 +95,9 @@ import Testing
                 "wns": {"clientId": "ms-app://s-1", "clientSecret": {"env": "WNS_SECRET"}},
                 "browser": {"subject": "mailto:push@example.com", "vapidPrivateKey": {"env": "VAPID_KEY"},
                             "vapidPublicKey": "BAcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc="},
-                "hms": {"appId": "10492735", "appSecret": {"env": "HMS_SECRET"}}
+                "hms": {"appId": "10492735", "appSecret": {"env": "HMS_SECRET"}},
+                "unifiedpush": {"subject": "mailto:push@example.com", "vapidPrivateKey": {"env": "UP_VAPID_KEY"},
+                                "vapidPublicKey": "BAcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc="}
               }}}}
             """#
         let services = try #require(try decode(text).defaultApp?.services)
@@ -104,6 +106,8 @@ import Testing
         #expect(
             services.browser?.vapidPublicKey == "BAcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc")
         #expect(services.browser?.vapidPrivateKey == .environment("VAPID_KEY"))
+        #expect(services.unifiedpush?.vapid?.vapidPrivateKey == .environment("UP_VAPID_KEY"))
+        #expect(services.unifiedpush?.vapid?.vapidPublicKey == services.browser?.vapidPublicKey)
         #expect(
             services.apns
                 == APNSConfiguration(

@@ -8,6 +8,7 @@ import Pushgate
 /// | `GET /health` | 200 when up |
 /// | `POST /devices` `{"platform": "apns", "anotherApp": false}` | creates a device; answers it with its handle |
 /// | `POST /devices` `{"platform": "apns", "count": 1000}` | creates `count` devices (at most 1,000,000); answers them |
+/// | `POST /devices` `{"platform": "unifiedpush", "vapid": true}` | a UnifiedPush app whose distributor wants VAPID |
 /// | `GET /devices`, `GET /devices/{id}` | lists devices / one device |
 /// | `POST /devices/{id}/uninstall`, `/expire`, `/reinstall` | the service answers "gone" (or no longer does) |
 /// | `POST /devices/{id}/canonical` `{"handle": "…"}` | legacy GCM answers with this canonical id |
@@ -24,6 +25,8 @@ struct ControlAPI: SandboxHTTPResponder {
         var platform: Platform
         var anotherApp: Bool?
         var count: Int?
+        /// A UnifiedPush subscription made with the sandbox's VAPID key.
+        var vapid: Bool?
     }
 
     private struct Canonical: Decodable {
@@ -39,7 +42,10 @@ struct ControlAPI: SandboxHTTPResponder {
             return .json(200, #"{"status":"ok"}"#)
         case ("POST", 1, "devices"):
             guard let body = try? JSONDecoder().decode(CreateDevice.self, from: Data(request.body)) else {
-                return .json(400, #"{"error":"expected {\"platform\": \"apns|fcm|gcm|wns|browser|hms\"}"}"#)
+                return .json(400, #"{"error":"expected {\"platform\": \"apns|fcm|gcm|wns|browser|hms|unifiedpush\"}"}"#)
+            }
+            if body.platform == .unifiedpush, body.vapid == true {
+                return encode(201, await sandbox.createUnifiedPushDevice(vapid: true))
             }
             if let count = body.count {
                 guard (1...1_000_000).contains(count) else { return .json(400, #"{"error":"count must be 1…1000000"}"#) }

@@ -127,4 +127,9 @@ enum SandboxAssumptions {
     static let gcmMaximumRegistrationIDs = 1000
     /// WNS: `X-WNS-Msg-ID` length (documented as at most 16 characters).
     static let wnsMessageIDLength = 16
+    // UnifiedPush (the distributor, ntfy's behaviour): an uninstalled app is "no active
+    // subscriber" (ntfy's 507, code 50701); an expired device is a gone endpoint, 410 (autopush's
+    // and the spec's, code 41001 in ntfy's shape: ntfy itself has no such answer); an unknown
+    // endpoint 404 (40401). A VAPID token is required only of a subscription made with
+    // `"vapid": true` (Sunup's and NextPush's way), checked when one comes.
 }

@@ -9,6 +9,13 @@ import Pushgate
 /// `TTL` header, the content coding, the record) and decrypted with the subscription's private
 /// key: the inbox holds the plain text. Errors are autopush's JSON
 /// (`{"code", "errno", "error", "message", "more_info"}`).
+///
+/// Beside it, on the same listener, a UnifiedPush distributor as ntfy runs one (`/up/<token>`):
+/// `GET` answers the discovery document `{"unifiedpush":{"version":1}}`; `POST` takes a message
+/// without VAPID (checked when it comes, and required for a subscription made with
+/// `"vapid": true`), answers 200 with ntfy's message JSON, 507 (ntfy's 50701) when the device has
+/// no active subscriber (uninstalled), 410 when its endpoint expired, 404 for an unknown endpoint;
+/// errors are ntfy's JSON (`{"code", "http", "error"}`).
 struct WebPushService: SandboxHTTPResponder {
     let state: SandboxState
     let credentials: SandboxCredentials
@@ -17,6 +24,8 @@ struct WebPushService: SandboxHTTPResponder {
     let keys: JWTKeyCollection
 
     static let pathPrefix = "/wpush/"
+    /// Where the UnifiedPush distributor's endpoints are.
+    static let unifiedPushPrefix = "/up/"
 
     init(state: SandboxState, credentials: SandboxCredentials, origin: String) async throws {
         self.state = state
@@ -33,8 +42,9 @@ struct WebPushService: SandboxHTTPResponder {
 
     func respond(to request: SandboxHTTPRequest) async -> SandboxHTTPResponse {
         var padding = 0
-        let response = await send(request, padding: &padding).padded(padding)
-        state.count("browser", status: response.status)
+        let unifiedPush = request.path.hasPrefix(Self.unifiedPushPrefix)
+        let response = await (unifiedPush ? distribute(request, padding: &padding) : send(request, padding: &padding)).padded(padding)
+        state.count(unifiedPush ? "unifiedpush" : "browser", status: response.status)
         return response
     }
 
@@ -58,7 +68,13 @@ struct WebPushService: SandboxHTTPResponder {
             headers: headers)
     }
 
-    /// The answer to `request`; `padding` is set when a fault asks for it to be padded.
+    /// ntfy's error answer: `{"code": <status><2 digits>, "http": <status>, "error": "…"}`.
+    static func ntfyError(_ status: Int, code: Int? = nil, _ message: String, headers: [HTTPHeader] = []) -> SandboxHTTPResponse {
+        .json(
+            status, #"{"code":\#(code ?? status * 100),"http":\#(status),"error":\#(Escaping.jsonString(message))}"#, headers: headers)
+    }
+
+    /// The answer to `request` at autopush; `padding` is set when a fault asks for it to be padded.
     private func send(_ request: SandboxHTTPRequest, padding: inout Int) async -> SandboxHTTPResponse {
         guard request.method == "POST" else { return Self.error(405, errno: 999, "Method not allowed") }
         let endpoint = origin + request.path
@@ -79,33 +95,110 @@ struct WebPushService: SandboxHTTPResponder {
         guard device.status == .active else {
             return Self.error(410, errno: 106, "Request did not validate Subscription is no longer valid")
         }
+        let received: Received
+        switch receive(request, keys: subscription, device: device) {
+        case .success(let value): received = value
+        case .failure(let refusal):
+            return Self.error(refusal.status, errno: refusal.errno, refusal.message)
+        }
+        return SandboxHTTPResponse(
+            status: 201,
+            headers: [
+                HTTPHeader(name: "Location", value: "\(origin)/m/\(received.messageID)"),
+                HTTPHeader(name: "TTL", value: String(received.ttl)),
+            ])
+    }
+
+    /// The answer to `request` at the UnifiedPush distributor (ntfy's behaviour).
+    private func distribute(_ request: SandboxHTTPRequest, padding: inout Int) async -> SandboxHTTPResponse {
+        // ntfy answers the discovery document for any topic it serves.
+        if request.method == "GET" { return .json(200, UnifiedPushWire.discoveryAnswer) }
+        guard request.method == "POST" else { return Self.ntfyError(405, "method not allowed") }
+        let endpoint = origin + request.path
+        guard let subscription = state.webPushSubscription(endpoint: endpoint), let device = state.lookUp(handle: endpoint) else {
+            return Self.ntfyError(404, code: 40401, "page not found")
+        }
+        if let action = state.takeFault(service: .unifiedpush, handle: device.handle) {
+            if case .respond(let status, let reason, let retryAfter) = action {
+                return Self.ntfyError(
+                    status, reason ?? "injected fault",
+                    headers: retryAfter.map { [HTTPHeader(name: "Retry-After", value: String($0))] } ?? [])
+            }
+            if let response = await GoogleService.apply(action, padding: &padding) { return response }
+        }
+        // VAPID is optional (ntfy takes messages without it); a subscription made with the
+        // app's key wants it, and a token that comes is checked.
+        let wantsVAPID = WebPushSubscription(handleValue: device.handle)?.vapid ?? false
+        if wantsVAPID || request.header("Authorization") != nil, let problem = await checkVAPID(request) {
+            return Self.ntfyError(401, code: 40101, "unauthorized: \(problem)")
+        }
+        switch device.status {
+        case .active: break
+        case .uninstalled:
+            return Self.ntfyError(507, code: 50701, "cannot publish to UnifiedPush topic without previously active subscriber")
+        case .expired: return Self.ntfyError(410, code: 41001, "the endpoint is gone")
+        }
+        switch receive(request, keys: subscription, device: device) {
+        case .success(let received):
+            return .json(
+                200,
+                #"{"id":"\#(received.messageID)","time":\#(Int(state.clock.now.secondsSinceEpoch)),"event":"message","topic":"up"}"#)
+        case .failure(let refusal):
+            return Self.ntfyError(refusal.status, refusal.message)
+        }
+    }
+
+    /// What a delivery left: the message's id and its time to live.
+    private struct Received {
+        var messageID: String
+        var ttl: Int
+    }
+
+    /// Why a message is refused: its status, autopush's errno and the words.
+    private struct Refusal: Error {
+        var status: Int
+        var errno: Int
+        var message: String
+    }
+
+    /// The checks both modes make of a message (its size, `TTL`, `Urgency`, `Topic`, content
+    /// coding), then its decryption into the device's inbox.
+    private func receive(
+        _ request: SandboxHTTPRequest, keys subscription: SandboxWebPushKeys, device: SandboxDevice
+    ) -> Result<
+        Received, Refusal
+    > {
         if request.bodyTooLarge || request.body.count > ServiceLimits.webPushBodyBytes {
-            return Self.error(
-                413, errno: 104,
-                "This message is intended for a constrained device and is limited in size. Converted buffer is too long by \(request.body.count - ServiceLimits.webPushBodyBytes) bytes"
-            )
+            return .failure(
+                Refusal(
+                    status: 413, errno: 104,
+                    message:
+                        "This message is intended for a constrained device and is limited in size. Converted buffer is too long by \(request.body.count - ServiceLimits.webPushBodyBytes) bytes"
+                ))
         }
         // autopush: a TTL missing or not a whole number is errno 111.
         guard let ttl = request.header("TTL").flatMap({ Int($0) }), ttl >= 0 else {
-            return Self.error(400, errno: 111, "Missing TTL value")
+            return .failure(Refusal(status: 400, errno: 111, message: "Missing TTL value"))
         }
         if let urgency = request.header("Urgency"), !["very-low", "low", "normal", "high"].contains(urgency) {
-            return Self.error(400, errno: 114, "Invalid Urgency header value")
+            return .failure(Refusal(status: 400, errno: 114, message: "Invalid Urgency header value"))
         }
         if let topic = request.header("Topic"),
             topic.utf8.count > 32 || !topic.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") })
         {
-            return Self.error(400, errno: 113, "Topic must be no greater than 32 characters and use the URL-safe base64 alphabet")
+            return .failure(
+                Refusal(
+                    status: 400, errno: 113, message: "Topic must be no greater than 32 characters and use the URL-safe base64 alphabet"))
         }
         var payload = ""
         if !request.body.isEmpty {
             guard request.header("Content-Encoding")?.lowercased() == "aes128gcm" else {
-                return Self.error(400, errno: 110, "Unknown Content-Encoding")
+                return .failure(Refusal(status: 400, errno: 110, message: "Unknown Content-Encoding"))
             }
             do {
                 payload = String(decoding: try WebPushDecryption.decrypt(request.body, subscription: subscription), as: UTF8.self)
             } catch {
-                return Self.error(400, errno: 110, "Invalid crypto: \(error)")
+                return .failure(Refusal(status: 400, errno: 110, message: "Invalid crypto: \(error)"))
             }
         }
         let messageID = SandboxCredentials.randomToken(40)
@@ -113,15 +206,15 @@ struct WebPushService: SandboxHTTPResponder {
             deviceID: device.id,
             state.keepsInboxes
                 ? ReceivedNotification(
-                    platform: .browser, deviceID: device.id, messageID: messageID,
+                    platform: device.platform, deviceID: device.id, messageID: messageID,
+                    // The authorization's scheme only (`vapid`), to tell a signed message from one that was not.
                     headers: request.headers.filter { header in
                         ["ttl", "urgency", "topic", "content-encoding"].contains(header.name.lowercased())
-                    }, payload: payload, receivedAt: state.clock.now.secondsSinceEpoch) : nil)
-        return SandboxHTTPResponse(
-            status: 201,
-            headers: [
-                HTTPHeader(name: "Location", value: "\(origin)/m/\(messageID)"), HTTPHeader(name: "TTL", value: String(ttl)),
-            ])
+                    }
+                        + (request.header("Authorization").map {
+                            [HTTPHeader(name: "Authorization", value: String($0.prefix { $0 != " " }).lowercased())]
+                        } ?? []), payload: payload, receivedAt: state.clock.now.secondsSinceEpoch) : nil)
+        return .success(Received(messageID: messageID, ttl: ttl))
     }
 
     /// Why the request's VAPID authorization fails, or nil: `vapid t=<JWT>, k=<key>` (RFC 8292),

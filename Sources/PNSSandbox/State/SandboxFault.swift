@@ -22,6 +22,8 @@ public struct SandboxFault: Sendable, Hashable, Codable {
         case hms
         /// Huawei's OAuth token endpoint (app-wide: no handle).
         case hmsToken
+        /// The UnifiedPush distributor (`/up/<token>`); the handle is the subscription (JSON).
+        case unifiedpush
     }
 
     public enum Action: Sendable, Hashable, Codable {

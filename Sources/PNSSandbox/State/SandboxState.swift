@@ -80,10 +80,10 @@ public final class SandboxState: Sendable {
         }
     }
 
-    /// Registers a browser: its handle is the subscription JSON; the Web Push service finds it by
-    /// its endpoint and decrypts with `keys`.
-    func addWebPushDevice(handle: String, endpoint: String, keys: SandboxWebPushKeys) -> SandboxDevice {
-        let device = addDevice(platform: .browser, handle: handle)
+    /// Registers a browser (or a UnifiedPush app): its handle is the subscription JSON; the Web
+    /// Push service finds it by its endpoint and decrypts with `keys`.
+    func addWebPushDevice(platform: Platform = .browser, handle: String, endpoint: String, keys: SandboxWebPushKeys) -> SandboxDevice {
+        let device = addDevice(platform: platform, handle: handle)
         storage.withLock { state in
             state.deviceByHandle[endpoint] = device.id
             state.webPushKeys[endpoint] = keys

@@ -5,7 +5,7 @@ extension PushgateConfiguration {
     ) throws(ConfigurationError) -> AppConfiguration {
         var configuration = AppConfiguration(id: id)
         if var handles = try app.object("handles") {
-            for key in ["wnsChannelHosts", "webPushHosts"] {
+            for key in ["wnsChannelHosts", "webPushHosts", "unifiedPushHosts"] {
                 guard let hosts = try handles.stringArray(key) else { continue }
                 // Each entry is checked here: one that matches nothing must not pass for allowed.
                 for (index, host) in hosts.enumerated() {
@@ -16,13 +16,13 @@ extension PushgateConfiguration {
                             key: key, at: element?.offset)
                     }
                 }
-                if key == "wnsChannelHosts" {
-                    configuration.handles.wnsChannelHosts = hosts
-                } else {
-                    configuration.handles.webPushHosts = hosts
+                switch key {
+                case "wnsChannelHosts": configuration.handles.wnsChannelHosts = hosts
+                case "webPushHosts": configuration.handles.webPushHosts = hosts
+                default: configuration.handles.unifiedPushHosts = hosts
                 }
             }
-            try handles.finish(expected: ["wnsChannelHosts", "webPushHosts"])
+            try handles.finish(expected: ["wnsChannelHosts", "webPushHosts", "unifiedPushHosts"])
         }
         if var services = try app.object("services") {
             configuration.services = try decodeServices(&services)
@@ -164,23 +164,40 @@ extension PushgateConfiguration {
                 tokenEndpoint: tokenEndpoint, clientID: clientID, clientSecret: secret, scope: scope, caFile: caFile, tenantID: tenantID)
         }
         if var browser = try services.object("browser") {
-            let subject = try browser.requiredString("subject")
-            let lowered = subject.lowercased()
-            guard (lowered.hasPrefix("mailto:") && subject.count > "mailto:".count) || (lowered.hasPrefix("https://") && subject.count > 8)
-            else {
-                throw browser.error("'\(subject.prefix(40))' must be a mailto: or https: contact (RFC 8292's sub)", key: "subject")
-            }
-            let publicKey = try browser.requiredString("vapidPublicKey")
-            guard let point = Base64URL.decode(publicKey), point.count == WebPushLimits.publicKeyBytes, point.first == 0x04 else {
-                throw browser.error(
-                    "must be the application server key: an uncompressed P-256 public key (65 bytes, starting 0x04) in base64url; `pushgate vapid generate` makes a pair",
-                    key: "vapidPublicKey")
-            }
-            let privateKey = try browser.requiredSecret("vapidPrivateKey")
+            let (subject, publicKey, privateKey) = try decodeVAPID(&browser)
             let caFile = try browser.string("caFile")
             try browser.finish(expected: ["subject", "vapidPublicKey", "vapidPrivateKey", "caFile"])
-            result.browser = WebPushConfiguration(
-                subject: subject, vapidPublicKey: Base64URL.encode(point), vapidPrivateKey: privateKey, caFile: caFile)
+            result.browser = WebPushConfiguration(subject: subject, vapidPublicKey: publicKey, vapidPrivateKey: privateKey, caFile: caFile)
+        }
+        if var unifiedPush = try services.object("unifiedpush") {
+            var configuration = UnifiedPushConfiguration()
+            let keys = ["subject", "vapidPublicKey", "vapidPrivateKey"]
+            let given = keys.filter { key in unifiedPush.members.contains { $0.key == key } }
+            if !given.isEmpty {
+                guard given.count == keys.count else {
+                    throw unifiedPush.error("give all of subject, vapidPublicKey and vapidPrivateKey, or none (messages unsigned)")
+                }
+                let (subject, publicKey, privateKey) = try decodeVAPID(&unifiedPush)
+                configuration.vapid = WebPushConfiguration(subject: subject, vapidPublicKey: publicKey, vapidPrivateKey: privateKey)
+            }
+            configuration.caFile = try unifiedPush.string("caFile")
+            configuration.discoveryTimeoutSeconds =
+                try unifiedPush.number("discoveryTimeoutSeconds", in: 0.1...30) ?? configuration.discoveryTimeoutSeconds
+            configuration.discoveryCacheSeconds =
+                try unifiedPush.int("discoveryCacheSeconds", in: 1...604_800) ?? configuration.discoveryCacheSeconds
+            configuration.discoveryFailureCacheSeconds =
+                try unifiedPush.int("discoveryFailureCacheSeconds", in: 0...3600) ?? configuration.discoveryFailureCacheSeconds
+            if let text = try unifiedPush.string("noActiveSubscriber") {
+                guard let choice = UnifiedPushConfiguration.NoActiveSubscriber(rawValue: text) else {
+                    throw unifiedPush.error("'\(text.prefix(40))' must be keep or prune", key: "noActiveSubscriber")
+                }
+                configuration.noActiveSubscriber = choice
+            }
+            try unifiedPush.finish(
+                expected: keys + [
+                    "caFile", "discoveryTimeoutSeconds", "discoveryCacheSeconds", "discoveryFailureCacheSeconds", "noActiveSubscriber",
+                ])
+            result.unifiedpush = configuration
         }
         if var hms = try services.object("hms") {
             let endpoint = try hms.string("endpoint") ?? HMSConfiguration.productionEndpoint
@@ -201,6 +218,24 @@ extension PushgateConfiguration {
         }
         try services.finish(expected: Platform.allCases.map(\.rawValue))
         return result
+    }
+
+    /// A VAPID key pair and contact (`subject`, `vapidPublicKey`, `vapidPrivateKey`), as
+    /// `services.browser` and `services.unifiedpush` give them; the public key in canonical base64url.
+    private static func decodeVAPID(_ reader: inout JSONObjectReader) throws(ConfigurationError) -> (String, String, SecretSource) {
+        let subject = try reader.requiredString("subject")
+        let lowered = subject.lowercased()
+        guard (lowered.hasPrefix("mailto:") && subject.count > "mailto:".count) || (lowered.hasPrefix("https://") && subject.count > 8)
+        else {
+            throw reader.error("'\(subject.prefix(40))' must be a mailto: or https: contact (RFC 8292's sub)", key: "subject")
+        }
+        let publicKey = try reader.requiredString("vapidPublicKey")
+        guard let point = Base64URL.decode(publicKey), point.count == WebPushLimits.publicKeyBytes, point.first == 0x04 else {
+            throw reader.error(
+                "must be the application server key: an uncompressed P-256 public key (65 bytes, starting 0x04) in base64url; `pushgate vapid generate` makes a pair",
+                key: "vapidPublicKey")
+        }
+        return (subject, Base64URL.encode(point), try reader.requiredSecret("vapidPrivateKey"))
     }
 
     private static func checkEndpoint(_ url: String, key: String, in reader: JSONObjectReader) throws(ConfigurationError) {

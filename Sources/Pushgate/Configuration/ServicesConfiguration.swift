@@ -6,12 +6,14 @@ public struct ServicesConfiguration: Sendable, Hashable {
     public var wns: WNSConfiguration?
     public var browser: WebPushConfiguration?
     public var hms: HMSConfiguration?
+    public var unifiedpush: UnifiedPushConfiguration?
 
     public init(
         apns: APNSConfiguration? = nil, fcm: FCMConfiguration? = nil, gcm: GCMConfiguration? = nil, wns: WNSConfiguration? = nil,
-        browser: WebPushConfiguration? = nil, hms: HMSConfiguration? = nil
+        browser: WebPushConfiguration? = nil, hms: HMSConfiguration? = nil, unifiedpush: UnifiedPushConfiguration? = nil
     ) {
         self.hms = hms
+        self.unifiedpush = unifiedpush
         self.apns = apns
         self.fcm = fcm
         self.gcm = gcm
@@ -37,6 +39,7 @@ public struct ServicesConfiguration: Sendable, Hashable {
             case .wns: wns != nil
             case .browser: browser != nil
             case .hms: hms != nil
+            case .unifiedpush: unifiedpush != nil
             }
         }
     }
@@ -215,5 +218,44 @@ public struct WebPushConfiguration: Sendable, Hashable {
         self.vapidPublicKey = vapidPublicKey
         self.vapidPrivateKey = vapidPrivateKey
         self.caFile = caFile
+    }
+}
+
+/// UnifiedPush: Web Push to the distributors' endpoints that `handles.unifiedPushHosts` allows,
+/// with the app's VAPID key for subscriptions that ask for it.
+public struct UnifiedPushConfiguration: Sendable, Hashable {
+    /// What a distributor's 507 (ntfy: no active subscriber for the endpoint) does to a
+    /// registration: ``keep`` it (`ChannelDisconnected`, not retried in the round), or ``prune``
+    /// it as gone (`ExpiredChannel`).
+    public enum NoActiveSubscriber: String, Sendable, Hashable, CaseIterable {
+        case keep
+        case prune
+    }
+
+    /// The VAPID key pair and contact (RFC 8292), as `services.browser` gives them; nil: every
+    /// message goes unsigned, and a subscription with `"vapid": true` is answered
+    /// `InvalidCredentials`.
+    public var vapid: WebPushConfiguration?
+    public var caFile: String?
+    /// How long the discovery request at registration (`GET <endpoint>`) may take. Default 2 s.
+    public var discoveryTimeoutSeconds: Double
+    /// How long a host's good discovery answer is trusted. Default one hour.
+    public var discoveryCacheSeconds: Int
+    /// How long a host's failed discovery is remembered (a registration meanwhile is refused at
+    /// once). Default 30 s.
+    public var discoveryFailureCacheSeconds: Int
+    /// What a 507 does. Default ``NoActiveSubscriber/keep``.
+    public var noActiveSubscriber: NoActiveSubscriber
+
+    public init(
+        vapid: WebPushConfiguration? = nil, caFile: String? = nil, discoveryTimeoutSeconds: Double = 2, discoveryCacheSeconds: Int = 3600,
+        discoveryFailureCacheSeconds: Int = 30, noActiveSubscriber: NoActiveSubscriber = .keep
+    ) {
+        self.vapid = vapid
+        self.caFile = caFile
+        self.discoveryTimeoutSeconds = discoveryTimeoutSeconds
+        self.discoveryCacheSeconds = discoveryCacheSeconds
+        self.discoveryFailureCacheSeconds = discoveryFailureCacheSeconds
+        self.noActiveSubscriber = noActiveSubscriber
     }
 }

@@ -61,6 +61,23 @@ public enum HandleChange: Sendable, Hashable {
 }
 
 extension DeliveryVerdict {
+    /// The answers RFC 8030 gives every Web Push service and UnifiedPush distributor alike: 404
+    /// or 410, the subscription is gone (removed); 413, too large; 429, throttled (retried after
+    /// `Retry-After`). False, and the verdict unchanged, for any other status.
+    mutating func classifyRFC8030(status: Int, retryAfter: Double?) -> Bool {
+        switch status {
+        case 404, 410:
+            outcome = .expiredChannel
+            handleChange = .remove
+        case 413: outcome = .invalidNotificationSize
+        case 429:
+            outcome = .throttled
+            retry = .afterBackoff(retryAfterSeconds: retryAfter)
+        default: return false
+        }
+        return true
+    }
+
     /// A status the service's own table does not name: a server error (`serverErrors`) or 503 is
     /// retried after a backoff (`Retry-After` when given), any other 5xx is `PNSUnavailable`, any
     /// other status an answer the gateway did not expect.

@@ -18,13 +18,17 @@ public enum Platform: String, CaseIterable, Sendable, Hashable, Codable, Compara
     /// Huawei Push Kit (server API v1): Android devices with HMS Core (no Google services), up to
     /// 1,000 tokens in one request of one payload.
     case hms
+    /// UnifiedPush (de-Googled Android): Web Push to the endpoint of the distributor the user
+    /// chose (ntfy, NextPush, Sunup, self-hosted), on a host `handles.unifiedPushHosts` allows;
+    /// VAPID when the subscription asks for it.
+    case unifiedpush
 
     public var description: String { rawValue }
 
-    /// Every platform's name, for messages and help: `apns, fcm, gcm, wns, browser, hms` (from the cases,
+    /// Every platform's name, for messages and help: `apns, fcm, gcm, wns, browser, hms, unifiedpush` (from the cases,
     /// so that a new platform is named everywhere at once).
     public static let names = allCases.map(\.rawValue).joined(separator: ", ")
-    /// The same, the last one joined by `or`: `apns, fcm, gcm, wns, browser or hms`.
+    /// The same, the last one joined by `or`: `apns, fcm, gcm, wns, browser, hms or unifiedpush`.
     public static let alternatives = allCases.dropLast().map(\.rawValue).joined(separator: ", ") + " or " + allCases.last!.rawValue
 
     /// The human name of the service, for tables and logs.
@@ -36,6 +40,7 @@ public enum Platform: String, CaseIterable, Sendable, Hashable, Codable, Compara
         case .wns: "WNS"
         case .browser: "Web Push"
         case .hms: "Huawei"
+        case .unifiedpush: "UnifiedPush"
         }
     }
 
@@ -50,6 +55,8 @@ public enum Platform: String, CaseIterable, Sendable, Hashable, Codable, Compara
         case .browser: "browser"
         // Notification Hubs has no Huawei platform (it has Baidu and Xiaomi): Pushgate's name.
         case .hms: "huawei"
+        // Nor UnifiedPush: Pushgate's name.
+        case .unifiedpush: "unifiedpush"
         }
     }
 
@@ -62,12 +69,16 @@ public enum Platform: String, CaseIterable, Sendable, Hashable, Codable, Compara
         case .wns: 5000
         // The services take 4,096 bytes of encrypted body: the 86-byte aes128gcm header, the
         // padding delimiter and the 16-byte tag leave 3,993 bytes of payload.
-        case .browser: WebPushLimits.maximumPayloadBytes
+        case .browser, .unifiedpush: WebPushLimits.maximumPayloadBytes
         // Push Kit: the request's body, tokens aside, is at most 4,096 bytes; its envelope
         // (`{"validate_only":false,"message":…,"token":[]}`) takes 44 of them.
         case .hms: 4096 - 44
         }
     }
+
+    /// Whether the platform is delivered as Web Push (RFC 8030, 8291): a subscription's endpoint,
+    /// its keys, an encrypted body (browsers and UnifiedPush distributors).
+    public var isWebPush: Bool { self == .browser || self == .unifiedpush }
 
     public static func < (lhs: Platform, rhs: Platform) -> Bool {
         allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!

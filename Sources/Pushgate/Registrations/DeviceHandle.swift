@@ -24,7 +24,7 @@ public struct DeviceHandle: Sendable, Hashable, CustomStringConvertible, Codable
         // An FCM topic or condition target is no secret: shown whole.
         if fcmRecipient != nil { return value }
         // A browser's subscription: its endpoint, masked as a channel URI (the keys not at all).
-        if platform == .browser, let subscription = WebPushSubscription(handleValue: value) { return Self.mask(subscription.endpoint) }
+        if platform.isWebPush, let subscription = WebPushSubscription(handleValue: value) { return Self.mask(subscription.endpoint) }
         return Self.mask(value)
     }
 
@@ -78,9 +78,20 @@ public struct HandlePolicy: Sendable, Hashable {
     /// WNS channel URIs, in bytes (UTF-8; a channel URI accepted is ASCII): WNS documents 2,048.
     public static let channelURIMaximumLength = 2048
 
-    public init(wnsChannelHosts: [String] = ["*.notify.windows.com"], webPushHosts: [String] = WebPushLimits.defaultHosts) {
+    /// Hosts a UnifiedPush subscription's endpoint may point at (the distributors' servers the
+    /// operator allows), by the same rules as ``wnsChannelHosts``. Default: none, so UnifiedPush
+    /// is off until an operator allows hosts. Before every request the host's resolved addresses
+    /// are checked too: a loopback, private, link-local, CGNAT, ULA or multicast address is
+    /// reached only through an entry naming exactly that `host:port`.
+    public var unifiedPushHosts: [String]
+
+    public init(
+        wnsChannelHosts: [String] = ["*.notify.windows.com"], webPushHosts: [String] = WebPushLimits.defaultHosts,
+        unifiedPushHosts: [String] = []
+    ) {
         self.wnsChannelHosts = wnsChannelHosts
         self.webPushHosts = webPushHosts
+        self.unifiedPushHosts = unifiedPushHosts
     }
 
     /// Validates `text` as a handle of `platform`, returning it in canonical form: APNs tokens in
@@ -92,6 +103,8 @@ public struct HandlePolicy: Sendable, Hashable {
         case .fcm, .gcm: return DeviceHandle(uncheckedPlatform: platform, value: try validateFCMToken(text, platform))
         case .wns: return DeviceHandle(uncheckedPlatform: .wns, value: try validateChannelURI(text))
         case .browser: return DeviceHandle(uncheckedPlatform: .browser, value: try validateSubscription(text))
+        case .unifiedpush:
+            return DeviceHandle(uncheckedPlatform: .unifiedpush, value: try validateSubscription(text, platform: .unifiedpush))
         // Push Kit tokens are opaque (about 100 to 200 characters): the FCM token rule bounds them.
         case .hms: return DeviceHandle(uncheckedPlatform: .hms, value: try validateFCMToken(text, .hms))
         }
@@ -200,6 +213,7 @@ public struct HandleError: PushgateInputError, Hashable {
                 case .wns: "WNS channel URI"
                 case .browser: "Web Push subscription"
                 case .hms: "Huawei Push Kit token"
+                case .unifiedpush: "UnifiedPush subscription"
                 }
             }
         switch code {
@@ -229,6 +243,7 @@ public struct HandleError: PushgateInputError, Hashable {
         case .portNotAllowed(let host, let port):
             return "\(what) port \(port) is not allowed: only 443, unless the allow-list names '\(host):\(port)'"
         case .hostNotAllowed(let host, let allowed):
+            if allowed.isEmpty { return "\(what) host '\(host)' is not allowed: the allow-list is empty (no host is allowed)" }
             return "\(what) host '\(host)' is not on the allow-list (\(allowed.joined(separator: ", ")))"
         }
     }

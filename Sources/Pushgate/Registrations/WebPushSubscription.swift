@@ -31,11 +31,16 @@ public struct WebPushSubscription: Sendable, Hashable {
     public var p256dh: [UInt8]
     /// The authentication secret, 16 bytes.
     public var auth: [UInt8]
+    /// Whether messages are signed with the app's VAPID key (RFC 8292). A browser's always are;
+    /// a UnifiedPush subscription says so with `"vapid": true` (its distributor was given the
+    /// app's VAPID public key), and without it is sent unsigned, as ntfy takes it.
+    public var vapid: Bool
 
-    public init(endpoint: String, p256dh: [UInt8], auth: [UInt8]) {
+    public init(endpoint: String, p256dh: [UInt8], auth: [UInt8], vapid: Bool = false) {
         self.endpoint = endpoint
         self.p256dh = p256dh
         self.auth = auth
+        self.vapid = vapid
     }
 
     /// The subscription in a stored handle (canonical JSON, checked when it was registered); nil
@@ -45,11 +50,15 @@ public struct WebPushSubscription: Sendable, Hashable {
             let keys = value["keys"], let p256dh = keys["p256dh"]?.stringValue.flatMap(Base64URL.decode),
             let auth = keys["auth"]?.stringValue.flatMap(Base64URL.decode)
         else { return nil }
-        self.init(endpoint: endpoint, p256dh: p256dh, auth: auth)
+        self.init(endpoint: endpoint, p256dh: p256dh, auth: auth, vapid: value["vapid"]?.kind == .bool(true))
     }
 
-    /// The canonical handle: `{"endpoint":"…","keys":{"p256dh":"…","auth":"…"}}`.
-    public var handleValue: String { Self.json(endpoint: endpoint, p256dh: Base64URL.encode(p256dh), auth: Base64URL.encode(auth)) }
+    /// The canonical handle: `{"endpoint":"…","keys":{"p256dh":"…","auth":"…"}}`, and
+    /// `,"vapid":true` before the last `}` when ``vapid`` is set (a UnifiedPush subscription's).
+    public var handleValue: String {
+        let json = Self.json(endpoint: endpoint, p256dh: Base64URL.encode(p256dh), auth: Base64URL.encode(auth))
+        return vapid ? json.dropLast() + #","vapid":true}"# : json
+    }
 
     /// A subscription as JSON from its three parts as given (the hub API's `Endpoint`, `P256DH`
     /// and `Auth`), in the handle's layout; checked where every handle is.
@@ -94,55 +103,77 @@ extension HandlePolicy {
         try validateURL(endpoint, platform: .browser, allowed: webPushHosts)
     }
 
+    /// Whether a UnifiedPush `endpoint` may be requested: `https` on a host of
+    /// ``unifiedPushHosts`` (checked again before every send; the addresses the host resolves to
+    /// are checked apart, when it is requested).
+    public func checkUnifiedPushEndpoint(_ endpoint: String) throws(HandleError) {
+        _ = try validateURL(endpoint, platform: .unifiedpush, allowed: unifiedPushHosts)
+    }
+
+    /// The hosts a Web Push platform's endpoints may point at.
+    public func endpointHosts(for platform: Platform) -> [String] { platform == .unifiedpush ? unifiedPushHosts : webPushHosts }
+
     /// A browser subscription: JSON with `endpoint` (an `https` URL on a host of
     /// ``webPushHosts``, by the same rules as WNS channel URIs), `keys.p256dh` (an uncompressed
     /// point on the P-256 curve) and `keys.auth` (16 bytes), both base64url with or without padding; other
     /// members (`expirationTime`) are ignored. Returned in canonical form.
-    func validateSubscription(_ text: String) throws(HandleError) -> String {
-        if text.isEmpty { throw HandleError(.empty, platform: .browser) }
+    ///
+    /// A UnifiedPush subscription (`platform` `.unifiedpush`) takes the same shape, its endpoint
+    /// on a host of ``unifiedPushHosts``, and an optional `vapid` (`true` or `false`): whether
+    /// its messages are signed with the app's VAPID key.
+    func validateSubscription(_ text: String, platform: Platform = .browser) throws(HandleError) -> String {
+        if text.isEmpty { throw HandleError(.empty, platform: platform) }
         // An endpoint, two keys and some slack.
         let limit = Self.channelURIMaximumLength + 512
         guard text.utf8.count <= limit else {
-            throw HandleError(.badLength(text.utf8.count, expected: "at most \(limit) bytes"), platform: .browser)
+            throw HandleError(.badLength(text.utf8.count, expected: "at most \(limit) bytes"), platform: platform)
         }
         let value: JSONValue
         do { value = try JSONParser.parse(text) } catch {
             throw HandleError(
                 .malformed("expected the subscription as JSON {\"endpoint\", \"keys\": {\"p256dh\", \"auth\"}}: \(error)"),
-                platform: .browser)
+                platform: platform)
         }
         guard value.objectMembers != nil else {
-            throw HandleError(.malformed("expected a JSON object {\"endpoint\", \"keys\": {\"p256dh\", \"auth\"}}"), platform: .browser)
+            throw HandleError(.malformed("expected a JSON object {\"endpoint\", \"keys\": {\"p256dh\", \"auth\"}}"), platform: platform)
         }
         guard let endpointText = value["endpoint"]?.stringValue else {
-            throw HandleError(.malformed("'endpoint' is missing or not a string"), platform: .browser)
+            throw HandleError(.malformed("'endpoint' is missing or not a string"), platform: platform)
         }
-        let endpoint = try validateURL(endpointText, platform: .browser, allowed: webPushHosts)
+        let endpoint = try validateURL(endpointText, platform: platform, allowed: endpointHosts(for: platform))
         guard let keys = value["keys"], keys.objectMembers != nil else {
-            throw HandleError(.malformed("'keys' is missing or not an object"), platform: .browser)
+            throw HandleError(.malformed("'keys' is missing or not an object"), platform: platform)
         }
         func key(_ name: String, bytes: Int) throws(HandleError) -> [UInt8] {
             guard let text = keys[name]?.stringValue else {
-                throw HandleError(.malformed("'keys.\(name)' is missing or not a string"), platform: .browser)
+                throw HandleError(.malformed("'keys.\(name)' is missing or not a string"), platform: platform)
             }
             guard let decoded = Base64URL.decode(text) else {
-                throw HandleError(.malformed("'keys.\(name)' is not base64url"), platform: .browser)
+                throw HandleError(.malformed("'keys.\(name)' is not base64url"), platform: platform)
             }
             guard decoded.count == bytes else {
-                throw HandleError(.malformed("'keys.\(name)' is \(decoded.count) bytes; expected \(bytes)"), platform: .browser)
+                throw HandleError(.malformed("'keys.\(name)' is \(decoded.count) bytes; expected \(bytes)"), platform: platform)
             }
             return decoded
         }
         let p256dh = try key("p256dh", bytes: WebPushLimits.publicKeyBytes)
         guard p256dh.first == 0x04 else {
-            throw HandleError(.malformed("'keys.p256dh' is not an uncompressed P-256 point (it must start with 0x04)"), platform: .browser)
+            throw HandleError(.malformed("'keys.p256dh' is not an uncompressed P-256 point (it must start with 0x04)"), platform: platform)
         }
         // Not a key the browser made: every send to it would fail, and the registration stay.
         guard P256Curve.isUncompressedPoint(p256dh) else {
-            throw HandleError(.malformed("'keys.p256dh' is not a point on the P-256 curve"), platform: .browser)
+            throw HandleError(.malformed("'keys.p256dh' is not a point on the P-256 curve"), platform: platform)
         }
         let auth = try key("auth", bytes: WebPushLimits.authSecretBytes)
-        return WebPushSubscription(endpoint: endpoint, p256dh: p256dh, auth: auth).handleValue
+        var vapid = false
+        if platform == .unifiedpush, let member = value["vapid"], member.kind != .null {
+            guard case .bool(let flag) = member.kind else {
+                throw HandleError(
+                    .malformed("'vapid' must be true or false (whether messages are signed with the app's VAPID key)"), platform: platform)
+            }
+            vapid = flag
+        }
+        return WebPushSubscription(endpoint: endpoint, p256dh: p256dh, auth: auth, vapid: vapid).handleValue
     }
 }
 

@@ -91,7 +91,7 @@ public struct PlatformTemplate: Sendable {
         switch (platform, template.format) {
         case (.wns, .raw): "application/octet-stream"
         case (.wns, _): "text/xml"
-        case (.browser, .raw): "text/plain; charset=utf-8"
+        case (.browser, .raw), (.unifiedpush, .raw): "text/plain; charset=utf-8"
         default: "application/json"
         }
     }
@@ -199,7 +199,7 @@ public struct PlatformTemplate: Sendable {
                 result.append(HTTPHeader(name: canonical, value: value))
             case .hms:
                 throw fail("Huawei Push Kit templates take no headers: the options are the message's own (android.urgency, android.ttl, …)")
-            case .browser:
+            case .browser, .unifiedpush:
                 let canonical: String
                 switch lowered {
                 case "ttl":
@@ -269,8 +269,9 @@ public struct PlatformTemplate: Sendable {
                     }
                 }
             }
-        case .browser:
-            // Any text: JSON (Declarative Web Push, or what a service worker reads), or a string.
+        case .browser, .unifiedpush:
+            // Any text: JSON (Declarative Web Push, or what a service worker reads; what a
+            // UnifiedPush app's own server defines), or a string.
             return
         case .wns:
             let declared = headers.first(where: { $0.name == "X-WNS-Type" })?.value
@@ -374,7 +375,7 @@ extension Template.Format {
     public static func resolved(for platform: Platform, headers: [(String, String)], body: String) -> Template.Format {
         switch platform {
         case .apns, .fcm, .gcm, .hms: .json
-        case .browser: Template.browserFormat(of: body)
+        case .browser, .unifiedpush: Template.browserFormat(of: body)
         case .wns: PlatformTemplate.wnsType(in: headers) == "wns/raw" ? .raw : .xml
         }
     }

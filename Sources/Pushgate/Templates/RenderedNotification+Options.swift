@@ -10,7 +10,7 @@ extension RenderedNotification {
         switch platform {
         case .fcm, .hms: with(validateOnly: true)
         case .gcm: with(body: settingBody(["dry_run"], JSONValue(.bool(true))), validateOnly: true)
-        case .apns, .wns, .browser: nil
+        case .apns, .wns, .browser, .unifiedpush: nil
         }
     }
 
@@ -21,7 +21,7 @@ extension RenderedNotification {
         switch platform {
         case .apns: with(headers: replacingHeader("apns-expiration", with: String(seconds == 0 ? 0 : Int(now) + seconds)))
         case .wns: with(headers: replacingHeader("X-WNS-TTL", with: String(seconds)))
-        case .browser: with(headers: replacingHeader("TTL", with: String(seconds)))
+        case .browser, .unifiedpush: with(headers: replacingHeader("TTL", with: String(seconds)))
         case .fcm, .hms: with(body: settingBody(["android", "ttl"], JSONValue(.string("\(seconds)s"))))
         case .gcm: with(body: settingBody(["time_to_live"], JSONValue(.number(String(seconds)))))
         }
@@ -36,7 +36,7 @@ extension RenderedNotification {
         case .apns:
             guard let value = HTTPHeader.value(of: "apns-expiration", in: headers).flatMap({ Int($0.trimmed()) }) else { return nil }
             return value == 0 ? sentAt : Double(value)
-        case .wns, .fcm, .gcm, .browser, .hms:
+        case .wns, .fcm, .gcm, .browser, .hms, .unifiedpush:
             return relativeTimeToLive.map { sentAt + Double($0) }
         }
     }
@@ -57,7 +57,8 @@ extension RenderedNotification {
         switch platform {
         case .apns: return nil
         case .wns: return HTTPHeader.value(of: "X-WNS-TTL", in: headers).flatMap { Int($0.trimmed()) }.flatMap { $0 >= 0 ? $0 : nil }
-        case .browser: return HTTPHeader.value(of: "TTL", in: headers).flatMap { Int($0.trimmed()) }.flatMap { $0 >= 0 ? $0 : nil }
+        case .browser, .unifiedpush:
+            return HTTPHeader.value(of: "TTL", in: headers).flatMap { Int($0.trimmed()) }.flatMap { $0 >= 0 ? $0 : nil }
         case .fcm, .hms:
             guard let text = (try? JSONParser.parse(body))?["android"]?["ttl"]?.stringValue, text.hasSuffix("s") else { return nil }
             return Self.wholeSeconds(Double(text.dropLast()))

@@ -48,7 +48,7 @@ final class DemoOutput: Sendable {
     func received(_ platform: Platform, _ notification: ReceivedNotification) {
         let type =
             notification.header("x-wns-type") ?? notification.header("apns-push-type")
-            ?? (platform == .browser ? "decrypted by the browser" : "data message")
+            ?? (platform == .browser ? "decrypted by the browser" : platform == .unifiedpush ? "decrypted by the app" : "data message")
         Self.write("\(platform.serviceName) (\(type)):")
         for line in Self.wrap(Self.payload(platform, notification.payload), width: 76) { Self.write("    \(line)") }
     }

@@ -80,7 +80,8 @@ extension SendNotificationCommand {
         let quoted = String(decoding: text, as: UTF8.self)
         let xmlText = message.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
             .replacingOccurrences(of: ">", with: "&gt;")
-        return try PlatformSelection(parsing: pns).platforms.map { platform in
+        // UnifiedPush is not a hub platform (Platform.hubPlatforms): not sent through the hub.
+        return try PlatformSelection(parsing: pns).platforms.compactMap { platform -> HubSend? in
             switch platform {
             case .apns:
                 HubSend(label: "apns", format: "apple", body: #"{"aps":{"alert":\#(quoted)}}"#, headers: [("apns-push-type", "alert")])
@@ -100,6 +101,7 @@ extension SendNotificationCommand {
                     label: "hms", format: "huawei",
                     body: #"{"message":{"android":{"notification":{"title":\#(quoted),"body":\#(quoted),"click_action":{"type":3}}}}}"#,
                     headers: [])
+            case .unifiedpush: nil
             }
         }
     }

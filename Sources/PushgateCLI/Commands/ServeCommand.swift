@@ -105,6 +105,7 @@ struct ServeCommand: AsyncParsableCommand {
         case .wns: services.wns?.tokenEndpoint ?? ""
         case .browser: services.browser.map { _ in "each subscription's endpoint" } ?? ""
         case .hms: services.hms?.endpoint ?? ""
+        case .unifiedpush: services.unifiedpush.map { _ in "each subscription's endpoint (handles.unifiedPushHosts)" } ?? ""
         }
     }
 }

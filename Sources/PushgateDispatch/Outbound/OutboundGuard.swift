@@ -123,8 +123,8 @@ public final class OutboundGuard: Sendable {
         return try await pin(target)
     }
 
-    /// The pin for `target`: its literal address, or its name's first address once every
-    /// address the name has is admitted.
+    /// The pin for `target`: its literal address, or once every address the name has is
+    /// admitted, its first IPv4 address (its first address when it has none).
     public func pin(_ target: OutboundTarget) async throws(OutboundRefusal) -> OutboundPin {
         let addresses: [IPAddress]
         if let literal = target.literalAddress {
@@ -141,7 +141,10 @@ public final class OutboundGuard: Sendable {
                 }
             }
         }
-        return OutboundPin(host: target.host, port: target.port, address: addresses[0])
+        // One address only (the pin is one connection target): the first IPv4 one, which every
+        // host reaches, where the name has one (`localhost` is 127.0.0.1 and ::1, in an order
+        // that depends on the machine's address configuration).
+        return OutboundPin(host: target.host, port: target.port, address: addresses.first(where: \.isIPv4) ?? addresses[0])
     }
 
     private func resolve(_ host: String) async throws(OutboundRefusal) -> [IPAddress] {

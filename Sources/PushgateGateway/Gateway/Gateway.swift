@@ -100,7 +100,7 @@ public final class Gateway: Sendable {
             store: store, app: current, driver: driver, inFlight: shared.inFlight,
             settings: Sends.Settings(limits: settings.limits, secureMessageLifetime: settings.secureMessageLifetime), logger: logger)
         let registrations = Registrations(
-            store: store, app: app.id, current: { current.value }, limits: settings.limits, clock: clock)
+            store: store, app: app.id, current: { current.value }, limits: settings.limits, clock: clock, dispatcher: dispatcher)
         self.registrations = registrations
         installations = Installations(store: store, app: current, registrations: registrations, limits: settings.limits, clock: clock)
         notifications = Notifications(store: store, app: app.id, clock: clock, logger: logger, outbox: control, drives: drives)

@@ -33,6 +33,14 @@ extension Platform {
             NotificationHubsNames(
                 installation: "huawei", registrationDescription: "Huawei", handleElement: "HuaweiToken",
                 templateWrapsMessage: true)
+        // Not reachable through the hub API (``hubPlatforms``): named for completeness.
+        case .unifiedpush:
+            NotificationHubsNames(installation: "unifiedpush", registrationDescription: "UnifiedPush", handleElement: "Endpoint")
         }
     }
+
+    /// The platforms the hub API registers and sends natively: all but UnifiedPush, whose
+    /// endpoints are checked at registration (the tutorial API's `PUT /api/register/{id}`) by a
+    /// discovery request the hub's registrations and installations do not make.
+    package static let hubPlatforms = allCases.filter { $0 != .unifiedpush }
 }

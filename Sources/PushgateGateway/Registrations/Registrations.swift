@@ -1,4 +1,5 @@
 import Pushgate
+import PushgateDispatch
 
 /// The tutorial API's registrations, with its semantics: an id reserved per user, a user's own
 /// registrations written and deleted by that user (an admin may touch any), the device no other
@@ -10,16 +11,19 @@ public struct Registrations: Sendable {
     let current: @Sendable () -> LoadedApp
     let limits: LimitsConfiguration
     let clock: any PushgateClock
+    /// The app's providers, whose checks a handle passes before it is stored (``admit(_:for:)``).
+    let dispatcher: Dispatcher
 
     package init(
         store: any RegistrationStore, app: AppID, current: @escaping @Sendable () -> LoadedApp, limits: LimitsConfiguration,
-        clock: any PushgateClock
+        clock: any PushgateClock, dispatcher: Dispatcher
     ) {
         self.store = store
         self.appID = app
         self.current = current
         self.limits = limits
         self.clock = clock
+        self.dispatcher = dispatcher
     }
 
     /// The app's handle rules as they are now.
@@ -81,7 +85,8 @@ public struct Registrations: Sendable {
             if handle.prefix(8).lowercased() == "https://" {
                 WebPushSubscription.handlePrefix(
                     endpoint: (try? handles.canonicalWebPushEndpoint(handle)) ?? handle)
-            } else if handle.hasPrefix("{"), let canonical = try? handles.validate(handle, for: .browser),
+            } else if handle.hasPrefix("{"),
+                let canonical = (try? handles.validate(handle, for: .browser)) ?? (try? handles.validate(handle, for: .unifiedpush)),
                 let subscription = WebPushSubscription(handleValue: canonical.value)
             {
                 WebPushSubscription.handlePrefix(endpoint: subscription.endpoint)
@@ -165,10 +170,7 @@ public struct Registrations: Sendable {
         guard let platform = Platform(rawValue: input.platform.lowercased()) else {
             throw .badRequest("Platform '\(input.platform.prefix(40))' is not supported; use \(Platform.alternatives)")
         }
-        let handle: DeviceHandle
-        do { handle = try handles.validate(input.handle, for: platform) } catch {
-            throw .badRequest("Handle: \(error.description)")
-        }
+        let handle = try await admit(input.handle, for: platform)
         let kind: RegistrationKind
         do { kind = try RegistrationKind(apiName: input.kind, attributesType: input.attributesType, activity: input.activity) } catch {
             throw .badRequest(error.description)
@@ -196,12 +198,25 @@ public struct Registrations: Sendable {
             ? nil
             : WriterGuard(
                 owner: user.name, handle: handle.value,
-                handlePrefixes: platform == .browser
+                handlePrefixes: platform.isWebPush
                     ? WebPushSubscription(handleValue: handle.value).map { [WebPushSubscription.handlePrefix(endpoint: $0.endpoint)] } ?? []
                     : [],
                 maximumRegistrations: limits.maximumRegistrationsPerUser)
         let time = now()
         try await storeCall { () throws(StoreError) in try await store.upsert(registration, now: time, writer: writer) }
+    }
+
+    /// The one check a registration's handle passes before it is stored: the app's handle rules
+    /// as they are now (``HandlePolicy``), then its platform provider's own (a UnifiedPush
+    /// endpoint's discovery answer, made once per host and kept: ``HandleAdmitting``). Errors
+    /// name the field (`Handle: …`) and, for UnifiedPush, the endpoint's host and why.
+    package func admit(_ text: String, for platform: Platform) async throws(GatewayError) -> DeviceHandle {
+        let handle: DeviceHandle
+        do { handle = try handles.validate(text, for: platform) } catch {
+            throw .badRequest("Handle: \(error.description)")
+        }
+        if let problem = await dispatcher.admissionProblem(handle) { throw .badRequest("Handle: \(problem)") }
+        return handle
     }
 
     /// `DELETE /api/register/{id}`: only the owner or an admin.

@@ -149,7 +149,7 @@ extension Sends {
         }
         // The device's handle (a Web Push subscription's endpoint) hidden wherever it appears.
         let secret =
-            platform == .browser
+            platform.isWebPush
             ? WebPushSubscription(handleValue: target.handle.value)?.endpoint ?? target.handle.value : target.handle.value
         // Another account's device is not shown even masked.
         let masked = disclosed ? target.handle.masked : "<device>"
@@ -158,7 +158,7 @@ extension Sends {
         result.url = hide(request.url)
         result.headers = DryRun.headerMap(request.headers)
         result.body = hide(String(decoding: request.body, as: UTF8.self))
-        if platform == .browser {
+        if platform.isWebPush {
             result.note = "the body is the plaintext: it is encrypted for each subscription (aes128gcm, RFC 8291) as it is sent"
         }
         return result

@@ -14,7 +14,7 @@ enum HubFormat: Equatable, Sendable {
     case template
 
     /// The formats, natives in ``Platform``'s order and `template` last.
-    static let all: [HubFormat] = Platform.allCases.map { .native($0) } + [.template]
+    static let all: [HubFormat] = Platform.hubPlatforms.map { .native($0) } + [.template]
 
     /// The format's name as clients send it (compared without case: the .NET SDK sends `fcmV1`).
     var name: String {
@@ -88,7 +88,7 @@ public enum HubPayloads {
         return switch platform {
         case .apns: name.hasPrefix("apns-")
         case .wns: name.hasPrefix("x-wns-")
-        case .browser: ["ttl", "urgency", "topic"].contains(name)
+        case .browser, .unifiedpush: ["ttl", "urgency", "topic"].contains(name)
         case .fcm, .gcm, .hms: false
         }
     }
@@ -124,8 +124,8 @@ public enum HubPayloads {
             bodyText = String(decoding: message.serialized(), as: UTF8.self)
         case .gcm:
             break
-        case .browser:
-            passed = headers.filter { passesThrough($0.name, to: .browser) }.map { ($0.name, $0.value) }
+        case .browser, .unifiedpush:
+            passed = headers.filter { passesThrough($0.name, to: platform) }.map { ($0.name, $0.value) }
         }
         let format = Template.Format.resolved(for: platform, headers: passed, body: bodyText)
         let checked: PlatformTemplate

@@ -96,7 +96,7 @@ extension HubHTTP {
             let parsed: RegistrationFilter
             do { parsed = try RegistrationFilter(parsing: filter) } catch { throw .badRequest(error.description) }
             // Every platform's handle element filters by handle (generated: a new platform's too).
-            let handleFields = Platform.allCases.map(\.notificationHubs.handleElement)
+            let handleFields = Platform.hubPlatforms.map(\.notificationHubs.handleElement)
             switch parsed.field {
             case "tags":
                 do { expression = .tag(try Tag(parsed.value)) } catch { throw .badRequest("$filter: \(error.description)") }

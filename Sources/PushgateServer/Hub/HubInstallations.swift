@@ -12,7 +12,7 @@ package enum HubInstallations {
     typealias Installation = PushgateGateway.Installation
     typealias InstallationTemplate = PushgateGateway.InstallationTemplate
 
-    static let platforms = Dictionary(uniqueKeysWithValues: Platform.allCases.map { ($0.notificationHubs.installation, $0) })
+    static let platforms = Dictionary(uniqueKeysWithValues: Platform.hubPlatforms.map { ($0.notificationHubs.installation, $0) })
 
     /// A browser installation's `pushChannel`, `{"endpoint", "p256dh", "auth"}`, as the
     /// subscription JSON the core reads as a browser's handle.
@@ -123,7 +123,7 @@ package enum HubInstallations {
         let platformText = try string("platform", required: true)!
         guard let platform = platforms[platformText.lowercased()] else {
             throw .badRequest(
-                "body: platform '\(platformText.prefix(20))' is not supported; use \(Platform.allCases.map(\.notificationHubs.installation).joined(separator: ", "))"
+                "body: platform '\(platformText.prefix(20))' is not supported; use \(Platform.hubPlatforms.map(\.notificationHubs.installation).joined(separator: ", "))"
             )
         }
         let channel =

@@ -28,6 +28,8 @@ enum HubRegistrationXML {
     }
 
     /// Description element names by platform (the native one; the template one inserts `Template`).
+    /// Every platform's, to write any registration (a UnifiedPush one the tutorial API made
+    /// included); a description is read only for ``Platform/hubPlatforms``.
     static let types: [(name: String, platform: Platform, handleElement: String)] = Platform.allCases.map {
         ($0.notificationHubs.registrationDescription, $0, $0.notificationHubs.handleElement)
     }
@@ -77,7 +79,7 @@ enum HubRegistrationXML {
         let stem = String(name.dropLast("RegistrationDescription".count))
         let isTemplate = stem.hasSuffix("Template")
         let typeName = isTemplate ? String(stem.dropLast("Template".count)) : stem
-        guard let type = types.first(where: { $0.name == typeName }) else {
+        guard let type = types.first(where: { $0.name == typeName && Platform.hubPlatforms.contains($0.platform) }) else {
             if typeName == "Mpns" { throw .badRequest("body: <\(name)>: MPNS is retired by Microsoft; register with WNS") }
             throw .badRequest(
                 "body: <\(name.prefix(60))> is not supported; use Apple, Gcm, FcmV1, Windows or Browser(Template)RegistrationDescription")

@@ -9,17 +9,18 @@ public enum WebPushWire {
     /// `Authorization: vapid t=<JWT>, k=<application server key>`.
     public static func authorization(token: String, publicKey: String) -> String { "vapid t=\(token), k=\(publicKey)" }
 
-    /// The request delivering an encrypted body to a subscription's endpoint.
+    /// The request delivering an encrypted body to a subscription's endpoint; without
+    /// `authorization` (a UnifiedPush subscription that asks for no VAPID), no `Authorization`.
     public static func request(
-        endpoint: String, encryptedBody: [UInt8], notification: RenderedNotification, authorization: String
+        endpoint: String, encryptedBody: [UInt8], notification: RenderedNotification, authorization: String?
     )
         -> PushHTTPRequest
     {
         var headers = [
-            HTTPHeader(name: "Authorization", value: authorization),
             HTTPHeader(name: "Content-Encoding", value: "aes128gcm"),
             HTTPHeader(name: "Content-Type", value: "application/octet-stream"),
         ]
+        if let authorization { headers.insert(HTTPHeader(name: "Authorization", value: authorization), at: 0) }
         if HTTPHeader.value(of: "TTL", in: notification.headers) == nil {
             headers.append(HTTPHeader(name: "TTL", value: String(defaultTimeToLiveSeconds)))
         }
@@ -40,15 +41,9 @@ public enum WebPushWire {
             verdict.outcome = .badChannel
             return verdict
         }
+        if verdict.classifyRFC8030(status: response.status, retryAfter: retryAfter) { return verdict }
         switch response.status {
         case 200, 201, 202: verdict.outcome = .success
-        case 404, 410:
-            verdict.outcome = .expiredChannel
-            verdict.handleChange = .remove
-        case 413: verdict.outcome = .invalidNotificationSize
-        case 429:
-            verdict.outcome = .throttled
-            verdict.retry = .afterBackoff(retryAfterSeconds: retryAfter)
         case 400: verdict.outcome = Self.isBadSubscription(text) ? .badChannel : .invalidNotificationFormat
         case 401:
             // A token the service does not take: signed afresh once, then reported.
