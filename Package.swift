@@ -128,13 +128,24 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Outcome webhooks' poster: signed, batched POSTs of stored events through libcurl, retried
+        // and parked, as a ServiceLifecycle service.
+        .target(
+            name: "PushgateWebhooks",
+            dependencies: [
+                "Pushgate", "PushgateCurl", "PushgateDispatch",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         // The Hummingbird application: the tutorials' app-backend API and the Notification Hubs
         // API, each mapping the core's errors once; authentication, the listener, composition.
         .target(
             name: "PushgateServer",
             dependencies: [
                 "Pushgate", "PushgateGateway", "PushgateOutbox", "PushgateXML", "PushgateConfig", "PushgateDispatch",
-                "PushgateCurl",
+                "PushgateCurl", "PushgateWebhooks",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
@@ -174,9 +185,12 @@ let package = Package(
             name: "PushgateTesting",
             dependencies: [
                 "Pushgate", "PushgateConfig", "PushgateGateway", "PushgateCurl", "PushgateDispatch", "PushgateLocal", "PushgateServer",
-                "PushgateSQLite",
+                "PushgateSQLite", "PushgateWebhooks",
                 "PNSSandbox", "CSpawn",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -271,6 +285,14 @@ let package = Package(
         .testTarget(
             name: "PushgateOutboxTests",
             dependencies: ["PushgateOutbox", "PushgateDispatch", "Pushgate", "PushgateTesting"]),
+        .testTarget(
+            name: "PushgateWebhooksTests",
+            dependencies: [
+                "PushgateWebhooks", "Pushgate", "PushgateSQLite", "PushgatePostgres", "PushgateTesting", "PushgateServer", "PushgateLocal",
+                "PushgateConfig", "PNSSandbox",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]),
         .testTarget(name: "PushgateConsoleTests", dependencies: ["PushgateLocal", "PNSSandbox", "Pushgate", "PushgateTesting"]),
     ],
     swiftLanguageModes: [.v6]

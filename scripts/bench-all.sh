@@ -8,7 +8,8 @@
 # Environment: PUSHGATE_BIN (a release pushgate; default: build one), PUSHGATE_BENCH_OUT (JSON,
 # default .build/bench/bench-all.json), PUSHGATE_BENCH_BROADCAST (registrations, 1,000,000),
 # PUSHGATE_BENCH_DISPATCH (requests per dispatch round, 100,000), PUSHGATE_BENCH_ROUNDS (3),
-# PUSHGATE_BENCH_SECTIONS (default "dispatch everyday broadcast platforms hubs postgres latency upserts idle"; the
+# PUSHGATE_BENCH_WEBHOOKS (outcome webhook kinds posted to a receiver on nginx, comma-separated;
+# default none), PUSHGATE_BENCH_FAILING_APNS (1: the broadcast's APNs devices answered 400), PUSHGATE_BENCH_SECTIONS (default "dispatch everyday broadcast platforms hubs postgres latency upserts idle"; the
 # broadcast's store is built when a section that uses it runs (broadcast, platforms, hubs,
 # sandbox, postgres, latency, upserts); "sandbox" adds the broadcast against
 # `pushgate sandbox` beside nginx, scripts/bench-sandbox-sink.sh), PUSHGATE_BENCH_PERF=1
@@ -131,6 +132,13 @@ token=$(printf 'ab%.0s' $(seq 1 32))
 nginx_port=$(free_port)
 plain_port=$(free_port)
 mkdir -p "$work/nginx"
+# PUSHGATE_BENCH_FAILING_APNS=1: the broadcast's APNs devices (their seeded tokens start with
+# sixteen zeros) are answered 400 BadDeviceToken, a failure that prunes nothing: with
+# PUSHGATE_BENCH_WEBHOOKS=delivery.failed each becomes an event (65% of the broadcast).
+failing_apns=""
+if [ -n "${PUSHGATE_BENCH_FAILING_APNS:-}" ]; then
+  failing_apns='location ~ "^/3/device/0{16}" { default_type application/json; return 400 '"'"'{"reason":"BadDeviceToken"}'"'"'; }'
+fi
 cat > "$work/nginx/nginx.conf" <<NGINX
 worker_processes 1;
 pid $work/nginx.pid;
@@ -154,6 +162,7 @@ http {
     ssl_certificate $work/cert.pem;
     ssl_certificate_key $work/key.pem;
     # APNs (api.push.apple.com): 200 with apns-id; a token Apple no longer knows: 410 Unregistered.
+    $failing_apns
     location ~ "^/3/device/[0-9a-f]*ff\$" {
       default_type application/json;
       return 410 '{"reason":"Unregistered","timestamp":1700000000000}';
@@ -298,9 +307,11 @@ sandbox_pid=$!
 for _ in $(seq 1 100); do grep -q gateway "$work/sandbox.out" 2>/dev/null && break; sleep 0.1; done
 kill "$sandbox_pid"; wait "$sandbox_pid" 2>/dev/null || true
 gateway_port=$(free_port)
-python3 - "$work/sandbox/config.json" "$sink" "$nginx_port" "$work/cert.pem" "$gateway_port" <<'PY'
+python3 - "$work/sandbox/config.json" "$sink" "$nginx_port" "$work/cert.pem" "$gateway_port" "$plain_port" \
+  "${PUSHGATE_BENCH_WEBHOOKS:-}" <<'PY'
 import json, sys
 path, sink, port, ca, gateway_port = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+plain_port, webhook_events = sys.argv[6], sys.argv[7]
 config = json.load(open(path))
 config["listener"]["port"] = gateway_port
 config["listener"].pop("tls", None)  # plain HTTP on loopback: the send path, not TLS, is measured
@@ -325,6 +336,13 @@ services["browser"]["caFile"] = ca
 # sends a day (limits.maxStoredPerUserPerDay, 10,000, a bound against hostile users) they would be
 # 429s. Raised here; every send still takes its token, so that cost is measured.
 config.setdefault("limits", {})["maxStoredPerUserPerDay"] = 10_000_000
+# Outcome webhooks (PUSHGATE_BENCH_WEBHOOKS, e.g. "delivery.failed,registration.pruned"): one
+# receiver, nginx's plain server answering 200 to every POST, so that the cost of storing and
+# posting the events is measured (docs/webhooks.md#cost).
+if webhook_events:
+    config["webhooks"] = {"allowedHosts": [f"http://127.0.0.1:{plain_port}"]}
+    app["webhooks"] = {"receivers": [{"name": "bench", "url": f"http://127.0.0.1:{plain_port}/hooks",
+                                      "secret": {"value": "bench-webhook-secret"}, "events": webhook_events.split(",")}]}
 json.dump(config, open(path, "w"), indent=2)
 PY
 config=$work/sandbox/config.json

@@ -9,7 +9,7 @@
 # documented status, content type, body (JSON, and the hub's XML through Tests/Contract/hooks.py)
 # and headers, and that an error body names its own status. Three passes: every operation with
 # /api as bob and the hub's Full rule; the operations whose answers depend on admin rights
-# (/api/me, the listings, the sandbox routes, telemetry and cancel) as alice; the hub operations a
+# (/api/me, the listings, the sandbox routes, telemetry and cancel, the webhooks' admin routes) as alice; the hub operations a
 # device's Listen rule may call (registrations, installations), and a send it may not, with the
 # Listen rule.
 #
@@ -122,7 +122,8 @@ checks=not_a_server_error,status_code_conformance,content_type_conformance,respo
 checks+=,unsupported_method,error_status_matches,dry_run_answers_dry_run
 export SCHEMATHESIS_HOOKS="$(pwd)/Tests/Contract/hooks.py"
 admin_operations=(getMe listRegistrations listNotifications getNotificationOutcome cancelNotification readSecureMessage
-  deleteRegistration listSandboxDevices createSandboxDevice getSandboxInbox actOnSandboxDevice)
+  deleteRegistration listSandboxDevices createSandboxDevice getSandboxInbox actOnSandboxDevice
+  listParkedWebhookEvents retryParkedWebhookEvents testWebhookReceivers)
 listen_operations=(hubCreateRegistrationId hubCreateRegistration hubUpsertRegistration hubGetRegistration hubDeleteRegistration
   hubPutInstallation hubPatchInstallation hubGetInstallation hubDeleteInstallation hubListRegistrations hubSend)
 

@@ -19,6 +19,7 @@ struct PushgateCommand: AsyncParsableCommand {
             RegistrationsCommand.self,
             LiveActivitiesCommand.self,
             ChannelsCommand.self,
+            WebhooksCommand.self,
             SandboxCommand.self, TemplatesCommand.self, StoreCommand.self, HubsCommand.self,
             UsersCommand.self, VAPIDCommand.self,
             BenchCommand.self,

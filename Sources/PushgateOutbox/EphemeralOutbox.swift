@@ -100,9 +100,16 @@ public actor EphemeralOutbox: OutboxQueue {
     }
 
     /// Ends the notification and forgets it: its answer is the send's.
-    public func finish(notificationID: String, app: AppID, owner: String, now: Timestamp) -> NotificationRecord? {
+    /// With the outbox off the end is not stored: its events are written in a transaction of their own.
+    public func finish(
+        notificationID: String, app: AppID, owner: String, now: Timestamp, completion: CompletionEvents
+    ) async throws(StoreError) -> NotificationRecord? {
         let record = outbox.finish(notificationID: notificationID, app: app, owner: owner, now: now)
-        if record != nil { outbox.remove(id: notificationID, app: app) }
+        if let record {
+            outbox.remove(id: notificationID, app: app)
+            let rows = completion.rows(for: record, now: now)
+            if !rows.isEmpty, let rowLog { try await rowLog.appendRows(rows, notificationID: notificationID, page: 0, app: app) }
+        }
         return record
     }
 

@@ -141,7 +141,9 @@ public struct OutboxDriver: Sendable {
                 if machine.finishedWithLastPage != nil { return machine.result }
                 let time = clock.now
                 let answer = await Result(storeCall: { () throws(StoreError) in
-                    try await queue.finish(notificationID: notification.id, app: notification.app, owner: control.owner, now: time)
+                    try await queue.finish(
+                        notificationID: notification.id, app: notification.app, owner: control.owner, now: time,
+                        completion: hooks.completionEvents(of: notification))
                 })
                 switch machine.finished(answer) {
                 case .done:
@@ -253,7 +255,7 @@ public struct OutboxDriver: Sendable {
                 pending += machine.storedHandleChanges(batch)
                 if pending.count >= handleUpdateChunk {
                     // The other pages stay on the wire meanwhile.
-                    await apply(pending, logger: logger)
+                    await apply(pending, of: notification, logger: logger)
                     pending.removeAll(keepingCapacity: true)
                 }
                 if let progress { progress(machine.progress) }
@@ -263,7 +265,7 @@ public struct OutboxDriver: Sendable {
         }
         await wire.close()
         spans?.endAll()
-        await apply(pending, logger: logger)
+        await apply(pending, of: notification, logger: logger)
         return machine
     }
 
@@ -318,7 +320,8 @@ public struct OutboxDriver: Sendable {
             let answer = await Result(storeCall: { () throws(StoreError) in
                 try await queue.completeLastPage(
                     notificationID: notification.id, app: notification.app, number: page.number, counts: page.counts,
-                    failures: page.failures, owner: control.owner, now: time, rows: page.rows)
+                    failures: page.failures, owner: control.owner, now: time, rows: page.rows,
+                    completion: hooks.completionEvents(of: notification))
             })
             step = machine.recordedLast(page, answer)
         } else {
@@ -368,13 +371,13 @@ public struct OutboxDriver: Sendable {
     /// Removes gone handles and replaces canonical ones. A store failure here loses no delivery:
     /// it is logged and counted (`pushgate_handle_updates_failed_total`), and the devices are
     /// pruned on a later send instead.
-    private func apply(_ updates: [HandleUpdate], logger: Logger) async {
+    private func apply(_ updates: [HandleUpdate], of notification: OutboxNotification, logger: Logger) async {
         guard !updates.isEmpty else { return }
         let changes = updates.map {
             StoredHandleChange(registrationID: $0.target.registrationID, change: $0.change, outcome: $0.outcome, reason: $0.reason)
         }
         do {
-            try await registrations.apply(changes, app: app, now: clock.now)
+            try await registrations.apply(changes, app: app, now: clock.now, events: hooks.handleChangeEvents(of: notification))
         } catch {
             metrics.handleUpdatesFailed(changes.count)
             logger.error(

@@ -21,6 +21,14 @@ public protocol OutboxHooks: Sendable {
     /// After a page's record committed: what its outcomes call for. A failure here fails no
     /// delivery (the hook logs and counts its own).
     func recorded(_ outcomes: [DeliveryReport], page: Int, of notification: OutboxNotification) async
+    /// The events the handle changes of `notification`'s answers become, written by the store in
+    /// the changes' own transaction (``RegistrationStore/apply(_:app:now:events:)``). Asked of
+    /// every notification, whatever ``concerns(_:)`` says.
+    func handleChangeEvents(of notification: OutboxNotification) -> HandleChangeEvents
+    /// The events `notification`'s end becomes, written by the store in the transaction that
+    /// ends it (``OutboxQueue/finish(notificationID:app:owner:now:completion:)``). Asked of every
+    /// notification, whatever ``concerns(_:)`` says.
+    func completionEvents(of notification: OutboxNotification) -> CompletionEvents
 }
 
 extension OutboxHooks {
@@ -32,6 +40,10 @@ extension OutboxHooks {
     public func rows(for outcomes: [DeliveryReport], page: Int, of notification: OutboxNotification) -> [OutboxRecordRow] { [] }
 
     public func recorded(_ outcomes: [DeliveryReport], page: Int, of notification: OutboxNotification) async {}
+
+    public func handleChangeEvents(of notification: OutboxNotification) -> HandleChangeEvents { .none }
+
+    public func completionEvents(of notification: OutboxNotification) -> CompletionEvents { .none }
 }
 
 /// No hooks: the loop as it is.
@@ -63,5 +75,15 @@ public struct OutboxHookChain: OutboxHooks {
 
     public func recorded(_ outcomes: [DeliveryReport], page: Int, of notification: OutboxNotification) async {
         for hook in hooks { await hook.recorded(outcomes, page: page, of: notification) }
+    }
+
+    /// The first hook's that has any (one feature writes events).
+    public func handleChangeEvents(of notification: OutboxNotification) -> HandleChangeEvents {
+        hooks.lazy.map { $0.handleChangeEvents(of: notification) }.first { !$0.subscriptions.subscribers.isEmpty } ?? .none
+    }
+
+    /// The first hook's that has any (one feature writes events).
+    public func completionEvents(of notification: OutboxNotification) -> CompletionEvents {
+        hooks.lazy.map { $0.completionEvents(of: notification) }.first { !$0.subscriptions.subscribers.isEmpty } ?? .none
     }
 }

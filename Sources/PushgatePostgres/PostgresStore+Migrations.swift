@@ -207,6 +207,20 @@ extension PostgresStore {
         );
         CREATE UNIQUE INDEX apns_channels_by_id ON apns_channels (app, channel_id);
         """,
+        // Version 8: outcome webhooks' events (outbox rows of kind `webhook:<receiver>`) carry
+        // their delivery: due, leased to one poster, retried, parked, posted (kept a while).
+        """
+        ALTER TABLE outbox_rows ADD COLUMN due_at double precision NOT NULL DEFAULT 0;
+        ALTER TABLE outbox_rows ADD COLUMN attempts integer NOT NULL DEFAULT 0;
+        ALTER TABLE outbox_rows ADD COLUMN first_failed_at double precision;
+        ALTER TABLE outbox_rows ADD COLUMN lease_owner text;
+        ALTER TABLE outbox_rows ADD COLUMN lease_expires double precision NOT NULL DEFAULT 0;
+        ALTER TABLE outbox_rows ADD COLUMN parked_at double precision;
+        ALTER TABLE outbox_rows ADD COLUMN posted_at double precision;
+        ALTER TABLE outbox_rows ADD COLUMN last_error text;
+        CREATE INDEX outbox_rows_pending ON outbox_rows (app, kind, sequence) WHERE posted_at IS NULL AND parked_at IS NULL;
+        CREATE INDEX outbox_rows_posted ON outbox_rows (posted_at) WHERE posted_at IS NOT NULL;
+        """,
     ]
 
     /// The schema version this Pushgate migrates a database to: an opened store's database has it

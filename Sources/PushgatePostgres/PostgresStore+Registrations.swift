@@ -345,13 +345,26 @@ extension PostgresStore: RegistrationStore {
         }
     }
 
-    public func apply(_ changes: [StoredHandleChange], app: AppID, now: Timestamp) async throws(StoreError) {
+    public func apply(_ changes: [StoredHandleChange], app: AppID, now: Timestamp, events: HandleChangeEvents) async throws(StoreError) {
         guard !changes.isEmpty else { return }
         let logger = self.logger
         try await transaction { connection in
             let appText = app.rawValue
             for change in changes {
                 let id = change.registrationID.rawValue
+                // The webhook events of the change, written with it.
+                if !events.subscriptions.subscribers.isEmpty,
+                    let registration = try await Self.load(ids: [change.registrationID], app: app, connection: connection, logger: logger)
+                        .first
+                {
+                    for row in events.rows(for: change, of: registration, now: now) {
+                        try await connection.query(
+                            """
+                            INSERT INTO outbox_rows (app, notification_id, page, kind, body)
+                            VALUES (\(appText), \(events.notificationID), 0, \(row.kind), \(row.body))
+                            """, logger: logger)
+                    }
+                }
                 switch change.change {
                 case .remove:
                     guard

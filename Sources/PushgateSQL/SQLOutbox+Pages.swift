@@ -169,7 +169,7 @@ extension SQLOutbox {
 
     package func completeLastPage(
         notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult], owner: String,
-        now: Timestamp, rows: [OutboxRecordRow]
+        now: Timestamp, rows: [OutboxRecordRow], completion: CompletionEvents = .none
     ) async throws(StoreError) -> OutboxLastPageRecord {
         let write = PageRecordWrite(number: number, counts: counts, failures: failures, retry: nil, rows: rows, dialect: dialect)
         let dialect = self.dialect
@@ -177,7 +177,8 @@ extension SQLOutbox {
             let key: [SQLValue] = [.text(app.rawValue), .text(notificationID)]
             if number == 0,
                 let answer = try await Self.recordOnlyPage(
-                    write, notificationID: notificationID, app: app, owner: owner, now: now, key: key, session: session)
+                    write, notificationID: notificationID, app: app, owner: owner, now: now, completion: completion, key: key,
+                    session: session)
             {
                 return answer
             }
@@ -185,7 +186,8 @@ extension SQLOutbox {
                 return .recordedBefore
             }
             let record = try await Self.finishing(
-                notificationID: notificationID, app: app, owner: owner, now: now, dialect: dialect, session: session)
+                notificationID: notificationID, app: app, owner: owner, now: now, completion: completion, dialect: dialect,
+                session: session)
             return record.map(OutboxLastPageRecord.finished) ?? .recorded
         }
     }
@@ -196,8 +198,8 @@ extension SQLOutbox {
     /// the page goes, the counts are this page's, and nothing is read back. Nil when it is not
     /// (the general record and finish follow).
     static func recordOnlyPage(
-        _ write: PageRecordWrite, notificationID: String, app: AppID, owner: String, now: Timestamp, key: [SQLValue],
-        session: Database.Session
+        _ write: PageRecordWrite, notificationID: String, app: AppID, owner: String, now: Timestamp, completion: CompletionEvents,
+        key: [SQLValue], session: Database.Session
     ) async throws -> OutboxLastPageRecord? {
         let dialect = write.dialect
         // The notification's row first, as every other outbox transaction reads it (one lock
@@ -236,6 +238,7 @@ extension SQLOutbox {
             try await Self.end(record.state, at: now, key: key, session: session)
         }
         try await Self.insertRows(write.rows, page: write.number, key: key, session: session)
+        try await Self.insertRows(completion.rows(for: record, now: now), page: 0, key: key, session: session)
         return .finished(record)
     }
 

@@ -3,10 +3,14 @@ import Pushgate
 /// A notification's end (finishing, parking, cancelling), its leases, its telemetry and the
 /// housekeeping, with the statements they share.
 extension SQLOutbox {
-    package func finish(notificationID: String, app: AppID, owner: String, now: Timestamp) async throws(StoreError) -> NotificationRecord? {
+    package func finish(
+        notificationID: String, app: AppID, owner: String, now: Timestamp, completion: CompletionEvents = .none
+    ) async throws(StoreError) -> NotificationRecord? {
         let dialect = self.dialect
         return try await database.transaction { session -> NotificationRecord? in
-            try await Self.finishing(notificationID: notificationID, app: app, owner: owner, now: now, dialect: dialect, session: session)
+            try await Self.finishing(
+                notificationID: notificationID, app: app, owner: owner, now: now, completion: completion, dialect: dialect, session: session
+            )
         }
     }
 
@@ -14,7 +18,8 @@ extension SQLOutbox {
     /// page is done (its record; a final one as it is); nil while pages are left or `owner` does
     /// not hold it.
     static func finishing(
-        notificationID: String, app: AppID, owner: String, now: Timestamp, dialect: SQLDialect, session: Database.Session
+        notificationID: String, app: AppID, owner: String, now: Timestamp, completion: CompletionEvents, dialect: SQLDialect,
+        session: Database.Session
     ) async throws -> NotificationRecord? {
         let key: [SQLValue] = [.text(app.rawValue), .text(notificationID)]
         guard
@@ -31,6 +36,7 @@ extension SQLOutbox {
         record.endedAt = now
         _ = try await session.rows("DELETE FROM outbox_pages WHERE app = ? AND notification_id = ?", key)
         try await end(record.state, at: now, key: key, session: session)
+        try await insertRows(completion.rows(for: record, now: now), page: 0, key: key, session: session)
         return record
     }
 

@@ -2,7 +2,7 @@ import Pushgate
 
 /// A store whose outbox is the SQL outbox on its own database: its ``OutboxStore`` operations are
 /// the outbox's, forwarded here once for every SQL store.
-package protocol SQLOutboxStore: OutboxStore {
+package protocol SQLOutboxStore: OutboxStore, WebhookEventStore {
     associatedtype OutboxDatabase: SQLDatabase
     /// The outbox on this store's database.
     var outbox: SQLOutbox<OutboxDatabase> { get }
@@ -61,19 +61,21 @@ extension SQLOutboxStore {
 
     public func completeLastPage(
         notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult], owner: String,
-        now: Timestamp, rows: [OutboxRecordRow]
+        now: Timestamp, rows: [OutboxRecordRow], completion: CompletionEvents
     ) async throws(StoreError) -> OutboxLastPageRecord {
         try await outbox.completeLastPage(
             notificationID: notificationID, app: app, number: number, counts: counts, failures: failures, owner: owner, now: now,
-            rows: rows)
+            rows: rows, completion: completion)
     }
 
     public func recordAnswers(notificationID: String, app: AppID, answers: [OutboxAnswers]) async throws(StoreError) {
         try await outbox.recordAnswers(notificationID: notificationID, app: app, answers: answers)
     }
 
-    public func finish(notificationID: String, app: AppID, owner: String, now: Timestamp) async throws(StoreError) -> NotificationRecord? {
-        try await outbox.finish(notificationID: notificationID, app: app, owner: owner, now: now)
+    public func finish(
+        notificationID: String, app: AppID, owner: String, now: Timestamp, completion: CompletionEvents
+    ) async throws(StoreError) -> NotificationRecord? {
+        try await outbox.finish(notificationID: notificationID, app: app, owner: owner, now: now, completion: completion)
     }
 
     public func parkNotification(

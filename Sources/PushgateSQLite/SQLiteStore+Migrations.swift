@@ -209,6 +209,20 @@ extension SQLiteStore {
         ) WITHOUT ROWID;
         CREATE UNIQUE INDEX apns_channels_by_id ON apns_channels (app, channel_id);
         """,
+        // Outcome webhooks' events (outbox rows of kind `webhook:<receiver>`) carry their
+        // delivery: due, leased, retried, parked, posted (kept a while).
+        """
+        ALTER TABLE outbox_rows ADD COLUMN due_at REAL NOT NULL DEFAULT 0;
+        ALTER TABLE outbox_rows ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE outbox_rows ADD COLUMN first_failed_at REAL;
+        ALTER TABLE outbox_rows ADD COLUMN lease_owner TEXT;
+        ALTER TABLE outbox_rows ADD COLUMN lease_expires REAL NOT NULL DEFAULT 0;
+        ALTER TABLE outbox_rows ADD COLUMN parked_at REAL;
+        ALTER TABLE outbox_rows ADD COLUMN posted_at REAL;
+        ALTER TABLE outbox_rows ADD COLUMN last_error TEXT;
+        CREATE INDEX outbox_rows_pending ON outbox_rows (app, kind, sequence) WHERE posted_at IS NULL AND parked_at IS NULL;
+        CREATE INDEX outbox_rows_posted ON outbox_rows (posted_at) WHERE posted_at IS NOT NULL;
+        """,
     ]
 
     static func migrate(_ connection: SQLiteConnection) throws(StoreError) {

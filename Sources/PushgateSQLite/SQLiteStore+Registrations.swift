@@ -286,12 +286,23 @@ extension SQLiteStore {
         }
     }
 
-    public func apply(_ changes: [StoredHandleChange], app: AppID, now: Timestamp) async throws(StoreError) {
+    public func apply(_ changes: [StoredHandleChange], app: AppID, now: Timestamp, events: HandleChangeEvents) async throws(StoreError) {
         guard !changes.isEmpty else { return }
         try await run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) in
                 for change in changes {
                     let values: [SQLValue] = [.text(app.rawValue), .text(change.registrationID.rawValue)]
+                    // The webhook events of the change, written with it (the table's CHECK refuses an oversized one).
+                    if !events.subscriptions.subscribers.isEmpty,
+                        let registration = try Self.load(ids: [change.registrationID], app: app, connection: connection).first
+                    {
+                        for row in events.rows(for: change, of: registration, now: now) {
+                            try connection.prepare(
+                                "INSERT INTO outbox_rows (app, notification_id, page, kind, body) VALUES (?, ?, 0, ?, ?)"
+                            )
+                            .bind([.text(app.rawValue), .text(events.notificationID), .text(row.kind), .text(row.body)]).run()
+                        }
+                    }
                     switch change.change {
                     case .remove:
                         guard let registration = try Self.load(ids: [change.registrationID], app: app, connection: connection).first else {

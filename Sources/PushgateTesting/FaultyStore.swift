@@ -108,9 +108,9 @@ public final class FaultyStore<Inner: GatewayStore>: GatewayStore {
         try await fault(.hubWrite)
         try await inner.write(write, now: now)
     }
-    public func apply(_ changes: [StoredHandleChange], app: AppID, now: Timestamp) async throws(StoreError) {
+    public func apply(_ changes: [StoredHandleChange], app: AppID, now: Timestamp, events: HandleChangeEvents) async throws(StoreError) {
         try await fault(.apply)
-        try await inner.apply(changes, app: app, now: now)
+        try await inner.apply(changes, app: app, now: now, events: events)
     }
     public func removals(app: AppID, limit: Int) async throws(StoreError) -> [HandleRemoval] {
         try await fault(.removals)
@@ -174,6 +174,31 @@ public final class FaultyStore<Inner: GatewayStore>: GatewayStore {
     public func appendRows(_ rows: [OutboxRecordRow], notificationID: String, page: Int, app: AppID) async throws(StoreError) {
         try await inner.appendRows(rows, notificationID: notificationID, page: page, app: app)
     }
+    public func claimWebhookEvents(
+        app: AppID, receiver: String, owner: String, until: Timestamp, now: Timestamp, limit: Int
+    ) async throws(StoreError) -> [WebhookDelivery] {
+        try await inner.claimWebhookEvents(app: app, receiver: receiver, owner: owner, until: until, now: now, limit: limit)
+    }
+    public func webhookEventsPosted(app: AppID, sequences: [Int64], now: Timestamp) async throws(StoreError) {
+        try await inner.webhookEventsPosted(app: app, sequences: sequences, now: now)
+    }
+    public func webhookEventsFailed(
+        app: AppID, sequences: [Int64], error: String, retryAt: Timestamp?, now: Timestamp
+    ) async throws(StoreError) {
+        try await inner.webhookEventsFailed(app: app, sequences: sequences, error: error, retryAt: retryAt, now: now)
+    }
+    public func parkedWebhookEvents(app: AppID, after sequence: Int64, limit: Int) async throws(StoreError) -> [WebhookDelivery] {
+        try await inner.parkedWebhookEvents(app: app, after: sequence, limit: limit)
+    }
+    public func retryParkedWebhookEvents(app: AppID, sequences: [Int64]?, now: Timestamp) async throws(StoreError) -> Int {
+        try await inner.retryParkedWebhookEvents(app: app, sequences: sequences, now: now)
+    }
+    public func pruneWebhookEvents(postedBefore: Timestamp, limit: Int) async throws(StoreError) -> Int {
+        try await inner.pruneWebhookEvents(postedBefore: postedBefore, limit: limit)
+    }
+    public func webhookEventCounts(app: AppID) async throws(StoreError) -> WebhookEventCounts {
+        try await inner.webhookEventCounts(app: app)
+    }
     public func recordAnswers(notificationID: String, app: AppID, answers: [OutboxAnswers]) async throws(StoreError) {
         try await fault(.recordAnswers)
         try await inner.recordAnswers(notificationID: notificationID, app: app, answers: answers)
@@ -182,9 +207,11 @@ public final class FaultyStore<Inner: GatewayStore>: GatewayStore {
         try await fault(.parkNotification)
         return try await inner.parkNotification(notificationID: notificationID, app: app, owner: owner, now: now)
     }
-    public func finish(notificationID: String, app: AppID, owner: String, now: Timestamp) async throws(StoreError) -> NotificationRecord? {
+    public func finish(
+        notificationID: String, app: AppID, owner: String, now: Timestamp, completion: CompletionEvents
+    ) async throws(StoreError) -> NotificationRecord? {
         try await fault(.finish)
-        return try await inner.finish(notificationID: notificationID, app: app, owner: owner, now: now)
+        return try await inner.finish(notificationID: notificationID, app: app, owner: owner, now: now, completion: completion)
     }
     public func renewLeases(owner: String, until: Timestamp) async throws(StoreError) {
         try await fault(.renewLeases)

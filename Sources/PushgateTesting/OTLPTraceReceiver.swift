@@ -35,8 +35,7 @@ public final class OTLPTraceReceiver: Sendable {
     /// The base URL to configure as `tracing.endpoint`.
     public let endpoint: String
     private let store: Store
-    private let services: ServiceGroup
-    private let task: Task<Void, any Error>
+    private let server: LoopbackServer
 
     /// What the receiver was sent, shared with its route.
     final class Store: Sendable {
@@ -45,11 +44,10 @@ public final class OTLPTraceReceiver: Sendable {
         let refusals = Mutex<[String]>([])
     }
 
-    private init(endpoint: String, store: Store, services: ServiceGroup, task: Task<Void, any Error>) {
+    private init(endpoint: String, store: Store, server: LoopbackServer) {
         self.endpoint = endpoint
         self.store = store
-        self.services = services
-        self.task = task
+        self.server = server
     }
 
     public var spans: [ReceivedSpan] { store.spans.withLock { $0 } }
@@ -75,22 +73,8 @@ public final class OTLPTraceReceiver: Sendable {
             return Response(
                 status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: "{}")))
         }
-        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-        var logger = Logger(label: "pushgate.otlp-receiver")
-        logger.logLevel = .warning
-        let application = Application(
-            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-            onServerRunning: { continuation.yield($0.localAddress?.port ?? 0) }, logger: logger)
-        let services = ServiceGroup(configuration: .init(services: [application], logger: logger))
-        // Ended by ``stop()`` (graceful shutdown, then awaited), or cancelled below when the
-        // receiver does not start.
-        let task = Task { try await services.run() }
-        var iterator = ports.makeAsyncIterator()
-        guard let port = await iterator.next(), port > 0 else {
-            task.cancel()
-            throw ReceiverError(description: "the OTLP receiver did not start")
-        }
-        return OTLPTraceReceiver(endpoint: "http://127.0.0.1:\(port)", store: store, services: services, task: task)
+        let server = try await LoopbackServer.start(router, label: "pushgate.otlp-receiver")
+        return OTLPTraceReceiver(endpoint: "http://127.0.0.1:\(server.port)", store: store, server: server)
     }
 
     /// Runs `body` with a receiver, stopped afterwards.
@@ -103,10 +87,7 @@ public final class OTLPTraceReceiver: Sendable {
         await receiver.stop()
     }
 
-    public func stop() async {
-        await services.triggerGracefulShutdown()
-        _ = try? await task.value
-    }
+    public func stop() async { await server.stop() }
 
     struct ReceiverError: Error, CustomStringConvertible {
         var description: String

@@ -399,7 +399,7 @@ import Testing
         #expect(try await sandbox.terminate() == 0)
         let text = serve.text
         for expected in [
-            "store: SQLite", "(schema 10)", "service APNs: https://127.0.0.1:", "service WNS: https://127.0.0.1:", "web console: /console",
+            "store: SQLite", "(schema 11)", "service APNs: https://127.0.0.1:", "service WNS: https://127.0.0.1:", "web console: /console",
             "sandbox mode", "DEMO AUTHENTICATION IS ON", "stopped",
         ] {
             #expect(text.contains(expected), "missing '\(expected)' in:\n\(text)")

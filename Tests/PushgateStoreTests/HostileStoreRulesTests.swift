@@ -229,7 +229,7 @@ import Testing
         )
         store = nil
         let reopened = try await SQLiteStore.open(path: path)
-        #expect(try await reopened.schemaVersion() == 10)
+        #expect(try await reopened.schemaVersion() == 11)
         #expect(try await reopened.registration(id: hubs, app: .default)?.owner == .hub)
         #expect(try await reopened.registration(id: alices, app: .default)?.owner == .user("alice"))
     }
@@ -248,7 +248,7 @@ import Testing
             UPDATE registrations SET owner = '$hub' WHERE id = '\(hubs.rawValue)';
             DELETE FROM pushgate_schema WHERE version >= 5;
             """)
-        #expect(try await store.migrate() == [5, 6, 7])
+        #expect(try await store.migrate() == [5, 6, 7, 8])
         #expect(try await store.registration(id: hubs, app: .default)?.owner == .hub)
         #expect(try await store.registration(id: alices, app: .default)?.owner == .user("alice"))
     }

@@ -86,6 +86,6 @@ import Testing
         #expect(
             try await reopened.idempotentNotification(key: key, app: .default, sender: "bob")
                 == OutboxKeyHolder(notificationID: sent.id, fingerprint: "f1"))
-        #expect(try await reopened.schemaVersion() == 10)
+        #expect(try await reopened.schemaVersion() == 11)
     }
 }

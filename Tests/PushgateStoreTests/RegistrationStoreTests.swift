@@ -341,7 +341,7 @@ func collect(_ stream: AsyncThrowingStream<[Registration], any Error>) async thr
         try await gateway.restore(try ids.map { try registration($0, tags: ["username:alice"]) }, now: start)
         // Reads that stop on a row (a lookup by id, the schema version) must not pin a snapshot.
         #expect(try await gateway.registration(id: ids[0], app: .default) != nil)
-        #expect(try await gateway.schemaVersion() == 10)
+        #expect(try await gateway.schemaVersion() == 11)
         #expect(try await gateway.registrationIDs(handle: "h-\(ids[1].rawValue)", app: .default) == [ids[1]])
         #expect(try await operator_.delete(id: ids[0], app: .default))
         #expect(try await gateway.registration(id: ids[0], app: .default) == nil)
@@ -359,11 +359,11 @@ func collect(_ stream: AsyncThrowingStream<[Registration], any Error>) async thr
         var store: SQLiteStore? = try await SQLiteStore.open(path: path)
         let id = try await store!.createRegistrationID(app: .default, now: start)
         try await store!.upsert(try registration(id, tags: ["username:alice"]), now: start)
-        #expect(try await store!.schemaVersion() == 10)
+        #expect(try await store!.schemaVersion() == 11)
         store = nil
         let reopened = try await SQLiteStore.open(path: path)
         #expect(try await reopened.registration(id: id, app: .default)?.tags.map(\.rawValue) == ["username:alice"])
-        #expect(try await reopened.schemaVersion() == 10)
+        #expect(try await reopened.schemaVersion() == 11)
     }
 
     @Test func anUnreadableFileIsAClearError() async throws {

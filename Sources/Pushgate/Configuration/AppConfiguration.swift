@@ -9,6 +9,8 @@ public struct AppConfiguration: Sendable, Hashable {
     /// The hub's shared access rules (Notification Hubs' authorization rules): who may call the
     /// hub API `/{hub}/…`, with which rights. None: the hub API answers 401 to every request.
     public var accessRules: [SharedAccessRule]
+    /// Where the app's outcome webhooks go (`webhooks.receivers`); none by default.
+    public var webhooks: [WebhookReceiverConfiguration] = []
 
     public init(
         id: AppID, services: ServicesConfiguration = .init(), handles: HandlePolicy = .init(),

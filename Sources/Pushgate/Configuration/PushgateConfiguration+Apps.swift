@@ -1,6 +1,8 @@
 /// The apps' part of `config.json`: each app's services, templates, handle rules and keys.
 extension PushgateConfiguration {
-    static func decodeApp(id: AppID, _ app: inout JSONObjectReader) throws(ConfigurationError) -> AppConfiguration {
+    static func decodeApp(
+        id: AppID, _ app: inout JSONObjectReader, webhooks: WebhooksConfiguration = WebhooksConfiguration()
+    ) throws(ConfigurationError) -> AppConfiguration {
         var configuration = AppConfiguration(id: id)
         if var handles = try app.object("handles") {
             for key in ["wnsChannelHosts", "webPushHosts", "unifiedPushHosts"] {
@@ -57,7 +59,10 @@ extension PushgateConfiguration {
                 configuration.accessRules.append(SharedAccessRule(name: member.key, key: key, rights: rights))
             }
         }
-        try app.finish(expected: ["handles", "services", "templates", "accessRules"])
+        if var object = try app.object("webhooks") {
+            configuration.webhooks = try decodeAppWebhooks(&object, gateway: webhooks)
+        }
+        try app.finish(expected: ["handles", "services", "templates", "accessRules", "webhooks"])
         return configuration
     }
 

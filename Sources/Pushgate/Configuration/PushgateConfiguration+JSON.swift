@@ -168,6 +168,11 @@ extension PushgateConfiguration {
             tracing = try decodeTracing(&object)
         }
 
+        var webhooks = WebhooksConfiguration()
+        if var object = try reader.object("webhooks") {
+            webhooks = try decodeWebhooks(&object)
+        }
+
         guard var appsReader = try reader.object("apps") else {
             throw reader.error("missing required key 'apps' (an object of apps by name, for example {\"default\": {…}})")
         }
@@ -178,15 +183,18 @@ extension PushgateConfiguration {
                 throw appsReader.error(error.description, key: member.key, at: member.keyOffset)
             }
             guard var app = try appsReader.object(member.key) else { continue }
-            apps.append(try decodeApp(id: id, &app))
+            apps.append(try decodeApp(id: id, &app, webhooks: webhooks))
         }
         if apps.isEmpty { throw appsReader.error("configure at least one app, for example \"default\"") }
 
-        try reader.finish(expected: ["listener", "store", "auth", "console", "limits", "outbox", "metrics", "tracing", "apps"])
+        try reader.finish(expected: [
+            "listener", "store", "auth", "console", "limits", "outbox", "metrics", "tracing", "webhooks", "apps",
+        ])
         var configuration = PushgateConfiguration(
             listener: listener, store: store, auth: auth, console: console, limits: limits, outbox: outbox, apps: apps)
         configuration.metrics = metrics
         configuration.tracing = tracing
+        configuration.webhooks = webhooks
         return configuration
     }
 

@@ -13,6 +13,8 @@ public struct PushgateConfiguration: Sendable, Hashable {
     public var metrics = MetricsConfiguration()
     /// OpenTelemetry traces. Default off.
     public var tracing = TracingConfiguration()
+    /// Outcome webhooks' gateway-wide settings (receiver allow-list, retries, batches).
+    public var webhooks = WebhooksConfiguration()
     /// Apps by name, in the order they were configured.
     public var apps: [AppConfiguration]
 

@@ -54,8 +54,10 @@ public struct InMemoryOutbox: Sendable {
 
     private var entries: [Key: Entry] = [:]
     /// Rows written with pages' records, per app, in order.
-    private var rows: [AppID: [StoredOutboxRow]] = [:]
+    var rows: [AppID: [StoredOutboxRow]] = [:]
     private var rowSequence: Int64 = 0
+    /// Webhook events' delivery, by row sequence (``WebhookEventStore``).
+    var webhookStates: [Int64: WebhookRowState] = [:]
 
     /// Changes an entry where it is stored (no copy of its pages).
     private mutating func modify<T>(_ key: Key, _ body: (inout Entry) -> T) -> T? {
@@ -224,6 +226,7 @@ public struct InMemoryOutbox: Sendable {
     public mutating func removeRecordedRows(app: AppID, through sequence: Int64) -> Int {
         let before = rows[app]?.count ?? 0
         rows[app]?.removeAll { $0.sequence <= sequence }
+        webhookStates = webhookStates.filter { $0.key > sequence }
         return before - (rows[app]?.count ?? 0)
     }
 
@@ -402,8 +405,18 @@ extension InMemoryRegistrationStore: OutboxStore {
         outbox.parkNotification(notificationID: notificationID, app: app, owner: owner, now: now)
     }
 
-    public func finish(notificationID: String, app: AppID, owner: String, now: Timestamp) -> NotificationRecord? {
-        outbox.finish(notificationID: notificationID, app: app, owner: owner, now: now)
+    public func finish(
+        notificationID: String, app: AppID, owner: String, now: Timestamp, completion: CompletionEvents
+    ) throws(StoreError) -> NotificationRecord? {
+        let endedBefore = outbox.record(id: notificationID, app: app)?.endedAt != nil
+        let record = outbox.finish(notificationID: notificationID, app: app, owner: owner, now: now)
+        if let record, !endedBefore {
+            let rows = completion.rows(for: record, now: now)
+            // As the SQL stores' table refuses it (here after the end: memory has no rollback).
+            if let refusal = OutboxRecordRow.refusal(rows) { throw refusal }
+            outbox.appendRows(rows, notificationID: notificationID, page: 0, app: app)
+        }
+        return record
     }
 
     public func renewLeases(owner: String, until: Timestamp) { outbox.renewLeases(owner: owner, until: until) }

@@ -157,7 +157,13 @@ public actor InMemoryRegistrationStore: RegistrationStore {
 
     func snapshot(app: AppID) -> [Registration] { (registrations[app] ?? [:]).values.sorted { $0.id < $1.id } }
 
-    public func apply(_ changes: [StoredHandleChange], app: AppID, now: Timestamp) throws(StoreError) {
+    public func apply(_ changes: [StoredHandleChange], app: AppID, now: Timestamp, events: HandleChangeEvents) throws(StoreError) {
+        let rows = changes.flatMap { change in
+            registrations[app]?[change.registrationID].map { events.rows(for: change, of: $0, now: now) } ?? []
+        }
+        // As the SQL stores' table refuses it, failing the whole transaction.
+        if let refusal = OutboxRecordRow.refusal(rows) { throw refusal }
+        outbox.appendRows(rows, notificationID: events.notificationID, page: 0, app: app)
         for change in changes {
             guard var registration = registrations[app]?[change.registrationID] else { continue }
             switch change.change {

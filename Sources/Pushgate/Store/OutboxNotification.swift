@@ -199,14 +199,29 @@ extension OutboxQueue {
     /// (the SQL outbox) answer it themselves.
     public func completeLastPage(
         notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult], owner: String,
-        now: Timestamp, rows: [OutboxRecordRow]
+        now: Timestamp, rows: [OutboxRecordRow], completion: CompletionEvents
     ) async throws(StoreError) -> OutboxLastPageRecord {
         guard
             try await completePage(
                 notificationID: notificationID, app: app, number: number, counts: counts, failures: failures, retry: nil, rows: rows)
         else { return .recordedBefore }
-        return try await finish(notificationID: notificationID, app: app, owner: owner, now: now).map(OutboxLastPageRecord.finished)
-            ?? .recorded
+        return try await finish(notificationID: notificationID, app: app, owner: owner, now: now, completion: completion)
+            .map(OutboxLastPageRecord.finished) ?? .recorded
+    }
+
+    /// Records the last page and finishes, no events written with the end.
+    public func completeLastPage(
+        notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult], owner: String,
+        now: Timestamp, rows: [OutboxRecordRow]
+    ) async throws(StoreError) -> OutboxLastPageRecord {
+        try await completeLastPage(
+            notificationID: notificationID, app: app, number: number, counts: counts, failures: failures, owner: owner, now: now,
+            rows: rows, completion: .none)
+    }
+
+    /// Finishes, no events written with the end.
+    public func finish(notificationID: String, app: AppID, owner: String, now: Timestamp) async throws(StoreError) -> NotificationRecord? {
+        try await finish(notificationID: notificationID, app: app, owner: owner, now: now, completion: .none)
     }
 
     /// The next page for the lease holder.

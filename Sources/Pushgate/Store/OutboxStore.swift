@@ -63,11 +63,11 @@ public protocol OutboxQueue: Sendable {
         retry: OutboxRetry?, rows: [OutboxRecordRow]
     ) async throws(StoreError) -> Bool
     /// Records the last page of a notification (its claim said ``OutboxPage/last``) and, in the
-    /// same transaction, finishes the notification as ``finish(notificationID:app:owner:now:)``
+    /// same transaction, finishes the notification as ``finish(notificationID:app:owner:now:completion:)``
     /// does: one commit where a send of one page would pay two. Answers what each part did.
     func completeLastPage(
         notificationID: String, app: AppID, number: Int, counts: [Platform: [Outcome: Int]], failures: [TargetResult], owner: String,
-        now: Timestamp, rows: [OutboxRecordRow]
+        now: Timestamp, rows: [OutboxRecordRow], completion: CompletionEvents
     ) async throws(StoreError) -> OutboxLastPageRecord
     /// Records the final answers of targets of pages still on the wire, as they arrive (a driver
     /// flushes them every few tens of milliseconds): a page claimed again after its driver died
@@ -80,8 +80,11 @@ public protocol OutboxQueue: Sendable {
     /// it meanwhile) and answers that time. nil, with nothing changed, otherwise.
     func parkNotification(notificationID: String, app: AppID, owner: String, now: Timestamp) async throws(StoreError) -> Timestamp?
     /// Ends the notification when its audience is exhausted and every page is done: the final
-    /// state follows its counts (or `Cancelled`). nil while pages are left.
-    func finish(notificationID: String, app: AppID, owner: String, now: Timestamp) async throws(StoreError) -> NotificationRecord?
+    /// state follows its counts (or `Cancelled`). nil while pages are left. The rows `completion`
+    /// makes of the ended record are written in the same transaction, only when it ends now.
+    func finish(
+        notificationID: String, app: AppID, owner: String, now: Timestamp, completion: CompletionEvents
+    ) async throws(StoreError) -> NotificationRecord?
     /// Extends every lease `owner` holds on unfinished work to `until`.
     func renewLeases(owner: String, until: Timestamp) async throws(StoreError)
     /// Gives up the leases `owner` holds on unfinished work (of one notification, or all), so that
@@ -144,7 +147,7 @@ public typealias OutboxStore = OutboxQueue & NotificationLog & OutboxMaintenance
 public typealias SendStore = RegistrationStore & SecureMessageStore & OutboxQueue & NotificationLog & LiveActivityStore
 
 /// Everything a gateway keeps: registrations, secure messages and the outbox.
-public typealias GatewayStore = RegistrationStore & SecureMessageStore & OutboxStore & LiveActivityStore
+public typealias GatewayStore = RegistrationStore & SecureMessageStore & OutboxStore & LiveActivityStore & WebhookEventStore
 
 /// A store on a database the gateway opened itself (SQLite, PostgreSQL): what the server and the
 /// CLI need beyond the stores' operations.

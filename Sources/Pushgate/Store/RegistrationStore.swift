@@ -72,8 +72,9 @@ public protocol RegistrationStore: Sendable {
     /// when a new id is reserved by a user.
     func write(_ write: HubWrite, now: Timestamp) async throws(StoreError)
     /// Applies what the push services said about handles: removes gone ones (recording when, which
-    /// handle and why) and replaces canonical ones.
-    func apply(_ changes: [StoredHandleChange], app: AppID, now: Timestamp) async throws(StoreError)
+    /// handle and why) and replaces canonical ones. The webhook events `events` makes of each
+    /// change are written in the same transaction (outbox rows, ``HandleChangeEvents``).
+    func apply(_ changes: [StoredHandleChange], app: AppID, now: Timestamp, events: HandleChangeEvents) async throws(StoreError)
     /// The recorded removals, newest first.
     func removals(app: AppID, limit: Int) async throws(StoreError) -> [HandleRemoval]
     /// The templates of those of `ids` that have one (a page of a hub-API send: which targets are
@@ -82,6 +83,11 @@ public protocol RegistrationStore: Sendable {
 }
 
 extension RegistrationStore {
+    /// Applies handle changes with no webhook events.
+    public func apply(_ changes: [StoredHandleChange], app: AppID, now: Timestamp) async throws(StoreError) {
+        try await apply(changes, app: app, now: now, events: .none)
+    }
+
     /// Creates or replaces a registration, checking nobody's ownership.
     public func upsert(_ registration: Registration, now: Timestamp) async throws(StoreError) {
         try await upsert(registration, now: now, writer: nil)

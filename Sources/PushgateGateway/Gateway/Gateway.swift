@@ -91,7 +91,11 @@ public final class Gateway: Sendable {
         driver = OutboxDriver(
             app: app.id, queue: store, registrations: store, dispatcher: dispatcher, control: control, clock: clock,
             drives: drives, metrics: shared.metrics, settings: OutboxDriver.settings(settings.outbox),
-            templates: shared.compiledTemplates, hooks: LiveActivityHooks(store: store, logger: logger))
+            templates: shared.compiledTemplates,
+            hooks: OutboxHookChain([
+                LiveActivityHooks(store: store, logger: logger),
+                WebhookHooks(subscriptions: { WebhookSubscriptions(receivers: current.value.configuration.webhooks) }, clock: clock),
+            ]))
         sends = Sends(
             store: store, app: current, driver: driver, inFlight: shared.inFlight,
             settings: Sends.Settings(limits: settings.limits, secureMessageLifetime: settings.secureMessageLifetime), logger: logger)

@@ -8,6 +8,7 @@ import PushgateConfig
 import PushgateDispatch
 import PushgateGateway
 import PushgateOutbox
+import PushgateWebhooks
 import ServiceLifecycle
 import UnixSignals
 
@@ -53,6 +54,8 @@ public struct GatewayServer: Sendable {
     var tracingService: (any Service)? = nil
     /// What runs the store's connections (PostgreSQL's pool), when the group runs them.
     var storeService: (any Service)? = nil
+    /// Posts the apps' outcome webhooks, when an app has a receiver.
+    package var webhookPoster: WebhookPoster? = nil
 
     /// Builds every part; nothing listens until the service group runs. `onListening` gets the
     /// bound port of `listener.port`, `onListeningSecurely` that of `listener.tls.port` (`port`
@@ -120,6 +123,9 @@ public struct GatewayServer: Sendable {
             } catch {
                 throw GatewayError(.misconfigured, "metrics.bearerToken: \(error)")
             }
+            let webhookPoster = try makeWebhookPoster(
+                configuration: configuration, apps: loaded.apps, store: store, secrets: secrets, clock: clock, metrics: metrics,
+                owner: gateway.driver.control.owner, logger: logger)
             // The last part that may refuse the start is built last: it owns a curl client.
             let sandboxBridge = try configuration.console.sandboxControl.map(SandboxBridge.init(controlURL:))
             // On a listener of its own, /metrics is not on the gateway's.
@@ -128,7 +134,7 @@ public struct GatewayServer: Sendable {
                 GatewayHTTP.router(
                     gateway: gateway, authenticator: authenticator, maximumBodyBytes: listener.maximumBodyBytes, metrics: metrics,
                     console: configuration.console, sandbox: sandboxBridge, hubs: hubs, scheme: scheme,
-                    metricsAccess: ownMetricsListener ? nil : metricsAccess, tracing: tracing, health: health)
+                    metricsAccess: ownMetricsListener ? nil : metricsAccess, tracing: tracing, health: health, webhooks: webhookPoster)
             }
             let connections = ConnectionRegistry(
                 limits: ConnectionLimits(
@@ -169,7 +175,8 @@ public struct GatewayServer: Sendable {
                 sandboxBridge: sandboxBridge,
                 application: application, secureApplication: secureApplication, metricsApplication: metricsApplication,
                 settings: ReloadableSettings(configuration: configuration, policy: policy, clock: clock, authenticator: authenticator),
-                listener: listener, logger: logger, tracingService: tracingService, storeService: storeService)
+                listener: listener, logger: logger, tracingService: tracingService, storeService: storeService, webhookPoster: webhookPoster
+            )
         } catch {
             // A refused start leaves no connection pool open (tests start many gateways in one process).
             for built in gateways { await built.dispatcher.shutdown() }
@@ -186,6 +193,8 @@ public struct GatewayServer: Sendable {
         if let storeService { services.append(storeService) }
         services.append(ShutdownAction(label: "curl pools") { for gateway in gateways { await gateway.dispatcher.shutdown() } })
         if let sandboxBridge { services.append(ShutdownAction(label: "sandbox bridge") { await sandboxBridge.shutdown() }) }
+        // Off the send path; stops after the sends (it posts what they stored meanwhile).
+        if let webhookPoster { services.append(webhookPoster) }
         for gateway in gateways {
             var logger = self.logger
             if gateways.count > 1 { logger[metadataKey: "hub"] = "\(gateway.app.id)" }

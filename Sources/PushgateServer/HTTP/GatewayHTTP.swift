@@ -6,6 +6,7 @@ import NIOCore
 import Pushgate
 import PushgateDispatch
 import PushgateGateway
+import PushgateWebhooks
 import PushgateXML
 
 /// Builds the Hummingbird router serving the tutorials' app-backend API.
@@ -28,7 +29,8 @@ public enum GatewayHTTP {
     public static func router(
         gateway: Gateway, authenticator: Authenticator, maximumBodyBytes: Int, metrics: GatewayMetrics? = nil,
         console: ConsoleConfiguration = ConsoleConfiguration(enabled: false), sandbox: SandboxBridge? = nil, hubs: HubDirectory? = nil,
-        scheme: String = "http", metricsAccess: MetricsAccess? = .open, tracing: PushgateTracing = .off, health: HealthMonitor? = nil
+        scheme: String = "http", metricsAccess: MetricsAccess? = .open, tracing: PushgateTracing = .off, health: HealthMonitor? = nil,
+        webhooks: WebhookPoster? = nil
     ) -> Router<GatewayContext> {
         let metrics = metrics ?? gateway.metrics
         // HEAD answers as GET does, without the body (RFC 9110 section 9.3.2).
@@ -68,7 +70,7 @@ public enum GatewayHTTP {
         }
 
         router.addRoutes(
-            TutorialAPI(gateway: gateway, maximumBodyBytes: maximumBodyBytes, sandbox: sandbox, hubs: hubs)
+            TutorialAPI(gateway: gateway, maximumBodyBytes: maximumBodyBytes, sandbox: sandbox, hubs: hubs, webhooks: webhooks)
                 .routes(authenticator: authenticator),
             atPath: "api")
         if let hubs {

@@ -6,6 +6,7 @@ import NIOCore
 import Pushgate
 import PushgateDispatch
 import PushgateGateway
+import PushgateWebhooks
 import PushgateXML
 
 /// The tutorials' app-backend API (mounted at `/api`): registrations, sends, secure push,
@@ -20,6 +21,8 @@ struct TutorialAPI: Sendable {
     let maximumBodyBytes: Int
     let sandbox: SandboxBridge?
     let hubs: HubDirectory?
+    /// The outcome webhooks' poster (for `/api/webhooks/test`), when an app has a receiver.
+    var webhooks: WebhookPoster? = nil
 
     /// The routes, behind `authenticator`.
     func routes(authenticator: Authenticator) -> RouteCollection<GatewayContext> {
@@ -38,6 +41,7 @@ struct TutorialAPI: Sendable {
         api.get("liveactivities", use: liveActivities)
         api.get("liveactivities/:name", use: liveActivity)
         ChannelsAPI(gateway: gateway, maximumBodyBytes: maximumBodyBytes).add(to: api)
+        WebhooksAPI(gateway: gateway, poster: webhooks).add(to: api)
         if let sandbox { GatewayHTTP.addSandboxRoutes(to: api, sandbox, gateway: gateway) }
         // Anything else under /api: the API's own error shape, not the router's empty 404.
         for method in [HTTPRequest.Method.get, .post, .put, .patch, .delete] {
