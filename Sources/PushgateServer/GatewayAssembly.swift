@@ -127,8 +127,12 @@ public enum GatewayAssembly {
                         totalTimeoutMilliseconds: timeout)),
                 outbound: outbound, clock: clock, successSeconds: unifiedPush.discoveryCacheSeconds,
                 failureSeconds: unifiedPush.discoveryFailureCacheSeconds)
+            let sendTimeout = Int(unifiedPush.sendTimeoutSeconds * 1000)
             let transport = try CurlPushTransport(
-                configuration: .init(httpVersion: .http2, caFile: caFile(unifiedPush.caFile)), pools: pools)
+                configuration: .init(
+                    httpVersion: .http2, caFile: caFile(unifiedPush.caFile), connectTimeoutMilliseconds: min(sendTimeout, 5000),
+                    totalTimeoutMilliseconds: sendTimeout),
+                pools: pools)
             providers.append(
                 WebPushProvider(
                     unifiedPush: UnifiedPushRules(

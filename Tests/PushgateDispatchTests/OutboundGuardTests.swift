@@ -61,6 +61,30 @@ import Testing
         }
     }
 
+    /// A name's exact entry trusts the operator's network, not wherever its DNS leads: the
+    /// metadata address is admitted only by an entry naming the address itself.
+    @Test func noNameLeadsToALinkLocalAddressEvenWithAnExactEntry() async throws {
+        let resolver = MappedResolver(["sandbox.example.net": ["169.254.169.254"]])
+        let outbound = OutboundGuard(resolver: resolver)
+        do {
+            let pin = try await outbound.pin(url: "https://sandbox.example.net:8443/up", allowed: Self.allowed)
+            Issue.record("pinned to \(pin)")
+        } catch {
+            guard case .notAdmittedByName(_, 8443, let address, let range) = error.reason else {
+                Issue.record("\(error)")
+                return
+            }
+            #expect(address == IPAddress("169.254.169.254") && range.contains("link-local"))
+            #expect(error.description.contains("which no name admits"), "\(error)")
+        }
+        resolver.names.withLock { $0["sandbox.example.net"] = ["10.0.0.5"] }
+        #expect(
+            try await OutboundGuard(resolver: resolver).pin(url: "https://sandbox.example.net:8443/up", allowed: Self.allowed).address
+                == IPAddress("10.0.0.5"))
+        let literal = try await outbound.pin(url: "https://169.254.10.5:8443/x", allowed: ["169.254.10.5:8443"])
+        #expect(literal.address == IPAddress("169.254.10.5"))
+    }
+
     @Test func answersAreKeptForTheirTimeThenAskedAgain() async throws {
         let resolver = MappedResolver(["up.example.net": ["203.0.113.7"]])
         let clock = ManualClock(secondsSinceEpoch: 1_800_000_000)

@@ -10,7 +10,7 @@ import Testing
         ("169.254.169.254", "link-local"), ("fe80::1", "link-local"), ("fd00::5", "unique local"), ("fc00::1", "unique local"),
         ("224.0.0.1", "multicast"), ("ff02::1", "multicast"), ("0.0.0.0", "this network"), ("255.255.255.255", "reserved"),
         ("::", "unspecified"), ("::ffff:127.0.0.1", "loopback"), ("64:ff9b::7f00:1", "loopback"), ("2002:a00:1::", "private"),
-        ("198.18.0.1", "benchmarking"),
+        ("198.18.0.1", "benchmarking"), ("64:ff9b:1::7f00:1", "local-use NAT64"), ("2001:0:4136:e378:8000:63bf:80ff:fffe", "Teredo"),
     ])
     func refusedAddressesAreNamedByTheirRange(address: String, range: String) throws {
         let parsed = try #require(IPAddress(address))
@@ -22,6 +22,19 @@ import Testing
     func publicAddressesPass(address: String) throws {
         let parsed = try #require(IPAddress(address))
         #expect(OutboundAddressRules.refusal(for: parsed) == nil)
+    }
+
+    /// A name's entry with its port admits the operator's own network (loopback, private, CGNAT,
+    /// unique-local), never link-local (the metadata address), multicast or reserved addresses.
+    @Test func aNamesExactEntryAdmitsOnlyTheOperatorsOwnNetworks() throws {
+        for (address, admitted) in [
+            ("127.0.0.1", true), ("10.1.2.3", true), ("100.64.0.1", true), ("fd00::5", true), ("::1", true),
+            ("169.254.169.254", false), ("fe80::1", false), ("224.0.0.1", false), ("0.0.0.0", false), ("64:ff9b::a9fe:a9fe", false),
+            ("2001:0:4136:e378:8000:63bf:80ff:fffe", false),
+        ] {
+            let parsed = try #require(IPAddress(address))
+            #expect(OutboundAddressRules.isAdmissibleByName(parsed) == admitted, "\(address)")
+        }
     }
 
     @Test func onlyAnEntryNamingHostAndPortExactlyAdmitsAPrivateAddress() throws {

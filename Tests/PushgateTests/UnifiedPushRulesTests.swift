@@ -124,11 +124,13 @@ import Testing
     }
 
     @Test func anAnswerIsNeverEchoedBeyondAShortReason() {
-        let long = String(repeating: "secret-token-", count: 1000)
-        let reason = classify(500, body: long).reason ?? ""
-        #expect(reason.count <= 121)
-        // Control characters are dropped.
-        #expect(classify(500, body: "line\u{1}one\r\ntwo").reason == "lineonetwo")
+        // A body that is not JSON (a text or HTML page, whatever the host answers) gives no reason.
+        #expect(classify(500, body: String(repeating: "secret-token-", count: 1000)).reason == nil)
+        #expect(classify(400, body: "internal page: secret").reason == nil)
+        // JSON's own words: at most 120 characters, control characters dropped.
+        let long = #"{"error":"\#(String(repeating: "secret-token-", count: 100))"}"#
+        #expect((classify(500, body: long).reason ?? "").count <= 121)
+        #expect(classify(500, body: #"{"error":"line\u0001one\r\ntwo"}"#).reason == "lineonetwo")
         #expect(classify(500, body: "").reason == nil)
         #expect(
             classify(410, body: #"{"code":410,"errno":106,"message":"Subscription is no longer valid"}"#).reason

@@ -187,6 +187,8 @@ extension PushgateConfiguration {
                 try unifiedPush.int("discoveryCacheSeconds", in: 1...604_800) ?? configuration.discoveryCacheSeconds
             configuration.discoveryFailureCacheSeconds =
                 try unifiedPush.int("discoveryFailureCacheSeconds", in: 0...3600) ?? configuration.discoveryFailureCacheSeconds
+            configuration.sendTimeoutSeconds =
+                try unifiedPush.number("sendTimeoutSeconds", in: 1...60) ?? configuration.sendTimeoutSeconds
             if let text = try unifiedPush.string("noActiveSubscriber") {
                 guard let choice = UnifiedPushConfiguration.NoActiveSubscriber(rawValue: text) else {
                     throw unifiedPush.error("'\(text.prefix(40))' must be keep or prune", key: "noActiveSubscriber")
@@ -196,6 +198,7 @@ extension PushgateConfiguration {
             try unifiedPush.finish(
                 expected: keys + [
                     "caFile", "discoveryTimeoutSeconds", "discoveryCacheSeconds", "discoveryFailureCacheSeconds", "noActiveSubscriber",
+                    "sendTimeoutSeconds",
                 ])
             result.unifiedpush = configuration
         }

@@ -246,10 +246,14 @@ public struct UnifiedPushConfiguration: Sendable, Hashable {
     public var discoveryFailureCacheSeconds: Int
     /// What a 507 does. Default ``NoActiveSubscriber/keep``.
     public var noActiveSubscriber: NoActiveSubscriber
+    /// How long one send request may take, connecting included. Default 10 s: a distributor
+    /// answers at once, and an endpoint that hangs (its host is the user's choice) holds the
+    /// send's page no longer than this per attempt.
+    public var sendTimeoutSeconds: Double
 
     public init(
         vapid: WebPushConfiguration? = nil, caFile: String? = nil, discoveryTimeoutSeconds: Double = 2, discoveryCacheSeconds: Int = 3600,
-        discoveryFailureCacheSeconds: Int = 30, noActiveSubscriber: NoActiveSubscriber = .keep
+        discoveryFailureCacheSeconds: Int = 30, noActiveSubscriber: NoActiveSubscriber = .keep, sendTimeoutSeconds: Double = 10
     ) {
         self.vapid = vapid
         self.caFile = caFile
@@ -257,5 +261,6 @@ public struct UnifiedPushConfiguration: Sendable, Hashable {
         self.discoveryCacheSeconds = discoveryCacheSeconds
         self.discoveryFailureCacheSeconds = discoveryFailureCacheSeconds
         self.noActiveSubscriber = noActiveSubscriber
+        self.sendTimeoutSeconds = sendTimeoutSeconds
     }
 }

@@ -1,8 +1,15 @@
 /// Which addresses a request to an operator-allowed host (a UnifiedPush endpoint, a webhook
-/// receiver) may never reach unless the allow-list names that `host:port` exactly: loopback,
-/// private, shared (CGNAT), link-local (cloud metadata at 169.254.169.254), unique-local,
-/// multicast and the reserved ranges. An address inside NAT64 (`64:ff9b::/96`) or 6to4
-/// (`2002::/16`) is judged by the IPv4 address it carries.
+/// receiver) may never reach unless the allow-list names them exactly: loopback, private, shared
+/// (CGNAT), link-local (cloud metadata at 169.254.169.254), unique-local, multicast and the
+/// reserved ranges. An address inside NAT64 (`64:ff9b::/96`) or 6to4 (`2002::/16`) is judged by
+/// the IPv4 address it carries; local-use NAT64 (`64:ff9b:1::/48`) and Teredo (`2001::/32`),
+/// which carry one in other ways, are refused whole.
+///
+/// An allow-list entry naming a DNS name with its port (`ntfy.lan:443`) admits the name's
+/// loopback, private, CGNAT and unique-local addresses (``isAdmissibleByName(_:)``: a distributor
+/// on the operator's own network); the other refused ranges (link-local with the metadata
+/// address, multicast, reserved, …) only an entry naming the address itself admits
+/// (`169.254.10.5:8443`), so that no name, whoever controls its DNS, can lead there.
 ///
 /// ```swift
 /// OutboundAddressRules.refusal(for: IPAddress("127.0.0.1")!)       // "loopback (127.0.0.0/8)"
@@ -10,15 +17,18 @@
 /// ```
 public enum OutboundAddressRules {
     /// The refused ranges with their names, the first that holds an address naming it: IPv4
-    /// first (matched on IPv4 addresses only), `::1` before the `::/96` it sits in.
-    public static let refused: [(range: IPAddressRange, name: String)] = [
-        ("0.0.0.0/8", "this network"), ("10.0.0.0/8", "private"), ("100.64.0.0/10", "shared address space (CGNAT)"),
-        ("127.0.0.0/8", "loopback"), ("169.254.0.0/16", "link-local"), ("172.16.0.0/12", "private"),
-        ("192.0.0.0/24", "IETF protocol assignments"), ("192.168.0.0/16", "private"), ("198.18.0.0/15", "benchmarking"),
-        ("224.0.0.0/4", "multicast"), ("240.0.0.0/4", "reserved"),
-        ("::1", "loopback"), ("::/96", "unspecified or IPv4-compatible"), ("100::/64", "discard-only"),
-        ("fc00::/7", "unique local"), ("fe80::/10", "link-local"), ("fec0::/10", "site-local"), ("ff00::/8", "multicast"),
-    ].map { (try! IPAddressRange(parsing: $0.0), $0.1) }
+    /// first (matched on IPv4 addresses only), `::1` before the `::/96` it sits in; `byName`:
+    /// admitted by an entry naming a DNS name with its port.
+    public static let refused: [(range: IPAddressRange, name: String, byName: Bool)] = [
+        ("0.0.0.0/8", "this network", false), ("10.0.0.0/8", "private", true),
+        ("100.64.0.0/10", "shared address space (CGNAT)", true), ("127.0.0.0/8", "loopback", true),
+        ("169.254.0.0/16", "link-local", false), ("172.16.0.0/12", "private", true),
+        ("192.0.0.0/24", "IETF protocol assignments", false), ("192.168.0.0/16", "private", true),
+        ("198.18.0.0/15", "benchmarking", false), ("224.0.0.0/4", "multicast", false), ("240.0.0.0/4", "reserved", false),
+        ("::1", "loopback", true), ("::/96", "unspecified or IPv4-compatible", false), ("100::/64", "discard-only", false),
+        ("64:ff9b:1::/48", "local-use NAT64", false), ("2001::/32", "Teredo", false), ("fc00::/7", "unique local", true),
+        ("fe80::/10", "link-local", false), ("fec0::/10", "site-local", false), ("ff00::/8", "multicast", false),
+    ].map { (try! IPAddressRange(parsing: $0.0), $0.1, $0.2) }
 
     /// Nil for an address a request may reach; otherwise the range that refuses it, named
     /// (`"loopback (127.0.0.0/8)"`).
@@ -26,8 +36,19 @@ public enum OutboundAddressRules {
         if let embedded = embeddedIPv4(address) {
             return refusal(for: embedded).map { "\($0) inside \(address)" }
         }
-        guard let hit = refused.first(where: { $0.range.contains(address) }) else { return nil }
+        guard let hit = range(of: address) else { return nil }
         return "\(hit.name) (\(hit.range))"
+    }
+
+    /// Whether an entry naming a DNS name with its port admits `address` (a refused one):
+    /// loopback, private, CGNAT and unique-local addresses, not link-local, multicast or reserved.
+    public static func isAdmissibleByName(_ address: IPAddress) -> Bool {
+        if let embedded = embeddedIPv4(address) { return isAdmissibleByName(embedded) }
+        return range(of: address)?.byName ?? true
+    }
+
+    static func range(of address: IPAddress) -> (range: IPAddressRange, name: String, byName: Bool)? {
+        refused.first(where: { $0.range.contains(address) })
     }
 
     /// The IPv4 address a NAT64 (`64:ff9b::a.b.c.d`) or 6to4 (`2002:AABB:CCDD::`) address carries.

@@ -244,6 +244,11 @@ public struct HandleError: PushgateInputError, Hashable {
             return "\(what) port \(port) is not allowed: only 443, unless the allow-list names '\(host):\(port)'"
         case .hostNotAllowed(let host, let allowed):
             if allowed.isEmpty { return "\(what) host '\(host)' is not allowed: the allow-list is empty (no host is allowed)" }
+            // The push services' hosts are public; an operator's UnifiedPush hosts may name its
+            // own network, which a client is not told.
+            if platform == .unifiedpush, subject == nil {
+                return "\(what) host '\(host)' is not on the allow-list (handles.unifiedPushHosts)"
+            }
             return "\(what) host '\(host)' is not on the allow-list (\(allowed.joined(separator: ", ")))"
         }
     }

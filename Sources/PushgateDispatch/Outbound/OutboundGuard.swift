@@ -16,6 +16,9 @@ public struct OutboundRefusal: Error, Hashable, Sendable, CustomStringConvertibl
         case unresolved(host: String, detail: String)
         /// The name resolved to an address in a refused range, and no entry names `host:port`.
         case refusedAddress(host: String, port: Int, address: IPAddress, range: String)
+        /// The name resolved to an address no name admits (link-local, multicast, reserved), even
+        /// one an entry names with its port: only an entry naming the address itself does.
+        case notAdmittedByName(host: String, port: Int, address: IPAddress, range: String)
     }
 
     public let reason: Reason
@@ -31,6 +34,9 @@ public struct OutboundRefusal: Error, Hashable, Sendable, CustomStringConvertibl
         case .refusedAddress(let host, let port, let address, let range):
             "host '\(host)' resolves to \(address), a \(range) address; only an allow-list entry naming "
                 + "'\(host):\(port)' exactly admits it"
+        case .notAdmittedByName(let host, let port, let address, let range):
+            "host '\(host)' resolves to \(address), a \(range) address, which no name admits; only an allow-list "
+                + "entry naming the address itself with port \(port) does"
         }
     }
 }
@@ -132,12 +138,17 @@ public final class OutboundGuard: Sendable {
         } else {
             addresses = try await resolve(target.host)
         }
-        if !target.isExplicitlyAllowed {
-            // Every address, not only the one used: a name with one public and one private
-            // address is someone's trick.
+        // Every address, not only the one used: a name with one public and one private address is
+        // someone's trick. An exact entry admits what it names: its address (a literal), or a
+        // name's loopback and private addresses, never link-local, multicast or reserved ones.
+        if !(target.isExplicitlyAllowed && target.literalAddress != nil) {
             for address in addresses {
-                if let range = OutboundAddressRules.refusal(for: address) {
+                guard let range = OutboundAddressRules.refusal(for: address) else { continue }
+                if !target.isExplicitlyAllowed {
                     throw OutboundRefusal(.refusedAddress(host: target.host, port: target.port, address: address, range: range))
+                }
+                if !OutboundAddressRules.isAdmissibleByName(address) {
+                    throw OutboundRefusal(.notAdmittedByName(host: target.host, port: target.port, address: address, range: range))
                 }
             }
         }

@@ -68,8 +68,8 @@ public enum UnifiedPushWire {
 
     /// A short reason from a distributor's answer: a JSON body's `error` or `message` (with its
     /// `code` or `errno`: ntfy's `{"code":50701,"error":"…"}`, autopush's `{"errno":106,"message":"…"}`),
-    /// else the start of a text body, printable ASCII only; nil for an empty body. Never more than
-    /// ``maximumReasonCharacters`` characters: an answer is not echoed.
+    /// printable ASCII only; nil for any other body (a text or HTML page, JSON past 2 KiB). Never
+    /// more than ``maximumReasonCharacters`` characters: an answer is not echoed.
     static func reason(_ body: [UInt8]) -> String? {
         let prefix = Array(body.prefix(2048))
         guard !prefix.isEmpty else { return nil }
@@ -84,7 +84,9 @@ public enum UnifiedPushWire {
                 }
             if let words { text = code.map { "\(words) (\($0))" } ?? words } else { text = code }
         }
-        let chosen = text ?? String(decoding: prefix, as: UTF8.self)
+        // Only a JSON answer's own error words and code: a body that is not one is never echoed
+        // (the endpoint's host is the user's choice; its answer is not theirs to read).
+        guard let chosen = text else { return nil }
         let printable = String(String.UnicodeScalarView(chosen.unicodeScalars.filter { (0x20...0x7E).contains($0.value) }))
         let trimmed = printable.trimmed()
         guard !trimmed.isEmpty else { return nil }
