@@ -456,6 +456,34 @@ for platform in result.get("platforms", []):
     print("%s.%s=%s" % (prefix, platform.get("platform"), json.dumps(platform.get("outcomes"), separators=(",", ":"))))
 PY
   tail -n 5 "$results" >&2
+  # With outcome webhooks on, the run checks its own events: one delivery.failed event stored per
+  # failed target, every one posted (the receiver answers 200), and how long the posting took
+  # after the send's answer (the drain). An event missing or unposted after 10 minutes stops it.
+  if [ -n "${PUSHGATE_BENCH_WEBHOOKS:-}" ]; then
+    python3 - "$work/sandbox/bench.sqlite" "$work/broadcast.json" "$prefix" "$PUSHGATE_BENCH_WEBHOOKS" >> "$results" <<'PY' || exit 1
+import json, sqlite3, sys, time
+database, result_path, prefix, kinds = sys.argv[1:5]
+result = json.load(open(result_path))
+notification = result["notificationId"]
+expected = result.get("failure", 0) if "delivery.failed" in kinds.split(",") else 0
+start = time.time()
+while True:
+    connection = sqlite3.connect(database, timeout=30)
+    stored, posted = connection.execute(
+        "SELECT count(*), count(posted_at) FROM outbox_rows WHERE kind LIKE 'webhook:%' AND notification_id = ? "
+        "AND body LIKE '%\"type\":\"delivery.failed\"%'", (notification,)).fetchone()
+    connection.close()
+    if (stored >= expected and posted >= stored) or time.time() - start > 600:
+        break
+    time.sleep(0.5)
+print("%s.webhook_events=%d" % (prefix, stored))
+print("%s.webhook_events_posted=%d" % (prefix, posted))
+print("%s.webhook_drain_seconds=%.1f" % (prefix, time.time() - start))
+if stored != expected or posted != stored:
+    sys.exit("bench-all: %s: %d delivery.failed events stored and %d posted; expected %d of each" % (prefix, stored, posted, expected))
+PY
+    tail -n 3 "$results" >&2
+  fi
   kill -TERM "$gateway" 2>/dev/null; wait "$gateway" 2>/dev/null || true
 }
 
