@@ -249,7 +249,7 @@ let package = Package(
             name: "PushgateServerTests",
             dependencies: [
                 "PushgateServer", "PushgateGateway", "PNSSandbox", "PushgateCurl", "PushgateConfig", "PushgateDispatch", "PushgateSQLite",
-                "Pushgate",
+                "Pushgate", "PushgateXML",
                 "PushgateLocal", "PushgateTesting",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

@@ -59,7 +59,8 @@ extension NotificationResult {
         return writer.finish()
     }
 
-    static func countsElement(_ platform: Platform) -> String {
+    /// The element of `platform`'s counts in results and telemetry (`ApnsOutcomeCounts`, …).
+    public static func countsElement(_ platform: Platform) -> String {
         switch platform {
         case .apns: "ApnsOutcomeCounts"
         case .fcm: "FcmV1OutcomeCounts"

@@ -30,9 +30,10 @@ from urllib.parse import parse_qs, urlsplit
 import schemathesis
 from schemathesis.transport.requests import REQUESTS_TRANSPORT
 
-# Containers whose children are items of an array in the schemas (`xml.wrapped`), and the one
-# repeated element of a feed.
-ARRAYS = {"Results", "Diagnostics", "WnsHeaders", "ApnsOutcomeCounts", "FcmV1OutcomeCounts", "GcmOutcomeCounts", "WnsOutcomeCounts", "BrowserOutcomeCounts"}
+# Containers whose children are items of an array in the schemas (`xml.wrapped`): these, and every
+# platform's `…OutcomeCounts` (empty for a platform no target was of); and the one repeated element
+# of a feed.
+ARRAYS = {"Results", "Diagnostics", "WnsHeaders"}
 REPEATED = {"entry"}
 INTEGERS = {"Code", "Success", "Failure", "Count", "StatusCode", "Attempts"}
 NUMBERS = {"LatencyMs"}
@@ -45,7 +46,7 @@ def local(tag: str) -> str:
 def convert(element: ET.Element):
     name = local(element.tag)
     children = list(element)
-    if name in ARRAYS:
+    if name in ARRAYS or name.endswith("OutcomeCounts"):
         return [convert(child) for child in children]
     if not children:
         text = element.text or ""

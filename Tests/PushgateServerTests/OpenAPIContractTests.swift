@@ -1,6 +1,8 @@
 import Foundation
+import Pushgate
 import PushgateCurl
 import PushgateTesting
+import PushgateXML
 import Testing
 
 /// The OpenAPI contract (`docs/openapi.json`, served at `GET /openapi.json`) held against the
@@ -63,6 +65,18 @@ import Testing
         #expect(
             registered.subtracting(documented).isEmpty, "routes not in docs/openapi.json: \(registered.subtracting(documented).sorted())")
         #expect(documented.subtracting(registered).isEmpty, "documented, not routed: \(documented.subtracting(registered).sorted())")
+    }
+
+    /// Telemetry's `NotificationDetails` documents every platform's `…OutcomeCounts` element (the
+    /// Huawei one was missing; the contract run found UnifiedPush's empty one undocumented as such).
+    @Test func notificationDetailsDocumentsEveryPlatformsCounts() throws {
+        let schemas = try #require((try Self.contract()["components"] as? [String: Any])?["schemas"] as? [String: Any])
+        let properties = try #require((schemas["NotificationDetailsXml"] as? [String: Any])?["properties"] as? [String: Any])
+        for platform in Platform.allCases {
+            let name = NotificationResult.countsElement(platform)
+            let schema = properties[name] as? [String: Any]
+            #expect(schema?["type"] as? String == "array", "\(name) is not documented as an array")
+        }
     }
 
     @Test func theContractIsServedAsDocsKeepsIt() async throws {
